@@ -1,0 +1,30 @@
+//! The one error type of the library. Every message is one line that names the problem and
+//! the file or column it is about; the binary prints it and exits with code 2.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}: no such file or directory")]
+    NotFound(PathBuf),
+    #[error("{0}: no Parquet files found (looked for *.parquet, *.parq, *.pq and part-* files)")]
+    NoParquet(String),
+    #[error("{path}: {msg}")]
+    BadFile { path: PathBuf, msg: String },
+    #[error("{0}")]
+    Usage(String),
+    #[error("column {column}: {msg}")]
+    Column { column: String, msg: String },
+    #[error("{path}: cannot read: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn bad_file(path: impl Into<PathBuf>, msg: impl std::fmt::Display) -> Self {
+        // Keep the message on one line whatever the underlying reader said.
+        let msg = msg.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+        Error::BadFile { path: path.into(), msg }
+    }
+}

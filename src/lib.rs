@@ -1,0 +1,19 @@
+//! skewjoin: find the hot keys of a Spark join and take them out of the shuffle.
+//!
+//! Data flows one way: `source` (files, footers, columns) -> `profile` (count keys) ->
+//! `classify` (null / placeholder / junk / demand) -> `keys` (the report of one command)
+//! -> `report` (text, JSON, CSV). `hash` is Spark's own Murmur3, for the partition of a key.
+
+pub mod classify;
+pub mod counter;
+pub mod error;
+pub mod guard;
+pub mod hash;
+pub mod keys;
+pub mod profile;
+pub mod report;
+pub mod size;
+pub mod source;
+pub mod value;
+
+pub use error::{Error, Result};

@@ -1,0 +1,139 @@
+//! The `skewjoin` binary: parse arguments, call the library, print. Errors are one line on
+//! stderr and exit code 2.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use skewjoin::classify::Classifier;
+use skewjoin::keys::{self, KeysOptions};
+use skewjoin::profile::{self, KeySpec, ProfileOptions, Sample};
+use skewjoin::report::{self, Format};
+use skewjoin::source::Table;
+use skewjoin::{Error, Result};
+
+#[derive(Parser)]
+#[command(name = "skewjoin", version, about = "Find the hot keys that make a Spark join slow, and take them out of the shuffle")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Top key values of one or more columns: counts, NULLs, shares, classes and Spark partitions
+    Keys(KeysArgs),
+}
+
+#[derive(Args)]
+struct KeysArgs {
+    /// Parquet file, folder (recursive, Hive k=v folders understood) or glob; several are read as one table
+    #[arg(required = true, value_name = "TABLE")]
+    tables: Vec<String>,
+    /// Key column to count; `a,b` counts the composite key (a, b). Repeat for several keys
+    #[arg(short, long = "column", value_name = "COL", required = true)]
+    columns: Vec<String>,
+    /// How many of the most frequent values to show (0: all)
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    top: usize,
+    /// Shuffle partitions for the partition of each value (spark.sql.shuffle.partitions)
+    #[arg(long, default_value_t = 200, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    shuffle_partitions: u32,
+    /// A value is hot when its rows exceed F times an even task (rows / shuffle partitions)
+    #[arg(long, default_value_t = 5.0, value_name = "F")]
+    hot_factor: f64,
+    /// Count a sample instead of every row: a fraction (0.05), a percentage (5%) or a row count
+    #[arg(long, value_name = "FRACTION|ROWS")]
+    sample: Option<Sample>,
+    /// Seed of the sample
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Memory for the counting tables; past it, counts become bounded lower bounds (said in the output)
+    #[arg(long, default_value = "2GB", value_name = "SIZE", value_parser = parse_size)]
+    memory: u64,
+    /// Classification rules (TOML or JSON) that extend or replace the built-in ones
+    #[arg(long, value_name = "FILE")]
+    rules: Option<PathBuf>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Worker threads (default: all cores)
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// No progress bar
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+fn parse_size(s: &str) -> std::result::Result<u64, String> {
+    skewjoin::size::parse_size(s)
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+                let _ = e.print();
+                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { ExitCode::from(2) } else { ExitCode::SUCCESS };
+            }
+            eprintln!("skewjoin: error: {}", one_line(&e.render().to_string()));
+            return ExitCode::from(2);
+        }
+    };
+    let result = match cli.command {
+        Command::Keys(a) => run_keys(a),
+    };
+    match result {
+        Ok(out) => {
+            use std::io::Write;
+            let mut stdout = std::io::stdout().lock();
+            // A closed pipe (`| head`) is not an error.
+            let _ = stdout.write_all(out.as_bytes());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("skewjoin: error: {}", one_line(&e.to_string()));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Clap's multi-line message as one line: no usage block, no "For more information".
+fn one_line(msg: &str) -> String {
+    msg.lines()
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(|l| l.strip_prefix("error: ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn run_keys(a: KeysArgs) -> Result<String> {
+    if let Some(n) = a.threads {
+        let _ = rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global();
+    }
+    if !(a.hot_factor > 0.0) {
+        return Err(Error::Usage("--hot-factor must be above 0".into()));
+    }
+    let classifier = Classifier::with_file(a.rules.as_deref())?;
+    let table = Table::open(&a.tables)?;
+    let specs = a
+        .columns
+        .iter()
+        .map(|c| {
+            let names: Vec<&str> = c.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+            if names.is_empty() {
+                return Err(Error::Usage(format!("empty --column {c:?}")));
+            }
+            let columns = names.iter().map(|n| table.resolve(n)).collect::<Result<Vec<_>>>()?;
+            Ok(KeySpec { columns })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let opts = ProfileOptions { top: a.top, sample: a.sample, seed: a.seed, memory: a.memory as usize, progress: !a.quiet };
+    let profiles = profile::profile(&table, &specs, &opts)?;
+    let rep = keys::report(profiles, &classifier, &KeysOptions { partitions: a.shuffle_partitions, hot_factor: a.hot_factor });
+    Ok(report::keys(&rep, a.format))
+}

@@ -1,0 +1,998 @@
+//! Count the values of key columns: exact by default, or over a sample.
+//!
+//! Only the key columns are read. Work is split into row groups, read in parallel; every
+//! thread feeds one shared, sharded counter per key (see `counter`). String and binary
+//! columns are read as dictionaries, so a dictionary-encoded column chunk is counted by its
+//! integer indices and each distinct string is touched once per row group.
+
+use std::fs::File;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::*;
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType, TimeUnit};
+use hashbrown::HashMap;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
+use parquet::arrow::ProjectionMask;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+
+use crate::counter::{KeyCounter, Pending};
+use crate::error::{Error, Result};
+use crate::source::{dictionary_hint, field_index, ColumnSource, ResolvedColumn, Table};
+use crate::value::{canonical_f32, canonical_f64, KeyType, Value};
+
+/// A key to count: one column, or several counted as one composite key.
+#[derive(Debug, Clone)]
+pub struct KeySpec {
+    pub columns: Vec<ResolvedColumn>,
+}
+
+impl KeySpec {
+    pub fn name(&self) -> String {
+        self.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(",")
+    }
+    pub fn types(&self) -> Vec<KeyType> {
+        self.columns.iter().map(|c| c.key_type).collect()
+    }
+    pub fn names(&self) -> Vec<String> {
+        self.columns.iter().map(|c| c.name.clone()).collect()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Sample {
+    Fraction(f64),
+    Rows(u64),
+}
+
+impl std::str::FromStr for Sample {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let s = s.trim();
+        let bad = || format!("bad sample {s:?}: give a fraction in (0, 1] such as 0.05, a percentage such as 5%, or a row count such as 1000000");
+        if let Some(p) = s.strip_suffix('%') {
+            let f: f64 = p.trim().parse().map_err(|_| bad())?;
+            if f > 0.0 && f <= 100.0 {
+                return Ok(Sample::Fraction(f / 100.0));
+            }
+            return Err(bad());
+        }
+        if let Ok(n) = s.replace('_', "").parse::<u64>() {
+            return if n == 0 { Err(bad()) } else if n == 1 { Ok(Sample::Fraction(1.0)) } else { Ok(Sample::Rows(n)) };
+        }
+        match s.parse::<f64>() {
+            Ok(f) if f > 0.0 && f <= 1.0 => Ok(Sample::Fraction(f)),
+            _ => Err(bad()),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ProfileOptions {
+    pub top: usize,
+    pub sample: Option<Sample>,
+    pub seed: u64,
+    /// Memory for the counting tables, in bytes, shared by all keys.
+    pub memory: usize,
+    pub progress: bool,
+}
+
+impl Default for ProfileOptions {
+    fn default() -> Self {
+        ProfileOptions { top: 20, sample: None, seed: 42, memory: 2 << 30, progress: false }
+    }
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SampleInfo {
+    /// "whole row groups" or "row selections".
+    pub method: String,
+    pub rows_read: u64,
+    pub fraction: f64,
+    pub row_groups_read: usize,
+    pub row_groups_total: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct KeyCount {
+    pub key: Vec<Value>,
+    /// Rows with this key: exact, a lower bound (see `count_error`), or scaled up from a sample.
+    pub count: u64,
+    /// Rows with this key in the sample (sample mode only).
+    pub sample_count: Option<u64>,
+    pub share: f64,
+    /// Half-width of the 95% interval of `share` (sample mode only).
+    pub share_error: Option<f64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ColumnProfile {
+    pub spec: KeySpec,
+    /// Rows of the table.
+    pub rows: u64,
+    /// Rows read to count.
+    pub rows_read: u64,
+    /// Rows whose key is NULL (any part NULL for a composite key); scaled in sample mode.
+    pub nulls: u64,
+    pub distinct: u64,
+    pub distinct_exact: bool,
+    pub counts_exact: bool,
+    /// Counts may be up to this much below the truth (bounded-memory mode), 0 when exact.
+    pub count_error: u64,
+    /// The most frequent keys, NULL included, most frequent first.
+    pub top: Vec<KeyCount>,
+    pub sample: Option<SampleInfo>,
+}
+
+/// How a key is counted.
+enum Plan {
+    /// One fixed-width column: ints, dates, timestamps, floats (by canonical bits), decimals <= 18.
+    Int { field: String, ty: KeyType },
+    /// One decimal column wider than 18 digits.
+    Wide { field: String },
+    /// One string or binary column.
+    Bytes { field: String },
+    /// A composite key, or a partition column: each row encoded to bytes.
+    Encoded { parts: Vec<Part> },
+}
+
+enum Part {
+    Field(String, KeyType),
+    Partition(usize, KeyType),
+}
+
+enum Counter {
+    Int(KeyCounter<i64>),
+    Wide(KeyCounter<i128>),
+    Bytes(KeyCounter<Box<[u8]>>),
+}
+
+struct Job {
+    spec: KeySpec,
+    plan: Plan,
+    counter: Counter,
+    nulls: AtomicU64,
+}
+
+/// One row group of one file, maybe with a row selection.
+#[derive(Clone)]
+struct Unit {
+    file: usize,
+    row_group: usize,
+    rows: u64,
+    selection: Option<(RowSelection, u64)>,
+}
+
+impl Unit {
+    fn rows_read(&self) -> u64 {
+        self.selection.as_ref().map(|s| s.1).unwrap_or(self.rows)
+    }
+}
+
+/// Per unit, in sample mode: rows read and the counts of its most frequent keys.
+struct UnitTally {
+    rows: u64,
+    table_rows: u64,
+    counts: HashMap<Vec<u8>, u64>,
+}
+
+/// Count every key of `specs` over `table`.
+pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Result<Vec<ColumnProfile>> {
+    let budget = opts.memory / specs.len().max(1);
+    let jobs: Vec<Job> = specs
+        .iter()
+        .map(|spec| {
+            let plan = plan_for(spec);
+            let counter = match &plan {
+                Plan::Int { .. } => Counter::Int(KeyCounter::new(budget)),
+                Plan::Wide { .. } => Counter::Wide(KeyCounter::new(budget)),
+                _ => Counter::Bytes(KeyCounter::new(budget)),
+            };
+            Job { spec: spec.clone(), plan, counter, nulls: AtomicU64::new(0) }
+        })
+        .collect();
+
+    // Which top-level fields to read (by name; files may order them differently).
+    let mut fields: Vec<String> = Vec::new();
+    for s in specs {
+        for c in &s.columns {
+            if matches!(c.source, ColumnSource::Data { .. }) && !fields.contains(&c.name) {
+                fields.push(c.name.clone());
+            }
+        }
+    }
+    let readers = table
+        .files
+        .iter()
+        .map(|f| {
+            let idx: Vec<usize> = fields.iter().filter_map(|n| field_index(f, n)).collect();
+            let hinted = dictionary_hint(f.meta.schema(), &idx).and_then(|schema| {
+                ArrowReaderMetadata::try_new(f.meta.metadata().clone(), ArrowReaderOptions::new().with_schema(schema)).ok()
+            });
+            (hinted.unwrap_or_else(|| f.meta.clone()), idx)
+        })
+        .collect::<Vec<_>>();
+
+    let (units, sample_info) = choose_units(table, opts);
+    let total_read: u64 = units.iter().map(|u| u.rows_read()).sum();
+    let bar = progress_bar(opts.progress, total_read);
+    let tally = opts.sample.is_some() && sample_info.is_some();
+
+    let tallies: Vec<Vec<UnitTally>> = units
+        .par_iter()
+        .map(|unit| {
+            let file = &table.files[unit.file];
+            let (meta, idx) = &readers[unit.file];
+            crate::guard::no_panic(|| read_unit(file, meta, idx, unit, &jobs, table, tally, &bar))
+                .map_err(|p| Error::bad_file(&file.path, format!("corrupt data in row group {}: {p}", unit.row_group)))?
+                .map_err(|e| match e {
+                    Error::BadFile { .. } => e,
+                    other => Error::bad_file(&file.path, format!("row group {}: {other}", unit.row_group)),
+                })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    bar.finish_and_clear();
+
+    let rows = table.rows();
+    let scale = if total_read == 0 { 1.0 } else { rows as f64 / total_read as f64 };
+    let mut out = Vec::new();
+    for (j, job) in jobs.into_iter().enumerate() {
+        let types = job.spec.types();
+        let nulls_read = job.nulls.load(Ordering::Relaxed);
+        let single = job.spec.columns.len() == 1;
+        // Take a few more than asked so that NULL can take its place among them.
+        let want = if opts.top == 0 { 0 } else { opts.top + 1 };
+        let (mut top, distinct, exact, error): (Vec<(Vec<Value>, u64)>, u64, bool, u64) = match job.counter {
+            Counter::Int(c) => {
+                let s = c.summary(want);
+                let t = types[0];
+                (s.top.into_iter().map(|(k, n)| (vec![Value::from_i64_key(k, t)], n)).collect(), s.distinct, s.exact, s.error)
+            }
+            Counter::Wide(c) => {
+                let s = c.summary(want);
+                let (precision, scale) = match types[0] {
+                    KeyType::Decimal { precision, scale } => (precision, scale),
+                    _ => (38, 0),
+                };
+                (s.top.into_iter().map(|(k, n)| (vec![Value::Decimal { unscaled: k, precision, scale }], n)).collect(), s.distinct, s.exact, s.error)
+            }
+            Counter::Bytes(c) => {
+                let s = c.summary(want);
+                let top = s
+                    .top
+                    .into_iter()
+                    .map(|(k, n)| {
+                        let key = match &job.plan {
+                            Plan::Bytes { .. } => vec![bytes_value(&k, types[0])],
+                            _ => decode_key(&k, &types),
+                        };
+                        (key, n)
+                    })
+                    .collect();
+                (top, s.distinct, s.exact, s.error)
+            }
+        };
+        if single && nulls_read > 0 {
+            top.push((vec![Value::Null], nulls_read));
+        }
+        top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0[0].is_null().cmp(&b.0[0].is_null()).reverse()));
+        if opts.top > 0 {
+            top.truncate(opts.top);
+        }
+        let tallies_j: Vec<&UnitTally> = tallies.iter().map(|t| &t[j]).collect();
+        let top = top
+            .into_iter()
+            .map(|(key, n)| {
+                let share = if total_read == 0 { 0.0 } else { n as f64 / total_read as f64 };
+                match &sample_info {
+                    None => KeyCount { key, count: n, sample_count: None, share, share_error: None },
+                    Some(info) => {
+                        let err = share_error(&key, &types, &tallies_j, share, info, total_read);
+                        KeyCount { key, count: (n as f64 * scale).round() as u64, sample_count: Some(n), share, share_error: Some(err) }
+                    }
+                }
+            })
+            .collect();
+        let (nulls, distinct, distinct_exact) = match &sample_info {
+            None => (nulls_read, distinct, exact),
+            // From a sample, the distinct count is a lower bound: not an estimate of the table's.
+            Some(_) => ((nulls_read as f64 * scale).round() as u64, distinct, false),
+        };
+        out.push(ColumnProfile {
+            spec: job.spec,
+            rows,
+            rows_read: total_read,
+            nulls,
+            distinct,
+            distinct_exact,
+            counts_exact: exact && sample_info.is_none(),
+            count_error: error,
+            top,
+            sample: sample_info.clone(),
+        });
+    }
+    Ok(out)
+}
+
+fn plan_for(spec: &KeySpec) -> Plan {
+    if spec.columns.len() == 1 {
+        let c = &spec.columns[0];
+        if let ColumnSource::Data { .. } = c.source {
+            return match c.key_type {
+                KeyType::String | KeyType::Binary => Plan::Bytes { field: c.name.clone() },
+                KeyType::Decimal { precision, .. } if precision > 18 => Plan::Wide { field: c.name.clone() },
+                ty => Plan::Int { field: c.name.clone(), ty },
+            };
+        }
+    }
+    Plan::Encoded {
+        parts: spec
+            .columns
+            .iter()
+            .map(|c| match c.source {
+                ColumnSource::Data { .. } => Part::Field(c.name.clone(), c.key_type),
+                ColumnSource::Partition { index } => Part::Partition(index, c.key_type),
+            })
+            .collect(),
+    }
+}
+
+fn choose_units(table: &Table, opts: &ProfileOptions) -> (Vec<Unit>, Option<SampleInfo>) {
+    let mut all = Vec::new();
+    for (fi, f) in table.files.iter().enumerate() {
+        for (ri, rg) in f.meta.metadata().row_groups().iter().enumerate() {
+            all.push(Unit { file: fi, row_group: ri, rows: rg.num_rows().max(0) as u64, selection: None });
+        }
+    }
+    let total: u64 = all.iter().map(|u| u.rows).sum();
+    let target = match opts.sample {
+        None => return (all, None),
+        Some(Sample::Fraction(f)) => (total as f64 * f).ceil() as u64,
+        Some(Sample::Rows(n)) => n,
+    };
+    if target >= total || total == 0 {
+        return (all, None);
+    }
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(opts.seed);
+    let groups = all.len();
+    let avg = total / groups.max(1) as u64;
+    // Whole row groups when there are enough of them that the sample spans at least 8;
+    // otherwise a random selection of 512-row runs from every row group.
+    if groups >= 20 && target / avg.max(1) >= 8 {
+        let mut order: Vec<usize> = (0..groups).collect();
+        order.shuffle(&mut rng);
+        let mut picked = Vec::new();
+        let mut rows = 0;
+        for i in order {
+            if rows >= target {
+                break;
+            }
+            rows += all[i].rows;
+            picked.push(all[i].clone());
+        }
+        picked.sort_by_key(|u| (u.file, u.row_group));
+        let info = SampleInfo { method: "whole row groups".into(), rows_read: rows, fraction: rows as f64 / total as f64, row_groups_read: picked.len(), row_groups_total: groups };
+        return (picked, Some(info));
+    }
+    const RUN: u64 = 512;
+    let p = target as f64 / total as f64;
+    let mut rows_read = 0;
+    for u in all.iter_mut() {
+        let mut selectors: Vec<RowSelector> = Vec::new();
+        let mut selected = 0;
+        let mut start = 0;
+        while start < u.rows {
+            let len = RUN.min(u.rows - start);
+            let take = rng.random::<f64>() < p;
+            if take {
+                selected += len;
+            }
+            match selectors.last_mut() {
+                Some(s) if s.skip == !take => s.row_count += len as usize,
+                _ => selectors.push(if take { RowSelector::select(len as usize) } else { RowSelector::skip(len as usize) }),
+            }
+            start += len;
+        }
+        rows_read += selected;
+        u.selection = Some((RowSelection::from(selectors), selected));
+    }
+    let info = SampleInfo { method: "row selections (random 512-row runs of every row group)".into(), rows_read, fraction: rows_read as f64 / total as f64, row_groups_read: groups, row_groups_total: groups };
+    (all, Some(info))
+}
+
+fn progress_bar(show: bool, total: u64) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !show || !std::io::stderr().is_terminal() || total < 2_000_000 {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr_with_hz(5));
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} counting keys {bar:30} {human_pos}/{human_len} rows, {per_sec}, eta {eta}") {
+        bar.set_style(style);
+    }
+    bar
+}
+
+#[allow(clippy::too_many_arguments)]
+fn read_unit(
+    file: &crate::source::DataFile,
+    meta: &ArrowReaderMetadata,
+    idx: &[usize],
+    unit: &Unit,
+    jobs: &[Job],
+    table: &Table,
+    tally: bool,
+    bar: &indicatif::ProgressBar,
+) -> Result<Vec<UnitTally>> {
+    let mut tallies: Vec<UnitTally> = jobs.iter().map(|_| UnitTally { rows: unit.rows_read(), table_rows: unit.rows, counts: HashMap::new() }).collect();
+    let mut pend_int: Vec<Option<Pending<i64>>> = jobs.iter().map(|j| if let Counter::Int(c) = &j.counter { Some(c.pending()) } else { None }).collect();
+    let mut pend_wide: Vec<Option<Pending<i128>>> = jobs.iter().map(|j| if let Counter::Wide(c) = &j.counter { Some(c.pending()) } else { None }).collect();
+    let mut pend_bytes: Vec<Option<Pending<Box<[u8]>>>> = jobs.iter().map(|j| if let Counter::Bytes(c) = &j.counter { Some(c.pending()) } else { None }).collect();
+    let mut dicts: Vec<DictTally> = jobs.iter().map(|_| DictTally::default()).collect();
+
+    let mut sink = |j: usize, batch_rows: usize, batch: Option<&RecordBatch>| -> Result<()> {
+        let job = &jobs[j];
+        let col = |name: &str| -> Result<&ArrayRef> {
+            batch.and_then(|b| b.column_by_name(name)).ok_or_else(|| Error::bad_file(&file.path, format!("column {name} missing")))
+        };
+        let mut local_tally = if tally { Some(&mut tallies[j].counts) } else { None };
+        match (&job.plan, &job.counter) {
+            (Plan::Int { field, ty }, Counter::Int(c)) => {
+                let p = pend_int[j].as_mut().expect("pending buffer of an int key");
+                let mut nulls = 0;
+                each_i64(col(field)?, *ty, &mut |v| match v {
+                    Some(k) => {
+                        c.add(p, k, 1);
+                        if let Some(t) = local_tally.as_mut() {
+                            *t.entry(k.to_le_bytes().to_vec()).or_insert(0) += 1;
+                        }
+                    }
+                    None => nulls += 1,
+                })
+                .map_err(|m| Error::bad_file(&file.path, format!("column {field}: {m}")))?;
+                job.nulls.fetch_add(nulls, Ordering::Relaxed);
+            }
+            (Plan::Wide { field }, Counter::Wide(c)) => {
+                let p = pend_wide[j].as_mut().expect("pending buffer of a decimal key");
+                let mut nulls = 0;
+                each_i128(col(field)?, &mut |v| match v {
+                    Some(k) => {
+                        c.add(p, k, 1);
+                        if let Some(t) = local_tally.as_mut() {
+                            *t.entry(k.to_le_bytes().to_vec()).or_insert(0) += 1;
+                        }
+                    }
+                    None => nulls += 1,
+                })
+                .map_err(|m| Error::bad_file(&file.path, format!("column {field}: {m}")))?;
+                job.nulls.fetch_add(nulls, Ordering::Relaxed);
+            }
+            (Plan::Bytes { field }, Counter::Bytes(c)) => {
+                let p = pend_bytes[j].as_mut().expect("pending buffer of a string key");
+                let array = col(field)?;
+                let nulls = if dicts[j].try_add(array, c, p, &job.nulls, local_tally.as_deref_mut()) {
+                    0
+                } else {
+                    dicts[j].flush(c, p, &job.nulls, local_tally.as_deref_mut());
+                    count_bytes(array, c, p, local_tally.as_deref_mut()).map_err(|m| Error::bad_file(&file.path, format!("column {field}: {m}")))?
+                };
+                job.nulls.fetch_add(nulls, Ordering::Relaxed);
+            }
+            (Plan::Encoded { parts }, Counter::Bytes(c)) => {
+                let p = pend_bytes[j].as_mut().expect("pending buffer of a composite key");
+                let mut cols: Vec<Atoms> = Vec::new();
+                for part in parts {
+                    cols.push(match part {
+                        Part::Field(name, ty) => Atoms::from_array(col(name)?, *ty).map_err(|m| Error::bad_file(&file.path, format!("column {name}: {m}")))?,
+                        Part::Partition(i, ty) => Atoms::Const(atom_of(&file.partition_values[*i], *ty)),
+                    });
+                }
+                let nulls = count_encoded(&cols, batch_rows, c, p, local_tally.as_deref_mut());
+                job.nulls.fetch_add(nulls, Ordering::Relaxed);
+                let _ = table;
+            }
+            _ => unreachable!("plan and counter are built together"),
+        }
+        Ok(())
+    };
+
+    if idx.is_empty() {
+        // Only partition columns: the row count is in the footer; nothing to read.
+        for j in 0..jobs.len() {
+            sink(j, unit.rows_read() as usize, None)?;
+        }
+        bar.inc(unit.rows_read());
+    } else {
+        let f = File::open(&file.path).map_err(|e| Error::Io { path: file.path.clone(), source: e })?;
+        let mask = ProjectionMask::roots(meta.parquet_schema(), idx.iter().copied());
+        let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(f, meta.clone())
+            .with_projection(mask)
+            .with_row_groups(vec![unit.row_group])
+            .with_batch_size(64 * 1024);
+        if let Some((sel, _)) = &unit.selection {
+            builder = builder.with_row_selection(sel.clone());
+        }
+        let reader = builder.build().map_err(|e| Error::bad_file(&file.path, e))?;
+        for batch in reader {
+            let batch = batch.map_err(|e| Error::bad_file(&file.path, format!("row group {}: {e}", unit.row_group)))?;
+            for j in 0..jobs.len() {
+                sink(j, batch.num_rows(), Some(&batch))?;
+            }
+            bar.inc(batch.num_rows() as u64);
+        }
+    }
+    for (j, job) in jobs.iter().enumerate() {
+        match &job.counter {
+            Counter::Int(c) => c.flush(pend_int[j].as_mut().expect("int buffer")),
+            Counter::Wide(c) => c.flush(pend_wide[j].as_mut().expect("decimal buffer")),
+            Counter::Bytes(c) => {
+                let p = pend_bytes[j].as_mut().expect("bytes buffer");
+                let t = if tally { Some(&mut tallies[j].counts) } else { None };
+                dicts[j].flush(c, p, &job.nulls, t);
+                c.flush(p);
+            }
+        }
+    }
+    if tally {
+        for t in tallies.iter_mut() {
+            keep_top(&mut t.counts, 2000);
+        }
+    }
+    Ok(tallies)
+}
+
+fn keep_top(m: &mut HashMap<Vec<u8>, u64>, n: usize) {
+    if m.len() <= n {
+        return;
+    }
+    let mut counts: Vec<u64> = m.values().copied().collect();
+    let (_, t, _) = counts.select_nth_unstable_by(n, |a, b| b.cmp(a));
+    let t = *t;
+    m.retain(|_, c| *c > t);
+}
+
+/// Counts per dictionary index while consecutive batches share one dictionary.
+#[derive(Default)]
+struct DictTally {
+    values: Option<ArrayRef>,
+    sig: (usize, usize, usize),
+    counts: Vec<u64>,
+    nulls: u64,
+}
+
+impl DictTally {
+    /// Count `array` by dictionary index if it is an Int32 dictionary of strings or binaries;
+    /// a batch with a new dictionary first flushes the counts of the old one.
+    fn try_add(&mut self, array: &ArrayRef, c: &KeyCounter<Box<[u8]>>, p: &mut Pending<Box<[u8]>>, nulls: &AtomicU64, tally: Option<&mut HashMap<Vec<u8>, u64>>) -> bool {
+        let Some(dict) = array.as_dictionary_opt::<Int32Type>() else { return false };
+        let values = dict.values();
+        let sig = match values.data_type() {
+            DataType::Utf8 => {
+                let v = values.as_string::<i32>();
+                (v.values().as_ptr() as usize, v.offsets().as_ptr() as usize, v.len())
+            }
+            DataType::Binary => {
+                let v = values.as_binary::<i32>();
+                (v.values().as_ptr() as usize, v.offsets().as_ptr() as usize, v.len())
+            }
+            _ => return false,
+        };
+        if self.values.is_some() && self.sig != sig {
+            self.flush(c, p, nulls, tally);
+        }
+        if self.values.is_none() {
+            self.values = Some(values.clone());
+            self.sig = sig;
+            self.counts.clear();
+            self.counts.resize(values.len(), 0);
+        }
+        let keys = dict.keys();
+        let n = self.counts.len();
+        if keys.null_count() == 0 {
+            for &k in keys.values().iter() {
+                let k = k as usize;
+                if k < n {
+                    self.counts[k] += 1;
+                }
+            }
+        } else {
+            for k in keys.iter() {
+                match k {
+                    Some(k) if (k as usize) < n => self.counts[k as usize] += 1,
+                    _ => self.nulls += 1,
+                }
+            }
+        }
+        true
+    }
+
+    fn flush(&mut self, c: &KeyCounter<Box<[u8]>>, p: &mut Pending<Box<[u8]>>, nulls: &AtomicU64, mut tally: Option<&mut HashMap<Vec<u8>, u64>>) {
+        let Some(values) = self.values.take() else { return };
+        let mut null_rows = std::mem::take(&mut self.nulls);
+        let mut each = |i: usize, b: Option<&[u8]>| {
+            let n = self.counts[i];
+            if n == 0 {
+                return;
+            }
+            match b {
+                Some(b) => {
+                    c.add(p, Box::from(b), n);
+                    if let Some(t) = tally.as_mut() {
+                        *t.entry(b.to_vec()).or_insert(0) += n;
+                    }
+                }
+                None => null_rows += n,
+            }
+        };
+        match values.data_type() {
+            DataType::Utf8 => values.as_string::<i32>().iter().enumerate().for_each(|(i, s)| each(i, s.map(|s| s.as_bytes()))),
+            _ => values.as_binary::<i32>().iter().enumerate().for_each(|(i, b)| each(i, b)),
+        }
+        nulls.fetch_add(null_rows, Ordering::Relaxed);
+        self.counts.clear();
+    }
+}
+
+/// Count a string or binary array that is not a plain dictionary: pre-aggregate the batch,
+/// then hand each distinct value to the counter once. Returns the NULL rows.
+fn count_bytes(array: &ArrayRef, c: &KeyCounter<Box<[u8]>>, p: &mut Pending<Box<[u8]>>, tally: Option<&mut HashMap<Vec<u8>, u64>>) -> std::result::Result<u64, String> {
+    let mut local: HashMap<&[u8], u64> = HashMap::new();
+    let mut nulls = 0;
+    each_bytes(array, &mut |b| match b {
+        Some(b) => *local.entry(b).or_insert(0) += 1,
+        None => nulls += 1,
+    })?;
+    let mut tally = tally;
+    for (k, n) in local {
+        if let Some(t) = tally.as_mut() {
+            *t.entry(k.to_vec()).or_insert(0) += n;
+        }
+        c.add(p, Box::from(k), n);
+    }
+    Ok(nulls)
+}
+
+/// The values of one key part in a batch, ready to be encoded row by row.
+enum Atoms<'a> {
+    I64(Vec<Option<i64>>),
+    I128(Vec<Option<i128>>),
+    Bytes(Vec<Option<&'a [u8]>>),
+    Const(Atom),
+}
+
+#[derive(Debug, Clone)]
+enum Atom {
+    Null,
+    I64(i64),
+    I128(i128),
+    Bytes(Vec<u8>),
+}
+
+impl<'a> Atoms<'a> {
+    fn from_array(a: &'a ArrayRef, ty: KeyType) -> std::result::Result<Self, String> {
+        Ok(match ty {
+            KeyType::String | KeyType::Binary => {
+                let mut v = Vec::with_capacity(a.len());
+                each_bytes(a, &mut |b| v.push(b))?;
+                Atoms::Bytes(v)
+            }
+            KeyType::Decimal { precision, .. } if precision > 18 => {
+                let mut v = Vec::with_capacity(a.len());
+                each_i128(a, &mut |x| v.push(x))?;
+                Atoms::I128(v)
+            }
+            _ => {
+                let mut v = Vec::with_capacity(a.len());
+                each_i64(a, ty, &mut |x| v.push(x))?;
+                Atoms::I64(v)
+            }
+        })
+    }
+
+    fn encode(&self, row: usize, out: &mut Vec<u8>) -> bool {
+        match self {
+            Atoms::I64(v) => encode_atom(&v[row].map(Atom::I64).unwrap_or(Atom::Null), out),
+            Atoms::I128(v) => encode_atom(&v[row].map(Atom::I128).unwrap_or(Atom::Null), out),
+            Atoms::Bytes(v) => match v[row] {
+                Some(b) => {
+                    out.push(6);
+                    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+                    out.extend_from_slice(b);
+                    true
+                }
+                None => encode_atom(&Atom::Null, out),
+            },
+            Atoms::Const(a) => encode_atom(a, out),
+        }
+    }
+}
+
+/// Append an atom; returns false for NULL.
+fn encode_atom(a: &Atom, out: &mut Vec<u8>) -> bool {
+    match a {
+        Atom::Null => {
+            out.push(0);
+            false
+        }
+        Atom::I64(v) => {
+            out.push(3);
+            out.extend_from_slice(&v.to_le_bytes());
+            true
+        }
+        Atom::I128(v) => {
+            out.push(8);
+            out.extend_from_slice(&v.to_le_bytes());
+            true
+        }
+        Atom::Bytes(b) => {
+            out.push(6);
+            out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+            out.extend_from_slice(b);
+            true
+        }
+    }
+}
+
+fn atom_of(v: &Value, ty: KeyType) -> Atom {
+    match v {
+        Value::Null => Atom::Null,
+        Value::Bool(b) => Atom::I64(*b as i64),
+        Value::Int(i) | Value::Date(i) => Atom::I64(*i as i64),
+        Value::Long(l) | Value::Timestamp(l) => Atom::I64(*l),
+        Value::Float(f) => Atom::I64(canonical_f32(*f).to_bits() as i64),
+        Value::Double(d) => Atom::I64(canonical_f64(*d).to_bits() as i64),
+        Value::Str(s) => Atom::Bytes(s.as_bytes().to_vec()),
+        Value::Binary(b) => Atom::Bytes(b.clone()),
+        Value::Decimal { unscaled, precision, .. } => {
+            let _ = ty;
+            if *precision > 18 {
+                Atom::I128(*unscaled)
+            } else {
+                Atom::I64(*unscaled as i64)
+            }
+        }
+    }
+}
+
+fn decode_key(mut buf: &[u8], types: &[KeyType]) -> Vec<Value> {
+    let mut out = Vec::with_capacity(types.len());
+    for &t in types {
+        if buf.is_empty() {
+            out.push(Value::Null);
+            continue;
+        }
+        let tag = buf[0];
+        buf = &buf[1..];
+        let v = match tag {
+            3 if buf.len() >= 8 => {
+                let k = i64::from_le_bytes(buf[..8].try_into().unwrap_or([0; 8]));
+                buf = &buf[8..];
+                Value::from_i64_key(k, t)
+            }
+            8 if buf.len() >= 16 => {
+                let k = i128::from_le_bytes(buf[..16].try_into().unwrap_or([0; 16]));
+                buf = &buf[16..];
+                let (precision, scale) = match t {
+                    KeyType::Decimal { precision, scale } => (precision, scale),
+                    _ => (38, 0),
+                };
+                Value::Decimal { unscaled: k, precision, scale }
+            }
+            6 if buf.len() >= 4 => {
+                let len = (u32::from_le_bytes(buf[..4].try_into().unwrap_or([0; 4])) as usize).min(buf.len() - 4);
+                let v = bytes_value(&buf[4..4 + len], t);
+                buf = &buf[4 + len..];
+                v
+            }
+            _ => Value::Null,
+        };
+        out.push(v);
+    }
+    out
+}
+
+fn bytes_value(b: &[u8], t: KeyType) -> Value {
+    match t {
+        KeyType::String => Value::Str(String::from_utf8_lossy(b).into_owned()),
+        _ => Value::Binary(b.to_vec()),
+    }
+}
+
+fn count_encoded(cols: &[Atoms], rows: usize, c: &KeyCounter<Box<[u8]>>, p: &mut Pending<Box<[u8]>>, tally: Option<&mut HashMap<Vec<u8>, u64>>) -> u64 {
+    let mut local: HashMap<Vec<u8>, u64> = HashMap::new();
+    let mut nulls = 0;
+    let mut buf = Vec::with_capacity(32);
+    for row in 0..rows {
+        buf.clear();
+        let mut any_null = false;
+        for col in cols {
+            any_null |= !col.encode(row, &mut buf);
+        }
+        if any_null {
+            nulls += 1;
+        }
+        match local.get_mut(buf.as_slice()) {
+            Some(n) => *n += 1,
+            None => {
+                local.insert(buf.clone(), 1);
+            }
+        }
+    }
+    let mut tally = tally;
+    for (k, n) in local {
+        if let Some(t) = tally.as_mut() {
+            *t.entry(k.clone()).or_insert(0) += n;
+        }
+        c.add(p, k.into_boxed_slice(), n);
+    }
+    nulls
+}
+
+/// Call `f` with each row's 64-bit counting key (None for NULL).
+fn each_i64(a: &ArrayRef, ty: KeyType, f: &mut dyn FnMut(Option<i64>)) -> std::result::Result<(), String> {
+    macro_rules! prim {
+        ($t:ty, $conv:expr) => {{
+            let arr = a.as_primitive::<$t>();
+            let conv = $conv;
+            if arr.null_count() == 0 {
+                for &v in arr.values().iter() {
+                    f(Some(conv(v)));
+                }
+            } else {
+                for v in arr.iter() {
+                    f(v.map(conv));
+                }
+            }
+        }};
+    }
+    match a.data_type() {
+        DataType::Null => (0..a.len()).for_each(|_| f(None)),
+        DataType::Boolean => a.as_boolean().iter().for_each(|v| f(v.map(|b| b as i64))),
+        DataType::Int8 => prim!(Int8Type, |v: i8| v as i64),
+        DataType::Int16 => prim!(Int16Type, |v: i16| v as i64),
+        DataType::Int32 => prim!(Int32Type, |v: i32| v as i64),
+        DataType::Int64 => prim!(Int64Type, |v: i64| v),
+        DataType::UInt8 => prim!(UInt8Type, |v: u8| v as i64),
+        DataType::UInt16 => prim!(UInt16Type, |v: u16| v as i64),
+        DataType::UInt32 => prim!(UInt32Type, |v: u32| v as i64),
+        DataType::Float32 => prim!(Float32Type, |v: f32| canonical_f32(v).to_bits() as i64),
+        DataType::Float64 => prim!(Float64Type, |v: f64| canonical_f64(v).to_bits() as i64),
+        DataType::Date32 => prim!(Date32Type, |v: i32| v as i64),
+        DataType::Date64 => prim!(Date64Type, |v: i64| v.div_euclid(86_400_000)),
+        DataType::Timestamp(TimeUnit::Second, _) => prim!(TimestampSecondType, |v: i64| v.saturating_mul(1_000_000)),
+        DataType::Timestamp(TimeUnit::Millisecond, _) => prim!(TimestampMillisecondType, |v: i64| v.saturating_mul(1_000)),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => prim!(TimestampMicrosecondType, |v: i64| v),
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => prim!(TimestampNanosecondType, |v: i64| v.div_euclid(1_000)),
+        DataType::Decimal32(..) => prim!(Decimal32Type, |v: i32| v as i64),
+        DataType::Decimal64(..) => prim!(Decimal64Type, |v: i64| v),
+        DataType::Decimal128(..) => prim!(Decimal128Type, |v: i128| v as i64),
+        DataType::Dictionary(_, _) => {
+            let dict = a.as_any_dictionary();
+            let mut values = Vec::with_capacity(dict.values().len());
+            each_i64(dict.values(), ty, &mut |v| values.push(v))?;
+            let keys = dict.keys();
+            for (i, k) in dict.normalized_keys().into_iter().enumerate() {
+                f(if keys.is_null(i) { None } else { values.get(k).copied().flatten() });
+            }
+        }
+        other => return Err(format!("type {other} cannot be counted as {}", ty.spark_name())),
+    }
+    Ok(())
+}
+
+fn each_i128(a: &ArrayRef, f: &mut dyn FnMut(Option<i128>)) -> std::result::Result<(), String> {
+    match a.data_type() {
+        DataType::Decimal128(..) => a.as_primitive::<Decimal128Type>().iter().for_each(|v| f(v)),
+        DataType::Decimal256(..) => {
+            for v in a.as_primitive::<Decimal256Type>().iter() {
+                f(v.and_then(|x| x.to_i128()));
+            }
+        }
+        DataType::UInt64 => a.as_primitive::<UInt64Type>().iter().for_each(|v| f(v.map(|x| x as i128))),
+        DataType::Dictionary(_, _) => {
+            let dict = a.as_any_dictionary();
+            let mut values = Vec::with_capacity(dict.values().len());
+            each_i128(dict.values(), &mut |v| values.push(v))?;
+            let keys = dict.keys();
+            for (i, k) in dict.normalized_keys().into_iter().enumerate() {
+                f(if keys.is_null(i) { None } else { values.get(k).copied().flatten() });
+            }
+        }
+        other => return Err(format!("type {other} cannot be counted as a wide decimal")),
+    }
+    Ok(())
+}
+
+fn each_bytes<'a>(a: &'a ArrayRef, f: &mut dyn FnMut(Option<&'a [u8]>)) -> std::result::Result<(), String> {
+    match a.data_type() {
+        DataType::Utf8 => a.as_string::<i32>().iter().for_each(|v| f(v.map(str::as_bytes))),
+        DataType::LargeUtf8 => a.as_string::<i64>().iter().for_each(|v| f(v.map(str::as_bytes))),
+        DataType::Utf8View => a.as_string_view().iter().for_each(|v| f(v.map(str::as_bytes))),
+        DataType::Binary => a.as_binary::<i32>().iter().for_each(|v| f(v)),
+        DataType::LargeBinary => a.as_binary::<i64>().iter().for_each(|v| f(v)),
+        DataType::BinaryView => a.as_binary_view().iter().for_each(|v| f(v)),
+        DataType::FixedSizeBinary(_) => a.as_fixed_size_binary().iter().for_each(|v| f(v)),
+        DataType::Dictionary(_, _) => {
+            let dict = a.as_any_dictionary();
+            let mut values: Vec<Option<&'a [u8]>> = Vec::with_capacity(dict.values().len());
+            each_bytes(dict.values(), &mut |v| values.push(v))?;
+            let keys = dict.keys();
+            for (i, k) in dict.normalized_keys().into_iter().enumerate() {
+                f(if keys.is_null(i) { None } else { values.get(k).copied().flatten() });
+            }
+        }
+        other => return Err(format!("type {other} cannot be counted as a string or binary")),
+    }
+    Ok(())
+}
+
+/// Half-width of the 95% interval of a share estimated from a sample, from the spread of the
+/// value's share across the sampled units (cluster sampling for whole row groups, stratified
+/// by row group for row selections).
+fn share_error(key: &[Value], types: &[KeyType], tallies: &[&UnitTally], share: f64, info: &SampleInfo, n: u64) -> f64 {
+    let enc = tally_key(key, types);
+    let count_in = |t: &UnitTally| -> f64 {
+        match &enc {
+            Some(k) => t.counts.get(k).copied().unwrap_or(0) as f64,
+            None => 0.0,
+        }
+    };
+    let n = n.max(1) as f64;
+    let binomial = (share * (1.0 - share) / n).sqrt();
+    let is_null_single = key.len() == 1 && key[0].is_null();
+    let se = if is_null_single {
+        binomial
+    } else if info.method.starts_with("whole") {
+        let m = tallies.len() as f64;
+        if m < 2.0 {
+            binomial
+        } else {
+            let nbar = n / m;
+            let ss: f64 = tallies.iter().map(|t| (count_in(t) - share * t.rows as f64).powi(2)).sum();
+            let fpc = 1.0 - info.row_groups_read as f64 / info.row_groups_total.max(1) as f64;
+            (fpc.max(0.0) * ss / (m - 1.0) / (m * nbar * nbar)).sqrt().max(binomial)
+        }
+    } else {
+        let total: f64 = tallies.iter().map(|t| t.table_rows as f64).sum::<f64>().max(1.0);
+        let var: f64 = tallies
+            .iter()
+            .filter(|t| t.rows > 0)
+            .map(|t| {
+                let w = t.table_rows as f64 / total;
+                let ph = count_in(t) / t.rows as f64;
+                let f = t.rows as f64 / t.table_rows.max(1) as f64;
+                w * w * ph * (1.0 - ph) / t.rows as f64 * (1.0 - f)
+            })
+            .sum();
+        var.sqrt().max(binomial)
+    };
+    1.96 * se
+}
+
+/// The key as the per-unit tallies store it (None for a single NULL, which is tallied apart).
+fn tally_key(key: &[Value], types: &[KeyType]) -> Option<Vec<u8>> {
+    if key.len() == 1 {
+        let t = types[0];
+        return match atom_of(&key[0], t) {
+            Atom::Null => None,
+            Atom::I64(v) => Some(v.to_le_bytes().to_vec()),
+            Atom::I128(v) => Some(v.to_le_bytes().to_vec()),
+            Atom::Bytes(b) => Some(b),
+        };
+    }
+    let mut buf = Vec::new();
+    for (v, t) in key.iter().zip(types) {
+        encode_atom(&atom_of(v, *t), &mut buf);
+    }
+    Some(buf)
+}
+
+#[allow(dead_code)]
+fn _assert_send() {
+    fn is_send<T: Send + Sync>() {}
+    is_send::<KeyCounter<i64>>();
+    let _ = Arc::new(0);
+}

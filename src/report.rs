@@ -1,0 +1,121 @@
+//! Render reports as an aligned table, JSON or CSV.
+
+use comfy_table::presets::NOTHING;
+use comfy_table::{CellAlignment, Table};
+
+use crate::keys::{fmt_count, fmt_share, KeysReport};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Csv,
+}
+
+pub fn keys(report: &KeysReport, format: Format) -> String {
+    match format {
+        Format::Json => serde_json::to_string_pretty(report).unwrap_or_default() + "\n",
+        Format::Csv => keys_csv(report),
+        Format::Table => keys_table(report),
+    }
+}
+
+fn keys_table(report: &KeysReport) -> String {
+    let mut out = String::new();
+    for c in &report.columns {
+        let mut head = format!(
+            "{} ({}): {} rows, {} NULL ({}), {} distinct{}",
+            c.column,
+            c.types.join(", "),
+            fmt_count(c.rows),
+            fmt_count(c.nulls),
+            fmt_share(if c.rows == 0 { 0.0 } else { c.nulls as f64 / c.rows as f64 }),
+            fmt_count(c.distinct),
+            if c.distinct_exact { "" } else if c.sample.is_some() { " in the sample" } else { " (estimate)" },
+        );
+        if let Some(s) = &c.sample {
+            head.push_str(&format!(
+                "\nsampled {} of {} rows ({}) by {}, {} of {} row groups; counts scaled to the table, shares +- 95% interval",
+                fmt_count(s.rows_read),
+                fmt_count(c.rows),
+                fmt_share(s.fraction),
+                s.method,
+                s.row_groups_read,
+                s.row_groups_total
+            ));
+        } else if c.count_error > 0 {
+            head.push_str(&format!(
+                "\nmemory bound reached: counts are lower bounds, each at most {} rows below the truth",
+                fmt_count(c.count_error)
+            ));
+        }
+        out.push_str(&head);
+        out.push('\n');
+        let mut t = Table::new();
+        t.load_preset(NOTHING);
+        let sampled = c.sample.is_some();
+        let mut header = vec!["#", "value", "count", "share"];
+        if sampled {
+            header.push("+-");
+        }
+        header.extend(["class", "partition", "reason"]);
+        t.set_header(header);
+        for (i, v) in c.top.iter().enumerate() {
+            let mut row = vec![(i + 1).to_string(), truncate(&v.display, 40), fmt_count(v.count), fmt_share(v.share)];
+            if sampled {
+                row.push(v.share_error.map(fmt_share).unwrap_or_default());
+            }
+            let class = if v.hot { format!("{} HOT", v.class) } else { v.class.clone() };
+            row.extend([class, v.spark_partition.to_string(), v.reason.clone()]);
+            t.add_row(row);
+        }
+        for col in [0usize, 2, 3] {
+            if let Some(c) = t.column_mut(col) {
+                c.set_cell_alignment(CellAlignment::Right);
+            }
+        }
+        for line in t.to_string().lines() {
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out.push_str(&format!("verdict: {}\n\n", c.verdict.text));
+    }
+    out.trim_end().to_string() + "\n"
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let cut: String = s.chars().take(n - 3).collect();
+        format!("{cut}...")
+    }
+}
+
+fn keys_csv(report: &KeysReport) -> String {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let _ = w.write_record(["column", "rank", "value", "count", "share", "share_error", "class", "hot", "spark_partition", "spark_hash", "reason"]);
+    for c in &report.columns {
+        for (i, v) in c.top.iter().enumerate() {
+            let value = match &v.value {
+                serde_json::Value::Null => String::new(),
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let _ = w.write_record([
+                c.column.clone(),
+                (i + 1).to_string(),
+                value,
+                v.count.to_string(),
+                format!("{:.6}", v.share),
+                v.share_error.map(|e| format!("{e:.6}")).unwrap_or_default(),
+                v.class.clone(),
+                v.hot.to_string(),
+                v.spark_partition.to_string(),
+                v.spark_hash.to_string(),
+                v.reason.clone(),
+            ]);
+        }
+    }
+    String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
+}

@@ -1,0 +1,420 @@
+//! Find the Parquet files of a table, read their footers, and resolve key columns.
+//!
+//! A table is one or more paths: a Parquet file, a directory searched recursively (Hive-style
+//! `k=v` folders become partition columns, as in Spark), or a glob. Hidden files and folders
+//! (`.x`, `_x`, such as `_SUCCESS` and `.crc` files) are skipped as Spark skips them.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::value::{KeyType, Value};
+
+/// One Parquet file of a table, with its footer already read.
+pub struct DataFile {
+    pub path: PathBuf,
+    /// Hive partition values from the path, in the table's partition column order.
+    pub partition_values: Vec<Value>,
+    pub meta: ArrowReaderMetadata,
+}
+
+impl DataFile {
+    pub fn rows(&self) -> u64 {
+        self.meta.metadata().file_metadata().num_rows().max(0) as u64
+    }
+}
+
+/// A partition column taken from `k=v` folder names.
+pub struct PartitionColumn {
+    pub name: String,
+    pub key_type: KeyType,
+}
+
+pub struct Table {
+    /// What the user passed, for messages.
+    pub display: String,
+    pub files: Vec<DataFile>,
+    pub partitions: Vec<PartitionColumn>,
+}
+
+/// Where a key column's values come from.
+#[derive(Debug, Clone)]
+pub enum ColumnSource {
+    /// Top-level field `index` of every file's Arrow schema.
+    Data { index: usize },
+    /// Hive partition column `index`.
+    Partition { index: usize },
+}
+
+#[derive(Debug, Clone)]
+pub struct ResolvedColumn {
+    pub name: String,
+    pub key_type: KeyType,
+    pub source: ColumnSource,
+}
+
+impl Table {
+    /// Resolve every path to files and read every footer.
+    pub fn open(paths: &[String]) -> Result<Table> {
+        if paths.is_empty() {
+            return Err(Error::Usage("no table given".into()));
+        }
+        let mut found: Vec<(PathBuf, Vec<(String, String)>)> = Vec::new();
+        for p in paths {
+            let before = found.len();
+            if p.contains(['*', '?', '[']) && !Path::new(p).exists() {
+                let entries = glob::glob(p).map_err(|e| Error::Usage(format!("bad glob {p}: {e}")))?;
+                for entry in entries {
+                    let path = entry.map_err(|e| Error::Io { path: e.path().to_path_buf(), source: e.into() })?;
+                    collect(&path, &path, &mut found)?;
+                }
+                if found.len() == before {
+                    return Err(Error::NoParquet(format!("glob {p} matched nothing")));
+                }
+            } else {
+                let path = PathBuf::from(p);
+                if !path.exists() {
+                    return Err(Error::NotFound(path));
+                }
+                collect(&path, &path, &mut found)?;
+                if found.len() == before {
+                    return Err(Error::NoParquet(p.clone()));
+                }
+            }
+        }
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        found.dedup_by(|a, b| a.0 == b.0);
+
+        // Partition columns: the same k=v names in the same order on every file.
+        let part_names: Vec<String> = found[0].1.iter().map(|(k, _)| k.clone()).collect();
+        for (path, parts) in &found {
+            let names: Vec<&String> = parts.iter().map(|(k, _)| k).collect();
+            if names != part_names.iter().collect::<Vec<_>>() {
+                return Err(Error::bad_file(
+                    path,
+                    format!("partition folders {:?} differ from {:?} of the other files", names, part_names),
+                ));
+            }
+        }
+        let partitions: Vec<PartitionColumn> = part_names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| PartitionColumn {
+                name: name.clone(),
+                key_type: infer_partition_type(found.iter().map(|(_, parts)| parts[i].1.as_str())),
+            })
+            .collect();
+
+        let files = found
+            .into_par_iter()
+            .map(|(path, parts)| {
+                let meta = read_footer(&path)?;
+                let partition_values = parts
+                    .iter()
+                    .zip(&partitions)
+                    .map(|((_, raw), col)| parse_partition_value(raw, col.key_type))
+                    .collect();
+                Ok(DataFile { path, partition_values, meta })
+            })
+            .collect::<Result<Vec<_>>>()?;
+
+        Ok(Table { display: paths.join(" "), files, partitions })
+    }
+
+    pub fn rows(&self) -> u64 {
+        self.files.iter().map(|f| f.rows()).sum()
+    }
+
+    pub fn schema(&self) -> &SchemaRef {
+        self.files[0].meta.schema()
+    }
+
+    /// The names a user can pass as key columns, for error messages.
+    pub fn column_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.schema().fields().iter().map(|f| f.name().clone()).collect();
+        names.extend(self.partitions.iter().map(|p| p.name.clone()));
+        names
+    }
+
+    /// Resolve a column name as Spark does (exact match first, then case-insensitive) and
+    /// check that every file has it with the same type.
+    pub fn resolve(&self, name: &str) -> Result<ResolvedColumn> {
+        let name = name.trim().trim_matches('`');
+        let schema = self.schema();
+        let find = |pred: &dyn Fn(&str) -> bool| -> Vec<usize> {
+            schema.fields().iter().enumerate().filter(|(_, f)| pred(f.name())).map(|(i, _)| i).collect()
+        };
+        let mut hits = find(&|n| n == name);
+        if hits.is_empty() {
+            hits = find(&|n| n.eq_ignore_ascii_case(name));
+        }
+        if hits.len() > 1 {
+            return Err(Error::Column { column: name.into(), msg: "matches several columns that differ only in case".into() });
+        }
+        if let Some(&index) = hits.first() {
+            let field = schema.field(index);
+            let key_type = key_type_of(field).map_err(|msg| Error::Column { column: field.name().clone(), msg })?;
+            for f in &self.files[1..] {
+                let other = f.meta.schema();
+                match other.fields().iter().position(|g| g.name() == field.name()) {
+                    None => return Err(Error::bad_file(&f.path, format!("has no column {} (the first file has it)", field.name()))),
+                    Some(j) => {
+                        let t = key_type_of(other.field(j)).map_err(|msg| Error::Column { column: field.name().clone(), msg })?;
+                        if t != key_type {
+                            return Err(Error::bad_file(
+                                &f.path,
+                                format!("column {} is {} here but {} in {}", field.name(), t.spark_name(), key_type.spark_name(), self.files[0].path.display()),
+                            ));
+                        }
+                    }
+                }
+            }
+            // Every file must also agree on the field's position for the projection.
+            return Ok(ResolvedColumn { name: field.name().clone(), key_type, source: ColumnSource::Data { index } });
+        }
+        if let Some(index) = self.partitions.iter().position(|p| p.name == name || p.name.eq_ignore_ascii_case(name)) {
+            let p = &self.partitions[index];
+            return Ok(ResolvedColumn { name: p.name.clone(), key_type: p.key_type, source: ColumnSource::Partition { index } });
+        }
+        Err(Error::Column {
+            column: name.into(),
+            msg: format!("no such column in {}; available: {}", self.display, self.column_names().join(", ")),
+        })
+    }
+}
+
+/// Index of field `name` in one file's schema (files may order columns differently).
+pub fn field_index(file: &DataFile, name: &str) -> Option<usize> {
+    file.meta.schema().fields().iter().position(|f| f.name() == name)
+}
+
+fn is_hidden(name: &str) -> bool {
+    name.starts_with('.') || name.starts_with('_')
+}
+
+fn looks_like_parquet(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.ends_with(".parquet") || lower.ends_with(".parq") || lower.ends_with(".pq") || (lower.starts_with("part-") && !lower.ends_with(".crc"))
+}
+
+/// Collect the Parquet files under `path`, with the `k=v` folders between `root` and each file.
+fn collect(root: &Path, path: &Path, out: &mut Vec<(PathBuf, Vec<(String, String)>)>) -> Result<()> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::Io { path: path.into(), source: e })?;
+    if meta.is_file() {
+        // A file named directly is read whatever its name; Hive folders count from the root.
+        let parts = if path == root { Vec::new() } else { hive_parts(root, path) };
+        out.push((path.to_path_buf(), parts));
+        return Ok(());
+    }
+    let mut entries: Vec<_> = std::fs::read_dir(path)
+        .map_err(|e| Error::Io { path: path.into(), source: e })?
+        .filter_map(|e| e.ok())
+        .collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if is_hidden(&name) {
+            continue;
+        }
+        let p = e.path();
+        if p.is_dir() {
+            collect(root, &p, out)?;
+        } else if looks_like_parquet(&name) {
+            out.push((p.clone(), hive_parts(root, &p)));
+        }
+    }
+    Ok(())
+}
+
+fn hive_parts(root: &Path, file: &Path) -> Vec<(String, String)> {
+    let rel = file.strip_prefix(root).unwrap_or(file);
+    let mut parts = Vec::new();
+    if let Some(parent) = rel.parent() {
+        for comp in parent.components() {
+            let s = comp.as_os_str().to_string_lossy();
+            if let Some((k, v)) = s.split_once('=') {
+                if !k.is_empty() {
+                    parts.push((unescape_path(k), unescape_path(v)));
+                }
+            }
+        }
+    }
+    parts
+}
+
+/// Spark escapes special characters in partition folder names as %XX.
+fn unescape_path(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+const HIVE_NULL: &str = "__HIVE_DEFAULT_PARTITION__";
+
+/// Spark's partition type inference, narrowed to the types a key can take: int, bigint,
+/// double, date, else string.
+fn infer_partition_type<'a>(values: impl Iterator<Item = &'a str>) -> KeyType {
+    let vals: Vec<&str> = values.filter(|v| *v != HIVE_NULL).collect();
+    if vals.is_empty() {
+        return KeyType::String;
+    }
+    if vals.iter().all(|v| v.parse::<i32>().is_ok()) {
+        KeyType::Int
+    } else if vals.iter().all(|v| v.parse::<i64>().is_ok()) {
+        KeyType::BigInt
+    } else if vals.iter().all(|v| v.parse::<f64>().is_ok() && !v.chars().any(|c| c.is_alphabetic())) {
+        KeyType::Double
+    } else if vals.iter().all(|v| v.len() == 10 && chrono::NaiveDate::parse_from_str(v, "%Y-%m-%d").is_ok()) {
+        KeyType::Date
+    } else {
+        KeyType::String
+    }
+}
+
+fn parse_partition_value(raw: &str, t: KeyType) -> Value {
+    if raw == HIVE_NULL {
+        return Value::Null;
+    }
+    match t {
+        KeyType::Int => raw.parse().map(Value::Int).unwrap_or(Value::Null),
+        KeyType::BigInt => raw.parse().map(Value::Long).unwrap_or(Value::Null),
+        KeyType::Double => raw.parse().map(Value::Double).unwrap_or(Value::Null),
+        KeyType::Date => chrono::NaiveDate::parse_from_str(raw, "%Y-%m-%d")
+            .map(|d| Value::Date((d - chrono::NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default()).num_days() as i32))
+            .unwrap_or(Value::Null),
+        _ => Value::Str(raw.to_string()),
+    }
+}
+
+fn read_footer(path: &Path) -> Result<ArrowReaderMetadata> {
+    let file = File::open(path).map_err(|e| Error::Io { path: path.into(), source: e })?;
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if len < 12 {
+        return Err(Error::bad_file(path, format!("not a Parquet file ({len} bytes, too short for a footer)")));
+    }
+    let loaded = crate::guard::no_panic(|| ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()));
+    match loaded {
+        Ok(Ok(m)) => Ok(m),
+        Ok(Err(e)) => {
+            let msg = e.to_string();
+            if msg.contains("magic") || msg.contains("PAR1") {
+                Err(Error::bad_file(path, "not a Parquet file (no PAR1 magic bytes at the end)"))
+            } else {
+                Err(Error::bad_file(path, format!("corrupt Parquet footer: {msg}")))
+            }
+        }
+        Err(panic) => Err(Error::bad_file(path, format!("corrupt Parquet footer: {panic}"))),
+    }
+}
+
+/// The Spark type a Parquet column is read as, or why it cannot be a join key.
+pub fn key_type_of(field: &Field) -> std::result::Result<KeyType, String> {
+    data_type_key(field.data_type())
+}
+
+fn data_type_key(dt: &DataType) -> std::result::Result<KeyType, String> {
+    Ok(match dt {
+        DataType::Null => KeyType::Void,
+        DataType::Boolean => KeyType::Boolean,
+        DataType::Int8 => KeyType::TinyInt,
+        DataType::Int16 => KeyType::SmallInt,
+        DataType::Int32 => KeyType::Int,
+        DataType::Int64 => KeyType::BigInt,
+        // Spark reads unsigned Parquet integers one size up; UINT64 as decimal(20,0).
+        DataType::UInt8 => KeyType::SmallInt,
+        DataType::UInt16 => KeyType::Int,
+        DataType::UInt32 => KeyType::BigInt,
+        DataType::UInt64 => KeyType::Decimal { precision: 20, scale: 0 },
+        DataType::Float32 => KeyType::Float,
+        DataType::Float64 => KeyType::Double,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => KeyType::String,
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => KeyType::Binary,
+        DataType::Date32 | DataType::Date64 => KeyType::Date,
+        DataType::Timestamp(_, tz) => KeyType::Timestamp { utc: tz.is_some() },
+        DataType::Decimal32(p, s) | DataType::Decimal64(p, s) | DataType::Decimal128(p, s) => KeyType::Decimal { precision: *p, scale: *s },
+        DataType::Decimal256(p, s) => {
+            if *p > 38 {
+                return Err(format!("decimal({p},{s}) is wider than Spark's largest decimal(38): Spark cannot read it"));
+            }
+            KeyType::Decimal { precision: *p, scale: *s }
+        }
+        DataType::Dictionary(_, v) => return data_type_key(v),
+        DataType::Float16 => return Err("float16 (HALF_FLOAT) has no Spark SQL type, so it cannot be a Spark join key".into()),
+        DataType::Time32(_) | DataType::Time64(_) => return Err("TIME has no Spark 3.5 SQL type, so it cannot be a Spark join key".into()),
+        DataType::Duration(_) | DataType::Interval(_) => return Err(format!("{dt} is an interval, not a join key type")),
+        DataType::List(_)
+        | DataType::LargeList(_)
+        | DataType::ListView(_)
+        | DataType::LargeListView(_)
+        | DataType::FixedSizeList(_, _)
+        | DataType::Struct(_)
+        | DataType::Map(_, _)
+        | DataType::Union(_, _)
+        | DataType::RunEndEncoded(_, _) => {
+            return Err(format!("is a nested type ({}); a join key must be a flat column", short_type(dt)))
+        }
+    })
+}
+
+fn short_type(dt: &DataType) -> &'static str {
+    match dt {
+        DataType::List(_) | DataType::LargeList(_) | DataType::ListView(_) | DataType::LargeListView(_) | DataType::FixedSizeList(_, _) => "list",
+        DataType::Struct(_) => "struct",
+        DataType::Map(_, _) => "map",
+        DataType::Union(_, _) => "union",
+        _ => "nested",
+    }
+}
+
+/// The file's schema with string and binary columns read as dictionaries, so that
+/// dictionary-encoded pages are counted by index instead of decoded to strings.
+pub fn dictionary_hint(schema: &Schema, columns: &[usize]) -> Option<SchemaRef> {
+    let mut changed = false;
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let value = match f.data_type() {
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Some(DataType::Utf8),
+                DataType::Binary | DataType::LargeBinary | DataType::BinaryView => Some(DataType::Binary),
+                _ => None,
+            };
+            match value {
+                Some(v) if columns.contains(&i) => {
+                    changed = true;
+                    f.as_ref().clone().with_data_type(DataType::Dictionary(Box::new(DataType::Int32), Box::new(v)))
+                }
+                _ => f.as_ref().clone(),
+            }
+        })
+        .collect();
+    changed.then(|| Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone())))
+}
+
+/// Microseconds per unit, for timestamps.
+pub fn micros_factor(unit: &TimeUnit) -> (i64, i64) {
+    match unit {
+        TimeUnit::Second => (1_000_000, 1),
+        TimeUnit::Millisecond => (1_000, 1),
+        TimeUnit::Microsecond => (1, 1),
+        TimeUnit::Nanosecond => (1, 1_000),
+    }
+}
