@@ -24,7 +24,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     pub fn bad_file(path: impl Into<PathBuf>, msg: impl std::fmt::Display) -> Self {
         // Keep the message on one line whatever the underlying reader said.
-        let msg = msg.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut msg = msg.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+        // The reader nests its own prefixes ("Parquet argument error: Parquet error: ...").
+        for noise in ["Parquet argument error: ", "Parquet error: ", "External: "] {
+            msg = msg.replace(noise, "");
+        }
         Error::BadFile { path: path.into(), msg }
     }
 }

@@ -22,7 +22,7 @@ use rayon::prelude::*;
 
 use crate::counter::{KeyCounter, Pending};
 use crate::error::{Error, Result};
-use crate::source::{dictionary_hint, field_index, ColumnSource, ResolvedColumn, Table};
+use crate::source::{field_index, read_hint, ColumnSource, ResolvedColumn, Table};
 use crate::value::{canonical_f32, canonical_f64, KeyType, Value};
 
 /// A key to count: one column, or several counted as one composite key.
@@ -210,7 +210,7 @@ pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Resul
         .iter()
         .map(|f| {
             let idx: Vec<usize> = fields.iter().filter_map(|n| field_index(f, n)).collect();
-            let hinted = dictionary_hint(f.meta.schema(), &idx).and_then(|schema| {
+            let hinted = read_hint(&f.meta, &idx).and_then(|schema| {
                 ArrowReaderMetadata::try_new(f.meta.metadata().clone(), ArrowReaderOptions::new().with_schema(schema)).ok()
             });
             (hinted.unwrap_or_else(|| f.meta.clone()), idx)
@@ -245,7 +245,7 @@ pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Resul
         let nulls_read = job.nulls.load(Ordering::Relaxed);
         let single = job.spec.columns.len() == 1;
         // Take a few more than asked so that NULL can take its place among them.
-        let want = if opts.top == 0 { 0 } else { opts.top + 1 };
+        let want = if opts.top == 0 { usize::MAX } else { opts.top + 1 };
         let (mut top, distinct, exact, error): (Vec<(Vec<Value>, u64)>, u64, bool, u64) = match job.counter {
             Counter::Int(c) => {
                 let s = c.summary(want);
@@ -869,6 +869,11 @@ fn each_i64(a: &ArrayRef, ty: KeyType, f: &mut dyn FnMut(Option<i64>)) -> std::r
         DataType::Decimal32(..) => prim!(Decimal32Type, |v: i32| v as i64),
         DataType::Decimal64(..) => prim!(Decimal64Type, |v: i64| v),
         DataType::Decimal128(..) => prim!(Decimal128Type, |v: i128| v as i64),
+        DataType::Decimal256(..) => {
+            for v in a.as_primitive::<Decimal256Type>().iter() {
+                f(v.and_then(|x| x.to_i128()).map(|x| x as i64));
+            }
+        }
         DataType::Dictionary(_, _) => {
             let dict = a.as_any_dictionary();
             let mut values = Vec::with_capacity(dict.values().len());

@@ -24,8 +24,9 @@ pub struct DataFile {
 }
 
 impl DataFile {
+    /// Rows, as the row groups count them (some writers leave the file total at 0).
     pub fn rows(&self) -> u64 {
-        self.meta.metadata().file_metadata().num_rows().max(0) as u64
+        self.meta.metadata().row_groups().iter().map(|rg| rg.num_rows().max(0) as u64).sum()
     }
 }
 
@@ -311,7 +312,7 @@ fn read_footer(path: &Path) -> Result<ArrowReaderMetadata> {
     }
     let loaded = crate::guard::no_panic(|| ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()));
     match loaded {
-        Ok(Ok(m)) => Ok(m),
+        Ok(Ok(m)) => Ok(fix_row_count(m)),
         Ok(Err(e)) => {
             let msg = e.to_string();
             if msg.contains("magic") || msg.contains("PAR1") {
@@ -322,6 +323,21 @@ fn read_footer(path: &Path) -> Result<ArrowReaderMetadata> {
         }
         Err(panic) => Err(Error::bad_file(path, format!("corrupt Parquet footer: {panic}"))),
     }
+}
+
+/// Some writers leave the file's row count at 0 while the row groups hold rows; the reader
+/// sizes its batches by the file's count and would read nothing. Trust the row groups.
+fn fix_row_count(m: ArrowReaderMetadata) -> ArrowReaderMetadata {
+    use parquet::file::metadata::{FileMetaData, ParquetMetaData};
+    let md = m.metadata();
+    let groups: i64 = md.row_groups().iter().map(|rg| rg.num_rows().max(0)).sum();
+    let fm = md.file_metadata();
+    if fm.num_rows() == groups {
+        return m;
+    }
+    let fixed = FileMetaData::new(fm.version(), groups, fm.created_by().map(str::to_string), fm.key_value_metadata().cloned(), fm.schema_descr_ptr(), fm.column_orders().cloned());
+    let meta = ParquetMetaData::new(fixed, md.row_groups().to_vec());
+    ArrowReaderMetadata::try_new(Arc::new(meta), ArrowReaderOptions::new()).unwrap_or(m)
 }
 
 /// The Spark type a Parquet column is read as, or why it cannot be a join key.
@@ -383,38 +399,36 @@ fn short_type(dt: &DataType) -> &'static str {
     }
 }
 
-/// The file's schema with string and binary columns read as dictionaries, so that
-/// dictionary-encoded pages are counted by index instead of decoded to strings.
-pub fn dictionary_hint(schema: &Schema, columns: &[usize]) -> Option<SchemaRef> {
+/// The schema to read the key columns with: strings and binaries as dictionaries, so that
+/// dictionary-encoded pages are counted by index instead of decoded to strings; INT96
+/// timestamps as microseconds, as Spark reads them (as nanoseconds they overflow past 2262).
+pub fn read_hint(meta: &ArrowReaderMetadata, columns: &[usize]) -> Option<SchemaRef> {
+    let schema = meta.schema();
+    let roots = meta.parquet_schema().root_schema().get_fields();
     let mut changed = false;
     let fields: Vec<Field> = schema
         .fields()
         .iter()
         .enumerate()
         .map(|(i, f)| {
-            let value = match f.data_type() {
-                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Some(DataType::Utf8),
-                DataType::Binary | DataType::LargeBinary | DataType::BinaryView => Some(DataType::Binary),
+            if !columns.contains(&i) {
+                return f.as_ref().clone();
+            }
+            let int96 = roots.get(i).is_some_and(|r| r.is_primitive() && r.get_physical_type() == parquet::basic::Type::INT96);
+            let new = match f.data_type() {
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Some(DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))),
+                DataType::Binary | DataType::LargeBinary | DataType::BinaryView => Some(DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Binary))),
+                DataType::Timestamp(TimeUnit::Nanosecond, tz) if int96 => Some(DataType::Timestamp(TimeUnit::Microsecond, tz.clone())),
                 _ => None,
             };
-            match value {
-                Some(v) if columns.contains(&i) => {
+            match new {
+                Some(t) => {
                     changed = true;
-                    f.as_ref().clone().with_data_type(DataType::Dictionary(Box::new(DataType::Int32), Box::new(v)))
+                    f.as_ref().clone().with_data_type(t)
                 }
-                _ => f.as_ref().clone(),
+                None => f.as_ref().clone(),
             }
         })
         .collect();
     changed.then(|| Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone())))
-}
-
-/// Microseconds per unit, for timestamps.
-pub fn micros_factor(unit: &TimeUnit) -> (i64, i64) {
-    match unit {
-        TimeUnit::Second => (1_000_000, 1),
-        TimeUnit::Millisecond => (1_000, 1),
-        TimeUnit::Microsecond => (1, 1),
-        TimeUnit::Nanosecond => (1, 1_000),
-    }
 }

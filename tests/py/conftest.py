@@ -1,0 +1,29 @@
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CORPUS = (ROOT / ".." / "shared" / "corpus" / "parquet-testing").resolve()
+
+
+def binary():
+    b = os.environ.get("SKEWJOIN_BIN") or str(ROOT / "target" / "debug" / "skewjoin")
+    if not os.path.exists(b):
+        pytest.fail(f"skewjoin binary not found at {b}: build it first (cargo build)")
+    return b
+
+
+def run(*args, check=False):
+    p = subprocess.run([binary(), *map(str, args)], capture_output=True, text=True, timeout=300)
+    if check and p.returncode != 0:
+        raise AssertionError(f"skewjoin {' '.join(map(str, args))} failed: {p.stderr}")
+    return p
+
+
+@pytest.fixture
+def corpus():
+    if not CORPUS.exists():
+        pytest.fail(f"corpus not found at {CORPUS}")
+    return CORPUS
