@@ -224,16 +224,19 @@ pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Resul
 
     let tallies: Vec<Vec<UnitTally>> = units
         .par_iter()
-        .map(|unit| {
+        .map_init(
+            || Local::new(&jobs),
+            |local, unit| {
             let file = &table.files[unit.file];
             let (meta, idx) = &readers[unit.file];
-            crate::guard::no_panic(|| read_unit(file, meta, idx, unit, &jobs, table, tally, &bar))
+            crate::guard::no_panic(|| read_unit(file, meta, idx, unit, &jobs, local, tally, &bar))
                 .map_err(|p| Error::bad_file(&file.path, format!("corrupt data in row group {}: {p}", unit.row_group)))?
                 .map_err(|e| match e {
                     Error::BadFile { .. } => e,
                     other => Error::bad_file(&file.path, format!("row group {}: {other}", unit.row_group)),
                 })
-        })
+            },
+        )
         .collect::<Result<Vec<_>>>()?;
     bar.finish_and_clear();
 
@@ -360,9 +363,10 @@ fn choose_units(table: &Table, opts: &ProfileOptions) -> (Vec<Unit>, Option<Samp
     let mut rng = rand::rngs::SmallRng::seed_from_u64(opts.seed);
     let groups = all.len();
     let avg = total / groups.max(1) as u64;
-    // Whole row groups when there are enough of them that the sample spans at least 8;
-    // otherwise a random selection of 512-row runs from every row group.
-    if groups >= 20 && target / avg.max(1) >= 8 {
+    // Whole row groups (cheap: the others are never read) when there are at least 32 and the
+    // sample spans at least 4; otherwise random 512-row runs from every row group (the pages
+    // are still decompressed, so this saves less time).
+    if groups >= 32 && target / avg.max(1) >= 4 {
         let mut order: Vec<usize> = (0..groups).collect();
         order.shuffle(&mut rng);
         let mut picked = Vec::new();
@@ -423,14 +427,13 @@ fn read_unit(
     idx: &[usize],
     unit: &Unit,
     jobs: &[Job],
-    table: &Table,
+    local: &mut Local,
     tally: bool,
     bar: &indicatif::ProgressBar,
 ) -> Result<Vec<UnitTally>> {
     let mut tallies: Vec<UnitTally> = jobs.iter().map(|_| UnitTally { rows: unit.rows_read(), table_rows: unit.rows, counts: HashMap::new() }).collect();
     let mut pend_int: Vec<Option<Pending<i64>>> = jobs.iter().map(|j| if let Counter::Int(c) = &j.counter { Some(c.pending()) } else { None }).collect();
     let mut pend_wide: Vec<Option<Pending<i128>>> = jobs.iter().map(|j| if let Counter::Wide(c) = &j.counter { Some(c.pending()) } else { None }).collect();
-    let mut pend_bytes: Vec<Option<Pending<Box<[u8]>>>> = jobs.iter().map(|j| if let Counter::Bytes(c) = &j.counter { Some(c.pending()) } else { None }).collect();
     let mut dicts: Vec<DictTally> = jobs.iter().map(|_| DictTally::default()).collect();
 
     let mut sink = |j: usize, batch_rows: usize, batch: Option<&RecordBatch>| -> Result<()> {
@@ -470,19 +473,17 @@ fn read_unit(
                 .map_err(|m| Error::bad_file(&file.path, format!("column {field}: {m}")))?;
                 job.nulls.fetch_add(nulls, Ordering::Relaxed);
             }
-            (Plan::Bytes { field }, Counter::Bytes(c)) => {
-                let p = pend_bytes[j].as_mut().expect("pending buffer of a string key");
+            (Plan::Bytes { field }, Counter::Bytes(_)) => {
                 let array = col(field)?;
-                let nulls = if dicts[j].try_add(array, c, p, &job.nulls, local_tally.as_deref_mut()) {
+                let nulls = if dicts[j].try_add(array, local, j, &job.nulls, local_tally.as_deref_mut()) {
                     0
                 } else {
-                    dicts[j].flush(c, p, &job.nulls, local_tally.as_deref_mut());
-                    count_bytes(array, c, p, local_tally.as_deref_mut()).map_err(|m| Error::bad_file(&file.path, format!("column {field}: {m}")))?
+                    dicts[j].flush(local, j, &job.nulls, local_tally.as_deref_mut());
+                    count_bytes(array, local, j, local_tally.as_deref_mut()).map_err(|m| Error::bad_file(&file.path, format!("column {field}: {m}")))?
                 };
                 job.nulls.fetch_add(nulls, Ordering::Relaxed);
             }
-            (Plan::Encoded { parts }, Counter::Bytes(c)) => {
-                let p = pend_bytes[j].as_mut().expect("pending buffer of a composite key");
+            (Plan::Encoded { parts }, Counter::Bytes(_)) => {
                 let mut cols: Vec<Atoms> = Vec::new();
                 for part in parts {
                     cols.push(match part {
@@ -490,9 +491,8 @@ fn read_unit(
                         Part::Partition(i, ty) => Atoms::Const(atom_of(&file.partition_values[*i], *ty)),
                     });
                 }
-                let nulls = count_encoded(&cols, batch_rows, c, p, local_tally.as_deref_mut());
+                let nulls = count_encoded(&cols, batch_rows, local, j, local_tally.as_deref_mut());
                 job.nulls.fetch_add(nulls, Ordering::Relaxed);
-                let _ = table;
             }
             _ => unreachable!("plan and counter are built together"),
         }
@@ -528,11 +528,9 @@ fn read_unit(
         match &job.counter {
             Counter::Int(c) => c.flush(pend_int[j].as_mut().expect("int buffer")),
             Counter::Wide(c) => c.flush(pend_wide[j].as_mut().expect("decimal buffer")),
-            Counter::Bytes(c) => {
-                let p = pend_bytes[j].as_mut().expect("bytes buffer");
+            Counter::Bytes(_) => {
                 let t = if tally { Some(&mut tallies[j].counts) } else { None };
-                dicts[j].flush(c, p, &job.nulls, t);
-                c.flush(p);
+                dicts[j].flush(local, j, &job.nulls, t);
             }
         }
     }
@@ -554,6 +552,49 @@ fn keep_top(m: &mut HashMap<Vec<u8>, u64>, n: usize) {
     m.retain(|_, c| *c > t);
 }
 
+/// A worker thread's own counts of byte keys, handed to the shared counter when it grows past
+/// `CACHE_CAP` keys and when the worker is done (on drop). A key seen again costs one lookup in
+/// a small map, with no allocation; only new keys are copied.
+struct Local<'a> {
+    jobs: &'a [Job],
+    caches: Vec<HashMap<Box<[u8]>, u64, foldhash::quality::FixedState>>,
+}
+
+const CACHE_CAP: usize = 1 << 18;
+
+impl<'a> Local<'a> {
+    fn new(jobs: &'a [Job]) -> Self {
+        Local { jobs, caches: jobs.iter().map(|_| HashMap::with_hasher(foldhash::quality::FixedState::with_seed(7))).collect() }
+    }
+
+    #[inline]
+    fn add(&mut self, j: usize, key: &[u8], n: u64) {
+        let cache = &mut self.caches[j];
+        *cache.entry_ref(key).or_insert(0) += n;
+        if cache.len() >= CACHE_CAP {
+            self.spill(j);
+        }
+    }
+
+    fn spill(&mut self, j: usize) {
+        if let Counter::Bytes(c) = &self.jobs[j].counter {
+            let mut p: Pending<Box<[u8]>> = c.pending();
+            for (k, n) in self.caches[j].drain() {
+                c.add(&mut p, k, n);
+            }
+            c.flush(&mut p);
+        }
+    }
+}
+
+impl Drop for Local<'_> {
+    fn drop(&mut self) {
+        for j in 0..self.caches.len() {
+            self.spill(j);
+        }
+    }
+}
+
 /// Counts per dictionary index while consecutive batches share one dictionary.
 #[derive(Default)]
 struct DictTally {
@@ -566,7 +607,7 @@ struct DictTally {
 impl DictTally {
     /// Count `array` by dictionary index if it is an Int32 dictionary of strings or binaries;
     /// a batch with a new dictionary first flushes the counts of the old one.
-    fn try_add(&mut self, array: &ArrayRef, c: &KeyCounter<Box<[u8]>>, p: &mut Pending<Box<[u8]>>, nulls: &AtomicU64, tally: Option<&mut HashMap<Vec<u8>, u64>>) -> bool {
+    fn try_add(&mut self, array: &ArrayRef, local: &mut Local, j: usize, nulls: &AtomicU64, tally: Option<&mut HashMap<Vec<u8>, u64>>) -> bool {
         let Some(dict) = array.as_dictionary_opt::<Int32Type>() else { return false };
         let values = dict.values();
         let sig = match values.data_type() {
@@ -581,7 +622,7 @@ impl DictTally {
             _ => return false,
         };
         if self.values.is_some() && self.sig != sig {
-            self.flush(c, p, nulls, tally);
+            self.flush(local, j, nulls, tally);
         }
         if self.values.is_none() {
             self.values = Some(values.clone());
@@ -609,7 +650,7 @@ impl DictTally {
         true
     }
 
-    fn flush(&mut self, c: &KeyCounter<Box<[u8]>>, p: &mut Pending<Box<[u8]>>, nulls: &AtomicU64, mut tally: Option<&mut HashMap<Vec<u8>, u64>>) {
+    fn flush(&mut self, local: &mut Local, j: usize, nulls: &AtomicU64, mut tally: Option<&mut HashMap<Vec<u8>, u64>>) {
         let Some(values) = self.values.take() else { return };
         let mut null_rows = std::mem::take(&mut self.nulls);
         let mut each = |i: usize, b: Option<&[u8]>| {
@@ -619,7 +660,7 @@ impl DictTally {
             }
             match b {
                 Some(b) => {
-                    c.add(p, Box::from(b), n);
+                    local.add(j, b, n);
                     if let Some(t) = tally.as_mut() {
                         *t.entry(b.to_vec()).or_insert(0) += n;
                     }
@@ -638,19 +679,19 @@ impl DictTally {
 
 /// Count a string or binary array that is not a plain dictionary: pre-aggregate the batch,
 /// then hand each distinct value to the counter once. Returns the NULL rows.
-fn count_bytes(array: &ArrayRef, c: &KeyCounter<Box<[u8]>>, p: &mut Pending<Box<[u8]>>, tally: Option<&mut HashMap<Vec<u8>, u64>>) -> std::result::Result<u64, String> {
-    let mut local: HashMap<&[u8], u64> = HashMap::new();
+fn count_bytes(array: &ArrayRef, local: &mut Local, j: usize, tally: Option<&mut HashMap<Vec<u8>, u64>>) -> std::result::Result<u64, String> {
+    let mut batch: HashMap<&[u8], u64> = HashMap::new();
     let mut nulls = 0;
     each_bytes(array, &mut |b| match b {
-        Some(b) => *local.entry(b).or_insert(0) += 1,
+        Some(b) => *batch.entry(b).or_insert(0) += 1,
         None => nulls += 1,
     })?;
     let mut tally = tally;
-    for (k, n) in local {
+    for (k, n) in batch {
         if let Some(t) = tally.as_mut() {
             *t.entry(k.to_vec()).or_insert(0) += n;
         }
-        c.add(p, Box::from(k), n);
+        local.add(j, k, n);
     }
     Ok(nulls)
 }
@@ -801,8 +842,8 @@ fn bytes_value(b: &[u8], t: KeyType) -> Value {
     }
 }
 
-fn count_encoded(cols: &[Atoms], rows: usize, c: &KeyCounter<Box<[u8]>>, p: &mut Pending<Box<[u8]>>, tally: Option<&mut HashMap<Vec<u8>, u64>>) -> u64 {
-    let mut local: HashMap<Vec<u8>, u64> = HashMap::new();
+fn count_encoded(cols: &[Atoms], rows: usize, local: &mut Local, j: usize, tally: Option<&mut HashMap<Vec<u8>, u64>>) -> u64 {
+    let mut batch: HashMap<Vec<u8>, u64> = HashMap::new();
     let mut nulls = 0;
     let mut buf = Vec::with_capacity(32);
     for row in 0..rows {
@@ -814,19 +855,19 @@ fn count_encoded(cols: &[Atoms], rows: usize, c: &KeyCounter<Box<[u8]>>, p: &mut
         if any_null {
             nulls += 1;
         }
-        match local.get_mut(buf.as_slice()) {
+        match batch.get_mut(buf.as_slice()) {
             Some(n) => *n += 1,
             None => {
-                local.insert(buf.clone(), 1);
+                batch.insert(buf.clone(), 1);
             }
         }
     }
     let mut tally = tally;
-    for (k, n) in local {
+    for (k, n) in batch {
         if let Some(t) = tally.as_mut() {
             *t.entry(k.clone()).or_insert(0) += n;
         }
-        c.add(p, k.into_boxed_slice(), n);
+        local.add(j, &k, n);
     }
     nulls
 }

@@ -310,6 +310,19 @@ fn read_footer(path: &Path) -> Result<ArrowReaderMetadata> {
     if len < 12 {
         return Err(Error::bad_file(path, format!("not a Parquet file ({len} bytes, too short for a footer)")));
     }
+    {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut magic = [0u8; 4];
+        let mut f = &file;
+        if f.seek(SeekFrom::End(-4)).and_then(|_| f.read_exact(&mut magic)).is_ok() {
+            if &magic == b"PARE" {
+                return Err(Error::bad_file(path, "encrypted Parquet file (encrypted footers are not supported)"));
+            }
+            if &magic != b"PAR1" {
+                return Err(Error::bad_file(path, "not a Parquet file (no PAR1 magic bytes at the end; truncated or another format)"));
+            }
+        }
+    }
     let loaded = crate::guard::no_panic(|| ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()));
     match loaded {
         Ok(Ok(m)) => Ok(fix_row_count(m)),

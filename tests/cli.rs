@@ -1,0 +1,275 @@
+//! End-to-end tests of `skewjoin keys` on files written here, and on bad input.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Date32Array, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray};
+use assert_cmd::Command;
+use parquet::arrow::ArrowWriter;
+use parquet::file::properties::WriterProperties;
+use serde_json::Value;
+
+fn write(path: &Path, cols: Vec<(&str, ArrayRef)>, row_group: usize) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let batch = RecordBatch::try_from_iter(cols).unwrap();
+    let props = WriterProperties::builder().set_max_row_group_row_count(Some(row_group)).build();
+    let mut w = ArrowWriter::try_new(File::create(path).unwrap(), batch.schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
+fn skewjoin() -> Command {
+    Command::cargo_bin("skewjoin").unwrap()
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = skewjoin().args(args).args(["--format", "json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Runs and expects the one-line error contract: exit 2, one line, no panic.
+fn error(args: &[&str]) -> String {
+    let out = skewjoin().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert!(err.starts_with("skewjoin: error: "), "{err}");
+    assert_eq!(err.matches('\n').count(), 1, "not one line: {err}");
+    assert!(!err.contains("panicked"));
+    err
+}
+
+/// events: 1000 rows; title: 400 NULL, 200 'unknown', 150 'hot', the rest 250 distinct.
+fn events(dir: &Path) -> PathBuf {
+    let n = 1000;
+    let title: Vec<Option<String>> = (0..n)
+        .map(|i| match i % 20 {
+            0..=7 => None,
+            8..=11 => Some("unknown".to_string()),
+            12..=14 => Some("hot".to_string()),
+            _ => Some(format!("t{i}")),
+        })
+        .collect();
+    let user: Vec<i64> = (0..n).map(|i| if i % 10 == 0 { -1 } else { i as i64 % 300 }).collect();
+    let region: Vec<&str> = (0..n).map(|i| if i % 2 == 0 { "EU" } else { "US" }).collect();
+    let p = dir.join("events.parquet");
+    write(
+        &p,
+        vec![
+            ("title_id", Arc::new(StringArray::from(title)) as ArrayRef),
+            ("user_id", Arc::new(Int64Array::from(user)) as ArrayRef),
+            ("region", Arc::new(StringArray::from(region)) as ArrayRef),
+            ("hours", Arc::new(Float64Array::from((0..n).map(|i| i as f64 / 10.0).collect::<Vec<_>>())) as ArrayRef),
+            ("day", Arc::new(Date32Array::from((0..n).map(|i| 20000 + (i % 3)).collect::<Vec<i32>>())) as ArrayRef),
+        ],
+        128,
+    );
+    p
+}
+
+#[test]
+fn counts_nulls_placeholders_and_hot_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = events(dir.path());
+    let j = json(&["keys", p.to_str().unwrap(), "--column", "title_id", "--top", "3"]);
+    let c = &j["columns"][0];
+    assert_eq!(c["rows"], 1000);
+    assert_eq!(c["nulls"], 400);
+    assert_eq!(c["distinct"], 252);
+    assert_eq!(c["exact"], true);
+    let top = c["top"].as_array().unwrap();
+    assert_eq!(top[0]["value"], Value::Null);
+    assert_eq!(top[0]["count"], 400);
+    assert_eq!(top[0]["class"], "null");
+    assert_eq!(top[0]["spark_partition"], 42);
+    assert_eq!(top[1]["value"], "unknown");
+    assert_eq!(top[1]["class"], "placeholder");
+    assert_eq!(top[1]["share"], 0.2);
+    assert_eq!(top[2]["value"], "hot");
+    assert_eq!(top[2]["class"], "demand");
+    // Spark's pmod(hash('hot'), 200), from the partition function checked against Spark.
+    let h = skewjoin::hash::spark_partition(&[skewjoin::value::Value::Str("hot".into())], 200);
+    assert_eq!(top[2]["spark_partition"], h);
+    assert_eq!(c["verdict"]["hot"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn composite_keys_hash_chained_and_nulls_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = events(dir.path());
+    let j = json(&["keys", p.to_str().unwrap(), "--column", "region,title_id", "--top", "2", "--shuffle-partitions", "64"]);
+    let c = &j["columns"][0];
+    assert_eq!(c["column"], "region,title_id");
+    assert_eq!(c["nulls"], 400);
+    let top = c["top"].as_array().unwrap();
+    assert_eq!(top[0]["value"], serde_json::json!(["EU", null]));
+    assert_eq!(top[0]["count"], 200);
+    assert_eq!(top[1]["value"], serde_json::json!(["US", null]));
+    assert_eq!(top[0]["class"], "null");
+    use skewjoin::value::Value as V;
+    let want = skewjoin::hash::spark_partition(&[V::Str("EU".into()), V::Null], 64);
+    assert_eq!(top[0]["spark_partition"], want);
+    assert_eq!(top[0]["spark_hash"], skewjoin::hash::spark_hash(&[V::Str("EU".into())]));
+}
+
+#[test]
+fn several_columns_and_types_in_one_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = events(dir.path());
+    let j = json(&["keys", p.to_str().unwrap(), "-c", "user_id", "-c", "day", "-c", "hours", "--top", "1"]);
+    let cols = j["columns"].as_array().unwrap();
+    assert_eq!(cols.len(), 3);
+    assert_eq!(cols[0]["top"][0]["value"], -1);
+    assert_eq!(cols[0]["top"][0]["count"], 100);
+    assert_eq!(cols[0]["top"][0]["class"], "placeholder");
+    assert_eq!(cols[1]["top"][0]["value"], "2024-10-04");
+    assert_eq!(cols[1]["distinct"], 3);
+    assert_eq!(cols[2]["distinct"], 1000);
+}
+
+#[test]
+fn hive_folders_globs_and_several_paths_are_one_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    for (day, n) in [("2026-01-01", 30), ("2026-01-02", 10), ("__HIVE_DEFAULT_PARTITION__", 5)] {
+        let p = root.join(format!("day={day}")).join("part-00000.snappy.parquet");
+        write(&p, vec![("k", Arc::new(Int32Array::from(vec![7; n])) as ArrayRef)], 8);
+    }
+    std::fs::write(root.join("_SUCCESS"), "").unwrap();
+    std::fs::write(root.join("day=2026-01-01").join(".part-00000.crc"), "x").unwrap();
+    let j = json(&["keys", root.to_str().unwrap(), "-c", "day", "-c", "k"]);
+    let day = &j["columns"][0];
+    assert_eq!(day["types"][0], "date");
+    assert_eq!(day["rows"], 45);
+    assert_eq!(day["nulls"], 5);
+    assert_eq!(day["top"][0]["value"], "2026-01-01");
+    assert_eq!(day["top"][0]["count"], 30);
+    assert_eq!(j["columns"][1]["top"][0]["count"], 45);
+    // A glob, and two paths, read as one table.
+    let g = format!("{}/day=2026-01-0*/*.parquet", root.display());
+    let j = json(&["keys", &g, "-c", "k"]);
+    assert_eq!(j["columns"][0]["rows"], 40);
+    let a = root.join("day=2026-01-01");
+    let b = root.join("day=2026-01-02");
+    let j = json(&["keys", a.to_str().unwrap(), b.to_str().unwrap(), "-c", "K"]);
+    assert_eq!(j["columns"][0]["rows"], 40);
+}
+
+#[test]
+fn sample_reports_shares_with_error_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 200_000;
+    let k: Vec<Option<i64>> = (0..n).map(|i| if i % 10 < 3 { None } else if i % 10 == 3 { Some(1) } else { Some(i as i64) }).collect();
+    let p = dir.path().join("big.parquet");
+    write(&p, vec![("k", Arc::new(Int64Array::from(k)) as ArrayRef)], 4096);
+    let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--sample", "0.1", "--top", "2"]);
+    let c = &j["columns"][0];
+    assert_eq!(c["exact"], false);
+    assert_eq!(c["sample"]["method"], "whole row groups");
+    let top = c["top"].as_array().unwrap();
+    assert_eq!(top[0]["value"], Value::Null);
+    assert_eq!(top[1]["value"], 1);
+    for (t, truth) in top.iter().zip([0.3, 0.1]) {
+        let share = t["share"].as_f64().unwrap();
+        let err = t["share_error"].as_f64().unwrap();
+        assert!(err > 0.0 && err < 0.05, "error {err}");
+        assert!((share - truth).abs() <= err, "share {share} +- {err} misses {truth}");
+    }
+    // Few row groups: a row selection instead.
+    let p2 = dir.path().join("few.parquet");
+    write(&p2, vec![("k", Arc::new(Int64Array::from((0..50_000).map(|i| i % 4).collect::<Vec<i64>>())) as ArrayRef)], 50_000);
+    let j = json(&["keys", p2.to_str().unwrap(), "-c", "k", "--sample", "20%"]);
+    assert!(j["columns"][0]["sample"]["method"].as_str().unwrap().starts_with("row selections"));
+}
+
+#[test]
+fn bounded_memory_says_counts_are_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 300_000i64;
+    let k: Vec<i64> = (0..n).map(|i| if i % 4 == 0 { 42 } else { i }).collect();
+    let p = dir.path().join("wide.parquet");
+    write(&p, vec![("k", Arc::new(Int64Array::from(k)) as ArrayRef)], 65536);
+    let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--memory", "1MB", "--top", "1"]);
+    let c = &j["columns"][0];
+    assert_eq!(c["exact"], false);
+    let err = c["count_error"].as_u64().unwrap();
+    assert!(err > 0);
+    let got = c["top"][0]["count"].as_u64().unwrap();
+    assert_eq!(c["top"][0]["value"], 42);
+    assert!(got <= 75_000 && got + err >= 75_000, "{got} + {err}");
+    let d = c["distinct"].as_f64().unwrap();
+    assert!((d - 225_001.0).abs() / 225_001.0 < 0.05, "distinct {d}");
+}
+
+#[test]
+fn csv_and_table_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = events(dir.path());
+    let out = skewjoin().args(["keys", p.to_str().unwrap(), "-c", "title_id", "--top", "3", "--format", "csv"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "column,rank,value,count,share,share_error,class,hot,spark_partition,spark_hash,reason");
+    assert!(lines[1].starts_with("title_id,1,,400,0.400000,,null,true,42,42,"), "{}", lines[1]);
+    let out = skewjoin().args(["keys", p.to_str().unwrap(), "-c", "title_id", "--top", "3"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("'unknown'") && text.contains("placeholder HOT") && text.contains("verdict: 3 hot values"), "{text}");
+}
+
+#[test]
+fn user_rules_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = events(dir.path());
+    let rules = dir.path().join("rules.toml");
+    std::fs::write(&rules, "mode = \"extend\"\n[[rule]]\nname = \"house-title\"\nclass = \"junk\"\nreason = \"our own test title\"\nstrings = [\"hot\"]\n").unwrap();
+    let j = json(&["keys", p.to_str().unwrap(), "-c", "title_id", "--top", "3", "--rules", rules.to_str().unwrap()]);
+    let t = &j["columns"][0]["top"][2];
+    assert_eq!(t["class"], "junk");
+    assert!(t["reason"].as_str().unwrap().starts_with("rule house-title: our own test title"));
+    std::fs::write(&rules, "[[rule]]\nname = 1\n").unwrap();
+    let e = error(&["keys", p.to_str().unwrap(), "-c", "title_id", "--rules", rules.to_str().unwrap()]);
+    assert!(e.contains("bad rules file"), "{e}");
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = events(dir.path());
+    let ps = p.to_str().unwrap();
+    assert!(error(&["keys", "/no/such/file.parquet", "-c", "x"]).contains("/no/such/file.parquet: no such file or directory"));
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    assert!(error(&["keys", empty.to_str().unwrap(), "-c", "x"]).contains("no Parquet files found"));
+    let text = dir.path().join("notes.parquet");
+    std::fs::write(&text, "this is not parquet at all, just text").unwrap();
+    assert!(error(&["keys", text.to_str().unwrap(), "-c", "x"]).contains("not a Parquet file"));
+    let trunc = dir.path().join("trunc.parquet");
+    let bytes = std::fs::read(&p).unwrap();
+    std::fs::write(&trunc, &bytes[..bytes.len() / 2]).unwrap();
+    assert!(error(&["keys", trunc.to_str().unwrap(), "-c", "title_id"]).contains("trunc.parquet"));
+    let e = error(&["keys", ps, "-c", "nope"]);
+    assert!(e.contains("column nope: no such column") && e.contains("available: title_id, user_id, region, hours, day"), "{e}");
+    assert!(error(&["keys", ps, "-c", "title_id", "--frobnicate"]).contains("--frobnicate"));
+    assert!(error(&["keys", ps]).contains("--column"));
+    assert!(error(&["keys", ps, "-c", "title_id", "--sample", "2.5"]).contains("bad sample"));
+    assert!(error(&["keys", ps, "-c", "title_id", "--memory", "lots"]).contains("bad size"));
+    assert!(error(&["keys", ps, "-c", "title_id", "--shuffle-partitions", "0"]).contains("shuffle-partitions"));
+    // A column whose type differs between the files of one table.
+    let other = dir.path().join("t2");
+    write(&other.join("a.parquet"), vec![("k", Arc::new(Int32Array::from(vec![1, 2])) as ArrayRef)], 8);
+    write(&other.join("b.parquet"), vec![("k", Arc::new(StringArray::from(vec!["1"])) as ArrayRef)], 8);
+    let e = error(&["keys", other.to_str().unwrap(), "-c", "k"]);
+    assert!(e.contains("column k is string here but int"), "{e}");
+}
+
+#[test]
+fn a_closed_pipe_is_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = events(dir.path());
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{} keys {} -c title_id --top 0 | head -c 10 >/dev/null; echo ${{PIPESTATUS:-0}}", env!("CARGO_BIN_EXE_skewjoin"), p.display()))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
