@@ -26,6 +26,7 @@ tool, path, col = sys.argv[1:4]
 if tool == "duckdb":
     import duckdb
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
     t = time.perf_counter()
     rows = con.sql(f"SELECT {col}, count(*) AS c FROM read_parquet('{path}') GROUP BY 1 ORDER BY c DESC, 1 LIMIT 20").fetchall()
     dt = time.perf_counter() - t
@@ -64,13 +65,6 @@ def generate(path, rows):
     os.replace(tmp, path)
 
 
-def run_timed(cmd):
-    t = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out, err = p.communicate()
-    wall = time.perf_counter() - t
-    _, status, ru = os.wait4(p.pid, 0) if False else (None, p.returncode, None)
-    return out, err, wall, p.returncode
 
 
 def measure(cmd):
@@ -87,7 +81,7 @@ def measure(cmd):
 
 
 def norm_key(k):
-    return None if k is None else str(k)
+    return "<NULL>" if k is None else str(k)
 
 
 def main():
@@ -127,7 +121,7 @@ def main():
                         sample_checks.append(c)
                 else:
                     out, wall, rss = measure([py, "-c", PEER, tool, str(path), col])
-                    j = json.loads(out)
+                    j = json.loads(out.strip().splitlines()[-1])
                     top, secs = j["top"], j["seconds"]
                 results.setdefault((col, tool), []).append((secs, rss))
                 if tool != "skewjoin-sample":

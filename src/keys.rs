@@ -63,7 +63,10 @@ pub struct Verdict {
     /// A value is hot when its rows exceed this many even tasks.
     pub hot_factor: f64,
     pub hot: Vec<Json>,
+    /// One line: how many values are hot and the rule, or why none is.
     pub text: String,
+    /// One line per hot value (and per task that several hot values share), with its numbers.
+    pub details: Vec<String>,
 }
 
 pub struct KeysOptions {
@@ -158,48 +161,44 @@ pub fn fmt_share(s: f64) -> String {
 
 fn verdict(top: &[TopValue], p: &ColumnProfile, even: f64, opts: &KeysOptions) -> Verdict {
     let hot: Vec<&TopValue> = top.iter().filter(|t| t.hot).collect();
-    let n = opts.partitions;
     let rule = format!(
-        "hot = more than {}x the {} rows an even task gets ({} rows over {} shuffle partitions)",
+        "hot = more than {}x the {} rows an even task gets: {} rows over {} shuffle partitions",
         opts.hot_factor,
         fmt_count(even.round() as u64),
         fmt_count(p.rows),
-        n
+        opts.partitions
     );
+    let mut details = Vec::new();
     if p.rows == 0 {
-        return Verdict { even_task_rows: 0.0, hot_factor: opts.hot_factor, hot: vec![], text: "empty table: nothing to count".into() };
+        return Verdict { even_task_rows: 0.0, hot_factor: opts.hot_factor, hot: vec![], text: "empty table: nothing to count".into(), details };
     }
     let text = if hot.is_empty() {
         match top.first() {
             Some(first) => format!(
-                "no hot key: the most frequent value {} has {} rows ({}), {:.1}x an even task; {}",
+                "no hot key: the most frequent value {} has {} rows ({}), {:.1}x an even task ({rule})",
                 first.display,
                 fmt_count(first.count),
                 fmt_share(first.share),
                 first.count as f64 / even.max(1.0),
-                rule
             ),
-            None => format!("no hot key: no values; {rule}"),
+            None => format!("no hot key: no values ({rule})"),
         }
     } else {
-        let mut parts: Vec<String> = hot
-            .iter()
-            .map(|t| {
-                let mut s = format!(
-                    "{} {} rows ({}, {:.0}x an even task, {} -> partition {})",
-                    t.display,
-                    fmt_count(t.count),
-                    fmt_share(t.share),
-                    t.count as f64 / even.max(1.0),
-                    t.class,
-                    t.spark_partition
-                );
-                if t.class == "null" {
-                    s.push_str("; Spark drops NULL keys before inner and semi joins, but on the kept side of an outer join all of them land in one task");
-                }
-                s
-            })
-            .collect();
+        for t in &hot {
+            let mut s = format!(
+                "{}: {} rows ({}), {:.0}x an even task, class {}, Spark partition {}",
+                t.display,
+                fmt_count(t.count),
+                fmt_share(t.share),
+                t.count as f64 / even.max(1.0),
+                t.class,
+                t.spark_partition
+            );
+            if t.class == "null" {
+                s.push_str("; Spark drops NULL keys before inner and semi joins, but on the kept side of an outer join all of them land in one task");
+            }
+            details.push(s);
+        }
         // Hot values that Spark would send to the same task add up.
         let mut by_part: std::collections::BTreeMap<u32, (u64, Vec<&str>)> = Default::default();
         for t in &hot {
@@ -209,10 +208,10 @@ fn verdict(top: &[TopValue], p: &ColumnProfile, even: f64, opts: &KeysOptions) -
         }
         for (part, (rows, vals)) in by_part {
             if vals.len() > 1 {
-                parts.push(format!("{} share partition {part}: {} rows in one task", vals.join(" and "), fmt_count(rows)));
+                details.push(format!("{} share Spark partition {part}: {} rows in one task", vals.join(" and "), fmt_count(rows)));
             }
         }
-        format!("{} hot value{}: {}; {}", hot.len(), if hot.len() == 1 { "" } else { "s" }, parts.join("; "), rule)
+        format!("{} hot value{} ({rule})", hot.len(), if hot.len() == 1 { "" } else { "s" })
     };
-    Verdict { even_task_rows: even, hot_factor: opts.hot_factor, hot: hot.iter().map(|t| t.value.clone()).collect(), text }
+    Verdict { even_task_rows: even, hot_factor: opts.hot_factor, hot: hot.iter().map(|t| t.value.clone()).collect(), text, details }
 }

@@ -854,6 +854,10 @@ fn count_encoded(cols: &[Atoms], rows: usize, local: &mut Local, j: usize, tally
         }
         if any_null {
             nulls += 1;
+            // A single NULL (a partition column) is reported apart, like any one-column NULL.
+            if cols.len() == 1 {
+                continue;
+            }
         }
         match batch.get_mut(buf.as_slice()) {
             Some(n) => *n += 1,

@@ -78,7 +78,11 @@ fn keys_table(report: &KeysReport) -> String {
             out.push_str(line.trim_end());
             out.push('\n');
         }
-        out.push_str(&format!("verdict: {}\n\n", c.verdict.text));
+        out.push_str(&format!("verdict: {}\n", c.verdict.text));
+        for d in &c.verdict.details {
+            out.push_str(&format!("  - {d}\n"));
+        }
+        out.push('\n');
     }
     out.trim_end().to_string() + "\n"
 }

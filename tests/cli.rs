@@ -213,7 +213,7 @@ fn csv_and_table_formats() {
     assert!(lines[1].starts_with("title_id,1,,400,0.400000,,null,true,42,42,"), "{}", lines[1]);
     let out = skewjoin().args(["keys", p.to_str().unwrap(), "-c", "title_id", "--top", "3"]).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("'unknown'") && text.contains("placeholder HOT") && text.contains("verdict: 3 hot values"), "{text}");
+    assert!(text.contains("'unknown'") && text.contains("placeholder HOT") && text.contains("verdict: 3 hot values") && text.contains("  - NULL: 400 rows"), "{text}");
 }
 
 #[test]

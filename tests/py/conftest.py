@@ -27,3 +27,23 @@ def corpus():
     if not CORPUS.exists():
         pytest.fail(f"corpus not found at {CORPUS}")
     return CORPUS
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for every Spark test (starting one takes ~10 s)."""
+    from pyspark.sql import SparkSession
+    s = (SparkSession.builder.master("local[2]").appName("skewjoin-tests")
+         .config("spark.sql.session.timeZone", "UTC")
+         .config("spark.sql.shuffle.partitions", "8")
+         .config("spark.ui.enabled", "false")
+         .config("spark.driver.memory", "1g")
+         # Dates before 1582 written and read as the proleptic Gregorian calendar (Spark 3's own).
+         .config("spark.sql.parquet.datetimeRebaseModeInWrite", "CORRECTED")
+         .config("spark.sql.parquet.datetimeRebaseModeInRead", "CORRECTED")
+         .config("spark.sql.parquet.int96RebaseModeInWrite", "CORRECTED")
+         .config("spark.sql.parquet.int96RebaseModeInRead", "CORRECTED")
+         .getOrCreate())
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
