@@ -432,8 +432,14 @@ fn read_unit(
     bar: &indicatif::ProgressBar,
 ) -> Result<Vec<UnitTally>> {
     let mut tallies: Vec<UnitTally> = jobs.iter().map(|_| UnitTally { rows: unit.rows_read(), table_rows: unit.rows, counts: HashMap::new() }).collect();
-    let mut pend_int: Vec<Option<Pending<i64>>> = jobs.iter().map(|j| if let Counter::Int(c) = &j.counter { Some(c.pending()) } else { None }).collect();
-    let mut pend_wide: Vec<Option<Pending<i128>>> = jobs.iter().map(|j| if let Counter::Wide(c) = &j.counter { Some(c.pending()) } else { None }).collect();
+    let mut pends: Vec<Pend> = jobs
+        .iter()
+        .map(|j| match &j.counter {
+            Counter::Int(c) => Pend::Int(c.pending()),
+            Counter::Wide(c) => Pend::Wide(c.pending()),
+            Counter::Bytes(_) => Pend::Local,
+        })
+        .collect();
     let mut dicts: Vec<DictTally> = jobs.iter().map(|_| DictTally::default()).collect();
 
     let mut sink = |j: usize, batch_rows: usize, batch: Option<&RecordBatch>| -> Result<()> {
@@ -442,9 +448,8 @@ fn read_unit(
             batch.and_then(|b| b.column_by_name(name)).ok_or_else(|| Error::bad_file(&file.path, format!("column {name} missing")))
         };
         let mut local_tally = if tally { Some(&mut tallies[j].counts) } else { None };
-        match (&job.plan, &job.counter) {
-            (Plan::Int { field, ty }, Counter::Int(c)) => {
-                let p = pend_int[j].as_mut().expect("pending buffer of an int key");
+        match (&job.plan, &job.counter, &mut pends[j]) {
+            (Plan::Int { field, ty }, Counter::Int(c), Pend::Int(p)) => {
                 let mut nulls = 0;
                 each_i64(col(field)?, *ty, &mut |v| match v {
                     Some(k) => {
@@ -458,8 +463,7 @@ fn read_unit(
                 .map_err(|m| Error::bad_file(&file.path, format!("column {field}: {m}")))?;
                 job.nulls.fetch_add(nulls, Ordering::Relaxed);
             }
-            (Plan::Wide { field }, Counter::Wide(c)) => {
-                let p = pend_wide[j].as_mut().expect("pending buffer of a decimal key");
+            (Plan::Wide { field }, Counter::Wide(c), Pend::Wide(p)) => {
                 let mut nulls = 0;
                 each_i128(col(field)?, &mut |v| match v {
                     Some(k) => {
@@ -473,7 +477,7 @@ fn read_unit(
                 .map_err(|m| Error::bad_file(&file.path, format!("column {field}: {m}")))?;
                 job.nulls.fetch_add(nulls, Ordering::Relaxed);
             }
-            (Plan::Bytes { field }, Counter::Bytes(_)) => {
+            (Plan::Bytes { field }, Counter::Bytes(_), _) => {
                 let array = col(field)?;
                 let nulls = if dicts[j].try_add(array, local, j, &job.nulls, local_tally.as_deref_mut()) {
                     0
@@ -483,7 +487,7 @@ fn read_unit(
                 };
                 job.nulls.fetch_add(nulls, Ordering::Relaxed);
             }
-            (Plan::Encoded { parts }, Counter::Bytes(_)) => {
+            (Plan::Encoded { parts }, Counter::Bytes(_), _) => {
                 let mut cols: Vec<Atoms> = Vec::new();
                 for part in parts {
                     cols.push(match part {
@@ -494,7 +498,7 @@ fn read_unit(
                 let nulls = count_encoded(&cols, batch_rows, local, j, local_tally.as_deref_mut());
                 job.nulls.fetch_add(nulls, Ordering::Relaxed);
             }
-            _ => unreachable!("plan and counter are built together"),
+            _ => return Err(Error::Usage(format!("internal error: no counter for key {}", job.spec.name()))),
         }
         Ok(())
     };
@@ -525,10 +529,11 @@ fn read_unit(
         }
     }
     for (j, job) in jobs.iter().enumerate() {
-        match &job.counter {
-            Counter::Int(c) => c.flush(pend_int[j].as_mut().expect("int buffer")),
-            Counter::Wide(c) => c.flush(pend_wide[j].as_mut().expect("decimal buffer")),
-            Counter::Bytes(_) => {
+        match (&job.counter, &mut pends[j]) {
+            (Counter::Int(c), Pend::Int(p)) => c.flush(p),
+            (Counter::Wide(c), Pend::Wide(p)) => c.flush(p),
+            (Counter::Int(_) | Counter::Wide(_), _) => {}
+            (Counter::Bytes(_), _) => {
                 let t = if tally { Some(&mut tallies[j].counts) } else { None };
                 dicts[j].flush(local, j, &job.nulls, t);
             }
@@ -550,6 +555,13 @@ fn keep_top(m: &mut HashMap<Vec<u8>, u64>, n: usize) {
     let (_, t, _) = counts.select_nth_unstable_by(n, |a, b| b.cmp(a));
     let t = *t;
     m.retain(|_, c| *c > t);
+}
+
+/// A unit's buffer of fixed-width keys for the shared counter; byte keys go through `Local`.
+enum Pend {
+    Int(Pending<i64>),
+    Wide(Pending<i128>),
+    Local,
 }
 
 /// A worker thread's own counts of byte keys, handed to the shared counter when it grows past
