@@ -14,6 +14,7 @@ pub mod profile;
 pub mod report;
 pub mod size;
 pub mod source;
+pub mod stage;
 pub mod value;
 
 pub use error::{Error, Result};

@@ -21,6 +21,7 @@ use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
 use crate::counter::{KeyCounter, Pending};
+use crate::stage::{self, ByteBuf, IntBuf, Stage};
 use crate::error::{Error, Result};
 use crate::source::{field_index, read_hint, ColumnSource, ResolvedColumn, Table};
 use crate::value::{canonical_f32, canonical_f64, KeyType, Value};
@@ -155,6 +156,9 @@ struct Job {
     spec: KeySpec,
     plan: Plan,
     counter: Counter,
+    /// The fast exact path for fixed-width and byte keys; overflows into `counter`.
+    int_stage: Stage<IntBuf>,
+    byte_stage: Stage<ByteBuf>,
     nulls: AtomicU64,
 }
 
@@ -192,7 +196,7 @@ pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Resul
                 Plan::Wide { .. } => Counter::Wide(KeyCounter::new(budget)),
                 _ => Counter::Bytes(KeyCounter::new(budget)),
             };
-            Job { spec: spec.clone(), plan, counter, nulls: AtomicU64::new(0) }
+            Job { spec: spec.clone(), plan, counter, int_stage: Stage::new(budget), byte_stage: Stage::new(budget), nulls: AtomicU64::new(0) }
         })
         .collect();
 
@@ -222,11 +226,15 @@ pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Resul
     let bar = progress_bar(opts.progress, total_read);
     let tally = opts.sample.is_some() && sample_info.is_some();
 
+    let locals: Vec<std::sync::Mutex<Local>> = (0..rayon::current_num_threads().max(1)).map(|_| std::sync::Mutex::new(Local::new(&jobs))).collect();
     let tallies: Vec<Vec<UnitTally>> = units
         .par_iter()
-        .map_init(
-            || Local::new(&jobs),
-            |local, unit| {
+        .map(|unit| {
+            // One Local per worker thread, so that each thread stages (and compacts) its keys
+            // in one place; the lock is never contended.
+            let slot = rayon::current_thread_index().unwrap_or(0) % locals.len();
+            let mut guard = locals[slot].lock().unwrap_or_else(|e| e.into_inner());
+            let local = &mut *guard;
             let file = &table.files[unit.file];
             let (meta, idx) = &readers[unit.file];
             crate::guard::no_panic(|| read_unit(file, meta, idx, unit, &jobs, local, tally, &bar))
@@ -235,9 +243,10 @@ pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Resul
                     Error::BadFile { .. } => e,
                     other => Error::bad_file(&file.path, format!("row group {}: {other}", unit.row_group)),
                 })
-            },
-        )
+        })
         .collect::<Result<Vec<_>>>()?;
+    // Hand the staged keys in (Local's drop) before they are counted.
+    drop(locals);
     bar.finish_and_clear();
 
     let rows = table.rows();
@@ -249,11 +258,22 @@ pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Resul
         let single = job.spec.columns.len() == 1;
         // Take a few more than asked so that NULL can take its place among them.
         let want = if opts.top == 0 { usize::MAX } else { opts.top + 1 };
+        let int_stage = job.int_stage;
+        let byte_stage = job.byte_stage;
         let (mut top, distinct, exact, error): (Vec<(Vec<Value>, u64)>, u64, bool, u64) = match job.counter {
             Counter::Int(c) => {
-                let s = c.summary(want);
                 let t = types[0];
-                (s.top.into_iter().map(|(k, n)| (vec![Value::from_i64_key(k, t)], n)).collect(), s.distinct, s.exact, s.error)
+                let over = int_stage.overflowed();
+                let mut bufs = int_stage.take();
+                if over {
+                    bufs.iter_mut().for_each(|b| b.drain_into(&c));
+                    let s = c.summary(want);
+                    (s.top.into_iter().map(|(k, n)| (vec![Value::from_i64_key(k, t)], n)).collect(), s.distinct, s.exact, s.error)
+                } else {
+                    let s = stage::count_ints(&bufs, want);
+                    drop(bufs);
+                    (s.top.into_iter().map(|(k, n)| (vec![Value::from_i64_key(k, t)], n)).collect(), s.distinct, true, 0)
+                }
             }
             Counter::Wide(c) => {
                 let s = c.summary(want);
@@ -264,7 +284,16 @@ pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Resul
                 (s.top.into_iter().map(|(k, n)| (vec![Value::Decimal { unscaled: k, precision, scale }], n)).collect(), s.distinct, s.exact, s.error)
             }
             Counter::Bytes(c) => {
-                let s = c.summary(want);
+                let over = byte_stage.overflowed();
+                let mut bufs = byte_stage.take();
+                let s = if over {
+                    bufs.iter_mut().for_each(|b| b.drain_into(&c));
+                    c.summary(want)
+                } else {
+                    let s = stage::count_bytes(&bufs, want);
+                    crate::counter::Summary { top: s.top, distinct: s.distinct, exact: true, error: 0 }
+                };
+                drop(bufs);
                 let top = s
                     .top
                     .into_iter()
@@ -435,9 +464,8 @@ fn read_unit(
     let mut pends: Vec<Pend> = jobs
         .iter()
         .map(|j| match &j.counter {
-            Counter::Int(c) => Pend::Int(c.pending()),
             Counter::Wide(c) => Pend::Wide(c.pending()),
-            Counter::Bytes(_) => Pend::Local,
+            Counter::Int(_) | Counter::Bytes(_) => Pend::Local,
         })
         .collect();
     let mut dicts: Vec<DictTally> = jobs.iter().map(|_| DictTally::default()).collect();
@@ -449,11 +477,17 @@ fn read_unit(
         };
         let mut local_tally = if tally { Some(&mut tallies[j].counts) } else { None };
         match (&job.plan, &job.counter, &mut pends[j]) {
-            (Plan::Int { field, ty }, Counter::Int(c), Pend::Int(p)) => {
+            (Plan::Int { field, ty }, Counter::Int(_), _) => {
                 let mut nulls = 0;
+                let raw = local.raw_ints[j];
+                let mut agg = std::mem::take(&mut local.agg[j]);
                 each_i64(col(field)?, *ty, &mut |v| match v {
                     Some(k) => {
-                        c.add(p, k, 1);
+                        if raw {
+                            local.add_int(j, k, 1);
+                        } else {
+                            *agg.entry(k).or_insert(0) += 1;
+                        }
                         if let Some(t) = local_tally.as_mut() {
                             *t.entry(k.to_le_bytes().to_vec()).or_insert(0) += 1;
                         }
@@ -461,6 +495,17 @@ fn read_unit(
                     None => nulls += 1,
                 })
                 .map_err(|m| Error::bad_file(&file.path, format!("column {field}: {m}")))?;
+                if !raw {
+                    // Pre-aggregating a batch pays off only when keys repeat within it.
+                    if agg.len() * 2 > batch_rows {
+                        local.raw_ints[j] = true;
+                    }
+                    for (k, n) in agg.drain() {
+                        local.add_int(j, k, n);
+                    }
+                }
+                local.agg[j] = agg;
+                local.settle(j);
                 job.nulls.fetch_add(nulls, Ordering::Relaxed);
             }
             (Plan::Wide { field }, Counter::Wide(c), Pend::Wide(p)) => {
@@ -485,6 +530,7 @@ fn read_unit(
                     dicts[j].flush(local, j, &job.nulls, local_tally.as_deref_mut());
                     count_bytes(array, local, j, local_tally.as_deref_mut()).map_err(|m| Error::bad_file(&file.path, format!("column {field}: {m}")))?
                 };
+                local.settle(j);
                 job.nulls.fetch_add(nulls, Ordering::Relaxed);
             }
             (Plan::Encoded { parts }, Counter::Bytes(_), _) => {
@@ -496,6 +542,7 @@ fn read_unit(
                     });
                 }
                 let nulls = count_encoded(&cols, batch_rows, local, j, local_tally.as_deref_mut());
+                local.settle(j);
                 job.nulls.fetch_add(nulls, Ordering::Relaxed);
             }
             _ => return Err(Error::Usage(format!("internal error: no counter for key {}", job.spec.name()))),
@@ -530,7 +577,6 @@ fn read_unit(
     }
     for (j, job) in jobs.iter().enumerate() {
         match (&job.counter, &mut pends[j]) {
-            (Counter::Int(c), Pend::Int(p)) => c.flush(p),
             (Counter::Wide(c), Pend::Wide(p)) => c.flush(p),
             (Counter::Int(_) | Counter::Wide(_), _) => {}
             (Counter::Bytes(_), _) => {
@@ -559,50 +605,130 @@ fn keep_top(m: &mut HashMap<Vec<u8>, u64>, n: usize) {
 
 /// A unit's buffer of fixed-width keys for the shared counter; byte keys go through `Local`.
 enum Pend {
-    Int(Pending<i64>),
     Wide(Pending<i128>),
     Local,
 }
 
-/// A worker thread's own counts of byte keys, handed to the shared counter when it grows past
-/// `CACHE_CAP` keys and when the worker is done (on drop). A key seen again costs one lookup in
-/// a small map, with no allocation; only new keys are copied.
+/// A worker thread's share of the counting: its staged keys (see `stage`), or, once a job's
+/// stage has overflowed its memory budget, its buffer for the bounded shared counter. On drop
+/// the staged keys are handed in (or drained into the counter) and buffers are flushed.
 struct Local<'a> {
     jobs: &'a [Job],
-    caches: Vec<HashMap<Box<[u8]>, u64, foldhash::quality::FixedState>>,
+    st: foldhash::quality::FixedState,
+    ints: Vec<IntBuf>,
+    bytes: Vec<ByteBuf>,
+    /// This thread's staged bytes as last reported to the job's stage.
+    reported: Vec<usize>,
+    /// The job's stage overflowed: keys go to the shared counter.
+    over: Vec<bool>,
+    int_pend: Vec<Option<Pending<i64>>>,
+    byte_pend: Vec<Option<Pending<Box<[u8]>>>>,
+    /// Fixed-width keys: pre-aggregate each batch unless keys rarely repeat.
+    raw_ints: Vec<bool>,
+    agg: Vec<HashMap<i64, u64>>,
 }
-
-const CACHE_CAP: usize = 1 << 18;
 
 impl<'a> Local<'a> {
     fn new(jobs: &'a [Job]) -> Self {
-        Local { jobs, caches: jobs.iter().map(|_| HashMap::with_hasher(foldhash::quality::FixedState::with_seed(7))).collect() }
+        let n = jobs.len();
+        Local {
+            jobs,
+            st: stage::hasher(),
+            ints: jobs.iter().map(|_| IntBuf::default()).collect(),
+            bytes: jobs.iter().map(|_| ByteBuf::default()).collect(),
+            reported: vec![0; n],
+            over: vec![false; n],
+            int_pend: (0..n).map(|_| None).collect(),
+            byte_pend: (0..n).map(|_| None).collect(),
+            raw_ints: vec![false; n],
+            agg: (0..n).map(|_| HashMap::new()).collect(),
+        }
+    }
+
+    #[inline]
+    fn add_int(&mut self, j: usize, k: i64, n: u64) {
+        if self.over[j] {
+            if let Counter::Int(c) = &self.jobs[j].counter {
+                c.add(self.int_pend[j].get_or_insert_with(|| c.pending()), k, n);
+            }
+        } else {
+            self.ints[j].push(&self.st, k, n);
+        }
     }
 
     #[inline]
     fn add(&mut self, j: usize, key: &[u8], n: u64) {
-        let cache = &mut self.caches[j];
-        *cache.entry_ref(key).or_insert(0) += n;
-        if cache.len() >= CACHE_CAP {
-            self.spill(j);
+        if !self.over[j] && self.bytes[j].push(&self.st, key, n) {
+            return;
+        }
+        if !self.over[j] {
+            // An arena reached 4 GiB: go to the counter as on overflow.
+            self.jobs[j].byte_stage.account(usize::MAX / 2, 0);
+            self.settle(j);
+        }
+        if let Counter::Bytes(c) = &self.jobs[j].counter {
+            c.add(self.byte_pend[j].get_or_insert_with(|| c.pending()), Box::from(key), n);
         }
     }
 
-    fn spill(&mut self, j: usize) {
-        if let Counter::Bytes(c) = &self.jobs[j].counter {
-            let mut p: Pending<Box<[u8]>> = c.pending();
-            for (k, n) in self.caches[j].drain() {
-                c.add(&mut p, k, n);
+    /// Report staged bytes; on overflow move this thread's staged keys into the counter.
+    fn settle(&mut self, j: usize) {
+        if self.over[j] {
+            return;
+        }
+        self.ints[j].maybe_compact(&self.st);
+        self.bytes[j].maybe_compact();
+        let job = &self.jobs[j];
+        // Report the change of this thread's staged bytes (compaction can shrink them).
+        let now = self.ints[j].bytes + self.bytes[j].bytes;
+        let before = std::mem::replace(&mut self.reported[j], now);
+        let stage_over = |grow: usize, shrink: usize| match &job.counter {
+            Counter::Int(_) => job.int_stage.account(grow, shrink),
+            Counter::Bytes(_) => job.byte_stage.account(grow, shrink),
+            Counter::Wide(_) => false,
+        };
+        let over = if now >= before { stage_over(now - before, 0) } else { stage_over(0, before - now) };
+        if over {
+            self.over[j] = true;
+            match &job.counter {
+                Counter::Int(c) => self.ints[j].drain_into(c),
+                Counter::Bytes(c) => self.bytes[j].drain_into(c),
+                Counter::Wide(_) => {}
             }
-            c.flush(&mut p);
         }
     }
 }
 
 impl Drop for Local<'_> {
     fn drop(&mut self) {
-        for j in 0..self.caches.len() {
-            self.spill(j);
+        for (j, job) in self.jobs.iter().enumerate() {
+            match &job.counter {
+                Counter::Int(c) => {
+                    let buf = std::mem::take(&mut self.ints[j]);
+                    if self.over[j] || job.int_stage.overflowed() {
+                        let mut buf = buf;
+                        buf.drain_into(c);
+                    } else {
+                        job.int_stage.hand_in(buf);
+                    }
+                    if let Some(p) = self.int_pend[j].as_mut() {
+                        c.flush(p);
+                    }
+                }
+                Counter::Bytes(c) => {
+                    let buf = std::mem::take(&mut self.bytes[j]);
+                    if self.over[j] || job.byte_stage.overflowed() {
+                        let mut buf = buf;
+                        buf.drain_into(c);
+                    } else {
+                        job.byte_stage.hand_in(buf);
+                    }
+                    if let Some(p) = self.byte_pend[j].as_mut() {
+                        c.flush(p);
+                    }
+                }
+                Counter::Wide(_) => {}
+            }
         }
     }
 }
