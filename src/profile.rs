@@ -468,7 +468,7 @@ fn read_unit(
             Counter::Int(_) | Counter::Bytes(_) => Pend::Local,
         })
         .collect();
-    let mut dicts: Vec<DictTally> = jobs.iter().map(|_| DictTally::default()).collect();
+    let mut dicts: Vec<DictTally> = jobs.iter().map(|_| DictTally { tally_min: unit.rows_read() / 5000, ..Default::default() }).collect();
 
     let mut sink = |j: usize, batch_rows: usize, batch: Option<&RecordBatch>| -> Result<()> {
         let job = &jobs[j];
@@ -489,7 +489,7 @@ fn read_unit(
                             *agg.entry(k).or_insert(0) += 1;
                         }
                         if let Some(t) = local_tally.as_mut() {
-                            *t.entry(k.to_le_bytes().to_vec()).or_insert(0) += 1;
+                            *t.entry_ref(&k.to_le_bytes()[..]).or_insert(0) += 1;
                         }
                     }
                     None => nulls += 1,
@@ -514,7 +514,7 @@ fn read_unit(
                     Some(k) => {
                         c.add(p, k, 1);
                         if let Some(t) = local_tally.as_mut() {
-                            *t.entry(k.to_le_bytes().to_vec()).or_insert(0) += 1;
+                            *t.entry_ref(&k.to_le_bytes()[..]).or_insert(0) += 1;
                         }
                     }
                     None => nulls += 1,
@@ -736,6 +736,8 @@ impl Drop for Local<'_> {
 /// Counts per dictionary index while consecutive batches share one dictionary.
 #[derive(Default)]
 struct DictTally {
+    /// Smallest count recorded in the unit's sample tally.
+    tally_min: u64,
     values: Option<ArrayRef>,
     sig: (usize, usize, usize),
     counts: Vec<u64>,
@@ -791,6 +793,7 @@ impl DictTally {
     fn flush(&mut self, local: &mut Local, j: usize, nulls: &AtomicU64, mut tally: Option<&mut HashMap<Vec<u8>, u64>>) {
         let Some(values) = self.values.take() else { return };
         let mut null_rows = std::mem::take(&mut self.nulls);
+        let tally_min = self.tally_min;
         let mut each = |i: usize, b: Option<&[u8]>| {
             let n = self.counts[i];
             if n == 0 {
@@ -799,8 +802,10 @@ impl DictTally {
             match b {
                 Some(b) => {
                     local.add(j, b, n);
-                    if let Some(t) = tally.as_mut() {
-                        *t.entry(b.to_vec()).or_insert(0) += n;
+                    // Sample mode: only values above 0.02% of the unit matter for the error
+                    // bound of a top value; the rest count as 0 there.
+                    if let Some(t) = tally.as_mut().filter(|_| n >= tally_min) {
+                        *t.entry_ref(b).or_insert(0) += n;
                     }
                 }
                 None => null_rows += n,
