@@ -9,6 +9,7 @@ pub mod counter;
 pub mod error;
 pub mod guard;
 pub mod hash;
+pub mod pages;
 pub mod keys;
 pub mod profile;
 pub mod report;

@@ -461,6 +461,42 @@ fn read_unit(
     bar: &indicatif::ProgressBar,
 ) -> Result<Vec<UnitTally>> {
     let mut tallies: Vec<UnitTally> = jobs.iter().map(|_| UnitTally { rows: unit.rows_read(), table_rows: unit.rows, counts: HashMap::new() }).collect();
+    // String and binary keys straight from their pages where the chunk allows it (see `pages`).
+    let mut done = vec![false; jobs.len()];
+    if unit.selection.is_none() && std::env::var_os("SKEWJOIN_ARROW_ONLY").is_none() {
+        let schema = meta.parquet_schema();
+        let mut handle: Option<Arc<File>> = None;
+        for (j, job) in jobs.iter().enumerate() {
+            let Plan::Bytes { field } = &job.plan else { continue };
+            let Some(leaf) = schema.columns().iter().position(|c| c.path().parts().len() == 1 && c.path().parts()[0] == *field) else { continue };
+            let descr = schema.column(leaf);
+            if !crate::pages::eligible(&descr) {
+                continue;
+            }
+            let f = match &handle {
+                Some(f) => f.clone(),
+                None => {
+                    let f = Arc::new(File::open(&file.path).map_err(|e| Error::Io { path: file.path.clone(), source: e })?);
+                    handle = Some(f.clone());
+                    f
+                }
+            };
+            let chunk = meta.metadata().row_group(unit.row_group).column(leaf);
+            if let Some(counts) = crate::pages::count_chunk(&f, chunk, &descr, unit.rows as usize) {
+                job.nulls.fetch_add(counts.nulls, Ordering::Relaxed);
+                let min = unit.rows / 5000;
+                let t = &mut tallies[j].counts;
+                counts.each(|v, n| {
+                    local.add(j, v, n);
+                    if tally && n >= min {
+                        *t.entry_ref(v).or_insert(0) += n;
+                    }
+                });
+                local.settle(j);
+                done[j] = true;
+            }
+        }
+    }
     let mut pends: Vec<Pend> = jobs
         .iter()
         .map(|j| match &j.counter {
@@ -550,15 +586,32 @@ fn read_unit(
         Ok(())
     };
 
-    if idx.is_empty() {
-        // Only partition columns: the row count is in the footer; nothing to read.
+    // The fields the remaining keys need.
+    let schema = meta.schema();
+    let rest: Vec<usize> = idx
+        .iter()
+        .copied()
+        .filter(|&i| {
+            let name = schema.field(i).name();
+            jobs.iter().zip(&done).any(|(job, d)| {
+                !*d && match &job.plan {
+                    Plan::Int { field, .. } | Plan::Wide { field } | Plan::Bytes { field } => field == name,
+                    Plan::Encoded { parts } => parts.iter().any(|p| matches!(p, Part::Field(f, _) if f == name)),
+                }
+            })
+        })
+        .collect();
+    if rest.is_empty() {
+        // Only partition columns, or keys already counted from their pages: nothing to read.
         for j in 0..jobs.len() {
-            sink(j, unit.rows_read() as usize, None)?;
+            if !done[j] {
+                sink(j, unit.rows_read() as usize, None)?;
+            }
         }
         bar.inc(unit.rows_read());
     } else {
         let f = File::open(&file.path).map_err(|e| Error::Io { path: file.path.clone(), source: e })?;
-        let mask = ProjectionMask::roots(meta.parquet_schema(), idx.iter().copied());
+        let mask = ProjectionMask::roots(meta.parquet_schema(), rest.iter().copied());
         let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(f, meta.clone())
             .with_projection(mask)
             .with_row_groups(vec![unit.row_group])
@@ -570,7 +623,9 @@ fn read_unit(
         for batch in reader {
             let batch = batch.map_err(|e| Error::bad_file(&file.path, format!("row group {}: {e}", unit.row_group)))?;
             for j in 0..jobs.len() {
-                sink(j, batch.num_rows(), Some(&batch))?;
+                if !done[j] {
+                    sink(j, batch.num_rows(), Some(&batch))?;
+                }
             }
             bar.inc(batch.num_rows() as u64);
         }

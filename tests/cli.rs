@@ -273,3 +273,72 @@ fn a_closed_pipe_is_not_an_error() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// The page reader (dictionary indices counted straight from the pages) must count exactly
+/// what the Arrow reader counts: v1 and v2 data pages, dictionary pages that overflow into
+/// plain pages, NULLs, required columns, tiny pages.
+#[test]
+fn page_reader_counts_what_arrow_counts() {
+    use parquet::file::properties::WriterVersion;
+    let dir = tempfile::tempdir().unwrap();
+    let n = 60_000;
+    let opt: Vec<Option<String>> = (0..n).map(|i| if i % 7 == 0 { None } else { Some(format!("k{}", (i * 7919) % (if i < 30_000 { 50 } else { 20_000 }))) }).collect();
+    let req: Vec<String> = (0..n).map(|i| format!("r{}", i % 300)).collect();
+    for (name, version, dict_limit) in [("v1.parquet", WriterVersion::PARQUET_1_0, 1 << 20), ("v2.parquet", WriterVersion::PARQUET_2_0, 1 << 20), ("fallback.parquet", WriterVersion::PARQUET_1_0, 2048), ("fallback2.parquet", WriterVersion::PARQUET_2_0, 2048)] {
+        let p = dir.path().join(name);
+        let batch = RecordBatch::try_from_iter(vec![
+            ("opt", Arc::new(StringArray::from(opt.clone())) as ArrayRef),
+            ("req", Arc::new(StringArray::from(req.clone())) as ArrayRef),
+        ])
+        .unwrap();
+        let schema = Arc::new(arrow_schema::Schema::new(vec![
+            arrow_schema::Field::new("opt", arrow_schema::DataType::Utf8, true),
+            arrow_schema::Field::new("req", arrow_schema::DataType::Utf8, false),
+        ]));
+        let batch = batch.with_schema(schema.clone()).unwrap();
+        let props = WriterProperties::builder()
+            .set_writer_version(version)
+            .set_dictionary_page_size_limit(dict_limit)
+            .set_data_page_row_count_limit(1000)
+            .set_max_row_group_row_count(Some(25_000))
+            .build();
+        let mut w = ArrowWriter::try_new(File::create(&p).unwrap(), schema, Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let args = ["keys", p.to_str().unwrap(), "-c", "opt", "-c", "req", "--top", "0", "--format", "json"];
+        let fast = skewjoin().args(args).output().unwrap();
+        let slow = skewjoin().args(args).env("SKEWJOIN_ARROW_ONLY", "1").output().unwrap();
+        assert!(fast.status.success() && slow.status.success());
+        assert_eq!(String::from_utf8_lossy(&fast.stdout), String::from_utf8_lossy(&slow.stdout), "{name}");
+        let j: Value = serde_json::from_slice(&fast.stdout).unwrap();
+        assert_eq!(j["columns"][0]["nulls"], (n + 6) / 7);
+        // The page reader itself takes every chunk of these files (no silent fallback).
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        let reader = SerializedFileReader::new(File::open(&p).unwrap()).unwrap();
+        let md = reader.metadata();
+        let f = Arc::new(File::open(&p).unwrap());
+        let (mut nulls, mut rows, mut refused) = (0, 0, 0);
+        for rg in md.row_groups() {
+            for col in 0..2 {
+                let descr = md.file_metadata().schema_descr().column(col);
+                let got = skewjoin::pages::count_chunk(&f, rg.column(col), &descr, rg.num_rows() as usize);
+                // A v2 writer falls back to DELTA_BYTE_ARRAY, which the page reader leaves to
+                // Arrow; every other chunk here it must read itself.
+                let Some(got) = got else {
+                    assert_eq!(name, "fallback2.parquet", "page reader refused column {col}");
+                    refused += 1;
+                    let s = parquet::file::statistics::Statistics::null_count_opt;
+                    let st = rg.column(col).statistics().unwrap();
+                    nulls += s(st).unwrap();
+                    rows += rg.num_rows() as u64 - s(st).unwrap();
+                    continue;
+                };
+                nulls += got.nulls;
+                got.each(|_, c| rows += c);
+            }
+        }
+        assert_eq!((nulls, rows + nulls), ((n as u64 + 6) / 7, 2 * n as u64), "{name}");
+        assert!(refused < 6, "{name}: {refused} chunks refused");
+        assert_eq!(j["columns"][1]["distinct"], 300);
+    }
+}
