@@ -157,7 +157,7 @@ fn split_plain(buf: &[u8], n: usize) -> Option<Vec<(usize, usize)>> {
 
 /// Decode `n` values of Parquet's RLE / bit-packed hybrid encoding with bit width `bw`,
 /// calling `f(value, repeat)`; `f` returns false on a value out of range. None on bad input.
-fn hybrid(data: &[u8], bw: u32, n: usize, f: &mut dyn FnMut(u32, usize) -> bool) -> Option<()> {
+fn hybrid<F: FnMut(u32, usize) -> bool>(data: &[u8], bw: u32, n: usize, f: &mut F) -> Option<()> {
     let mut pos = 0usize;
     let mut left = n;
     let value_bytes = bw.div_ceil(8) as usize;
