@@ -1237,10 +1237,3 @@ fn tally_key(key: &[Value], types: &[KeyType]) -> Option<Vec<u8>> {
     }
     Some(buf)
 }
-
-#[allow(dead_code)]
-fn _assert_send() {
-    fn is_send<T: Send + Sync>() {}
-    is_send::<KeyCounter<i64>>();
-    let _ = Arc::new(0);
-}

@@ -196,82 +196,6 @@ impl Value {
             },
         }
     }
-
-    /// A byte encoding used to count composite keys in one hash map; `decode` reverses it.
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        match self {
-            Value::Null => out.push(0),
-            Value::Bool(b) => out.extend_from_slice(&[1, *b as u8]),
-            Value::Int(i) | Value::Date(i) => {
-                out.push(2);
-                out.extend_from_slice(&i.to_le_bytes());
-            }
-            Value::Long(l) | Value::Timestamp(l) => {
-                out.push(3);
-                out.extend_from_slice(&l.to_le_bytes());
-            }
-            Value::Float(f) => {
-                out.push(4);
-                out.extend_from_slice(&canonical_f32(*f).to_bits().to_le_bytes());
-            }
-            Value::Double(d) => {
-                out.push(5);
-                out.extend_from_slice(&canonical_f64(*d).to_bits().to_le_bytes());
-            }
-            Value::Str(s) => encode_bytes(6, s.as_bytes(), out),
-            Value::Binary(b) => encode_bytes(7, b, out),
-            Value::Decimal { unscaled, .. } => {
-                out.push(8);
-                out.extend_from_slice(&unscaled.to_le_bytes());
-            }
-        }
-    }
-
-    /// Decode one value of type `t` from `buf`, returning it and the rest of the buffer.
-    pub fn decode(buf: &[u8], t: KeyType) -> (Value, &[u8]) {
-        let tag = buf[0];
-        let rest = &buf[1..];
-        match tag {
-            0 => (Value::Null, rest),
-            1 => (Value::Bool(rest[0] != 0), &rest[1..]),
-            2 => {
-                let v = i32::from_le_bytes(rest[..4].try_into().unwrap_or([0; 4]));
-                let val = if t == KeyType::Date { Value::Date(v) } else { Value::Int(v) };
-                (val, &rest[4..])
-            }
-            3 => {
-                let v = i64::from_le_bytes(rest[..8].try_into().unwrap_or([0; 8]));
-                let val = if matches!(t, KeyType::Timestamp { .. }) { Value::Timestamp(v) } else { Value::Long(v) };
-                (val, &rest[8..])
-            }
-            4 => (Value::Float(f32::from_bits(u32::from_le_bytes(rest[..4].try_into().unwrap_or([0; 4])))), &rest[4..]),
-            5 => (Value::Double(f64::from_bits(u64::from_le_bytes(rest[..8].try_into().unwrap_or([0; 8])))), &rest[8..]),
-            6 | 7 => {
-                let len = u32::from_le_bytes(rest[..4].try_into().unwrap_or([0; 4])) as usize;
-                let bytes = &rest[4..4 + len];
-                let val = if tag == 6 {
-                    Value::Str(String::from_utf8_lossy(bytes).into_owned())
-                } else {
-                    Value::Binary(bytes.to_vec())
-                };
-                (val, &rest[4 + len..])
-            }
-            _ => {
-                let v = i128::from_le_bytes(rest[..16].try_into().unwrap_or([0; 16]));
-                let (precision, scale) = match t {
-                    KeyType::Decimal { precision, scale } => (precision, scale),
-                    _ => (38, 0),
-                };
-                (Value::Decimal { unscaled: v, precision, scale }, &rest[16..])
-            }
-        }
-    }
-}
-
-fn encode_bytes(tag: u8, b: &[u8], out: &mut Vec<u8>) {
-    out.push(tag);
-    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
-    out.extend_from_slice(b);
 }
 
 fn float_json(d: f64, f: Option<f32>) -> Json {
@@ -324,26 +248,5 @@ mod tests {
         assert_eq!(Value::date_string(-1), "1969-12-31");
         assert_eq!(Value::timestamp_string(1_500_000, true), "1970-01-01T00:00:01.5Z");
         assert_eq!(Value::timestamp_string(-1, false), "1969-12-31T23:59:59.999999");
-    }
-
-    #[test]
-    fn composite_encoding_round_trips() {
-        let vals = [
-            (Value::Str("a'b".into()), KeyType::String),
-            (Value::Null, KeyType::Int),
-            (Value::Date(19000), KeyType::Date),
-            (Value::Decimal { unscaled: -12345678901234567890123, precision: 30, scale: 3 }, KeyType::Decimal { precision: 30, scale: 3 }),
-        ];
-        let mut buf = Vec::new();
-        for (v, _) in &vals {
-            v.encode(&mut buf);
-        }
-        let mut rest = &buf[..];
-        for (v, t) in &vals {
-            let (got, r) = Value::decode(rest, *t);
-            assert_eq!(&got, v);
-            rest = r;
-        }
-        assert!(rest.is_empty());
     }
 }
