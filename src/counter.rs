@@ -35,6 +35,41 @@ impl CountKey for Box<[u8]> {
 
 type State = foldhash::fast::FixedState;
 
+/// The `want` most frequent keys of a stream of (key, count): count descending, ties by key
+/// ascending, without sorting everything.
+pub struct TopK<K: Ord> {
+    want: usize,
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, std::cmp::Reverse<K>)>>,
+}
+
+impl<K: Ord> TopK<K> {
+    pub fn new(want: usize) -> Self {
+        TopK { want, heap: std::collections::BinaryHeap::with_capacity(want.min(1 << 20) + 1) }
+    }
+
+    #[inline]
+    pub fn push(&mut self, k: K, c: u64) {
+        use std::cmp::Reverse;
+        if self.want == 0 {
+            return;
+        }
+        if self.heap.len() < self.want {
+            self.heap.push(Reverse((c, Reverse(k))));
+        } else if let Some(Reverse((mc, Reverse(mk)))) = self.heap.peek() {
+            if c > *mc || (c == *mc && k < *mk) {
+                self.heap.pop();
+                self.heap.push(Reverse((c, Reverse(k))));
+            }
+        }
+    }
+
+    pub fn into_sorted(self) -> Vec<(K, u64)> {
+        let mut v: Vec<(K, u64)> = self.heap.into_iter().map(|std::cmp::Reverse((c, std::cmp::Reverse(k)))| (k, c)).collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        v
+    }
+}
+
 fn state() -> State {
     State::with_seed(0x5eed_5ca1_ab1e)
 }
@@ -121,10 +156,8 @@ impl<K: CountKey> KeyCounter<K> {
 
     /// The `n` most frequent keys, the distinct count and the error bound.
     pub fn summary(self, n: usize) -> Summary<K> {
-        use std::cmp::Reverse;
-        use std::collections::BinaryHeap;
         let st = self.state;
-        let mut heap: BinaryHeap<Reverse<(u64, Reverse<K>)>> = BinaryHeap::with_capacity(n.min(1 << 20) + 1);
+        let mut top = TopK::new(n);
         let mut distinct = 0u64;
         let mut error = 0u64;
         let mut hll: Option<Hll> = None;
@@ -141,21 +174,10 @@ impl<K: CountKey> KeyCounter<K> {
                 }
             }
             for (key, count) in shard.table.drain() {
-                if n == 0 {
-                    continue;
-                }
-                if heap.len() < n {
-                    heap.push(Reverse((count, Reverse(key))));
-                } else if let Some(Reverse((min_c, Reverse(min_k)))) = heap.peek() {
-                    if count > *min_c || (count == *min_c && key < *min_k) {
-                        heap.pop();
-                        heap.push(Reverse((count, Reverse(key))));
-                    }
-                }
+                top.push(key, count);
             }
         }
-        let mut top: Vec<(K, u64)> = heap.into_iter().map(|Reverse((c, Reverse(k)))| (k, c)).collect();
-        top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let top = top.into_sorted();
         match hll {
             Some(h) => Summary { top, distinct: h.estimate().max(distinct), exact: false, error },
             None => Summary { top, distinct, exact: true, error: 0 },

@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use hashbrown::hash_table::{Entry, HashTable};
 use rayon::prelude::*;
 
-use crate::counter::{KeyCounter, Pending};
+use crate::counter::{KeyCounter, Pending, TopK};
 
 pub const PARTS: usize = 256;
 
@@ -82,15 +82,7 @@ impl IntBuf {
         let mut bytes = 0;
         for p in 0..PARTS {
             let mut t: HashTable<(i64, u64)> = HashTable::with_capacity(self.pairs[p].len() + self.raw[p].len() / 2);
-            let mut add = |k: i64, c: u64| {
-                let h = st.hash_one(k);
-                match t.entry(h, |e| e.0 == k, |e| st.hash_one(e.0)) {
-                    Entry::Occupied(mut o) => o.get_mut().1 += c,
-                    Entry::Vacant(v) => {
-                        v.insert((k, c));
-                    }
-                }
-            };
+            let mut add = |k: i64, c: u64| add_int(&mut t, st, k, c);
             for k in std::mem::take(&mut self.raw[p]) {
                 add(k, 1);
             }
@@ -233,28 +225,24 @@ pub struct Counted<K> {
     pub distinct: u64,
 }
 
-fn keep_top<K: Ord>(mut v: Vec<(K, u64)>, want: usize) -> Vec<(K, u64)> {
-    v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    v.truncate(want);
-    v
-}
 
 /// Top `want` of a table's entries without sorting all of them.
-fn top_of<K: Ord + Clone>(entries: impl Iterator<Item = (K, u64)>, want: usize) -> Vec<(K, u64)> {
-    use std::cmp::Reverse;
-    use std::collections::BinaryHeap;
-    let mut heap: BinaryHeap<Reverse<(u64, Reverse<K>)>> = BinaryHeap::new();
-    for (k, c) in entries {
-        if heap.len() < want {
-            heap.push(Reverse((c, Reverse(k))));
-        } else if let Some(Reverse((mc, Reverse(mk)))) = heap.peek() {
-            if c > *mc || (c == *mc && k < *mk) {
-                heap.pop();
-                heap.push(Reverse((c, Reverse(k))));
-            }
+fn top_of<K: Ord>(entries: impl Iterator<Item = (K, u64)>, want: usize) -> Vec<(K, u64)> {
+    let mut top = TopK::new(want);
+    entries.for_each(|(k, c)| top.push(k, c));
+    top.into_sorted()
+}
+
+/// Add `c` to key `k` of a partition's table.
+#[inline]
+fn add_int(t: &mut HashTable<(i64, u64)>, st: &State, k: i64, c: u64) {
+    let h = st.hash_one(k);
+    match t.entry(h, |e| e.0 == k, |e| st.hash_one(e.0)) {
+        Entry::Occupied(mut o) => o.get_mut().1 += c,
+        Entry::Vacant(v) => {
+            v.insert((k, c));
         }
     }
-    heap.into_iter().map(|Reverse((c, Reverse(k)))| (k, c)).collect()
 }
 
 pub fn count_ints(bufs: &[IntBuf], want: usize) -> Counted<i64> {
@@ -264,15 +252,7 @@ pub fn count_ints(bufs: &[IntBuf], want: usize) -> Counted<i64> {
         .map(|p| {
             let n: usize = bufs.iter().map(|b| b.raw[p].len() + b.pairs[p].len()).sum();
             let mut t: HashTable<(i64, u64)> = HashTable::with_capacity(n.min(1 << 22) / 2 + 16);
-            let mut add = |k: i64, c: u64| {
-                let h = st.hash_one(k);
-                match t.entry(h, |e| e.0 == k, |e| st.hash_one(e.0)) {
-                    Entry::Occupied(mut o) => o.get_mut().1 += c,
-                    Entry::Vacant(v) => {
-                        v.insert((k, c));
-                    }
-                }
-            };
+            let mut add = |k: i64, c: u64| add_int(&mut t, &st, k, c);
             for b in bufs {
                 for &k in &b.raw[p] {
                     add(k, 1);
@@ -287,7 +267,7 @@ pub fn count_ints(bufs: &[IntBuf], want: usize) -> Counted<i64> {
         .collect();
     let distinct = per.iter().map(|x| x.1).sum();
     let all: Vec<(i64, u64)> = per.into_iter().flat_map(|x| x.0).collect();
-    Counted { top: keep_top(all, want), distinct }
+    Counted { top: top_of(all.into_iter(), want), distinct }
 }
 
 pub fn count_bytes(bufs: &[ByteBuf], want: usize) -> Counted<Box<[u8]>> {
@@ -314,7 +294,7 @@ pub fn count_bytes(bufs: &[ByteBuf], want: usize) -> Counted<Box<[u8]>> {
         .collect();
     let distinct = per.iter().map(|x| x.1).sum();
     let all: Vec<(Box<[u8]>, u64)> = per.into_iter().flat_map(|x| x.0).collect();
-    Counted { top: keep_top(all, want), distinct }
+    Counted { top: top_of(all.into_iter(), want), distinct }
 }
 
 #[cfg(test)]
