@@ -21,7 +21,7 @@ use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
 use crate::counter::{KeyCounter, Pending};
-use crate::stage::{self, ByteBuf, IntBuf, Stage};
+use crate::stage::{self, ByteBuf, IntBuf, Stage, StageBuf};
 use crate::error::{Error, Result};
 use crate::source::{field_index, read_hint, ColumnSource, ResolvedColumn, Table};
 use crate::value::{canonical_f32, canonical_f64, KeyType, Value};
@@ -757,34 +757,26 @@ impl<'a> Local<'a> {
 impl Drop for Local<'_> {
     fn drop(&mut self) {
         for (j, job) in self.jobs.iter().enumerate() {
+            let over = self.over[j];
             match &job.counter {
-                Counter::Int(c) => {
-                    let buf = std::mem::take(&mut self.ints[j]);
-                    if self.over[j] || job.int_stage.overflowed() {
-                        let mut buf = buf;
-                        buf.drain_into(c);
-                    } else {
-                        job.int_stage.hand_in(buf);
-                    }
-                    if let Some(p) = self.int_pend[j].as_mut() {
-                        c.flush(p);
-                    }
-                }
-                Counter::Bytes(c) => {
-                    let buf = std::mem::take(&mut self.bytes[j]);
-                    if self.over[j] || job.byte_stage.overflowed() {
-                        let mut buf = buf;
-                        buf.drain_into(c);
-                    } else {
-                        job.byte_stage.hand_in(buf);
-                    }
-                    if let Some(p) = self.byte_pend[j].as_mut() {
-                        c.flush(p);
-                    }
-                }
+                Counter::Int(c) => hand_over(std::mem::take(&mut self.ints[j]), over, &job.int_stage, c, self.int_pend[j].as_mut()),
+                Counter::Bytes(c) => hand_over(std::mem::take(&mut self.bytes[j]), over, &job.byte_stage, c, self.byte_pend[j].as_mut()),
                 Counter::Wide(_) => {}
             }
         }
+    }
+}
+
+/// A finished thread's staged keys go to the stage, or into the counter once the stage has
+/// overflowed; its counter buffer is flushed.
+fn hand_over<B: StageBuf>(mut buf: B, over: bool, stage: &Stage<B>, c: &KeyCounter<B::Key>, pend: Option<&mut Pending<B::Key>>) {
+    if over || stage.overflowed() {
+        buf.drain_into(c);
+    } else {
+        stage.hand_in(buf);
+    }
+    if let Some(p) = pend {
+        c.flush(p);
     }
 }
 

@@ -29,6 +29,26 @@ fn part_of(h: u64) -> usize {
     ((h >> 48) as usize) & (PARTS - 1)
 }
 
+/// A thread's staged keys of one kind, which can be handed to the bounded counter.
+pub trait StageBuf {
+    type Key: crate::counter::CountKey;
+    fn drain_into(&mut self, c: &KeyCounter<Self::Key>);
+}
+
+impl StageBuf for IntBuf {
+    type Key = i64;
+    fn drain_into(&mut self, c: &KeyCounter<i64>) {
+        IntBuf::drain_into(self, c)
+    }
+}
+
+impl StageBuf for ByteBuf {
+    type Key = Box<[u8]>;
+    fn drain_into(&mut self, c: &KeyCounter<Box<[u8]>>) {
+        ByteBuf::drain_into(self, c)
+    }
+}
+
 /// One thread's staged fixed-width keys.
 pub struct IntBuf {
     raw: Vec<Vec<i64>>,
