@@ -13,8 +13,10 @@ pub mod pages;
 pub mod keys;
 pub mod profile;
 pub mod report;
+pub mod scan;
 pub mod size;
 pub mod source;
+pub mod sql;
 pub mod stage;
 pub mod value;
 

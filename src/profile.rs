@@ -1025,7 +1025,7 @@ fn decode_key(mut buf: &[u8], types: &[KeyType]) -> Vec<Value> {
     out
 }
 
-fn bytes_value(b: &[u8], t: KeyType) -> Value {
+pub(crate) fn bytes_value(b: &[u8], t: KeyType) -> Value {
     match t {
         KeyType::String => Value::Str(String::from_utf8_lossy(b).into_owned()),
         _ => Value::Binary(b.to_vec()),
@@ -1067,7 +1067,7 @@ fn count_encoded(cols: &[Atoms], rows: usize, local: &mut Local, j: usize, tally
 }
 
 /// Call `f` with each row's 64-bit counting key (None for NULL).
-fn each_i64(a: &ArrayRef, ty: KeyType, f: &mut dyn FnMut(Option<i64>)) -> std::result::Result<(), String> {
+pub(crate) fn each_i64(a: &ArrayRef, ty: KeyType, f: &mut dyn FnMut(Option<i64>)) -> std::result::Result<(), String> {
     macro_rules! prim {
         ($t:ty, $conv:expr) => {{
             let arr = a.as_primitive::<$t>();
@@ -1123,7 +1123,7 @@ fn each_i64(a: &ArrayRef, ty: KeyType, f: &mut dyn FnMut(Option<i64>)) -> std::r
     Ok(())
 }
 
-fn each_i128(a: &ArrayRef, f: &mut dyn FnMut(Option<i128>)) -> std::result::Result<(), String> {
+pub(crate) fn each_i128(a: &ArrayRef, f: &mut dyn FnMut(Option<i128>)) -> std::result::Result<(), String> {
     match a.data_type() {
         DataType::Decimal128(..) => a.as_primitive::<Decimal128Type>().iter().for_each(|v| f(v)),
         DataType::Decimal256(..) => {
@@ -1146,7 +1146,7 @@ fn each_i128(a: &ArrayRef, f: &mut dyn FnMut(Option<i128>)) -> std::result::Resu
     Ok(())
 }
 
-fn each_bytes<'a>(a: &'a ArrayRef, f: &mut dyn FnMut(Option<&'a [u8]>)) -> std::result::Result<(), String> {
+pub(crate) fn each_bytes<'a>(a: &'a ArrayRef, f: &mut dyn FnMut(Option<&'a [u8]>)) -> std::result::Result<(), String> {
     match a.data_type() {
         DataType::Utf8 => a.as_string::<i32>().iter().for_each(|v| f(v.map(str::as_bytes))),
         DataType::LargeUtf8 => a.as_string::<i64>().iter().for_each(|v| f(v.map(str::as_bytes))),
