@@ -10,6 +10,7 @@ pub mod error;
 pub mod guard;
 pub mod hash;
 pub mod pages;
+pub mod plan;
 pub mod keys;
 pub mod profile;
 pub mod report;

@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 
 use skewjoin::classify::Classifier;
 use skewjoin::keys::{self, KeysOptions};
+use skewjoin::plan::{self, JoinType, PlanOptions, SideInput};
 use skewjoin::profile::{self, KeySpec, ProfileOptions, Sample};
 use skewjoin::report::{self, Format};
 use skewjoin::source::Table;
@@ -24,6 +25,72 @@ struct Cli {
 enum Command {
     /// Top key values of one or more columns: counts, NULLs, shares, classes and Spark partitions
     Keys(KeysArgs),
+    /// Two tables and a join key: the hot keys, what they are, the fix, the tasks before and after, the SQL
+    Plan(PlanArgs),
+}
+
+#[derive(Args)]
+struct PlanArgs {
+    /// Left table: Parquet file, folder or glob
+    #[arg(long, value_name = "TABLE", required = true)]
+    left: Vec<String>,
+    /// Right table: Parquet file, folder or glob
+    #[arg(long, value_name = "TABLE", required = true)]
+    right: Vec<String>,
+    /// Join key: `k` (same name on both sides) or `l=r`; repeat for a composite key
+    #[arg(long = "on", value_name = "KEY", required = true)]
+    on: Vec<String>,
+    /// Join type
+    #[arg(long, value_enum, default_value = "inner")]
+    how: JoinType,
+    /// Name of the left table in the emitted SQL (default: the folder or file stem)
+    #[arg(long, value_name = "NAME")]
+    left_name: Option<String>,
+    /// Name of the right table in the emitted SQL (default: the folder or file stem)
+    #[arg(long, value_name = "NAME")]
+    right_name: Option<String>,
+    /// Shuffle partitions of the join (spark.sql.shuffle.partitions)
+    #[arg(long, default_value_t = 200, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    shuffle_partitions: u32,
+    /// Largest slice or side to broadcast (spark.sql.autoBroadcastJoinThreshold): 64KB, 10MB, 1GB or bytes
+    #[arg(long, default_value = "10MB", value_name = "SIZE", value_parser = parse_size)]
+    broadcast_threshold: u64,
+    /// Size of a salted piece to aim for when it is larger than the median task
+    #[arg(long, default_value = "128MB", value_name = "SIZE", value_parser = parse_size)]
+    target_task_size: u64,
+    /// A key is hot when its rows in one task exceed F times the median task (as AQE's skew factor)
+    #[arg(long, default_value_t = 5.0, value_name = "F")]
+    hot_factor: f64,
+    /// Find hot candidates from a sample (fraction, percentage or rows); their counts stay exact
+    #[arg(long, value_name = "FRACTION|ROWS")]
+    sample: Option<Sample>,
+    /// Seed of the sample
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Remove junk-class keys (test, QA, bot accounts) before the join: the result changes
+    #[arg(long)]
+    drop_junk: bool,
+    /// Most frequent values per side to consider
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    top: usize,
+    /// Classification rules (TOML or JSON) that extend or replace the built-in ones
+    #[arg(long, value_name = "FILE")]
+    rules: Option<PathBuf>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+    format: PlanFormat,
+    /// Worker threads (default: all cores)
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// No progress bar
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum PlanFormat {
+    Text,
+    Json,
 }
 
 #[derive(Args)]
@@ -85,6 +152,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Keys(a) => run_keys(a),
+        Command::Plan(a) => run_plan(a),
     };
     match result {
         Ok(out) => {
@@ -136,4 +204,68 @@ fn run_keys(a: KeysArgs) -> Result<String> {
     let profiles = profile::profile(&table, &specs, &opts)?;
     let rep = keys::report(profiles, &classifier, &KeysOptions { partitions: a.shuffle_partitions, hot_factor: a.hot_factor });
     Ok(report::keys(&rep, a.format))
+}
+
+/// The name a table goes by in SQL: the file stem, or the folder name.
+fn default_name(paths: &[String]) -> String {
+    let p = std::path::Path::new(paths[0].trim_end_matches('/'));
+    let stem = if p.is_dir() { p.file_name() } else { p.file_stem() };
+    let s = stem.map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "t".into());
+    // A glob's stem is not a name.
+    let s: String = s.chars().map(|c| if c.is_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    if s.is_empty() { "t".into() } else { s }
+}
+
+fn run_plan(a: PlanArgs) -> Result<String> {
+    if let Some(n) = a.threads {
+        let _ = rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global();
+    }
+    if !(a.hot_factor > 0.0) {
+        return Err(Error::Usage("--hot-factor must be above 0".into()));
+    }
+    let classifier = Classifier::with_file(a.rules.as_deref())?;
+    let lt = Table::open(&a.left)?;
+    let rt = Table::open(&a.right)?;
+    let mut lcols = Vec::new();
+    let mut rcols = Vec::new();
+    for on in &a.on {
+        for part in on.split(',') {
+            let part = part.trim();
+            if part.is_empty() {
+                continue;
+            }
+            let (l, r) = match part.split_once('=') {
+                Some((l, r)) => (l.trim(), r.trim()),
+                None => (part, part),
+            };
+            lcols.push(lt.resolve(l)?);
+            rcols.push(rt.resolve(r)?);
+        }
+    }
+    if lcols.is_empty() {
+        return Err(Error::Usage("--on: give a key column".into()));
+    }
+    let left = SideInput { table: &lt, keys: KeySpec { columns: lcols }, name: a.left_name.clone().unwrap_or_else(|| default_name(&a.left)) };
+    let mut right = SideInput { table: &rt, keys: KeySpec { columns: rcols }, name: a.right_name.clone().unwrap_or_else(|| default_name(&a.right)) };
+    if a.right_name.is_none() && right.name == left.name {
+        right.name = format!("{}_2", right.name);
+    }
+    let opts = PlanOptions {
+        how: a.how,
+        partitions: a.shuffle_partitions,
+        broadcast_threshold: a.broadcast_threshold,
+        target_task_size: a.target_task_size,
+        hot_factor: a.hot_factor,
+        sample: a.sample,
+        seed: a.seed,
+        drop_junk: a.drop_junk,
+        top: a.top,
+        memory: 2 << 30,
+        progress: !a.quiet,
+    };
+    let p = plan::plan(&left, &right, &classifier, &opts)?;
+    Ok(match a.format {
+        PlanFormat::Text => plan::text(&p),
+        PlanFormat::Json => plan::json(&p),
+    })
 }

@@ -27,6 +27,9 @@ pub struct PartitionScan {
     pub rows: u64,
     /// Rows with a NULL in any key column.
     pub null_rows: u64,
+    /// Where Spark sends those rows when it keeps them: the hash skips NULL columns, so an
+    /// all-NULL key goes to `pmod(42, N)` and a partly NULL one by its other columns.
+    pub null_partition_rows: Vec<u64>,
     /// Rows per shuffle partition, NULL-keyed rows not included.
     pub partition_rows: Vec<u64>,
     /// Rows of each looked-for key, in the order given.
@@ -116,7 +119,7 @@ pub fn scan(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>])
         .par_iter()
         .map(|&(fi, g)| -> Result<PartitionScan> {
             let file = &table.files[fi];
-            let mut out = PartitionScan { rows: 0, null_rows: 0, partition_rows: vec![0; n as usize], key_rows: vec![0; keys.len()] };
+            let mut out = PartitionScan { rows: 0, null_rows: 0, null_partition_rows: vec![0; n as usize], partition_rows: vec![0; n as usize], key_rows: vec![0; keys.len()] };
             let fields: Vec<usize> = spec
                 .columns
                 .iter()
@@ -204,6 +207,7 @@ pub fn scan(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>])
                 for i in 0..rows {
                     if null[i] {
                         out.null_rows += 1;
+                        out.null_partition_rows[pmod(h[i], n) as usize] += 1;
                         continue;
                     }
                     out.partition_rows[pmod(h[i], n) as usize] += 1;
@@ -236,11 +240,12 @@ pub fn scan(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>])
         })
         .collect::<Result<Vec<_>>>()?;
 
-    let mut total = PartitionScan { rows: 0, null_rows: 0, partition_rows: vec![0; n as usize], key_rows: vec![0; keys.len()] };
+    let mut total = PartitionScan { rows: 0, null_rows: 0, null_partition_rows: vec![0; n as usize], partition_rows: vec![0; n as usize], key_rows: vec![0; keys.len()] };
     for p in parts {
         total.rows += p.rows;
         total.null_rows += p.null_rows;
         total.partition_rows.iter_mut().zip(&p.partition_rows).for_each(|(a, b)| *a += b);
+        total.null_partition_rows.iter_mut().zip(&p.null_partition_rows).for_each(|(a, b)| *a += b);
         total.key_rows.iter_mut().zip(&p.key_rows).for_each(|(a, b)| *a += b);
     }
     Ok(total)

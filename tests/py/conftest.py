@@ -36,7 +36,11 @@ def spark():
     s = (SparkSession.builder.master("local[2]").appName("skewjoin-tests")
          .config("spark.sql.session.timeZone", "UTC")
          .config("spark.sql.shuffle.partitions", "8")
-         .config("spark.ui.enabled", "false")
+         # The UI's REST API gives each task's shuffle-read records (see sparkrun.py).
+         .config("spark.ui.enabled", "true")
+         .config("spark.ui.port", "0")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.ui.retainedTasks", "1000000")
          .config("spark.driver.memory", "1g")
          # Dates before 1582 written and read as the proleptic Gregorian calendar (Spark 3's own).
          .config("spark.sql.parquet.datetimeRebaseModeInWrite", "CORRECTED")

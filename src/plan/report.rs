@@ -1,0 +1,145 @@
+//! The plan as an engineer would say it: what is hot, what it is, the fix and its cost, the
+//! tasks before and after, and how to check it on the real job.
+
+use std::fmt::Write;
+
+use super::{Plan, Side, Strategy, TaskStats};
+use crate::keys::{fmt_count, fmt_share};
+use crate::size::human;
+
+pub fn json(plan: &Plan) -> String {
+    serde_json::to_string_pretty(plan).unwrap_or_default() + "\n"
+}
+
+fn stats_line(s: &TaskStats) -> String {
+    format!(
+        "largest task {} rows ({}), median {} rows ({}), {:.1}x",
+        fmt_count(s.max_task_rows),
+        human(s.max_task_bytes),
+        fmt_count(s.median_task_rows),
+        human(s.median_task_bytes),
+        s.ratio()
+    )
+}
+
+pub fn text(plan: &Plan) -> String {
+    let mut o = String::new();
+    let (l, r) = (&plan.left, &plan.right);
+    let _ = writeln!(
+        o,
+        "{} {} JOIN {} ON {}",
+        l.name,
+        plan.how.as_str().to_uppercase(),
+        r.name,
+        l.keys.iter().zip(&r.keys).map(|(a, b)| format!("{}.{a} = {}.{b}", l.name, r.name)).collect::<Vec<_>>().join(" AND ")
+    );
+    for s in [l, r] {
+        let _ = writeln!(
+            o,
+            "  {}: {} rows, {} on disk, {} in memory ({:.0} B/row), {} NULL keys",
+            s.name,
+            fmt_count(s.rows),
+            human(s.disk_bytes),
+            human(s.memory_bytes),
+            s.bytes_per_row,
+            fmt_count(s.null_key_rows)
+        );
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "Before: sort-merge join over {} shuffle partitions: {}",
+        plan.shuffle_partitions,
+        stats_line(&plan.before)
+    );
+    if plan.sample.is_some() {
+        let _ = writeln!(o, "  (hot candidates found from a sample; every count below is exact)");
+    }
+    let _ = writeln!(o);
+    if plan.hot_keys.is_empty() {
+        if let Some(n) = &plan.next {
+            let _ = writeln!(o, "{n}");
+        }
+    } else {
+        let _ = writeln!(
+            o,
+            "Hot keys ({} rows in one task is more than {}x the median task of {} rows):",
+            fmt_count((plan.hot_factor * plan.before.median_task_rows.max(1) as f64) as u64),
+            plan.hot_factor,
+            fmt_count(plan.before.median_task_rows)
+        );
+        for h in &plan.hot_keys {
+            let _ = writeln!(
+                o,
+                "  {} [{}] hot on {}: {} rows ({} of that side); left {} rows, right {} rows; partition {}",
+                h.display,
+                h.class.as_str(),
+                h.side,
+                fmt_count(h.rows),
+                fmt_share(h.share),
+                fmt_count(h.left_rows),
+                fmt_count(h.right_rows),
+                h.spark_partition
+            );
+            let _ = writeln!(o, "    what: {}", h.reason);
+            let fix = match &h.strategy {
+                Strategy::NullBypass => "skip the join (NULL never matches)".to_string(),
+                Strategy::Drop => "drop its rows (--drop-junk)".to_string(),
+                Strategy::BroadcastSlice { broadcast, slice_rows, slice_bytes, .. } => format!(
+                    "broadcast {}'s slice: {} rows, {}",
+                    if *broadcast == Side::Left { &l.name } else { &r.name },
+                    fmt_count(*slice_rows),
+                    human(*slice_bytes)
+                ),
+                Strategy::BroadcastKeys => "broadcast the right side's distinct keys".to_string(),
+                Strategy::Salt { n, split, salts, .. } => format!(
+                    "salt: split {} {n} ways (salts {}), copy the other side {n} times",
+                    if *split == Side::Left { &l.name } else { &r.name },
+                    salts.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(",")
+                ),
+            };
+            let _ = writeln!(o, "    fix: {fix}");
+            let _ = writeln!(o, "    why: {}", h.why);
+        }
+        if let Some(b) = plan.broadcast_side {
+            let s = if b == Side::Left { l } else { r };
+            let _ = writeln!(
+                o,
+                "  Simplest fix: {} is {} in memory, under the {} broadcast threshold: broadcast all of it and nothing shuffles.",
+                s.name,
+                human(s.memory_bytes),
+                human(plan.broadcast_threshold)
+            );
+        }
+        let _ = writeln!(o);
+        if plan.after.tasks == 0 {
+            let _ = writeln!(o, "After: no shuffle join (broadcast). largest task {} rows -> no shuffle read", fmt_count(plan.before.max_task_rows));
+        } else {
+            let _ = writeln!(o, "After: {}", stats_line(&plan.after));
+            let _ = writeln!(
+                o,
+                "  largest task {} rows -> {} (median {})",
+                fmt_count(plan.before.max_task_rows),
+                fmt_count(plan.after.max_task_rows),
+                fmt_count(plan.after.median_task_rows)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "  verify on the real job: re-run with the SQL below and expect the largest task of the join stage within 2x of the median (Spark UI, stage tab, Shuffle Read Size / Records)"
+        );
+    }
+    for w in &plan.warnings {
+        let _ = writeln!(o, "warning: {w}");
+    }
+    if plan.results_change {
+        let _ = writeln!(o, "warning: --drop-junk removes rows: the result differs from the original query's");
+    }
+    for n in &plan.notes {
+        let _ = writeln!(o, "note: {n}");
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "-- SQL (Spark 3.5 and 4.x)");
+    let _ = writeln!(o, "{};", plan.sql);
+    o
+}

@@ -1,0 +1,71 @@
+"""Run SQL on the test Spark session and read what each task of it did, from Spark's own
+REST API (the status store behind the UI): shuffle-read records and bytes per task."""
+import itertools
+import json
+import time
+import urllib.request
+from collections import Counter
+
+_ids = itertools.count()
+
+
+def _get(spark, path):
+    sc = spark.sparkContext
+    url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}{path}"
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return json.loads(r.read())
+
+
+def measured(spark, sql):
+    """Collect `sql` and return (rows, tasks): tasks is a list of dicts, one per task of every
+    stage the query ran, with `records` and `bytes` read from shuffles."""
+    sc = spark.sparkContext
+    group = f"skewjoin-test-{next(_ids)}"
+    sc.setJobGroup(group, group)
+    try:
+        rows = spark.sql(sql).collect()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    jobs = sc.statusTracker().getJobIdsForGroup(group)
+    stages = set()
+    for j in jobs:
+        info = sc.statusTracker().getJobInfo(j)
+        if info is not None:
+            stages.update(info.stageIds)
+    tasks = []
+    for sid in sorted(stages):
+        # The status store is fed by an asynchronous listener: wait for the stage to settle.
+        for _ in range(100):
+            try:
+                attempts = _get(spark, f"/stages/{sid}")
+            except Exception:
+                attempts = []
+            if attempts and all(a["status"] in ("COMPLETE", "SKIPPED", "FAILED") for a in attempts):
+                break
+            if not attempts:
+                # A stage that was skipped (its shuffle output reused) may never appear.
+                break
+            time.sleep(0.1)
+        for a in attempts:
+            if a["status"] != "COMPLETE":
+                continue
+            tl = _get(spark, f"/stages/{sid}/{a['attemptId']}/taskList?length=1000000")
+            for t in tl:
+                m = t.get("taskMetrics", {}).get("shuffleReadMetrics", {})
+                tasks.append({"stage": sid, "records": m.get("recordsRead", 0),
+                              "bytes": m.get("localBytesRead", 0) + m.get("remoteBytesRead", 0)})
+    return rows, tasks
+
+
+def max_records(tasks):
+    return max((t["records"] for t in tasks), default=0)
+
+
+def median_records(tasks):
+    """Median over the tasks that read a shuffle."""
+    r = sorted(t["records"] for t in tasks if t["records"] > 0)
+    return r[len(r) // 2] if r else 0
+
+
+def multiset(rows):
+    return Counter(tuple(r) for r in rows)
