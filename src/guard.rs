@@ -6,11 +6,25 @@ use std::sync::Once;
 
 static QUIET: Once = Once::new();
 
-/// Run `f`, turning a panic into `Err(message)`. The default panic hook is silenced (once) so
-/// that nothing is printed for a caught panic.
+thread_local! {
+    static GUARDED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Run `f`, turning a panic into `Err(message)`. A panic inside `f` prints nothing; any other
+/// panic (a bug elsewhere, a failing test) still goes to the default hook.
 pub fn no_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
-    QUIET.call_once(|| std::panic::set_hook(Box::new(|_| {})));
-    catch_unwind(AssertUnwindSafe(f)).map_err(|p| {
+    QUIET.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if GUARDED.with(|g| g.get()) == 0 {
+                default(info);
+            }
+        }));
+    });
+    GUARDED.with(|g| g.set(g.get() + 1));
+    let r = catch_unwind(AssertUnwindSafe(f));
+    GUARDED.with(|g| g.set(g.get() - 1));
+    r.map_err(|p| {
         let msg = p
             .downcast_ref::<&str>()
             .map(|s| s.to_string())

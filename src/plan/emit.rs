@@ -19,6 +19,9 @@ pub struct JoinSql {
     pub key_types: Vec<KeyType>,
     pub left_columns: Vec<String>,
     pub right_columns: Vec<String>,
+    /// Columns Spark's hash() accepts (no maps), for the salt.
+    pub left_hashable: Vec<String>,
+    pub right_hashable: Vec<String>,
 }
 
 /// The name of the salt column added to both sides of a salted branch.
@@ -146,11 +149,12 @@ impl<'a> Gen<'a> {
     }
 }
 
-/// The hash columns of a salt: every column of the split side that is not a key.
+/// The hash columns of a salt: every column of the split side that is not a key (and that
+/// Spark can hash: not a map).
 fn salt_columns(js: &JoinSql, side: Side) -> Vec<String> {
     let (cols, keys) = match side {
-        Side::Left => (&js.left_columns, &js.left_keys),
-        Side::Right => (&js.right_columns, &js.right_keys),
+        Side::Left => (&js.left_hashable, &js.left_keys),
+        Side::Right => (&js.right_hashable, &js.right_keys),
     };
     cols.iter().filter(|c| !keys.iter().any(|k| k.eq_ignore_ascii_case(c))).cloned().collect()
 }

@@ -675,9 +675,28 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
         key_types: types.clone(),
         left_columns: plan.left.columns.clone(),
         right_columns: plan.right.columns.clone(),
+        left_hashable: hashable_columns(left.table),
+        right_hashable: hashable_columns(right.table),
     };
     plan.sql = emit_sql(&js, &plan)?;
     Ok(plan)
+}
+
+/// Columns Spark's `hash()` accepts: everything but maps (and structs or arrays holding one).
+fn hashable_columns(t: &Table) -> Vec<String> {
+    fn has_map(dt: &arrow_schema::DataType) -> bool {
+        use arrow_schema::DataType::*;
+        match dt {
+            Map(_, _) => true,
+            List(f) | LargeList(f) | FixedSizeList(f, _) | ListView(f) | LargeListView(f) => has_map(f.data_type()),
+            Struct(fs) => fs.iter().any(|f| has_map(f.data_type())),
+            Dictionary(_, v) => has_map(v),
+            _ => false,
+        }
+    }
+    let mut cols: Vec<String> = t.schema().fields().iter().filter(|f| !has_map(f.data_type())).map(|f| f.name().clone()).collect();
+    cols.extend(t.partitions.iter().map(|p| p.name.clone()));
+    cols
 }
 
 pub fn display_key(key: &[Value], types: &[KeyType]) -> String {
