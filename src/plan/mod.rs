@@ -381,11 +381,41 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
     let median = before.median_task_rows.max(1) as f64;
     let threshold = opts.hot_factor * median;
     // Hot: a value whose own rows exceed F x the median task, or one that puts at least twice
-    // the median task into a partition that is skewed (over F x the median) with it.
-    let is_hot = |rows: u64, part: usize| -> bool {
-        rows > 0 && (rows as f64 > threshold || (before_tasks[part].0 as f64 > threshold && rows as f64 >= 2.0 * median))
-    };
-
+    // the median task into a partition that is skewed (over F x the median) with it. Taking
+    // the hottest out lowers the median a little and can leave a partition just over the line:
+    // repeat on the stage without them until nothing changes.
+    let null_max = |sc: &PartitionScan| sc.null_partition_rows.iter().copied().enumerate().max_by_key(|x| x.1).unwrap_or((null_part, 0));
+    let mut hot_cand = vec![false; cands.len()];
+    let mut hot_null = [false; 2];
+    {
+        let mut tasks_now = before_tasks.clone();
+        let mut med = median;
+        for _round in 0..16 {
+            let thr = opts.hot_factor * med;
+            let hot_now = |rows: u64, part: usize| rows > 0 && (rows as f64 > thr || (tasks_now[part].0 as f64 > thr && rows as f64 >= 2.0 * med));
+            let mut changed = false;
+            for (i, (sc, inn)) in [(&ls, l_nulls_in), (&rs, r_nulls_in)].into_iter().enumerate() {
+                let (np, nrows) = null_max(sc);
+                if !hot_null[i] && inn > 0 && hot_now(nrows, np) {
+                    hot_null[i] = true;
+                    changed = true;
+                }
+            }
+            for (i, key) in cands.iter().enumerate() {
+                if !hot_cand[i] && hot_now(ls.key_rows[i] + rs.key_rows[i], spark_partition(key, parts) as usize) {
+                    hot_cand[i] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+            let lrest = ls.without(&cands, &hot_cand, parts);
+            let rrest = rs.without(&cands, &hot_cand, parts);
+            tasks_now = stage(&lrest, &rrest, if hot_null[0] { &zeros } else { l_nulls_in_parts }, if hot_null[1] { &zeros } else { r_nulls_in_parts });
+            med = TaskStats::of(&tasks_now, parts as usize).median_task_rows.max(1) as f64;
+        }
+    }
     let mut notes = Vec::new();
     let mut warnings = Vec::new();
     let side_report = |s: &SideInput, size: &TableSize, sc: &PartitionScan, side: Side| SideReport {
@@ -429,10 +459,10 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
     // 4. Hot keys and a strategy for each.
     let mut hot: Vec<HotKey> = Vec::new();
     let side_null = [(Side::Left, &ls, &lrep, l_nulls_in), (Side::Right, &rs, &rrep, r_nulls_in)];
-    for (side, sc, rep, inn) in side_null {
+    for (si, (side, sc, rep, inn)) in side_null.into_iter().enumerate() {
         // The partition with most NULL-keyed rows (all of them for a one-column key).
-        let (np, nrows) = sc.null_partition_rows.iter().copied().enumerate().max_by_key(|x| x.1).unwrap_or((null_part, 0));
-        if inn > 0 && is_hot(nrows, np) {
+        let (np, nrows) = null_max(sc);
+        if hot_null[si] {
             let c = classifier.classify_key(&vec![Value::Null; types.len()], &types, &names);
             hot.push(HotKey {
                 value: Json::Null,
@@ -449,11 +479,11 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
                 spark_partition: np as u32,
                 strategy: Strategy::NullBypass,
                 why: format!(
-                    "a NULL key never matches under =, yet Spark keeps {}'s {} NULL-keyed rows for a {} join and sends {} of them to partition {np}: they skip the join and come out with the {} side's columns NULL",
+                    "a NULL key never matches under =, yet Spark keeps {}'s {} NULL-keyed rows for a {} join and sends {} to partition {np}: they skip the join and come out with the {} side's columns NULL",
                     rep.name,
                     crate::keys::fmt_count(inn),
                     how.as_str(),
-                    crate::keys::fmt_count(nrows),
+                    if nrows == inn { "all of them".to_string() } else { format!("{} of them", crate::keys::fmt_count(nrows)) },
                     side.other().as_str()
                 ),
             });
@@ -462,8 +492,7 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
     let mut used_parts = std::collections::HashSet::new();
     for (i, key) in cands.iter().enumerate() {
         let (lr, rr) = (ls.key_rows[i], rs.key_rows[i]);
-        let total = lr + rr;
-        if !is_hot(total, spark_partition(key, parts) as usize) {
+        if !hot_cand[i] {
             continue;
         }
         let c = classifier.classify_key(key, &types, &names);
@@ -490,12 +519,12 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
             if rb <= thr {
                 (
                     Strategy::BroadcastSlice { broadcast: Side::Right, slice_rows: rr, slice_bytes: rb, decomposed: false },
-                    format!("the right side's {} rows for it ({}) are under the {} threshold: broadcast them, the {} left rows never shuffle", fmtc(rr), human(rb), human(thr), fmtc(lr)),
+                    format!("the right side's {} for it ({}) are under the {} threshold: broadcast them, the {} left never shuffle", rows_n(rr), human(rb), human(thr), rows_n(lr)),
                 )
             } else {
                 (
                     Strategy::BroadcastKeys,
-                    format!("a {} join only needs to know whether the right side has the value: broadcast its distinct keys (1 row) instead of its {} rows ({})", how.as_str(), fmtc(rr), human(rb)),
+                    format!("a {} join only needs to know whether the right side has the value: broadcast its distinct keys (1 row) instead of its {} ({})", how.as_str(), rows_n(rr), human(rb)),
                 )
             }
         } else {
@@ -507,13 +536,13 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
             if let Some(&(b, srows, sbytes)) = options.first() {
                 let decomposed = !how.may_broadcast(b);
                 let mut why = format!(
-                    "{}'s {} rows for it ({}) fit under the {} broadcast threshold: they are broadcast and the {} {} rows never shuffle",
+                    "{}'s {} for it ({}) fit under the {} broadcast threshold: they are broadcast and {}'s {} never shuffle",
                     if b == Side::Left { &lrep.name } else { &rrep.name },
-                    fmtc(srows),
+                    rows_n(srows),
                     human(sbytes),
                     human(thr),
-                    fmtc(if b == Side::Left { rr } else { lr }),
                     if b == Side::Left { &rrep.name } else { &lrep.name },
+                    rows_n(if b == Side::Left { rr } else { lr }),
                 );
                 if srows == 0 {
                     why.push_str(" (no such rows today: the slice is empty and costs nothing, and the query stays right the day one appears)");
@@ -697,6 +726,11 @@ fn hashable_columns(t: &Table) -> Vec<String> {
     let mut cols: Vec<String> = t.schema().fields().iter().filter(|f| !has_map(f.data_type())).map(|f| f.name().clone()).collect();
     cols.extend(t.partitions.iter().map(|p| p.name.clone()));
     cols
+}
+
+/// "1 row", "2,000 rows".
+fn rows_n(n: u64) -> String {
+    format!("{} row{}", crate::keys::fmt_count(n), if n == 1 { "" } else { "s" })
 }
 
 pub fn display_key(key: &[Value], types: &[KeyType]) -> String {

@@ -71,7 +71,7 @@ pub fn text(plan: &Plan) -> String {
         for h in &plan.hot_keys {
             let _ = writeln!(
                 o,
-                "  {} [{}] hot on {}: {} rows ({} of that side); left {} rows, right {} rows; partition {}",
+                "  {} [{}] hot on {}: {} rows ({} of that side); rows left {}, right {}; Spark partition {}",
                 h.display,
                 h.class.as_str(),
                 h.side,
@@ -86,9 +86,10 @@ pub fn text(plan: &Plan) -> String {
                 Strategy::NullBypass => "skip the join (NULL never matches)".to_string(),
                 Strategy::Drop => "drop its rows (--drop-junk)".to_string(),
                 Strategy::BroadcastSlice { broadcast, slice_rows, slice_bytes, .. } => format!(
-                    "broadcast {}'s slice: {} rows, {}",
+                    "broadcast {}'s slice: {} row{}, {}",
                     if *broadcast == Side::Left { &l.name } else { &r.name },
                     fmt_count(*slice_rows),
+                    if *slice_rows == 1 { "" } else { "s" },
                     human(*slice_bytes)
                 ),
                 Strategy::BroadcastKeys => "broadcast the right side's distinct keys".to_string(),
@@ -124,10 +125,17 @@ pub fn text(plan: &Plan) -> String {
                 fmt_count(plan.after.median_task_rows)
             );
         }
-        let _ = writeln!(
-            o,
-            "  verify on the real job: re-run with the SQL below and expect the largest task of the join stage within 2x of the median (Spark UI, stage tab, Shuffle Read Size / Records)"
-        );
+        if plan.after.tasks > 0 {
+            let _ = writeln!(
+                o,
+                "  verify on the real job: run the SQL below with spark.sql.adaptive.enabled=false and check the join stage (Spark UI, Stages, Shuffle Read Records): the largest task should read about {} records, {:.1}x the median{}",
+                fmt_count(plan.after.max_task_rows),
+                plan.after.ratio(),
+                if plan.after.ratio() <= 2.0 { "" } else { " (what is left is many mid-size keys sharing partitions, not one hot key)" }
+            );
+        } else {
+            let _ = writeln!(o, "  verify on the real job: the join stage should show a broadcast hash join and no shuffle read for the join");
+        }
     }
     for w in &plan.warnings {
         let _ = writeln!(o, "warning: {w}");
