@@ -448,7 +448,7 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
         }
         if how.may_broadcast(side) && rep.disk_bytes <= opts.broadcast_threshold {
             notes.push(format!(
-                "{} is {} on disk, under the {} broadcast threshold: Spark broadcasts it by itself (no shuffle) unless spark.sql.autoBroadcastJoinThreshold is lower or -1; the stage below assumes a sort-merge join",
+                "{} is {} on disk, under the {} broadcast threshold: Spark broadcasts it by itself (no shuffle) unless spark.sql.autoBroadcastJoinThreshold is lower or -1; the tasks below assume a sort-merge join",
                 rep.name,
                 crate::size::human(rep.disk_bytes),
                 crate::size::human(opts.broadcast_threshold)

@@ -45,6 +45,9 @@ pub fn text(plan: &Plan) -> String {
             fmt_count(s.null_key_rows)
         );
     }
+    for n in &plan.notes {
+        let _ = writeln!(o, "note: {n}");
+    }
     let _ = writeln!(o);
     let _ = writeln!(
         o,
@@ -142,9 +145,6 @@ pub fn text(plan: &Plan) -> String {
     }
     if plan.results_change {
         let _ = writeln!(o, "warning: --drop-junk removes rows: the result differs from the original query's");
-    }
-    for n in &plan.notes {
-        let _ = writeln!(o, "note: {n}");
     }
     let _ = writeln!(o);
     let _ = writeln!(o, "-- SQL (Spark 3.5 and 4.x)");
