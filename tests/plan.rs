@@ -138,6 +138,9 @@ fn salting_when_no_slice_fits() {
         .collect();
     assert_eq!(parts.len(), salts.len());
     assert!(plan.sql.contains("explode(") && plan.sql.contains("pmod(hash("), "{}", plan.sql);
+    // Each piece carries all 200 copied rows: pieces no smaller than that, and never worse.
+    assert_eq!(*n, 2);
+    assert!(plan.after.max_task_rows < plan.before.max_task_rows, "{:?} -> {:?}", plan.before, plan.after);
     // A left join may not replicate its left side: the salted branch is an inner join, plus the
     // unmatched left rows.
     let left = run(&l, &r, JoinType::Left, |_| {});

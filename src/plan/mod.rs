@@ -490,6 +490,19 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
         }
     }
     let mut used_parts = std::collections::HashSet::new();
+    // Keys that will be salted (no slice fits): they share the partitions for their pieces.
+    let n_salted = cands
+        .iter()
+        .enumerate()
+        .filter(|(i, k)| {
+            hot_cand[*i]
+                && !(opts.drop_junk && classifier.classify_key(k, &types, &names).class == Class::Junk)
+                && !matches!(how, JoinType::Semi | JoinType::Anti)
+                && bytes(ls.key_rows[*i], lbpr) > opts.broadcast_threshold
+                && bytes(rs.key_rows[*i], rbpr) > opts.broadcast_threshold
+        })
+        .count()
+        .max(1) as u32;
     for (i, key) in cands.iter().enumerate() {
         let (lr, rr) = (ls.key_rows[i], rs.key_rows[i]);
         if !hot_cand[i] {
@@ -556,13 +569,15 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
                 let (srows, reprows) = if split == Side::Left { (lr, rr) } else { (rr, lr) };
                 let sbpr = if split == Side::Left { lbpr } else { rbpr };
                 // Pieces near the median task, and none over the target task size.
-                let by_median = (srows as f64 / median).ceil();
+                // Every piece carries all the copied rows, so pieces smaller than those gain
+                // little and cost a copy each; and the salted keys share the partitions.
+                let by_median = (srows as f64 / median.max(reprows as f64).max(1.0)).ceil();
                 let by_size = (srows as f64 * sbpr / opts.target_task_size.max(1) as f64).ceil();
-                let n = (by_median.max(by_size) as u32).clamp(2, parts.max(2));
+                let n = (by_median.max(by_size) as u32).clamp(2, (parts / n_salted).max(2));
                 let salts = choose_salts(key, n, parts, &mut used_parts);
                 let decomposed = how != JoinType::Inner;
                 let why = format!(
-                    "both slices are over the {} threshold ({} left, {} right): {}'s {} rows are split {n} ways by a salt from their other columns and the other side's {} rows are copied {n} times ({} extra rows shuffled){}",
+                    "both slices are over the {} threshold ({} left, {} right): {}'s {} rows are split {n} ways by a salt from their other columns and the other side's {} rows are copied {n} times ({} extra rows shuffled): its task goes from {} rows to {n} tasks of about {}{}",
                     human(thr),
                     human(lb),
                     human(rb),
@@ -570,6 +585,8 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
                     fmtc(srows),
                     fmtc(reprows),
                     fmtc(reprows * (n as u64 - 1)),
+                    fmtc(srows + reprows),
+                    fmtc(srows.div_ceil(n as u64) + reprows),
                     if decomposed { format!("; as an inner join, plus an anti join that keeps the unmatched rows of the {} join's kept side", how.as_str()) } else { String::new() }
                 );
                 (Strategy::Salt { n, split, salts, decomposed }, why)
