@@ -262,6 +262,7 @@ fn run_plan(a: PlanArgs) -> Result<String> {
         top: a.top,
         memory: 2 << 30,
         progress: !a.quiet,
+        extra_predicates: false,
     };
     let p = plan::plan(&left, &right, &classifier, &opts)?;
     Ok(match a.format {

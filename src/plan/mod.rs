@@ -123,6 +123,9 @@ pub struct PlanOptions {
     pub top: usize,
     pub memory: usize,
     pub progress: bool,
+    /// The ON clause has predicates beyond the key equalities (the `rewrite` command): the
+    /// branches that find unmatched rows from distinct keys alone are then not safe.
+    pub extra_predicates: bool,
 }
 
 impl Default for PlanOptions {
@@ -139,6 +142,7 @@ impl Default for PlanOptions {
             top: 20,
             memory: 2 << 30,
             progress: false,
+            extra_predicates: false,
         }
     }
 }
@@ -168,6 +172,8 @@ pub enum Strategy {
     /// side's rows for the value over the `n` salts. Always an inner join (plus anti joins for
     /// the kept sides of an outer join), so a kept side is never replicated.
     Salt { n: u32, split: Side, salts: Vec<i32>, decomposed: bool },
+    /// Left in the shuffle: no strategy is safe for this join (said why).
+    Keep { reason: String },
 }
 
 impl Strategy {
@@ -178,6 +184,7 @@ impl Strategy {
             Strategy::BroadcastSlice { .. } => "broadcast_slice",
             Strategy::BroadcastKeys => "broadcast_keys",
             Strategy::Salt { .. } => "salt",
+            Strategy::Keep { .. } => "keep",
         }
     }
 }
@@ -529,7 +536,12 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
                 format!("--drop-junk: its {} left and {} right rows are removed before the join; the result changes", fmtc(lr), fmtc(rr)),
             )
         } else if matches!(how, JoinType::Semi | JoinType::Anti) {
-            if rb <= thr {
+            if rb > thr && opts.extra_predicates {
+                (
+                    Strategy::Keep { reason: format!("the ON clause has predicates beyond the keys, so the right side's rows are needed, and its {} for the value ({}) are over the {} threshold", rows_n(rr), human(rb), human(thr)) },
+                    "no safe strategy".to_string(),
+                )
+            } else if rb <= thr {
                 (
                     Strategy::BroadcastSlice { broadcast: Side::Right, slice_rows: rr, slice_bytes: rb, decomposed: false },
                     format!("the right side's {} for it ({}) are under the {} threshold: broadcast them, the {} left never shuffle", rows_n(rr), human(rb), human(thr), rows_n(lr)),
@@ -546,7 +558,20 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
             let mut options: Vec<(Side, u64, u64)> = vec![(Side::Left, lr, lb), (Side::Right, rr, rb)];
             options.retain(|o| o.2 <= thr);
             options.sort_by_key(|o| (!how.may_broadcast(o.0), o.2));
-            if let Some(&(b, srows, sbytes)) = options.first() {
+            let needs_decomposition = |decomposed: bool| decomposed && opts.extra_predicates;
+            let salt_decomposed = how != JoinType::Inner;
+            if options.first().is_some_and(|o| needs_decomposition(!how.may_broadcast(o.0))) || (options.is_empty() && needs_decomposition(salt_decomposed)) {
+                (
+                    Strategy::Keep {
+                        reason: format!(
+                            "a {} join with predicates beyond the keys: finding the unmatched rows of the kept side would need the other side's rows for the value, which are over the {} threshold",
+                            how.as_str(),
+                            human(thr)
+                        ),
+                    },
+                    "no safe strategy".to_string(),
+                )
+            } else if let Some(&(b, srows, sbytes)) = options.first() {
                 let decomposed = !how.may_broadcast(b);
                 let mut why = format!(
                     "{}'s {} for it ({}) fit under the {} broadcast threshold: they are broadcast and {}'s {} never shuffle",
@@ -633,7 +658,7 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
     let after = if let Some(_b) = broadcast_side {
         TaskStats::default()
     } else {
-        let moved: Vec<bool> = cands.iter().map(|k| hot.iter().any(|h| &h.key == k)).collect();
+        let moved: Vec<bool> = cands.iter().map(|k| hot.iter().any(|h| &h.key == k && !matches!(h.strategy, Strategy::Keep { .. }))).collect();
         let lrest = ls.without(&cands, &moved, parts);
         let rrest = rs.without(&cands, &moved, parts);
         let bypass = |s: Side| hot.iter().any(|h| matches!(h.strategy, Strategy::NullBypass) && h.side == s.as_str());
@@ -712,24 +737,15 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
         sql: String::new(),
         sample: opts.sample,
     };
-    let js = JoinSql {
-        how,
-        left_name: left.name.clone(),
-        right_name: right.name.clone(),
-        left_keys: left.keys.names(),
-        right_keys: right.keys.names(),
-        key_types: types.clone(),
-        left_columns: plan.left.columns.clone(),
-        right_columns: plan.right.columns.clone(),
-        left_hashable: hashable_columns(left.table),
-        right_hashable: hashable_columns(right.table),
-    };
+    let mut js = JoinSql::tables(how, (&left.name, &left.keys.names(), &plan.left.columns), (&right.name, &right.keys.names(), &plan.right.columns), types.clone());
+    js.left_hashable = hashable_columns(left.table);
+    js.right_hashable = hashable_columns(right.table);
     plan.sql = emit_sql(&js, &plan)?;
     Ok(plan)
 }
 
 /// Columns Spark's `hash()` accepts: everything but maps (and structs or arrays holding one).
-fn hashable_columns(t: &Table) -> Vec<String> {
+pub fn hashable_columns(t: &Table) -> Vec<String> {
     fn has_map(dt: &arrow_schema::DataType) -> bool {
         use arrow_schema::DataType::*;
         match dt {

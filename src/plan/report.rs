@@ -96,6 +96,7 @@ pub fn text(plan: &Plan) -> String {
                     human(*slice_bytes)
                 ),
                 Strategy::BroadcastKeys => "broadcast the right side's distinct keys".to_string(),
+                Strategy::Keep { reason } => format!("none, left in the shuffle: {reason}"),
                 Strategy::Salt { n, split, salts, .. } => format!(
                     "salt: split {} {n} ways (salts {}), copy the other side {n} times",
                     if *split == Side::Left { &l.name } else { &r.name },
