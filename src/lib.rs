@@ -14,6 +14,7 @@ pub mod plan;
 pub mod keys;
 pub mod profile;
 pub mod report;
+pub mod rewrite;
 pub mod scan;
 pub mod size;
 pub mod source;

@@ -27,6 +27,63 @@ enum Command {
     Keys(KeysArgs),
     /// Two tables and a join key: the hot keys, what they are, the fix, the tasks before and after, the SQL
     Plan(PlanArgs),
+    /// A Spark SQL query in, the same query with its skewed joins rewritten out
+    Rewrite(RewriteArgs),
+}
+
+#[derive(Args)]
+struct RewriteArgs {
+    /// The query (a file, or - for stdin; default stdin)
+    #[arg(value_name = "QUERY_FILE")]
+    query: Option<String>,
+    /// A table the query names, and its Parquet data: NAME=TABLE (file, folder or glob); repeat
+    #[arg(long = "table", value_name = "NAME=TABLE", required = true)]
+    tables: Vec<String>,
+    /// Shuffle partitions of the joins (spark.sql.shuffle.partitions)
+    #[arg(long, default_value_t = 200, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    shuffle_partitions: u32,
+    /// Largest slice or side to broadcast (spark.sql.autoBroadcastJoinThreshold): 64KB, 10MB, 1GB or bytes
+    #[arg(long, default_value = "10MB", value_name = "SIZE", value_parser = parse_size)]
+    broadcast_threshold: u64,
+    /// Size of a salted piece to aim for when it is larger than the median task
+    #[arg(long, default_value = "128MB", value_name = "SIZE", value_parser = parse_size)]
+    target_task_size: u64,
+    /// A key is hot when its rows in one task exceed F times the median task (as AQE's skew factor)
+    #[arg(long, default_value_t = 5.0, value_name = "F")]
+    hot_factor: f64,
+    /// Find hot candidates from a sample (fraction, percentage or rows); their counts stay exact
+    #[arg(long, value_name = "FRACTION|ROWS")]
+    sample: Option<Sample>,
+    /// Seed of the sample
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Remove junk-class keys (test, QA, bot accounts) before the join: the result changes
+    #[arg(long)]
+    drop_junk: bool,
+    /// Most frequent values per side to consider
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    top: usize,
+    /// Classification rules (TOML or JSON) that extend or replace the built-in ones
+    #[arg(long, value_name = "FILE")]
+    rules: Option<PathBuf>,
+    /// Output: the SQL with explaining comments, or JSON {"sql", "changes", "unchanged_joins"}
+    #[arg(long, value_enum, default_value_t = RewriteFormat::Sql)]
+    format: RewriteFormat,
+    /// Write the output to FILE instead of stdout
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Worker threads (default: all cores)
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// No progress bar
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum RewriteFormat {
+    Sql,
+    Json,
 }
 
 #[derive(Args)]
@@ -153,6 +210,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Keys(a) => run_keys(a),
         Command::Plan(a) => run_plan(a),
+        Command::Rewrite(a) => run_rewrite(a),
     };
     match result {
         Ok(out) => {
@@ -269,4 +327,58 @@ fn run_plan(a: PlanArgs) -> Result<String> {
         PlanFormat::Text => plan::text(&p),
         PlanFormat::Json => plan::json(&p),
     })
+}
+
+fn run_rewrite(a: RewriteArgs) -> Result<String> {
+    use std::io::Read;
+    if let Some(n) = a.threads {
+        let _ = rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global();
+    }
+    if !(a.hot_factor > 0.0) {
+        return Err(Error::Usage("--hot-factor must be above 0".into()));
+    }
+    let sql = match a.query.as_deref() {
+        None | Some("-") => {
+            let mut s = String::new();
+            std::io::stdin().read_to_string(&mut s).map_err(|e| Error::Usage(format!("cannot read the query from stdin: {e}")))?;
+            s
+        }
+        Some(path) => std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.into(), source: e })?,
+    };
+    let classifier = Classifier::with_file(a.rules.as_deref())?;
+    let mut tables = std::collections::HashMap::new();
+    for t in &a.tables {
+        let (name, path) = t.split_once('=').ok_or_else(|| Error::Usage(format!("--table {t:?}: write NAME=TABLE, e.g. events=data/events/")))?;
+        let name = name.trim().trim_matches('`').to_ascii_lowercase();
+        if name.is_empty() {
+            return Err(Error::Usage(format!("--table {t:?}: empty table name")));
+        }
+        tables.insert(name, Table::open(&[path.trim().to_string()])?);
+    }
+    let opts = PlanOptions {
+        how: JoinType::Inner,
+        partitions: a.shuffle_partitions,
+        broadcast_threshold: a.broadcast_threshold,
+        target_task_size: a.target_task_size,
+        hot_factor: a.hot_factor,
+        sample: a.sample,
+        seed: a.seed,
+        drop_junk: a.drop_junk,
+        top: a.top,
+        memory: 2 << 30,
+        progress: !a.quiet,
+        extra_predicates: false,
+    };
+    let r = skewjoin::rewrite::rewrite(&sql, &tables, &classifier, &opts)?;
+    let out = match a.format {
+        RewriteFormat::Json => serde_json::to_string_pretty(&r).unwrap_or_default() + "\n",
+        RewriteFormat::Sql => skewjoin::rewrite::sql_with_comments(&r),
+    };
+    match a.output {
+        Some(path) => {
+            std::fs::write(&path, &out).map_err(|e| Error::Io { path: path.clone(), source: e })?;
+            Ok(String::new())
+        }
+        None => Ok(out),
+    }
 }

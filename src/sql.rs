@@ -119,6 +119,20 @@ pub fn render(stmt: &Statement) -> String {
     format!("{stmt:#}")
 }
 
+/// One expression as Spark SQL text (string literals with backslash escapes).
+pub fn render_expr(e: &Expr) -> String {
+    let mut e = e.clone();
+    let _ = visit_expressions_mut(&mut e, |x: &mut Expr| {
+        if let Expr::Value(v) = x {
+            if let SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s) = &v.value {
+                v.value = SqlValue::Placeholder(string_literal(s));
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    e.to_string()
+}
+
 pub fn render_query(q: &Query) -> String {
     render(&Statement::Query(Box::new(q.clone())))
 }

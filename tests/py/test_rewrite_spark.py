@@ -1,0 +1,210 @@
+"""`skewjoin rewrite` on real Spark: every case runs the original query and the rewritten one on
+the same Parquet data and compares the rows (as a multiset; floating-point values compared to 9
+significant digits, since a UNION ALL changes the order of a sum). Where the data is skewed and
+the query is the join itself, Spark's largest shuffle-read task must also be 4x smaller."""
+import datetime as dt
+import json
+import math
+import random
+from collections import Counter
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+
+from conftest import run
+from sparkrun import max_records, measured
+from test_plan_spark import P, data, sj_spark, write  # noqa: F401  (fixtures)
+
+
+@pytest.fixture(scope="module")
+def more(tmp_path_factory):
+    """Hostile string keys, and keys of every literal type (timestamp, date, decimal, double,
+    binary, bigint), each with one hot value matched on the right."""
+    d = tmp_path_factory.mktemp("rewrite")
+    rng = random.Random(11)
+    hostile = ["x'); DROP TABLE t; --", "a\\'b", "back\\slash", "new\nline", "日本語 ' \" `", "%_*"]
+    lk = [h for h in hostile for _ in range(2500)] + [f"k{i}" for i in range(6000)]
+    rk = hostile + [f"k{i}" for i in range(6000)]
+    out = {
+        "hl": write(d / "hl.parquet", {"k": lk, "v": list(range(len(lk)))}),
+        "hr": write(d / "hr.parquet", {"k": rk, "w": list(range(len(rk)))}),
+    }
+    n = 20_000
+    base_ts = dt.datetime(2026, 1, 5, 10, 0, 0, 123456, tzinfo=dt.timezone.utc)
+    hot_i = lambda i: i < 6000  # noqa: E731
+    cols = {
+        "ts": pa.array([base_ts if hot_i(i) else base_ts + dt.timedelta(seconds=rng.randrange(5000)) for i in range(n)], pa.timestamp("us", tz="UTC")),
+        "d": pa.array([dt.date(1999, 12, 31) if hot_i(i) else dt.date(2000, 1, 1) + dt.timedelta(days=rng.randrange(3000)) for i in range(n)], pa.date32()),
+        "dec": pa.array([Decimal("-12.50") if hot_i(i) else Decimal(rng.randrange(100000)) / 100 for i in range(n)], pa.decimal128(10, 2)),
+        "f": pa.array([0.1 if hot_i(i) else float(rng.randrange(5000)) / 7 for i in range(n)], pa.float64()),
+        "b": pa.array([b"\x00\xff" if hot_i(i) else rng.randrange(5000).to_bytes(3, "big") for i in range(n)], pa.binary()),
+        "i": pa.array([1 << 40 if hot_i(i) else rng.randrange(5000) for i in range(n)], pa.int64()),
+        "v": pa.array(range(n), pa.int64()),
+    }
+    out["tl"] = write(d / "tl.parquet", cols)
+    # The right side: the distinct values of the left, so every hot value matches one row.
+    t = pa.table(cols)
+    rcols = {}
+    for c in ["ts", "d", "dec", "f", "b", "i"]:
+        vals = list(dict.fromkeys(t.column(c).to_pylist()))[:3000]
+        rcols[c] = pa.array(vals, t.schema.field(c).type)
+    m = min(len(v) for v in rcols.values())
+    rcols = {c: v.slice(0, m) for c, v in rcols.items()}
+    rcols["w"] = pa.array(range(m), pa.int64())
+    out["tr"] = write(d / "tr.parquet", rcols)
+    return out
+
+
+def norm(v):
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "NaN"
+        return float(f"{v:.9g}")
+    return v
+
+
+def multiset(rows):
+    return Counter(tuple(norm(x) for x in r) for r in rows)
+
+
+def names(rows):
+    return rows[0].__fields__ if rows else None
+
+
+# (id, tables, sql, extra options, check the task sizes)
+T4 = ["--broadcast-threshold", "4KB"]
+T0 = ["--broadcast-threshold", "100"]
+EV = ["events", "titles"]
+CASES = [
+    ("left-star", EV, "SELECT * FROM events e LEFT JOIN titles t ON e.title_id = t.title_id", T4, True),
+    ("inner-star", EV, "SELECT * FROM events e JOIN titles t ON e.title_id = t.title_id", T4, True),
+    ("inner-keyword", EV, "SELECT * FROM events e INNER JOIN titles t ON t.title_id = e.title_id", T4, True),
+    ("right-star", EV, "SELECT * FROM titles t RIGHT OUTER JOIN events e ON t.title_id = e.title_id", T4, True),
+    ("full-star", EV, "SELECT * FROM events e FULL OUTER JOIN titles t ON e.title_id = t.title_id", T4, True),
+    ("semi", EV, "SELECT * FROM events e LEFT SEMI JOIN titles t ON e.title_id = t.title_id", T4, True),
+    ("anti", EV, "SELECT * FROM events e LEFT ANTI JOIN titles t ON e.title_id = t.title_id", T4, True),
+    ("left-cols-where", EV, "SELECT e.event_id, t.name, e.hours FROM events e LEFT JOIN titles t ON e.title_id = t.title_id WHERE e.hours > 0.5 OR t.name IS NULL", T4, True),
+    ("left-agg", EV, "SELECT t.name, count(*) AS n, sum(e.hours) AS h FROM events e LEFT JOIN titles t ON e.title_id = t.title_id GROUP BY t.name HAVING count(*) > 1 ORDER BY n DESC, t.name", T4, False),
+    ("left-window", EV, "SELECT e.event_id, t.name, row_number() OVER (PARTITION BY t.name ORDER BY e.event_id) AS rn FROM events e LEFT JOIN titles t ON e.title_id = t.title_id", T4, False),
+    ("using-inner", EV, "SELECT * FROM events JOIN titles USING (title_id)", T4, True),
+    ("using-full", EV, "SELECT * FROM events e FULL JOIN titles t USING (title_id)", T4, True),
+    ("using-left-unqualified", EV, "SELECT title_id, event_id, name FROM events LEFT JOIN titles USING (title_id)", T4, True),
+    ("using-right-qualified", EV, "SELECT title_id, e.title_id AS et, t.title_id AS tt, name FROM titles t RIGHT JOIN events e USING (title_id)", T4, True),
+    ("cte", EV, "WITH ev AS (SELECT * FROM events WHERE hours > 0.2) SELECT ev.event_id, t.name FROM ev LEFT JOIN titles t ON ev.title_id = t.title_id", T4, True),
+    ("subquery-rename", EV, "SELECT x.event_id, x.tid, t.name FROM (SELECT event_id, title_id AS tid FROM events) x LEFT JOIN titles t ON x.tid = t.title_id", T4, True),
+    ("extra-pred-left", EV, "SELECT e.event_id, t.name FROM events e LEFT JOIN titles t ON e.title_id = t.title_id AND e.hours > 0.3", T4, True),
+    ("extra-pred-inner", EV, "SELECT e.event_id, t.name FROM events e JOIN titles t ON e.title_id = t.title_id AND t.name LIKE 'title 1%'", T4, True),
+    ("extra-pred-semi", EV, "SELECT * FROM events e LEFT SEMI JOIN titles t ON e.title_id = t.title_id AND t.name <> 'title 7 '", T4, True),
+    ("extra-pred-anti", EV, "SELECT * FROM events e LEFT ANTI JOIN titles t ON e.title_id = t.title_id AND e.hours < 0.9", T4, True),
+    ("unqualified", EV, "SELECT event_id, name FROM events e JOIN titles t ON e.title_id = t.title_id WHERE hours > 0.5", T4, True),
+    ("qualified-star", EV, "SELECT t.*, e.event_id FROM events e LEFT JOIN titles t ON e.title_id = t.title_id", T4, True),
+    ("case-insensitive", EV, "SELECT E.EVENT_ID, T.Name FROM EVENTS E LEFT JOIN Titles T ON e.TITLE_ID = t.title_id", T4, True),
+    ("backquoted", EV, "SELECT `e`.`event_id`, `t`.`name` FROM `events` `e` LEFT JOIN `titles` AS `t` ON `e`.`title_id` = `t`.`title_id`", T4, True),
+    ("full-agg-coalesce", EV, "SELECT coalesce(e.title_id, t.title_id) AS k, count(e.event_id) AS ne, count(t.name) AS nt FROM events e FULL JOIN titles t ON e.title_id = t.title_id GROUP BY 1", T4, False),
+    ("union-of-joins", ["fl", "fr", "events", "titles"], "SELECT e.title_id AS k, t.name AS v FROM events e LEFT JOIN titles t ON e.title_id = t.title_id UNION ALL SELECT a.k, CAST(b.y AS STRING) FROM fl a FULL JOIN fr b ON a.k = b.k", T4, False),
+    ("composite-left", ["orders", "accounts"], "SELECT * FROM orders o LEFT JOIN accounts a ON o.region = a.region AND o.account = a.account", T4, True),
+    ("composite-inner", ["orders", "accounts"], "SELECT o.amount, a.owner FROM orders o JOIN accounts a ON o.account = a.account AND o.region = a.region", T4, True),
+    ("composite-using-full", ["orders", "accounts"], "SELECT * FROM orders FULL JOIN accounts USING (region, account)", T4, True),
+    ("salted-inner", ["mm_left", "mm_right"], "SELECT * FROM mm_left a JOIN mm_right b ON a.k = b.k", T0, True),
+    ("salted-left", ["mm_left", "mm_right"], "SELECT * FROM mm_left a LEFT JOIN mm_right b ON a.k = b.k", T0, True),
+    ("salted-full", ["mm_left", "mm_right"], "SELECT * FROM mm_left a FULL JOIN mm_right b ON a.k = b.k", T0, True),
+    ("salted-right-agg", ["mm_left", "mm_right"], "SELECT b.b, count(*) AS n FROM mm_right b RIGHT JOIN mm_left a ON a.k = b.k GROUP BY b.b", T0, False),
+    ("both-null-full", ["fl", "fr"], "SELECT * FROM fl a FULL JOIN fr b ON a.k = b.k", ["--broadcast-threshold", "1KB"], True),
+    ("both-null-right", ["fl", "fr"], "SELECT * FROM fl a RIGHT JOIN fr b ON a.k = b.k", ["--broadcast-threshold", "1KB"], True),
+    ("junk-joined", ["fl", "fr"], "SELECT * FROM fl a LEFT JOIN fr b ON a.k = b.k", ["--broadcast-threshold", "1KB"], True),
+    ("chain", ["fl", "fr", "mm_right"], "SELECT a.x, b.y, c.b FROM fl a JOIN fr b ON a.k = b.k LEFT JOIN mm_right c ON b.k = c.k", ["--broadcast-threshold", "1KB"], False),
+    ("hostile-inner", ["hl", "hr"], "SELECT * FROM hl a JOIN hr b ON a.k = b.k", T4, True),
+    ("hostile-left-where", ["hl", "hr"], "SELECT a.k, b.w FROM hl a LEFT JOIN hr b ON a.k = b.k WHERE a.k <> 'O\\'Neil'", T4, True),
+    ("ts-key", ["tl", "tr"], "SELECT a.v, b.w FROM tl a JOIN tr b ON a.ts = b.ts", T4, True),
+    ("date-key", ["tl", "tr"], "SELECT a.v, b.w FROM tl a LEFT JOIN tr b ON a.d = b.d", T4, True),
+    ("decimal-key", ["tl", "tr"], "SELECT a.v, b.w FROM tl a JOIN tr b ON a.dec = b.dec", T4, True),
+    ("double-key", ["tl", "tr"], "SELECT a.v, b.w FROM tl a LEFT JOIN tr b ON a.f = b.f", T4, True),
+    ("binary-key", ["tl", "tr"], "SELECT a.v, b.w FROM tl a JOIN tr b ON a.b = b.b", T4, True),
+    ("bigint-key", ["tl", "tr"], "SELECT a.v, b.w FROM tl a FULL JOIN tr b ON a.i = b.i", T4, True),
+]
+
+
+def paths(data, more, names_):
+    allp = dict(data)
+    allp.update(more)
+    return [f"{n}={allp[n]}" for n in names_]
+
+
+def register(spark, data, more, names_):
+    allp = dict(data)
+    allp.update(more)
+    for n in names_:
+        spark.read.parquet(allp[n]).createOrReplaceTempView(n)
+
+
+def rewrite(sql, tables, extra, tmp_path):
+    q = tmp_path / "q.sql"
+    q.write_text(sql)
+    args = ["rewrite", str(q), "-q", "--shuffle-partitions", P, "--format", "json", *extra]
+    for t in tables:
+        args += ["--table", t]
+    p = run(*args)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_rewrite_same_rows(sj_spark, data, more, case, tmp_path):
+    _, tables, sql, extra, check_tasks = case
+    spark = sj_spark
+    register(spark, data, more, tables)
+    r = rewrite(sql, paths(data, more, tables), extra, tmp_path)
+    assert r["changes"], f"nothing rewritten: {r['unchanged_joins']}"
+    rows0, tasks0 = measured(spark, sql)
+    rows1, tasks1 = measured(spark, r["sql"])
+    assert multiset(rows1) == multiset(rows0), r["sql"]
+    assert names(rows1) == names(rows0)
+    if check_tasks:
+        before, after = max_records(tasks0), max_records(tasks1)
+        assert after * 4 <= before, (before, after, r["changes"][0]["before"], r["changes"][0]["after"])
+
+
+def test_drop_junk_changes_only_junk(sj_spark, data, more, tmp_path):
+    spark = sj_spark
+    register(spark, data, more, ["fl", "fr"])
+    sql = "SELECT * FROM fl a LEFT JOIN fr b ON a.k = b.k"
+    r = rewrite(sql, paths(data, more, ["fl", "fr"]), ["--broadcast-threshold", "1KB", "--drop-junk"], tmp_path)
+    assert r["changes"][0]["results_change"]
+    rows1, _ = measured(spark, r["sql"])
+    expected, _ = measured(spark, "SELECT * FROM (SELECT * FROM fl WHERE k IS NULL OR k <> 'qa_test_user_01') a "
+                                  "LEFT JOIN (SELECT * FROM fr WHERE k IS NULL OR k <> 'qa_test_user_01') b ON a.k = b.k")
+    assert multiset(rows1) == multiset(expected)
+
+
+@pytest.mark.parametrize("sql,why", [
+    ("SELECT * FROM events e NATURAL JOIN titles t", "NATURAL"),
+    ("SELECT * FROM events e CROSS JOIN titles t", "CROSS"),
+    ("SELECT * FROM events e JOIN titles t ON e.title_id < t.title_id", "non-equi"),
+    ("SELECT * FROM events e JOIN other o ON e.title_id = o.title_id", "not given"),
+    ("SELECT * FROM events e JOIN titles t ON upper(e.title_id) = t.title_id", "non-equi"),
+    ("SELECT * FROM (SELECT title_id, count(*) AS n FROM events GROUP BY title_id) x JOIN titles t ON x.title_id = t.title_id", "aggregates"),
+])
+def test_left_alone_with_reason(data, more, tmp_path, sql, why):
+    r = rewrite(sql, paths(data, more, ["events", "titles"]), T4, tmp_path)
+    assert not r["changes"]
+    assert r["unchanged_joins"] and why in r["unchanged_joins"][0]["reason"], r["unchanged_joins"]
+
+
+def test_sql_output_and_errors(data, more, tmp_path):
+    q = tmp_path / "q.sql"
+    q.write_text("SELECT * FROM events e LEFT JOIN titles t ON e.title_id = t.title_id")
+    p = run("rewrite", q, "--table", f"events={data['events']}", "--table", f"titles={data['titles']}", "-q", *T4)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("-- skewjoin: ") and "largest task" in p.stdout and p.stdout.rstrip().endswith(";")
+    # SQL that does not parse: one line with line and column, exit 2.
+    q.write_text("SELECT * FROM events e LEFT JOIN titles t ON e.title_id = = t.title_id")
+    p = run("rewrite", q, "--table", f"events={data['events']}")
+    assert p.returncode == 2 and "Line: 1" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    # A bad --table.
+    p = run("rewrite", q, "--table", "events")
+    assert p.returncode == 2 and "NAME=TABLE" in p.stderr
+    # Nothing hot: the query comes back (reformatted) with a note.
+    q.write_text("SELECT * FROM titles a JOIN titles b ON a.title_id = b.title_id")
+    p = run("rewrite", q, "--table", f"titles={data['titles']}", "-q")
+    assert p.returncode == 0 and "no join rewritten" in p.stdout and "left as written" in p.stdout
