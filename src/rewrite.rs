@@ -213,6 +213,15 @@ fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
     if remaps.is_empty() {
         return Ok(remaps);
     }
+    // A bare `alias.col` in the select list keeps its output name (as written) once re-pointed.
+    for item in sel.projection.iter_mut() {
+        if let SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) = item {
+            if parts.len() == 2 && remaps.iter().any(|r| r.alias.eq_ignore_ascii_case(&parts[0].value) && r.columns.contains_key(&lc(&parts[1].value))) {
+                let alias = parts[1].clone();
+                *item = SelectItem::ExprWithAlias { expr: Expr::CompoundIdentifier(parts.clone()), alias };
+            }
+        }
+    }
     // Re-point every expression of this SELECT (the later joins' ON clauses included), then
     // put the derived tables in place of the joins they replace.
     let _ = visit_expressions_mut(sel, |e: &mut Expr| {
