@@ -601,6 +601,9 @@ fn try_join(sel: &Select, fi: usize, ctx: &mut Ctx) -> Result<Attempt> {
     let relation = s.from.remove(0).relation;
 
     let mut notes = p.notes.clone();
+    if sel.selection.is_some() {
+        notes.push("the counts are of whole tables; Spark pushes the query's WHERE below the join, so the real tasks may be smaller".into());
+    }
     for inp in [&l, &r] {
         if inp.filtered {
             notes.push(format!("{}: the counts are of the whole table {}; the subquery's filter was not applied to them", inp.alias, inp.base.as_ref().map(|b| b.0.as_str()).unwrap_or("")));
