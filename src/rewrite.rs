@@ -97,11 +97,34 @@ fn last_ident(name: &ObjectName) -> Option<&Ident> {
 }
 
 /// Rewrite `sql` (one query). `tables` maps the names used in the query (lower case) to tables.
+/// Several statements (`;`-separated) are rewritten one by one; INSERT ... SELECT and
+/// CREATE TABLE ... AS SELECT have their query rewritten.
 pub fn rewrite(sql: &str, tables: &HashMap<String, Table>, classifier: &Classifier, opts: &PlanOptions) -> Result<Rewritten> {
-    let mut q = parse_query(sql)?;
+    let mut stmts = crate::sql::parse(sql)?;
+    if stmts.is_empty() {
+        return Err(Error::Usage("no SQL statement found".into()));
+    }
     let mut ctx = Ctx { tables, ctes: HashMap::new(), classifier, opts, changes: Vec::new(), unchanged: Vec::new(), next_id: 1 };
-    process_query(&mut q, &mut ctx)?;
-    let out = render(&Statement::Query(Box::new(q)));
+    for stmt in &mut stmts {
+        match stmt {
+            Statement::Query(q) => process_query(q, &mut ctx)?,
+            Statement::Insert(ins) => {
+                if let Some(q) = &mut ins.source {
+                    process_query(q, &mut ctx)?;
+                }
+            }
+            Statement::CreateTable(ct) => {
+                if let Some(q) = &mut ct.query {
+                    process_query(q, &mut ctx)?;
+                }
+            }
+            other => ctx.unchanged.push(Unchanged {
+                join: other.to_string().chars().take(60).collect(),
+                reason: "not a query, an INSERT ... SELECT or a CREATE TABLE ... AS SELECT".into(),
+            }),
+        }
+    }
+    let out = stmts.iter().map(render).collect::<Vec<_>>().join(";\n\n");
     Ok(Rewritten { sql: out, changes: ctx.changes, unchanged_joins: ctx.unchanged })
 }
 
