@@ -463,6 +463,16 @@ fn side_of(e: &Expr, l: &Input, r: &Input) -> Option<(plan::Side, String)> {
     }
 }
 
+/// `alias.col`, renamed only when the exposed name differs: Spark 4.3's optimizer
+/// (RemoveRedundantAliases) fails on a UNION of `x AS x` items under a window function.
+fn select_item(alias: &str, col: &str, exposed: &str) -> String {
+    if col == exposed {
+        format!("{}.{}", ident(alias), ident(col))
+    } else {
+        format!("{}.{} AS {}", ident(alias), ident(col), ident(exposed))
+    }
+}
+
 fn try_join(sel: &Select, fi: usize, ctx: &mut Ctx) -> Result<Attempt> {
     let twj = &sel.from[fi];
     let join = &twj.joins[0];
@@ -568,18 +578,17 @@ fn try_join(sel: &Select, fi: usize, ctx: &mut Ctx) -> Result<Attempt> {
     let using_keys: Vec<String> = if using { keys.iter().map(|k| lc(&k.0)).collect() } else { vec![] };
     if using {
         for (a, b) in &keys {
-            let e = match how {
-                JoinType::Right => format!("{}.{}", ident(&r.alias), ident(b)),
-                JoinType::Full => format!("coalesce({}.{}, {}.{})", ident(&l.alias), ident(a), ident(&r.alias), ident(b)),
-                _ => format!("{}.{}", ident(&l.alias), ident(a)),
-            };
-            select.push(format!("{e} AS {}", ident(a)));
+            select.push(match how {
+                JoinType::Right => select_item(&r.alias, b, a),
+                JoinType::Full => format!("coalesce({}.{}, {}.{}) AS {}", ident(&l.alias), ident(a), ident(&r.alias), ident(b), ident(a)),
+                _ => select_item(&l.alias, a, a),
+            });
             merged.push((a.clone(), a.clone()));
         }
     }
     for c in &l.columns {
         let exposed = if dup(c, &r) || using_keys.contains(&lc(c)) { format!("{}__{}", l.alias, c) } else { c.clone() };
-        select.push(format!("{}.{} AS {}", ident(&l.alias), ident(c), ident(&exposed)));
+        select.push(select_item(&l.alias, c, &exposed));
         columns_l.insert(lc(c), exposed.clone());
         if !using_keys.contains(&lc(c)) {
             star_l.push((exposed, c.clone()));
@@ -588,7 +597,7 @@ fn try_join(sel: &Select, fi: usize, ctx: &mut Ctx) -> Result<Attempt> {
     if how.outputs_right() {
         for c in &r.columns {
             let exposed = if dup(c, &l) || using_keys.contains(&lc(c)) { format!("{}__{}", r.alias, c) } else { c.clone() };
-            select.push(format!("{}.{} AS {}", ident(&r.alias), ident(c), ident(&exposed)));
+            select.push(select_item(&r.alias, c, &exposed));
             columns_r.insert(lc(c), exposed.clone());
             if !using_keys.contains(&lc(c)) {
                 star_r.push((exposed, c.clone()));
