@@ -208,3 +208,25 @@ def test_sql_output_and_errors(data, more, tmp_path):
     q.write_text("SELECT * FROM titles a JOIN titles b ON a.title_id = b.title_id")
     p = run("rewrite", q, "--table", f"titles={data['titles']}", "-q")
     assert p.returncode == 0 and "no join rewritten" in p.stdout and "left as written" in p.stdout
+
+
+def test_null_skew_beats_spread_null_join_keys(sj_spark, data, more, tmp_path):
+    """Spark 4.3 can spread the NULL keys of an outer join over all tasks
+    (spark.sql.shuffle.spreadNullJoinKeys.enabled); the rewrite does at least as well, because
+    its NULL-keyed rows never enter the shuffle."""
+    import pyspark
+    major, minor = (int(x) for x in pyspark.__version__.split(".")[:2])
+    if (major, minor) < (4, 3):
+        pytest.skip(f"spreadNullJoinKeys needs Spark 4.3 (this is {pyspark.__version__})")
+    spark = sj_spark
+    register(spark, data, more, EV)
+    sql = "SELECT * FROM events e LEFT JOIN titles t ON e.title_id = t.title_id"
+    r = rewrite(sql, paths(data, more, EV), T4, tmp_path)
+    spark.conf.set("spark.sql.shuffle.spreadNullJoinKeys.enabled", "true")
+    try:
+        spread_rows, spread_tasks = measured(spark, sql)
+    finally:
+        spark.conf.unset("spark.sql.shuffle.spreadNullJoinKeys.enabled")
+    rows1, tasks1 = measured(spark, r["sql"])
+    assert multiset(rows1) == multiset(spread_rows)
+    assert max_records(tasks1) <= max_records(spread_tasks), (max_records(tasks1), max_records(spread_tasks))
