@@ -100,7 +100,11 @@ pub fn text(plan: &Plan) -> String {
                 Strategy::Salt { n, split, salts, .. } => format!(
                     "salt: split {} {n} ways (salts {}), copy the other side {n} times",
                     if *split == Side::Left { &l.name } else { &r.name },
-                    salts.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(",")
+                    if salts.len() <= 12 {
+                        salts.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(",")
+                    } else {
+                        format!("{},... ({} values)", salts[..10].iter().map(|s| s.to_string()).collect::<Vec<_>>().join(","), salts.len())
+                    }
                 ),
             };
             let _ = writeln!(o, "    fix: {fix}");
