@@ -162,6 +162,27 @@ pub fn scan(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>])
                             let bad = |e: String| Error::bad_file(&file.path, format!("column {}: {e}", col.name));
                             let mut i = 0usize;
                             match &lookups[c] {
+                                // The first key column starts every row from seed 42: a
+                                // dictionary's values are hashed (and looked up) once each.
+                                Lookup::Bytes(m) if c == 0 && matches!(array.data_type(), arrow_schema::DataType::Dictionary(..)) => {
+                                    use arrow_array::cast::AsArray;
+                                    let dict = array.as_any_dictionary();
+                                    let mut per: Vec<Option<(i32, u64)>> = Vec::with_capacity(dict.values().len());
+                                    each_bytes(dict.values(), &mut |v| {
+                                        per.push(v.map(|b| (hash_bytes(b, SPARK_SEED), if m.is_empty() { 0 } else { m.get(b).copied().unwrap_or(0) })))
+                                    })
+                                    .map_err(bad)?;
+                                    let keys = dict.keys();
+                                    for (row, k) in dict.normalized_keys().into_iter().enumerate() {
+                                        match if keys.is_null(row) { None } else { per.get(k).copied().flatten() } {
+                                            None => null[row] = true,
+                                            Some((hv, bits)) => {
+                                                h[row] = hv;
+                                                mask[row] &= bits;
+                                            }
+                                        }
+                                    }
+                                }
                                 Lookup::Bytes(m) => each_bytes(array, &mut |v| {
                                     match v {
                                         None => null[i] = true,
