@@ -39,33 +39,8 @@ struct RewriteArgs {
     /// A table the query names, and its Parquet data: NAME=TABLE (file, folder or glob); repeat
     #[arg(long = "table", value_name = "NAME=TABLE", required = true)]
     tables: Vec<String>,
-    /// Shuffle partitions of the joins (spark.sql.shuffle.partitions)
-    #[arg(long, default_value_t = 200, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    shuffle_partitions: u32,
-    /// Largest slice or side to broadcast (spark.sql.autoBroadcastJoinThreshold): 64KB, 10MB, 1GB or bytes
-    #[arg(long, default_value = "10MB", value_name = "SIZE", value_parser = parse_size)]
-    broadcast_threshold: u64,
-    /// Size of a salted piece to aim for when it is larger than the median task
-    #[arg(long, default_value = "128MB", value_name = "SIZE", value_parser = parse_size)]
-    target_task_size: u64,
-    /// A key is hot when its rows in one task exceed F times the median task (as AQE's skew factor)
-    #[arg(long, default_value_t = 5.0, value_name = "F")]
-    hot_factor: f64,
-    /// Find hot candidates from a sample (fraction, percentage or rows); their counts stay exact
-    #[arg(long, value_name = "FRACTION|ROWS")]
-    sample: Option<Sample>,
-    /// Seed of the sample
-    #[arg(long, default_value_t = 42)]
-    seed: u64,
-    /// Remove junk-class keys (test, QA, bot accounts) before the join: the result changes
-    #[arg(long)]
-    drop_junk: bool,
-    /// Most frequent values per side to consider
-    #[arg(long, default_value_t = 20, value_name = "N")]
-    top: usize,
-    /// Classification rules (TOML or JSON) that extend or replace the built-in ones
-    #[arg(long, value_name = "FILE")]
-    rules: Option<PathBuf>,
+    #[command(flatten)]
+    planner: PlannerArgs,
     /// Output: the SQL with explaining comments, or JSON {"sql", "changes", "unchanged_joins"}
     #[arg(long, value_enum, default_value_t = RewriteFormat::Sql)]
     format: RewriteFormat,
@@ -106,6 +81,22 @@ struct PlanArgs {
     /// Name of the right table in the emitted SQL (default: the folder or file stem)
     #[arg(long, value_name = "NAME")]
     right_name: Option<String>,
+    #[command(flatten)]
+    planner: PlannerArgs,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+    format: PlanFormat,
+    /// Worker threads (default: all cores)
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// No progress bar
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+/// The planner's options, shared by `plan` and `rewrite`.
+#[derive(Args)]
+struct PlannerArgs {
     /// Shuffle partitions of the join (spark.sql.shuffle.partitions)
     #[arg(long, default_value_t = 200, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     shuffle_partitions: u32,
@@ -133,15 +124,28 @@ struct PlanArgs {
     /// Classification rules (TOML or JSON) that extend or replace the built-in ones
     #[arg(long, value_name = "FILE")]
     rules: Option<PathBuf>,
-    /// Output format
-    #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
-    format: PlanFormat,
-    /// Worker threads (default: all cores)
-    #[arg(long, value_name = "N")]
-    threads: Option<usize>,
-    /// No progress bar
-    #[arg(short, long)]
-    quiet: bool,
+}
+
+impl PlannerArgs {
+    fn options(&self, how: JoinType, quiet: bool) -> Result<PlanOptions> {
+        if !(self.hot_factor > 0.0) {
+            return Err(Error::Usage("--hot-factor must be above 0".into()));
+        }
+        Ok(PlanOptions {
+            how,
+            partitions: self.shuffle_partitions,
+            broadcast_threshold: self.broadcast_threshold,
+            target_task_size: self.target_task_size,
+            hot_factor: self.hot_factor,
+            sample: self.sample,
+            seed: self.seed,
+            drop_junk: self.drop_junk,
+            top: self.top,
+            memory: 2 << 30,
+            progress: !quiet,
+            extra_predicates: false,
+        })
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -278,10 +282,8 @@ fn run_plan(a: PlanArgs) -> Result<String> {
     if let Some(n) = a.threads {
         let _ = rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global();
     }
-    if !(a.hot_factor > 0.0) {
-        return Err(Error::Usage("--hot-factor must be above 0".into()));
-    }
-    let classifier = Classifier::with_file(a.rules.as_deref())?;
+    let opts = a.planner.options(a.how, a.quiet)?;
+    let classifier = Classifier::with_file(a.planner.rules.as_deref())?;
     let lt = Table::open(&a.left)?;
     let rt = Table::open(&a.right)?;
     let mut lcols = Vec::new();
@@ -308,20 +310,6 @@ fn run_plan(a: PlanArgs) -> Result<String> {
     if a.right_name.is_none() && right.name == left.name {
         right.name = format!("{}_2", right.name);
     }
-    let opts = PlanOptions {
-        how: a.how,
-        partitions: a.shuffle_partitions,
-        broadcast_threshold: a.broadcast_threshold,
-        target_task_size: a.target_task_size,
-        hot_factor: a.hot_factor,
-        sample: a.sample,
-        seed: a.seed,
-        drop_junk: a.drop_junk,
-        top: a.top,
-        memory: 2 << 30,
-        progress: !a.quiet,
-        extra_predicates: false,
-    };
     let p = plan::plan(&left, &right, &classifier, &opts)?;
     Ok(match a.format {
         PlanFormat::Text => plan::text(&p),
@@ -334,9 +322,7 @@ fn run_rewrite(a: RewriteArgs) -> Result<String> {
     if let Some(n) = a.threads {
         let _ = rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global();
     }
-    if !(a.hot_factor > 0.0) {
-        return Err(Error::Usage("--hot-factor must be above 0".into()));
-    }
+    let opts = a.planner.options(JoinType::Inner, a.quiet)?;
     let sql = match a.query.as_deref() {
         None | Some("-") => {
             let mut s = String::new();
@@ -345,7 +331,7 @@ fn run_rewrite(a: RewriteArgs) -> Result<String> {
         }
         Some(path) => std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.into(), source: e })?,
     };
-    let classifier = Classifier::with_file(a.rules.as_deref())?;
+    let classifier = Classifier::with_file(a.planner.rules.as_deref())?;
     let mut tables = std::collections::HashMap::new();
     for t in &a.tables {
         let (name, path) = t.split_once('=').ok_or_else(|| Error::Usage(format!("--table {t:?}: write NAME=TABLE, e.g. events=data/events/")))?;
@@ -355,20 +341,6 @@ fn run_rewrite(a: RewriteArgs) -> Result<String> {
         }
         tables.insert(name, Table::open(&[path.trim().to_string()])?);
     }
-    let opts = PlanOptions {
-        how: JoinType::Inner,
-        partitions: a.shuffle_partitions,
-        broadcast_threshold: a.broadcast_threshold,
-        target_task_size: a.target_task_size,
-        hot_factor: a.hot_factor,
-        sample: a.sample,
-        seed: a.seed,
-        drop_junk: a.drop_junk,
-        top: a.top,
-        memory: 2 << 30,
-        progress: !a.quiet,
-        extra_predicates: false,
-    };
     let r = skewjoin::rewrite::rewrite(&sql, &tables, &classifier, &opts)?;
     let out = match a.format {
         RewriteFormat::Json => serde_json::to_string_pretty(&r).unwrap_or_default() + "\n",

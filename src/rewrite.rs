@@ -64,7 +64,7 @@ struct Input {
     /// Output columns, in order.
     columns: Vec<String>,
     /// The base table (its `--table` name) and each output column's base column.
-    base: Option<(String, HashMap<String, String>)>,
+    base: (String, HashMap<String, String>),
     /// A WHERE in between: the counts are of the whole base table.
     filtered: bool,
 }
@@ -353,7 +353,7 @@ fn input_of(f: &TableFactor, ctx: &Ctx, depth: usize) -> std::result::Result<Inp
                 .ok_or_else(|| format!("table {name} was not given with --table"))?;
             let columns = table.column_names();
             let map = columns.iter().map(|c| (lc(c), c.clone())).collect();
-            Ok(Input { alias, source: name.to_string(), columns, base: Some((tname.clone(), map)), filtered: false })
+            Ok(Input { alias, source: name.to_string(), columns, base: (tname.clone(), map), filtered: false })
         }
         TableFactor::Derived { lateral: false, subquery, alias: Some(alias), .. } => {
             if !alias.columns.is_empty() {
@@ -381,7 +381,7 @@ fn query_input(q: &Query, ctx: &Ctx, depth: usize) -> std::result::Result<Input,
     let inner = input_of(&s.from[0].relation, ctx, depth)?;
     let mut columns = Vec::new();
     let mut map = HashMap::new();
-    let base = inner.base.as_ref().ok_or("not traced to a table")?;
+    let base = &inner.base;
     for item in &s.projection {
         match item {
             SelectItem::Wildcard(_) => {
@@ -426,7 +426,7 @@ fn query_input(q: &Query, ctx: &Ctx, depth: usize) -> std::result::Result<Input,
             _ => return Err("a subquery with a select item the tool cannot read".into()),
         }
     }
-    Ok(Input { alias: String::new(), source: String::new(), columns, base: Some((base.0.clone(), map)), filtered: inner.filtered || s.selection.is_some() })
+    Ok(Input { alias: String::new(), source: String::new(), columns, base: (base.0.clone(), map), filtered: inner.filtered || s.selection.is_some() })
 }
 
 /// Split `a AND b AND c`.
@@ -529,7 +529,7 @@ fn try_join(sel: &Select, fi: usize, ctx: &mut Ctx) -> Result<Attempt> {
         return Ok(Attempt::Unchanged("no equality between a column of each side in ON (a non-equi join)".into()));
     }
     // Key columns of the base tables.
-    let (lb, rb) = (l.base.as_ref().expect("traced"), r.base.as_ref().expect("traced"));
+    let (lb, rb) = (&l.base, &r.base);
     let lt = &ctx.tables[&lb.0];
     let rt = &ctx.tables[&rb.0];
     let mut lcols = Vec::new();
@@ -608,7 +608,7 @@ fn try_join(sel: &Select, fi: usize, ctx: &mut Ctx) -> Result<Attempt> {
     ctx.next_id += 1;
     let hashable = |t: &Table, inp: &Input| -> Vec<String> {
         let ok: Vec<String> = plan::hashable_columns(t).iter().map(|c| lc(c)).collect();
-        let map = &inp.base.as_ref().expect("traced").1;
+        let map = &inp.base.1;
         inp.columns.iter().filter(|c| map.get(&lc(c)).is_some_and(|b| ok.contains(&lc(b)))).cloned().collect()
     };
     let js = JoinSql {
@@ -638,7 +638,7 @@ fn try_join(sel: &Select, fi: usize, ctx: &mut Ctx) -> Result<Attempt> {
     }
     for inp in [&l, &r] {
         if inp.filtered {
-            notes.push(format!("{}: the counts are of the whole table {}; the subquery's filter was not applied to them", inp.alias, inp.base.as_ref().map(|b| b.0.as_str()).unwrap_or("")));
+            notes.push(format!("{}: the counts are of the whole table {}; the subquery's filter was not applied to them", inp.alias, inp.base.0));
         }
     }
     ctx.changes.push(Change {

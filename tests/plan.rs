@@ -2,24 +2,17 @@
 //! join type, the predicted tasks, and the emitted SQL pinned by snapshots. Whether that SQL
 //! returns the original's rows is checked on real Spark (tests/py/test_plan_spark.py).
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
-use parquet::arrow::ArrowWriter;
+use arrow_array::{ArrayRef, Int64Array, StringArray};
+
+mod common;
+use common::write;
 use skewjoin::classify::Classifier;
 use skewjoin::plan::{self, JoinType, PlanOptions, SideInput, Strategy};
 use skewjoin::profile::KeySpec;
 use skewjoin::source::Table;
-
-fn write(path: &Path, cols: Vec<(&str, ArrayRef)>) -> String {
-    let batch = RecordBatch::try_from_iter(cols).unwrap();
-    let mut w = ArrowWriter::try_new(File::create(path).unwrap(), batch.schema(), None).unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
-    path.display().to_string()
-}
 
 /// Left: 2100 rows; key NULL x600, 'unknown' x300, 'hot' x400, 'qa_test_user_01' x300, and
 /// 500 rows over 250 ordinary keys. Right: one row per ordinary key, `right_hot` rows of

@@ -3,24 +3,17 @@
 //! (tests/py/test_rewrite_spark.py).
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
-use parquet::arrow::ArrowWriter;
+use arrow_array::{ArrayRef, Int64Array, StringArray};
+
+mod common;
+use common::write;
 use skewjoin::classify::Classifier;
 use skewjoin::plan::PlanOptions;
 use skewjoin::rewrite::{rewrite, sql_with_comments, Rewritten};
 use skewjoin::source::Table;
-
-fn write(path: &Path, cols: Vec<(&str, ArrayRef)>) -> String {
-    let batch = RecordBatch::try_from_iter(cols).unwrap();
-    let mut w = ArrowWriter::try_new(File::create(path).unwrap(), batch.schema(), None).unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
-    path.display().to_string()
-}
 
 /// events(event_id, title_id): 600 NULL, 400 'hot', 300 "O'Neil", 500 over 250 ordinary keys.
 /// titles(title_id, name): one row per ordinary key and one 'hot'.

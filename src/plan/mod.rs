@@ -312,8 +312,9 @@ fn choose_salts(key: &[Value], n: u32, partitions: u32, used: &mut std::collecti
     let mut s: i32 = 0;
     let mut k: Vec<Value> = key.to_vec();
     k.push(Value::Int(0));
+    let slot = k.len() - 1;
     while salts.len() < n as usize {
-        *k.last_mut().expect("salt slot") = Value::Int(s);
+        k[slot] = Value::Int(s);
         let p = spark_partition(&k, partitions);
         // Once every partition is taken (n close to the partition count), accept collisions.
         if !used.contains(&p) || used.len() >= partitions as usize || s > 100_000 {
