@@ -300,6 +300,8 @@ fn parse_item(text: &str) -> Result<SelectItem> {
 }
 
 fn join_text(twj: &TableWithJoins) -> String {
+    let mut twj = twj.clone();
+    crate::sql::fix_literals(&mut twj);
     match twj.joins.first() {
         Some(j) => {
             let t = format!("{} {}", twj.relation, j);
@@ -361,7 +363,7 @@ fn input_of(f: &TableFactor, ctx: &Ctx, depth: usize) -> std::result::Result<Inp
             }
             let mut inner = query_input(subquery, ctx, depth + 1)?;
             inner.alias = alias.name.value.clone();
-            inner.source = format!("({subquery})");
+            inner.source = format!("({})", crate::sql::render_inline(subquery));
             Ok(inner)
         }
         TableFactor::Derived { alias: None, .. } => Err("a subquery without an alias".into()),

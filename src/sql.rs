@@ -103,33 +103,37 @@ pub fn parse_query(sql: &str) -> Result<Query> {
 
 /// Print a statement as Spark SQL: one clause a line, string literals with backslash escapes.
 pub fn render(stmt: &Statement) -> String {
-    let mut stmt = stmt.clone();
-    let _ = visit_expressions_mut(&mut stmt, |e: &mut Expr| {
-        if let Expr::Value(v) = e {
-            let text = match &v.value {
-                SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s) => Some(string_literal(s)),
-                _ => None,
-            };
-            if let Some(t) = text {
-                v.value = SqlValue::Placeholder(t);
-            }
-        }
-        ControlFlow::<()>::Continue(())
-    });
-    format!("{stmt:#}")
+    format!("{:#}", spark_literals(stmt))
 }
 
-/// One expression as Spark SQL text (string literals with backslash escapes).
-pub fn render_expr(e: &Expr) -> String {
-    let mut e = e.clone();
-    let _ = visit_expressions_mut(&mut e, |x: &mut Expr| {
-        if let Expr::Value(v) = x {
+/// A query on one line, string literals with backslash escapes (to embed in generated SQL).
+pub fn render_inline(q: &Query) -> String {
+    spark_literals(&Statement::Query(Box::new(q.clone()))).to_string()
+}
+
+/// The statement with every string literal re-printed as Spark reads it on 3.5 and 4.x.
+fn spark_literals(stmt: &Statement) -> Statement {
+    let mut stmt = stmt.clone();
+    fix_literals(&mut stmt);
+    stmt
+}
+
+/// Re-print every string literal in `x` with backslash escapes (see the module docs).
+pub fn fix_literals<T: sqlparser::ast::VisitMut>(x: &mut T) {
+    let _ = visit_expressions_mut(x, |e: &mut Expr| {
+        if let Expr::Value(v) = e {
             if let SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s) = &v.value {
                 v.value = SqlValue::Placeholder(string_literal(s));
             }
         }
         ControlFlow::<()>::Continue(())
     });
+}
+
+/// One expression as Spark SQL text (string literals with backslash escapes).
+pub fn render_expr(e: &Expr) -> String {
+    let mut e = e.clone();
+    fix_literals(&mut e);
     e.to_string()
 }
 

@@ -116,6 +116,7 @@ CASES = [
     ("chain", ["fl", "fr", "mm_right"], "SELECT a.x, b.y, c.b FROM fl a JOIN fr b ON a.k = b.k LEFT JOIN mm_right c ON b.k = c.k", ["--broadcast-threshold", "1KB"], False),
     ("hostile-inner", ["hl", "hr"], "SELECT * FROM hl a JOIN hr b ON a.k = b.k", T4, True),
     ("hostile-left-where", ["hl", "hr"], "SELECT a.k, b.w FROM hl a LEFT JOIN hr b ON a.k = b.k WHERE a.k <> 'O\\'Neil'", T4, True),
+    ("subquery-literal", ["hl", "hr"], "SELECT x.k, b.w FROM (SELECT * FROM hl WHERE k <> 'O\\'Neil\\\\x') x JOIN hr b ON x.k = b.k", T4, True),
     ("ts-key", ["tl", "tr"], "SELECT a.v, b.w FROM tl a JOIN tr b ON a.ts = b.ts", T4, True),
     ("date-key", ["tl", "tr"], "SELECT a.v, b.w FROM tl a LEFT JOIN tr b ON a.d = b.d", T4, True),
     ("decimal-key", ["tl", "tr"], "SELECT a.v, b.w FROM tl a JOIN tr b ON a.dec = b.dec", T4, True),
