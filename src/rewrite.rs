@@ -14,7 +14,7 @@ use std::ops::ControlFlow;
 
 use serde::Serialize;
 use sqlparser::ast::{
-    visit_expressions_mut, BinaryOperator, Expr, Ident, JoinConstraint, JoinOperator, ObjectName, ObjectNamePart, Query, Select, SelectItem,
+    visit_expressions_mut, BinaryOperator, Expr, Ident, Join, JoinConstraint, JoinOperator, ObjectName, ObjectNamePart, Query, Select, SelectItem,
     SelectItemQualifiedWildcardKind, SetExpr, Statement, TableFactor, TableWithJoins,
 };
 
@@ -63,15 +63,50 @@ struct Input {
     source: String,
     /// Output columns, in order.
     columns: Vec<String>,
-    /// The base table (its `--table` name) and each output column's base column.
-    base: (String, HashMap<String, String>),
+    /// Output column (lower case) -> its base table (`--table` name) and column there.
+    base: HashMap<String, (String, String)>,
     /// A WHERE in between: the counts are of the whole base table.
     filtered: bool,
+    /// For the joins before a chained join, made one input: the aliases they answer to, each
+    /// with its columns (lower case) -> the column of this input.
+    quals: Vec<(String, HashMap<String, String>)>,
+    /// Those joins as written.
+    joined: Option<String>,
 }
 
 impl Input {
     fn column(&self, name: &str) -> Option<String> {
         self.columns.iter().find(|c| c.eq_ignore_ascii_case(name)).cloned()
+    }
+
+    /// `qual.col` or a bare `col`, as a column of this input.
+    fn resolve(&self, qual: Option<&str>, col: &str) -> Option<String> {
+        if self.quals.is_empty() {
+            return match qual {
+                Some(q) if !q.eq_ignore_ascii_case(&self.alias) => None,
+                _ => self.column(col),
+            };
+        }
+        match qual {
+            Some(q) => self.quals.iter().find(|(a, _)| a.eq_ignore_ascii_case(q)).and_then(|(_, m)| m.get(&lc(col)).cloned()),
+            None => {
+                let hits: Vec<&String> = self.quals.iter().filter_map(|(_, m)| m.get(&lc(col))).collect();
+                if hits.len() == 1 {
+                    Some(hits[0].clone())
+                } else {
+                    None
+                }
+            }
+        }
+    }
+
+    /// The name the reports give this input.
+    fn display(&self) -> String {
+        if self.quals.is_empty() {
+            self.alias.clone()
+        } else {
+            self.quals.iter().map(|(a, _)| a.as_str()).collect::<Vec<_>>().join("+")
+        }
     }
 }
 
@@ -210,27 +245,15 @@ fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
         }
     }
     let mut remaps: Vec<Remap> = Vec::new();
-    // (from index, the derived alias, the join's `*` columns)
-    let mut stars: Vec<(usize, String, Vec<(String, String)>)> = Vec::new();
-    let mut relations: Vec<(usize, TableFactor)> = Vec::new();
+    // (from index, the new FROM item, its `*` items)
+    let mut done: Vec<(usize, TableWithJoins, Vec<SelectItem>)> = Vec::new();
     for fi in 0..sel.from.len() {
         if sel.from[fi].joins.is_empty() {
             continue;
         }
-        let text = join_text(&sel.from[fi]);
-        match try_join(sel, fi, ctx)? {
-            Attempt::Unchanged(reason) => ctx.unchanged.push(Unchanged { join: text, reason }),
-            Attempt::Rewritten { remaps: rs, new_alias, star, relation } => {
-                stars.push((fi, new_alias, star));
-                relations.push((fi, relation));
-                remaps.extend(rs);
-            }
-        }
-        for j in sel.from[fi].joins.iter().skip(1) {
-            ctx.unchanged.push(Unchanged {
-                join: format!("... {}", j.relation),
-                reason: "its left input is itself a join (the first join of a chain is the one planned)".into(),
-            });
+        if let Some(d) = process_from(&sel.from[fi], sel.selection.is_some(), ctx)? {
+            remaps.extend(d.remaps);
+            done.push((fi, d.twj, d.star));
         }
     }
     if remaps.is_empty() {
@@ -245,15 +268,16 @@ fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
             }
         }
     }
-    // Re-point every expression of this SELECT (the later joins' ON clauses included), then
-    // put the derived tables in place of the joins they replace.
+    // Re-point every expression of this SELECT, then put the new FROM items in place (their
+    // derived tables are not re-pointed: inside them the original aliases are still valid).
     let _ = visit_expressions_mut(sel, |e: &mut Expr| {
         repoint(e, &remaps);
         ControlFlow::<()>::Continue(())
     });
-    for (fi, relation) in relations {
-        sel.from[fi].relation = relation;
-        sel.from[fi].joins.remove(0);
+    let mut stars: Vec<(usize, Vec<SelectItem>)> = Vec::new();
+    for (fi, twj, star) in done {
+        sel.from[fi] = twj;
+        stars.push((fi, star));
     }
     // `*` and `alias.*`: the same columns, under their original names.
     let mut projection = Vec::new();
@@ -261,9 +285,11 @@ fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
         match &item {
             SelectItem::Wildcard(_) => {
                 for (fi, twj) in sel.from.iter().enumerate() {
-                    if let Some((_, new_alias, star)) = stars.iter().find(|s| s.0 == fi) {
-                        projection.extend(star_items(new_alias, star)?);
-                    } else if let Some(a) = factor_alias(&twj.relation) {
+                    if let Some((_, star)) = stars.iter().find(|s| s.0 == fi) {
+                        projection.extend(star.iter().cloned());
+                        continue;
+                    }
+                    if let Some(a) = factor_alias(&twj.relation) {
                         projection.push(parse_item(&format!("{}.*", ident(&a)))?);
                     }
                     for j in &twj.joins {
@@ -287,6 +313,302 @@ fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
     Ok(remaps)
 }
 
+/// A column of the joins so far in one FROM item: how the current SQL reaches it
+/// (`qual.name`), the name it had as written, and the input it came from.
+#[derive(Clone)]
+struct Slot {
+    qual: String,
+    name: String,
+    orig: String,
+    owner: Option<String>,
+}
+
+/// An input of the chain, with the slot of each of its columns.
+struct Member {
+    input: Input,
+    slots: Vec<usize>,
+}
+
+/// The joins of one FROM item processed so far (`a JOIN b ON ... JOIN c ON ...`, left to
+/// right), as SQL that is valid in the SELECT's scope, and where each column of each input is.
+struct Prefix {
+    cur: TableWithJoins,
+    slots: Vec<Slot>,
+    members: Vec<Member>,
+    /// What `*` of the prefix lists: a slot and the output name.
+    star: Vec<(usize, String)>,
+    rewritten: bool,
+    /// Why a later join cannot take the prefix as its input.
+    broken: Option<String>,
+}
+
+struct FromDone {
+    twj: TableWithJoins,
+    remaps: Vec<Remap>,
+    star: Vec<SelectItem>,
+}
+
+impl Prefix {
+    fn add_member(&mut self, input: Input) -> Vec<usize> {
+        let start = self.slots.len();
+        for c in &input.columns {
+            self.slots.push(Slot { qual: input.alias.clone(), name: c.clone(), orig: c.clone(), owner: Some(input.alias.clone()) });
+        }
+        let slots: Vec<usize> = (start..self.slots.len()).collect();
+        self.members.push(Member { input, slots: slots.clone() });
+        slots
+    }
+
+    /// `alias.col` of the inputs that moved into a derived table, pointed at it.
+    fn remaps(&self) -> Vec<Remap> {
+        let mut out = Vec::new();
+        for m in &self.members {
+            let Some(&first) = m.slots.first() else { continue };
+            let qual = &self.slots[first].qual;
+            if qual.eq_ignore_ascii_case(&m.input.alias) {
+                continue;
+            }
+            let columns = m.input.columns.iter().zip(&m.slots).map(|(c, &s)| (lc(c), self.slots[s].name.clone())).collect();
+            let star = m.input.columns.iter().zip(&m.slots).map(|(c, &s)| (self.slots[s].name.clone(), c.clone())).collect();
+            out.push(Remap { alias: m.input.alias.clone(), new_alias: qual.clone(), columns, star });
+        }
+        out
+    }
+
+    /// The prefix as one input of the next join. A single table as written is itself;
+    /// anything else becomes `(SELECT <every column, under unique names> FROM <prefix>)`.
+    fn as_input(&self, right: &Input, ctx: &mut Ctx) -> Input {
+        if !self.rewritten && self.cur.joins.is_empty() && self.members.len() == 1 {
+            return self.members[0].input.clone();
+        }
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for s in &self.slots {
+            *seen.entry(lc(&s.orig)).or_default() += 1;
+        }
+        let mut taken: std::collections::HashSet<String> = right.columns.iter().map(|c| lc(c)).collect();
+        let mut wraps = Vec::new();
+        for s in &self.slots {
+            let mut w = if seen[&lc(&s.orig)] == 1 && !taken.contains(&lc(&s.orig)) {
+                s.orig.clone()
+            } else {
+                format!("{}__{}", s.owner.as_deref().unwrap_or("using"), s.orig)
+            };
+            let stem = w.clone();
+            let mut n = 2;
+            while taken.contains(&lc(&w)) {
+                w = format!("{stem}_{n}");
+                n += 1;
+            }
+            taken.insert(lc(&w));
+            wraps.push(w);
+        }
+        let mut cur = self.cur.clone();
+        crate::sql::fix_literals(&mut cur);
+        let list: Vec<String> = self.slots.iter().zip(&wraps).map(|(s, w)| select_item(&s.qual, &s.name, w)).collect();
+        let alias = format!("__sjp{}", ctx.next_id);
+        ctx.next_id += 1;
+        let mut base = HashMap::new();
+        let mut quals = Vec::new();
+        for m in &self.members {
+            let mut q = HashMap::new();
+            for (c, &s) in m.input.columns.iter().zip(&m.slots) {
+                q.insert(lc(c), wraps[s].clone());
+                if let Some(b) = m.input.base.get(&lc(c)) {
+                    base.insert(lc(&wraps[s]), b.clone());
+                }
+            }
+            quals.push((m.input.alias.clone(), q));
+        }
+        Input {
+            alias,
+            source: format!("(SELECT {} FROM {cur})", list.join(", ")),
+            columns: wraps,
+            base,
+            filtered: self.members.iter().any(|m| m.input.filtered),
+            quals,
+            joined: Some(String::new()),
+        }
+    }
+
+    /// A join left as written joins the prefix.
+    fn append(&mut self, join: &Join, right: Option<Input>) {
+        let mut join = join.clone();
+        if self.rewritten {
+            let remaps = self.remaps();
+            if let JoinOperator::Join(JoinConstraint::On(e))
+            | JoinOperator::Inner(JoinConstraint::On(e))
+            | JoinOperator::Left(JoinConstraint::On(e))
+            | JoinOperator::LeftOuter(JoinConstraint::On(e))
+            | JoinOperator::Right(JoinConstraint::On(e))
+            | JoinOperator::RightOuter(JoinConstraint::On(e))
+            | JoinOperator::FullOuter(JoinConstraint::On(e))
+            | JoinOperator::Semi(JoinConstraint::On(e))
+            | JoinOperator::LeftSemi(JoinConstraint::On(e))
+            | JoinOperator::Anti(JoinConstraint::On(e))
+            | JoinOperator::LeftAnti(JoinConstraint::On(e)) = &mut join.join_operator
+            {
+                let _ = visit_expressions_mut(e, |x: &mut Expr| {
+                    repoint(x, &remaps);
+                    ControlFlow::<()>::Continue(())
+                });
+            }
+        }
+        let op = join.join_operator.clone();
+        self.cur.joins.push(join);
+        if self.broken.is_some() {
+            return;
+        }
+        let (how, constraint) = match &op {
+            JoinOperator::CrossJoin(c) => (JoinType::Inner, c),
+            other => match join_type(other) {
+                Ok(x) => x,
+                Err(e) => {
+                    self.broken = Some(e);
+                    return;
+                }
+            },
+        };
+        if !how.outputs_right() {
+            return;
+        }
+        let Some(right) = right else {
+            self.broken = Some("an input before it is not a traced table".into());
+            return;
+        };
+        let before = self.star.clone();
+        let rslots = self.add_member(right);
+        match constraint {
+            JoinConstraint::Using(cols) => {
+                // `*` of `a JOIN b USING (k)`: k (merged), then the rest of a, then of b.
+                if how == JoinType::Full {
+                    self.broken = Some("a FULL JOIN ... USING before it (its merged key is an expression)".into());
+                    return;
+                }
+                let keys: Vec<String> = cols.iter().filter_map(|c| last_ident(c).map(|i| lc(&i.value))).collect();
+                let mut star = Vec::new();
+                for k in &keys {
+                    let from_right = how == JoinType::Right;
+                    let pick = if from_right {
+                        rslots.iter().find(|&&s| lc(&self.slots[s].orig) == *k).map(|&s| (s, self.slots[s].orig.clone()))
+                    } else {
+                        before.iter().find(|(_, o)| lc(o) == *k).cloned()
+                    };
+                    match pick {
+                        Some(p) => star.push(p),
+                        None => {
+                            self.broken = Some(format!("USING column {k} is not on both sides"));
+                            return;
+                        }
+                    }
+                }
+                star.extend(before.into_iter().filter(|(_, o)| !keys.contains(&lc(o))));
+                star.extend(rslots.iter().filter(|&&s| !keys.contains(&lc(&self.slots[s].orig))).map(|&s| (s, self.slots[s].orig.clone())));
+                self.star = star;
+            }
+            JoinConstraint::Natural => self.broken = Some("a NATURAL JOIN before it".into()),
+            _ => {
+                let extra: Vec<(usize, String)> = rslots.iter().map(|&s| (s, self.slots[s].orig.clone())).collect();
+                self.star.extend(extra);
+            }
+        }
+    }
+
+    /// A join rewritten into the derived table `j.alias`: every column is now there.
+    fn absorb(&mut self, left: &Input, right: &Input, j: Joined) {
+        for (i, c) in left.columns.iter().enumerate() {
+            if let Some(e) = j.left.get(&lc(c)) {
+                self.slots[i].qual = j.alias.clone();
+                self.slots[i].name = e.clone();
+            }
+        }
+        let before = std::mem::take(&mut self.star);
+        let mut merged = Vec::new();
+        for k in &j.using {
+            self.slots.push(Slot { qual: j.alias.clone(), name: k.clone(), orig: k.clone(), owner: None });
+            merged.push((self.slots.len() - 1, k.clone()));
+        }
+        let keys: Vec<String> = j.using.iter().map(|k| lc(k)).collect();
+        let mut star = merged;
+        star.extend(before.into_iter().filter(|(_, o)| !keys.contains(&lc(o))));
+        if j.how.outputs_right() {
+            let rslots = self.add_member(right.clone());
+            for (&s, c) in rslots.iter().zip(&right.columns) {
+                self.slots[s].qual = j.alias.clone();
+                self.slots[s].name = j.right.get(&lc(c)).cloned().unwrap_or_else(|| c.clone());
+                if !keys.contains(&lc(c)) {
+                    star.push((s, c.clone()));
+                }
+            }
+        }
+        self.star = star;
+        self.cur = TableWithJoins { relation: j.relation, joins: vec![] };
+        self.rewritten = true;
+    }
+}
+
+/// The joins of one FROM item, left to right: each equi-join whose inputs trace to tables is
+/// planned (a later join's left input is the joins before it) and rewritten if it has
+/// something to fix. `None` when nothing changed.
+fn process_from(twj: &TableWithJoins, has_where: bool, ctx: &mut Ctx) -> Result<Option<FromDone>> {
+    if twj.joins.len() > 1
+        && twj.joins.iter().skip(1).any(|j| {
+            matches!(
+                join_type(&j.join_operator),
+                Ok((_, JoinConstraint::Using(_) | JoinConstraint::Natural))
+            )
+        })
+    {
+        for j in 0..twj.joins.len() {
+            ctx.unchanged.push(Unchanged {
+                join: join_text(twj, j),
+                reason: "a chain of joins with USING or NATURAL after its first join: the merged columns of the later joins are not rewritten".into(),
+            });
+        }
+        return Ok(None);
+    }
+    let mut p = Prefix { cur: TableWithJoins { relation: twj.relation.clone(), joins: vec![] }, slots: vec![], members: vec![], star: vec![], rewritten: false, broken: None };
+    match input_of(&twj.relation, ctx, 0) {
+        Ok(inp) => {
+            let slots = p.add_member(inp);
+            p.star = slots.iter().map(|&s| (s, p.slots[s].orig.clone())).collect();
+        }
+        Err(r) => p.broken = Some(format!("left input: {r}")),
+    }
+    for (j, join) in twj.joins.iter().enumerate() {
+        let text = join_text(twj, j);
+        let right = input_of(&join.relation, ctx, 0);
+        let attempt: std::result::Result<(), String> = match (&p.broken, &right) {
+            (Some(r), _) if j == 0 => Err(r.clone()),
+            (Some(r), _) => Err(format!("its left input, the joins before it, cannot be traced: {r}")),
+            (None, Err(r)) => Err(format!("right input: {r}")),
+            (None, Ok(r)) => {
+                let mut l = p.as_input(r, ctx);
+                if l.joined.is_some() {
+                    let mut before = TableWithJoins { relation: twj.relation.clone(), joins: twj.joins[..j].to_vec() };
+                    crate::sql::fix_literals(&mut before);
+                    l.joined = Some(before.to_string().split_whitespace().collect::<Vec<_>>().join(" "));
+                }
+                match try_join(&l, r, join, text.clone(), has_where, ctx)? {
+                    Ok(joined) => {
+                        p.absorb(&l, r, joined);
+                        continue;
+                    }
+                    Err(reason) => Err(reason),
+                }
+            }
+        };
+        if let Err(reason) = attempt {
+            ctx.unchanged.push(Unchanged { join: text, reason });
+        }
+        p.append(join, right.ok());
+    }
+    if !p.rewritten {
+        return Ok(None);
+    }
+    let star = p.star.iter().map(|(s, out)| parse_item(&select_item(&p.slots[*s].qual, &p.slots[*s].name, out))).collect::<Result<Vec<_>>>()?;
+    Ok(Some(FromDone { remaps: p.remaps(), twj: p.cur, star }))
+}
+
 fn star_items(alias: &str, cols: &[(String, String)]) -> Result<Vec<SelectItem>> {
     cols.iter().map(|(exposed, original)| parse_item(&format!("{}.{} AS {}", ident(alias), ident(exposed), ident(original)))).collect()
 }
@@ -299,21 +621,15 @@ fn parse_item(text: &str) -> Result<SelectItem> {
     }
 }
 
-fn join_text(twj: &TableWithJoins) -> String {
+fn join_text(twj: &TableWithJoins, j: usize) -> String {
     let mut twj = twj.clone();
     crate::sql::fix_literals(&mut twj);
-    match twj.joins.first() {
-        Some(j) => {
-            let t = format!("{} {}", twj.relation, j);
-            t.split_whitespace().collect::<Vec<_>>().join(" ")
-        }
+    let t = match twj.joins.get(j) {
+        Some(x) if j == 0 => format!("{} {}", twj.relation, x),
+        Some(x) => format!("{} ... {}", twj.relation, x),
         None => twj.relation.to_string(),
-    }
-}
-
-enum Attempt {
-    Unchanged(String),
-    Rewritten { remaps: Vec<Remap>, new_alias: String, star: Vec<(String, String)>, relation: TableFactor },
+    };
+    t.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn join_type(op: &JoinOperator) -> std::result::Result<(JoinType, &JoinConstraint), String> {
@@ -354,8 +670,8 @@ fn input_of(f: &TableFactor, ctx: &Ctx, depth: usize) -> std::result::Result<Inp
                 .or_else(|| ctx.tables.get_key_value(&short))
                 .ok_or_else(|| format!("table {name} was not given with --table"))?;
             let columns = table.column_names();
-            let map = columns.iter().map(|c| (lc(c), c.clone())).collect();
-            Ok(Input { alias, source: name.to_string(), columns, base: (tname.clone(), map), filtered: false })
+            let base = columns.iter().map(|c| (lc(c), (tname.clone(), c.clone()))).collect();
+            Ok(Input { alias, source: name.to_string(), columns, base, filtered: false, quals: vec![], joined: None })
         }
         TableFactor::Derived { lateral: false, subquery, alias: Some(alias), .. } => {
             if !alias.columns.is_empty() {
@@ -389,7 +705,7 @@ fn query_input(q: &Query, ctx: &Ctx, depth: usize) -> std::result::Result<Input,
             SelectItem::Wildcard(_) => {
                 for c in &inner.columns {
                     columns.push(c.clone());
-                    if let Some(b) = base.1.get(&lc(c)) {
+                    if let Some(b) = base.get(&lc(c)) {
                         map.insert(lc(c), b.clone());
                     }
                 }
@@ -397,7 +713,7 @@ fn query_input(q: &Query, ctx: &Ctx, depth: usize) -> std::result::Result<Input,
             SelectItem::QualifiedWildcard(..) => {
                 for c in &inner.columns {
                     columns.push(c.clone());
-                    if let Some(b) = base.1.get(&lc(c)) {
+                    if let Some(b) = base.get(&lc(c)) {
                         map.insert(lc(c), b.clone());
                     }
                 }
@@ -408,7 +724,7 @@ fn query_input(q: &Query, ctx: &Ctx, depth: usize) -> std::result::Result<Input,
                     Expr::CompoundIdentifier(p) => p.last().map(|i| i.value.clone()).unwrap_or_default(),
                     _ => return Err("a subquery with an unnamed expression in its select list".into()),
                 };
-                if let Some(b) = base.1.get(&lc(&name)) {
+                if let Some(b) = base.get(&lc(&name)) {
                     map.insert(lc(&name), b.clone());
                 }
                 columns.push(name);
@@ -420,7 +736,7 @@ fn query_input(q: &Query, ctx: &Ctx, depth: usize) -> std::result::Result<Input,
                     _ => None,
                 };
                 // A renamed column still traces; an expression does not (it cannot be a key).
-                if let Some(b) = src.and_then(|n| base.1.get(&lc(&n)).cloned()) {
+                if let Some(b) = src.and_then(|n| base.get(&lc(&n)).cloned()) {
                     map.insert(lc(&alias.value), b);
                 }
                 columns.push(alias.value.clone());
@@ -428,7 +744,7 @@ fn query_input(q: &Query, ctx: &Ctx, depth: usize) -> std::result::Result<Input,
             _ => return Err("a subquery with a select item the tool cannot read".into()),
         }
     }
-    Ok(Input { alias: String::new(), source: String::new(), columns, base: (base.0.clone(), map), filtered: inner.filtered || s.selection.is_some() })
+    Ok(Input { alias: String::new(), source: String::new(), columns, base: map, filtered: inner.filtered || s.selection.is_some(), quals: vec![], joined: None })
 }
 
 /// Split `a AND b AND c`.
@@ -447,15 +763,13 @@ fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
 fn side_of(e: &Expr, l: &Input, r: &Input) -> Option<(plan::Side, String)> {
     match e {
         Expr::CompoundIdentifier(p) if p.len() == 2 => {
-            if p[0].value.eq_ignore_ascii_case(&l.alias) {
-                l.column(&p[1].value).map(|c| (plan::Side::Left, c))
-            } else if p[0].value.eq_ignore_ascii_case(&r.alias) {
+            if p[0].value.eq_ignore_ascii_case(&r.alias) {
                 r.column(&p[1].value).map(|c| (plan::Side::Right, c))
             } else {
-                None
+                l.resolve(Some(&p[0].value), &p[1].value).map(|c| (plan::Side::Left, c))
             }
         }
-        Expr::Identifier(i) => match (l.column(&i.value), r.column(&i.value)) {
+        Expr::Identifier(i) => match (l.resolve(None, &i.value), r.column(&i.value)) {
             (Some(c), None) => Some((plan::Side::Left, c)),
             (None, Some(c)) => Some((plan::Side::Right, c)),
             _ => None,
@@ -475,26 +789,66 @@ fn select_item(alias: &str, col: &str, exposed: &str) -> String {
     }
 }
 
-fn try_join(sel: &Select, fi: usize, ctx: &mut Ctx) -> Result<Attempt> {
-    let twj = &sel.from[fi];
-    let join = &twj.joins[0];
+/// A join rewritten: the derived table that replaces it and where each input column went.
+struct Joined {
+    alias: String,
+    relation: TableFactor,
+    how: JoinType,
+    /// Input column (lower case) -> its name in the derived table.
+    left: HashMap<String, String>,
+    right: HashMap<String, String>,
+    /// USING keys, merged into one column each (named as the key).
+    using: Vec<String>,
+}
+
+/// Rewrite references of an ON predicate to the inputs as the branches name them (the
+/// joins before a chained join are one subquery there).
+fn to_branch_names(e: &mut Expr, l: &Input, r: &Input) {
+    if l.quals.is_empty() {
+        return;
+    }
+    let _ = visit_expressions_mut(e, |x: &mut Expr| {
+        let to = match &*x {
+            Expr::CompoundIdentifier(p) if p.len() == 2 && !p[0].value.eq_ignore_ascii_case(&r.alias) => l.resolve(Some(&p[0].value), &p[1].value),
+            Expr::Identifier(i) if r.column(&i.value).is_none() => l.resolve(None, &i.value),
+            _ => None,
+        };
+        if let Some(c) = to {
+            *x = Expr::CompoundIdentifier(vec![Ident::with_quote('`', l.alias.clone()), Ident::with_quote('`', c)]);
+        }
+        ControlFlow::<()>::Continue(())
+    });
+}
+
+/// The base table of a side's key columns, and each key's base column; an error names why not.
+fn key_base(inp: &Input, keys: &[String], ctx: &Ctx) -> std::result::Result<(String, Vec<crate::source::ResolvedColumn>), String> {
+    let mut table: Option<String> = None;
+    let mut cols = Vec::new();
+    for k in keys {
+        let Some((t, b)) = inp.base.get(&lc(k)) else {
+            return Err(format!("key {k} of {} is an expression the tool cannot trace to a table column", inp.alias));
+        };
+        match &table {
+            Some(t0) if t0 != t => return Err(format!("the keys of {} come from two tables ({t0} and {t})", inp.alias)),
+            _ => table = Some(t.clone()),
+        }
+        let resolved = ctx.tables[t].resolve(b).map_err(|e| e.to_string())?;
+        cols.push(resolved);
+    }
+    Ok((table.unwrap_or_default(), cols))
+}
+
+fn try_join(l: &Input, r: &Input, join: &Join, text: String, has_where: bool, ctx: &mut Ctx) -> Result<std::result::Result<Joined, String>> {
     let (how, constraint) = match join_type(&join.join_operator) {
         Ok(x) => x,
-        Err(r) => return Ok(Attempt::Unchanged(r)),
+        Err(r) => return Ok(Err(r)),
     };
-    let l = match input_of(&twj.relation, ctx, 0) {
-        Ok(i) => i,
-        Err(r) => return Ok(Attempt::Unchanged(format!("left input: {r}"))),
-    };
-    let r = match input_of(&join.relation, ctx, 0) {
-        Ok(i) => i,
-        Err(r) => return Ok(Attempt::Unchanged(format!("right input: {r}"))),
-    };
-    if l.alias.eq_ignore_ascii_case(&r.alias) {
-        return Ok(Attempt::Unchanged("both inputs go by the same name".into()));
+    if l.alias.eq_ignore_ascii_case(&r.alias) || l.quals.iter().any(|(a, _)| a.eq_ignore_ascii_case(&r.alias)) {
+        return Ok(Err("both inputs go by the same name".into()));
     }
     // Keys and the other predicates.
     let mut keys: Vec<(String, String)> = Vec::new();
+    let mut key_text: Vec<String> = Vec::new();
     let mut extras: Vec<Expr> = Vec::new();
     let using = match constraint {
         JoinConstraint::On(e) => {
@@ -502,14 +856,17 @@ fn try_join(sel: &Select, fi: usize, ctx: &mut Ctx) -> Result<Attempt> {
             conjuncts(e, &mut cs);
             for c in cs {
                 if let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = &c {
-                    match (side_of(left, &l, &r), side_of(right, &l, &r)) {
+                    match (side_of(left, l, r), side_of(right, l, r)) {
                         (Some((plan::Side::Left, a)), Some((plan::Side::Right, b))) | (Some((plan::Side::Right, b)), Some((plan::Side::Left, a))) => {
                             keys.push((a, b));
+                            key_text.push(format!("{} = {}", crate::sql::render_expr(left), crate::sql::render_expr(right)));
                             continue;
                         }
                         _ => {}
                     }
                 }
+                let mut c = c;
+                to_branch_names(&mut c, l, r);
                 extras.push(c);
             }
             false
@@ -518,47 +875,44 @@ fn try_join(sel: &Select, fi: usize, ctx: &mut Ctx) -> Result<Attempt> {
             for c in cols {
                 let name = last_ident(c).map(|i| i.value.clone()).unwrap_or_default();
                 match (l.column(&name), r.column(&name)) {
-                    (Some(a), Some(b)) => keys.push((a, b)),
-                    _ => return Ok(Attempt::Unchanged(format!("USING column {name} is not on both sides"))),
+                    (Some(a), Some(b)) => {
+                        key_text.push(format!("{}.{a} = {}.{b}", l.alias, r.alias));
+                        keys.push((a, b));
+                    }
+                    _ => return Ok(Err(format!("USING column {name} is not on both sides"))),
                 }
             }
             true
         }
-        JoinConstraint::Natural => return Ok(Attempt::Unchanged("NATURAL JOIN: the keys are implicit; write them out with USING or ON".into())),
-        JoinConstraint::None => return Ok(Attempt::Unchanged("no join condition".into())),
+        JoinConstraint::Natural => return Ok(Err("NATURAL JOIN: the keys are implicit; write them out with USING or ON".into())),
+        JoinConstraint::None => return Ok(Err("no join condition".into())),
     };
     if keys.is_empty() {
-        return Ok(Attempt::Unchanged("no equality between a column of each side in ON (a non-equi join)".into()));
+        return Ok(Err("no equality between a column of each side in ON (a non-equi join)".into()));
     }
     // Key columns of the base tables.
-    let (lb, rb) = (&l.base, &r.base);
-    let lt = &ctx.tables[&lb.0];
-    let rt = &ctx.tables[&rb.0];
-    let mut lcols = Vec::new();
-    let mut rcols = Vec::new();
-    for (a, b) in &keys {
-        let (Some(ba), Some(bb)) = (lb.1.get(&lc(a)), rb.1.get(&lc(b))) else {
-            return Ok(Attempt::Unchanged(format!("key {a} = {b} is an expression of a subquery the tool cannot trace to a table column")));
-        };
-        match (lt.resolve(ba), rt.resolve(bb)) {
-            (Ok(x), Ok(y)) => {
-                lcols.push(x);
-                rcols.push(y);
-            }
-            (Err(e), _) | (_, Err(e)) => return Ok(Attempt::Unchanged(e.to_string())),
-        }
-    }
+    let lkeys: Vec<String> = keys.iter().map(|k| k.0.clone()).collect();
+    let rkeys: Vec<String> = keys.iter().map(|k| k.1.clone()).collect();
+    let (ltn, lcols) = match key_base(l, &lkeys, ctx) {
+        Ok(x) => x,
+        Err(e) => return Ok(Err(e)),
+    };
+    let (rtn, rcols) = match key_base(r, &rkeys, ctx) {
+        Ok(x) => x,
+        Err(e) => return Ok(Err(e)),
+    };
+    let lt = &ctx.tables[&ltn];
+    let rt = &ctx.tables[&rtn];
     let mut opts = ctx.opts.clone();
     opts.how = how;
     opts.extra_predicates = !extras.is_empty();
-    let left = SideInput { table: lt, keys: KeySpec { columns: lcols }, name: l.alias.clone() };
+    let left = SideInput { table: lt, keys: KeySpec { columns: lcols }, name: l.display().to_string() };
     let right = SideInput { table: rt, keys: KeySpec { columns: rcols }, name: r.alias.clone() };
     let p: Plan = match plan::plan(&left, &right, ctx.classifier, &opts) {
         Ok(p) => p,
-        Err(Error::Usage(m)) if m.contains("types differ") => return Ok(Attempt::Unchanged(m)),
+        Err(Error::Usage(m)) if m.contains("types differ") => return Ok(Err(m)),
         Err(e) => return Err(e),
     };
-    let text = join_text(&sel.from[fi]);
     let acts = p.broadcast_side.is_some() || p.hot_keys.iter().any(|h| !matches!(h.strategy, Strategy::Keep { .. }));
     if !acts {
         let reason = match (&p.next, p.hot_keys.is_empty()) {
@@ -566,7 +920,7 @@ fn try_join(sel: &Select, fi: usize, ctx: &mut Ctx) -> Result<Attempt> {
             (None, false) => format!("hot keys, but none can be moved safely: {}", p.hot_keys.iter().map(|h| format!("{}: {}", h.display, h.why)).collect::<Vec<_>>().join("; ")),
             (None, true) => "no hot key".into(),
         };
-        return Ok(Attempt::Unchanged(reason));
+        return Ok(Err(reason));
     }
 
     // The columns the derived table exposes.
@@ -574,8 +928,6 @@ fn try_join(sel: &Select, fi: usize, ctx: &mut Ctx) -> Result<Attempt> {
     let mut select = Vec::new();
     let mut columns_l = HashMap::new();
     let mut columns_r = HashMap::new();
-    let mut star_l = Vec::new();
-    let mut star_r = Vec::new();
     let mut merged = Vec::new();
     let using_keys: Vec<String> = if using { keys.iter().map(|k| lc(&k.0)).collect() } else { vec![] };
     if using {
@@ -585,33 +937,31 @@ fn try_join(sel: &Select, fi: usize, ctx: &mut Ctx) -> Result<Attempt> {
                 JoinType::Full => format!("coalesce({}.{}, {}.{}) AS {}", ident(&l.alias), ident(a), ident(&r.alias), ident(b), ident(a)),
                 _ => select_item(&l.alias, a, a),
             });
-            merged.push((a.clone(), a.clone()));
+            merged.push(a.clone());
         }
     }
     for c in &l.columns {
-        let exposed = if dup(c, &r) || using_keys.contains(&lc(c)) { format!("{}__{}", l.alias, c) } else { c.clone() };
+        let exposed = if dup(c, r) || using_keys.contains(&lc(c)) { format!("{}__{}", l.alias, c) } else { c.clone() };
         select.push(select_item(&l.alias, c, &exposed));
-        columns_l.insert(lc(c), exposed.clone());
-        if !using_keys.contains(&lc(c)) {
-            star_l.push((exposed, c.clone()));
-        }
+        columns_l.insert(lc(c), exposed);
     }
     if how.outputs_right() {
         for c in &r.columns {
-            let exposed = if dup(c, &l) || using_keys.contains(&lc(c)) { format!("{}__{}", r.alias, c) } else { c.clone() };
+            let exposed = if dup(c, l) || using_keys.contains(&lc(c)) { format!("{}__{}", r.alias, c) } else { c.clone() };
             select.push(select_item(&r.alias, c, &exposed));
-            columns_r.insert(lc(c), exposed.clone());
-            if !using_keys.contains(&lc(c)) {
-                star_r.push((exposed, c.clone()));
-            }
+            columns_r.insert(lc(c), exposed);
         }
     }
     let new_alias = format!("__sj{}", ctx.next_id);
     ctx.next_id += 1;
-    let hashable = |t: &Table, inp: &Input| -> Vec<String> {
-        let ok: Vec<String> = plan::hashable_columns(t).iter().map(|c| lc(c)).collect();
-        let map = &inp.base.1;
-        inp.columns.iter().filter(|c| map.get(&lc(c)).is_some_and(|b| ok.contains(&lc(b)))).cloned().collect()
+    let hashable = |inp: &Input| -> Vec<String> {
+        inp.columns
+            .iter()
+            .filter(|c| {
+                inp.base.get(&lc(c)).is_some_and(|(t, b)| ctx.tables.get(t).is_some_and(|t| plan::hashable_columns(t).iter().any(|h| h.eq_ignore_ascii_case(b))))
+            })
+            .cloned()
+            .collect()
     };
     let js = JoinSql {
         how,
@@ -621,32 +971,46 @@ fn try_join(sel: &Select, fi: usize, ctx: &mut Ctx) -> Result<Attempt> {
         right_alias: ident(&r.alias),
         select_list: select.join(", "),
         extra_on: if extras.is_empty() { None } else { Some(extras.iter().map(crate::sql::render_expr).collect::<Vec<_>>().join(" AND ")) },
-        left_keys: keys.iter().map(|k| k.0.clone()).collect(),
-        right_keys: keys.iter().map(|k| k.1.clone()).collect(),
+        left_keys: lkeys,
+        right_keys: rkeys,
         key_types: left.keys.types(),
         left_columns: l.columns.clone(),
         right_columns: r.columns.clone(),
-        left_hashable: hashable(lt, &l),
-        right_hashable: hashable(rt, &r),
+        left_hashable: hashable(l),
+        right_hashable: hashable(r),
     };
     let union = emit_sql(&js, &p)?;
     let derived = parse_query(&format!("SELECT * FROM ({union}) AS {}", ident(&new_alias)))?;
+    let branches = match derived.body.as_ref() {
+        SetExpr::Select(s) => match s.from.first().map(|f| &f.relation) {
+            Some(TableFactor::Derived { subquery, .. }) => count_branches(&subquery.body),
+            _ => 1,
+        },
+        _ => 1,
+    };
     let SetExpr::Select(mut s) = *derived.body else { return Err(Error::Usage("internal error: derived table".into())) };
     let relation = s.from.remove(0).relation;
 
     let mut notes = p.notes.clone();
-    if sel.selection.is_some() {
+    if let Some(prefix) = &l.joined {
+        notes.push(format!(
+            "the left input is the joins before this one ({prefix}); its key counts are those of the base table {ltn}, before those joins, which may drop or repeat rows, so the task sizes are estimates; the joins before run once in each of the {branches} branches (Spark reuses identical shuffles)"
+        ));
+    }
+    if has_where {
         notes.push("the counts are of whole tables; Spark pushes the query's WHERE below the join, so the real tasks may be smaller".into());
     }
-    for inp in [&l, &r] {
+    for inp in [l, r] {
         if inp.filtered {
-            notes.push(format!("{}: the counts are of the whole table {}; the subquery's filter was not applied to them", inp.alias, inp.base.0));
+            let tables: std::collections::BTreeSet<&str> = inp.base.values().map(|(t, _)| t.as_str()).collect();
+            let tables: Vec<&str> = tables.into_iter().collect();
+            notes.push(format!("{}: the counts are of the whole table {}; the subquery's filter was not applied to them", inp.display(), tables.join(", ")));
         }
     }
     ctx.changes.push(Change {
         join: text,
         how,
-        keys: keys.iter().map(|(a, b)| format!("{}.{a} = {}.{b}", l.alias, r.alias)).collect(),
+        keys: key_text,
         alias: new_alias.clone(),
         hot_keys: p.hot_keys.clone(),
         broadcast_side: p.broadcast_side,
@@ -656,19 +1020,15 @@ fn try_join(sel: &Select, fi: usize, ctx: &mut Ctx) -> Result<Attempt> {
         warnings: p.warnings.clone(),
         results_change: p.results_change,
     });
-    // `*` of the join: USING keys merged first, then the left columns, then the right ones.
-    let mut star = merged;
-    star.extend(star_l);
-    star.extend(star_r);
-    // `alias.*`: every column of that input, USING keys included.
-    let all = |inp: &Input, cols: &HashMap<String, String>| -> Vec<(String, String)> { inp.columns.iter().filter_map(|c| cols.get(&lc(c)).map(|e| (e.clone(), c.clone()))).collect() };
-    let star_of_l = all(&l, &columns_l);
-    let star_of_r = all(&r, &columns_r);
-    let mut remaps = vec![Remap { alias: l.alias.clone(), new_alias: new_alias.clone(), columns: columns_l, star: star_of_l }];
-    if how.outputs_right() {
-        remaps.push(Remap { alias: r.alias.clone(), new_alias: new_alias.clone(), columns: columns_r, star: star_of_r });
+    Ok(Ok(Joined { alias: new_alias, relation, how, left: columns_l, right: columns_r, using: merged }))
+}
+
+/// How many SELECTs a UNION ALL of branches has.
+fn count_branches(body: &SetExpr) -> usize {
+    match body {
+        SetExpr::SetOperation { left, right, .. } => count_branches(left) + count_branches(right),
+        _ => 1,
     }
-    Ok(Attempt::Rewritten { remaps, new_alias, star, relation })
 }
 
 /// The rewritten SQL, after `--` lines that explain each change with its numbers.

@@ -53,6 +53,17 @@ def more(tmp_path_factory):
     rcols = {c: v.slice(0, m) for c, v in rcols.items()}
     rcols["w"] = pa.array(range(m), pa.int64())
     out["tr"] = write(d / "tr.parquet", rcols)
+    # A star schema for chains of joins: fact f(id, k1, k2, k3, v) with k1 even, k2 40% 'hot2'
+    # and 20% NULL, k3 35% 'hot3'; one dimension per key.
+    n = 20_000
+    k2 = ["hot2"] * 8000 + [None] * 4000 + [f"b{rng.randrange(1500)}" for _ in range(n - 12000)]
+    k3 = ["hot3"] * 7000 + [f"c{rng.randrange(1500)}" for _ in range(n - 7000)]
+    rng.shuffle(k2)
+    rng.shuffle(k3)
+    out["f"] = write(d / "f.parquet", {"id": list(range(n)), "k1": [f"a{rng.randrange(1500)}" for _ in range(n)], "k2": k2, "k3": k3, "v": [rng.random() for _ in range(n)]})
+    out["dim1"] = write(d / "dim1.parquet", {"k1": [f"a{i}" for i in range(1400)], "n1": [f"n1 {i}" for i in range(1400)]})
+    out["dim2"] = write(d / "dim2.parquet", {"d2": ["hot2"] + [f"b{i}" for i in range(1400)], "n2": [f"n2 {i}" for i in range(1401)]})
+    out["dim3"] = write(d / "dim3.parquet", {"d3": ["hot3"] + [f"c{i}" for i in range(1400)], "n3": [f"n3 {i}" for i in range(1401)]})
     return out
 
 
@@ -76,6 +87,7 @@ def names(rows):
 T4 = ["--broadcast-threshold", "4KB"]
 T0 = ["--broadcast-threshold", "100"]
 EV = ["events", "titles"]
+CH = ["f", "dim1", "dim2", "dim3"]
 CASES = [
     ("left-star", EV, "SELECT * FROM events e LEFT JOIN titles t ON e.title_id = t.title_id", T4, True),
     ("inner-star", EV, "SELECT * FROM events e JOIN titles t ON e.title_id = t.title_id", T4, True),
@@ -114,6 +126,15 @@ CASES = [
     ("both-null-right", ["fl", "fr"], "SELECT * FROM fl a RIGHT JOIN fr b ON a.k = b.k", ["--broadcast-threshold", "1KB"], True),
     ("junk-joined", ["fl", "fr"], "SELECT * FROM fl a LEFT JOIN fr b ON a.k = b.k", ["--broadcast-threshold", "1KB"], True),
     ("chain", ["fl", "fr", "mm_right"], "SELECT a.x, b.y, c.b FROM fl a JOIN fr b ON a.k = b.k LEFT JOIN mm_right c ON b.k = c.k", ["--broadcast-threshold", "1KB"], False),
+    # Chains: a later join's left input is the joins before it (counts from its base table).
+    ("chain-second-skewed", CH, "SELECT f.id, dim1.n1, dim2.n2 FROM f JOIN dim1 ON f.k1 = dim1.k1 LEFT JOIN dim2 ON f.k2 = dim2.d2", T4, True),
+    ("chain-both-skewed-star", CH, "SELECT * FROM f LEFT JOIN dim2 ON f.k2 = dim2.d2 LEFT JOIN dim3 ON f.k3 = dim3.d3", T4, True),
+    ("chain-three-agg", CH, "SELECT dim2.n2, dim3.n3, count(*) AS n, sum(f.v) AS s FROM f LEFT JOIN dim1 ON f.k1 = dim1.k1 JOIN dim2 ON f.k2 = dim2.d2 FULL JOIN dim3 ON f.k3 = dim3.d3 GROUP BY dim2.n2, dim3.n3", T4, False),
+    ("chain-extra-pred", CH, "SELECT f.id, dim1.n1, dim2.n2 FROM f LEFT JOIN dim1 ON f.k1 = dim1.k1 LEFT JOIN dim2 ON f.k2 = dim2.d2 AND dim1.n1 <> 'n1 5' AND f.v > 0.1", T4, True),
+    ("chain-unqualified", CH, "SELECT id, n1, n2 FROM f JOIN dim1 ON f.k1 = dim1.k1 LEFT JOIN dim2 ON k2 = d2 WHERE v > 0.05", T4, True),
+    ("chain-using-first-star", CH, "SELECT * FROM f JOIN dim1 USING (k1) LEFT JOIN dim2 ON f.k2 = dim2.d2", T4, True),
+    ("chain-semi-then-right", CH, "SELECT f.*, dim3.n3 FROM f LEFT SEMI JOIN dim1 ON f.k1 = dim1.k1 RIGHT JOIN dim3 ON f.k3 = dim3.d3", T4, True),
+    ("chain-anti-key-star", CH, "SELECT * FROM f JOIN dim3 ON f.k3 = dim3.d3 LEFT ANTI JOIN dim2 ON f.k2 = dim2.d2", T4, True),
     ("hostile-inner", ["hl", "hr"], "SELECT * FROM hl a JOIN hr b ON a.k = b.k", T4, True),
     ("hostile-left-where", ["hl", "hr"], "SELECT a.k, b.w FROM hl a LEFT JOIN hr b ON a.k = b.k WHERE a.k <> 'O\\'Neil'", T4, True),
     ("subquery-literal", ["hl", "hr"], "SELECT x.k, b.w FROM (SELECT * FROM hl WHERE k <> 'O\\'Neil\\\\x') x JOIN hr b ON x.k = b.k", T4, True),
