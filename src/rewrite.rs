@@ -15,7 +15,7 @@ use std::ops::ControlFlow;
 use serde::Serialize;
 use sqlparser::ast::{
     visit_expressions_mut, BinaryOperator, Expr, Ident, Join, JoinConstraint, JoinOperator, ObjectName, ObjectNamePart, Query, Select, SelectItem,
-    SelectItemQualifiedWildcardKind, SetExpr, Statement, TableFactor, TableWithJoins,
+    SelectItemQualifiedWildcardKind, SetExpr, Statement, TableFactor, TableWithJoins, VisitMut, VisitorMut,
 };
 
 use crate::classify::Classifier;
@@ -70,6 +70,8 @@ struct Input {
     /// For the joins before a chained join, made one input: the aliases they answer to, each
     /// with its columns (lower case) -> the column of this input.
     quals: Vec<(String, HashMap<String, String>)>,
+    /// Bare names that mean one column though several inputs have it (USING keys, merged).
+    bare: HashMap<String, String>,
     /// Those joins as written.
     joined: Option<String>,
 }
@@ -89,6 +91,7 @@ impl Input {
         }
         match qual {
             Some(q) => self.quals.iter().find(|(a, _)| a.eq_ignore_ascii_case(q)).and_then(|(_, m)| m.get(&lc(col)).cloned()),
+            None if self.bare.contains_key(&lc(col)) => self.bare.get(&lc(col)).cloned(),
             None => {
                 let hits: Vec<&String> = self.quals.iter().filter_map(|(_, m)| m.get(&lc(col))).collect();
                 if hits.len() == 1 {
@@ -175,10 +178,7 @@ fn process_query(q: &mut Query, ctx: &mut Ctx) -> Result<()> {
     let remaps = process_set(&mut q.body, ctx)?;
     // ORDER BY of a query whose body is one SELECT sees that SELECT's FROM.
     if let (Some(ob), false) = (&mut q.order_by, remaps.is_empty()) {
-        let _ = visit_expressions_mut(ob, |e: &mut Expr| {
-            repoint(e, &remaps);
-            ControlFlow::<()>::Continue(())
-        });
+        repoint_all(ob, &remaps);
     }
     ctx.ctes = saved;
     Ok(())
@@ -209,6 +209,56 @@ struct Remap {
     columns: HashMap<String, String>,
     /// The columns of `alias.*`, with their original names.
     star: Vec<(String, String)>,
+}
+
+/// Re-point `alias.col` everywhere in `node`, except inside a subquery that defines a table
+/// of that name itself (its own `alias.col` means its own table).
+fn repoint_all<T: VisitMut>(node: &mut T, remaps: &[Remap]) {
+    struct R<'a> {
+        remaps: &'a [Remap],
+        shadow: Vec<Vec<String>>,
+    }
+    impl VisitorMut for R<'_> {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+            let mut names = Vec::new();
+            if let Some(w) = &q.with {
+                names.extend(w.cte_tables.iter().map(|c| lc(&c.alias.name.value)));
+            }
+            fn of_set(b: &SetExpr, names: &mut Vec<String>) {
+                match b {
+                    SetExpr::Select(s) => {
+                        for twj in &s.from {
+                            names.extend(factor_alias(&twj.relation).map(|a| lc(&a)));
+                            names.extend(twj.joins.iter().filter_map(|j| factor_alias(&j.relation)).map(|a| lc(&a)));
+                        }
+                    }
+                    SetExpr::SetOperation { left, right, .. } => {
+                        of_set(left, names);
+                        of_set(right, names);
+                    }
+                    _ => {}
+                }
+            }
+            of_set(&q.body, &mut names);
+            self.shadow.push(names);
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _q: &mut Query) -> ControlFlow<()> {
+            self.shadow.pop();
+            ControlFlow::Continue(())
+        }
+        fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+            if let Expr::CompoundIdentifier(parts) = e {
+                if parts.len() == 2 && self.shadow.iter().any(|s| s.contains(&lc(&parts[0].value))) {
+                    return ControlFlow::Continue(());
+                }
+            }
+            repoint(e, self.remaps);
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = node.visit(&mut R { remaps, shadow: Vec::new() });
 }
 
 fn repoint(e: &mut Expr, remaps: &[Remap]) {
@@ -245,8 +295,9 @@ fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
         }
     }
     let mut remaps: Vec<Remap> = Vec::new();
+    let saved = ctx.changes.len();
     // (from index, the new FROM item, its `*` items)
-    let mut done: Vec<(usize, TableWithJoins, Vec<SelectItem>)> = Vec::new();
+    let mut done: Vec<(usize, TableWithJoins, Option<Vec<SelectItem>>)> = Vec::new();
     for fi in 0..sel.from.len() {
         if sel.from[fi].joins.is_empty() {
             continue;
@@ -259,6 +310,22 @@ fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
     if remaps.is_empty() {
         return Ok(remaps);
     }
+    // `*` must list the same columns after the rewrite; where it cannot, leave the SELECT alone.
+    if sel.projection.iter().any(|i| matches!(i, SelectItem::Wildcard(_))) {
+        let unlisted = done.iter().any(|d| d.2.is_none())
+            || sel.from.iter().enumerate().any(|(fi, twj)| {
+                !done.iter().any(|d| d.0 == fi) && twj.joins.iter().any(|j| matches!(join_type(&j.join_operator), Ok((_, JoinConstraint::Using(_) | JoinConstraint::Natural))))
+            });
+        if unlisted {
+            for c in ctx.changes.split_off(saved) {
+                ctx.unchanged.push(Unchanged {
+                    join: c.join,
+                    reason: "the SELECT's `*` covers an input or a USING/NATURAL join whose columns the tool cannot list: left as written (name the columns to have it rewritten)".into(),
+                });
+            }
+            return Ok(vec![]);
+        }
+    }
     // A bare `alias.col` in the select list keeps its output name (as written) once re-pointed.
     for item in sel.projection.iter_mut() {
         if let SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) = item {
@@ -270,14 +337,11 @@ fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
     }
     // Re-point every expression of this SELECT, then put the new FROM items in place (their
     // derived tables are not re-pointed: inside them the original aliases are still valid).
-    let _ = visit_expressions_mut(sel, |e: &mut Expr| {
-        repoint(e, &remaps);
-        ControlFlow::<()>::Continue(())
-    });
+    repoint_all(sel, &remaps);
     let mut stars: Vec<(usize, Vec<SelectItem>)> = Vec::new();
     for (fi, twj, star) in done {
         sel.from[fi] = twj;
-        stars.push((fi, star));
+        stars.push((fi, star.unwrap_or_default()));
     }
     // `*` and `alias.*`: the same columns, under their original names.
     let mut projection = Vec::new();
@@ -293,7 +357,8 @@ fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
                         projection.push(parse_item(&format!("{}.*", ident(&a)))?);
                     }
                     for j in &twj.joins {
-                        if let Some(a) = factor_alias(&j.relation) {
+                        let outputs_right = !matches!(join_type(&j.join_operator), Ok((JoinType::Semi | JoinType::Anti, _)));
+                        if let (Some(a), true) = (factor_alias(&j.relation), outputs_right) {
                             projection.push(parse_item(&format!("{}.*", ident(&a)))?);
                         }
                     }
@@ -335,8 +400,10 @@ struct Prefix {
     cur: TableWithJoins,
     slots: Vec<Slot>,
     members: Vec<Member>,
-    /// What `*` of the prefix lists: a slot and the output name.
+    /// What `*` of the prefix lists: a slot and the output name, or (RAW, alias) for `alias.*`.
     star: Vec<(usize, String)>,
+    /// False when `*` of the prefix cannot be listed.
+    star_ok: bool,
     rewritten: bool,
     /// Why a later join cannot take the prefix as its input.
     broken: Option<String>,
@@ -345,8 +412,12 @@ struct Prefix {
 struct FromDone {
     twj: TableWithJoins,
     remaps: Vec<Remap>,
-    star: Vec<SelectItem>,
+    /// `*` of the FROM item; None when it cannot be listed.
+    star: Option<Vec<SelectItem>>,
 }
+
+/// A `*` entry that is `alias.*` of an input whose columns are not known.
+const RAW: usize = usize::MAX;
 
 impl Prefix {
     fn add_member(&mut self, input: Input) -> Vec<usize> {
@@ -377,7 +448,7 @@ impl Prefix {
 
     /// The prefix as one input of the next join. A single table as written is itself;
     /// anything else becomes `(SELECT <every column, under unique names> FROM <prefix>)`.
-    fn as_input(&self, right: &Input, ctx: &mut Ctx) -> Input {
+    fn as_input(&self, right: &Input, right_out: bool, ctx: &mut Ctx) -> Input {
         if !self.rewritten && self.cur.joins.is_empty() && self.members.len() == 1 {
             return self.members[0].input.clone();
         }
@@ -385,10 +456,12 @@ impl Prefix {
         for s in &self.slots {
             *seen.entry(lc(&s.orig)).or_default() += 1;
         }
-        let mut taken: std::collections::HashSet<String> = right.columns.iter().map(|c| lc(c)).collect();
+        let mut taken: std::collections::HashSet<String> = if right_out { right.columns.iter().map(|c| lc(c)).collect() } else { Default::default() };
         let mut wraps = Vec::new();
+        let mut bare = HashMap::new();
         for s in &self.slots {
-            let mut w = if seen[&lc(&s.orig)] == 1 && !taken.contains(&lc(&s.orig)) {
+            // A USING key's merged column keeps the bare name; the columns it merges do not.
+            let mut w = if (s.owner.is_none() || seen[&lc(&s.orig)] == 1) && !taken.contains(&lc(&s.orig)) {
                 s.orig.clone()
             } else {
                 format!("{}__{}", s.owner.as_deref().unwrap_or("using"), s.orig)
@@ -400,6 +473,9 @@ impl Prefix {
                 n += 1;
             }
             taken.insert(lc(&w));
+            if s.owner.is_none() {
+                bare.insert(lc(&s.orig), w.clone());
+            }
             wraps.push(w);
         }
         let mut cur = self.cur.clone();
@@ -426,6 +502,7 @@ impl Prefix {
             base,
             filtered: self.members.iter().any(|m| m.input.filtered),
             quals,
+            bare,
             joined: Some(String::new()),
         }
     }
@@ -447,33 +524,40 @@ impl Prefix {
             | JoinOperator::Anti(JoinConstraint::On(e))
             | JoinOperator::LeftAnti(JoinConstraint::On(e)) = &mut join.join_operator
             {
-                let _ = visit_expressions_mut(e, |x: &mut Expr| {
-                    repoint(x, &remaps);
-                    ControlFlow::<()>::Continue(())
-                });
+                repoint_all(e, &remaps);
             }
         }
         let op = join.join_operator.clone();
+        let right_alias = factor_alias(&join.relation);
         self.cur.joins.push(join);
-        if self.broken.is_some() {
-            return;
-        }
-        let (how, constraint) = match &op {
-            JoinOperator::CrossJoin(c) => (JoinType::Inner, c),
-            other => match join_type(other) {
-                Ok(x) => x,
-                Err(e) => {
-                    self.broken = Some(e);
-                    return;
-                }
-            },
+        let how = match &op {
+            JoinOperator::CrossJoin(c) => Ok((JoinType::Inner, c)),
+            other => join_type(other),
+        };
+        let (how, constraint) = match how {
+            Ok(x) => x,
+            Err(e) => {
+                self.star_ok = false;
+                self.broken.get_or_insert(e);
+                return;
+            }
         };
         if !how.outputs_right() {
             return;
         }
-        let Some(right) = right else {
-            self.broken = Some("an input before it is not a traced table".into());
-            return;
+        let right = match (right, &self.broken) {
+            (Some(r), None) => r,
+            (r, _) => {
+                // Its columns are not known here: `*` lists them as `alias.*` after the rest.
+                match (&right_alias, constraint) {
+                    (Some(a), JoinConstraint::On(_) | JoinConstraint::None) => self.star.push((RAW, a.clone())),
+                    _ => self.star_ok = false,
+                }
+                if r.is_none() {
+                    self.broken.get_or_insert_with(|| "an input before it is not a traced table".into());
+                }
+                return;
+            }
         };
         let before = self.star.clone();
         let rslots = self.add_member(right);
@@ -491,10 +575,16 @@ impl Prefix {
                     let pick = if from_right {
                         rslots.iter().find(|&&s| lc(&self.slots[s].orig) == *k).map(|&s| (s, self.slots[s].orig.clone()))
                     } else {
-                        before.iter().find(|(_, o)| lc(o) == *k).cloned()
+                        before.iter().find(|(i, o)| *i != RAW && lc(o) == *k).cloned()
                     };
                     match pick {
-                        Some(p) => star.push(p),
+                        Some((slot, out)) => {
+                            // The merged column: a slot of its own, so a bare `k` finds it.
+                            let mut m = self.slots[slot].clone();
+                            m.owner = None;
+                            self.slots.push(m);
+                            star.push((self.slots.len() - 1, out));
+                        }
                         None => {
                             self.broken = Some(format!("USING column {k} is not on both sides"));
                             return;
@@ -566,13 +656,19 @@ fn process_from(twj: &TableWithJoins, has_where: bool, ctx: &mut Ctx) -> Result<
         }
         return Ok(None);
     }
-    let mut p = Prefix { cur: TableWithJoins { relation: twj.relation.clone(), joins: vec![] }, slots: vec![], members: vec![], star: vec![], rewritten: false, broken: None };
+    let mut p = Prefix { cur: TableWithJoins { relation: twj.relation.clone(), joins: vec![] }, slots: vec![], members: vec![], star: vec![], star_ok: true, rewritten: false, broken: None };
     match input_of(&twj.relation, ctx, 0) {
         Ok(inp) => {
             let slots = p.add_member(inp);
             p.star = slots.iter().map(|&s| (s, p.slots[s].orig.clone())).collect();
         }
-        Err(r) => p.broken = Some(format!("left input: {r}")),
+        Err(r) => {
+            p.broken = Some(format!("left input: {r}"));
+            match factor_alias(&twj.relation) {
+                Some(a) => p.star.push((RAW, a)),
+                None => p.star_ok = false,
+            }
+        }
     }
     for (j, join) in twj.joins.iter().enumerate() {
         let text = join_text(twj, j);
@@ -582,7 +678,8 @@ fn process_from(twj: &TableWithJoins, has_where: bool, ctx: &mut Ctx) -> Result<
             (Some(r), _) => Err(format!("its left input, the joins before it, cannot be traced: {r}")),
             (None, Err(r)) => Err(format!("right input: {r}")),
             (None, Ok(r)) => {
-                let mut l = p.as_input(r, ctx);
+                let right_out = join_type(&join.join_operator).map(|x| x.0.outputs_right()).unwrap_or(true);
+                let mut l = p.as_input(r, right_out, ctx);
                 if l.joined.is_some() {
                     let mut before = TableWithJoins { relation: twj.relation.clone(), joins: twj.joins[..j].to_vec() };
                     crate::sql::fix_literals(&mut before);
@@ -605,7 +702,16 @@ fn process_from(twj: &TableWithJoins, has_where: bool, ctx: &mut Ctx) -> Result<
     if !p.rewritten {
         return Ok(None);
     }
-    let star = p.star.iter().map(|(s, out)| parse_item(&select_item(&p.slots[*s].qual, &p.slots[*s].name, out))).collect::<Result<Vec<_>>>()?;
+    let star = if p.star_ok {
+        Some(
+            p.star
+                .iter()
+                .map(|(s, out)| if *s == RAW { parse_item(&format!("{}.*", ident(out))) } else { parse_item(&select_item(&p.slots[*s].qual, &p.slots[*s].name, out)) })
+                .collect::<Result<Vec<_>>>()?,
+        )
+    } else {
+        None
+    };
     Ok(Some(FromDone { remaps: p.remaps(), twj: p.cur, star }))
 }
 
@@ -651,6 +757,10 @@ fn input_of(f: &TableFactor, ctx: &Ctx, depth: usize) -> std::result::Result<Inp
         return Err("too many nested subqueries to trace".into());
     }
     match f {
+        TableFactor::Table { alias: Some(a), .. } if !a.columns.is_empty() => Err("a table alias with column names".into()),
+        TableFactor::Table { sample: Some(_), .. } | TableFactor::Derived { sample: Some(_), .. } => Err("a TABLESAMPLE input".into()),
+        TableFactor::Table { version: Some(_), .. } => Err("a table read at a version or time".into()),
+        TableFactor::Table { partitions, .. } if !partitions.is_empty() => Err("a table read by partition".into()),
         TableFactor::Table { name, alias, args: None, .. } => {
             let last = last_ident(name).ok_or("a table name the tool cannot read")?;
             let alias = alias.as_ref().map(|a| a.name.value.clone()).unwrap_or_else(|| last.value.clone());
@@ -671,7 +781,7 @@ fn input_of(f: &TableFactor, ctx: &Ctx, depth: usize) -> std::result::Result<Inp
                 .ok_or_else(|| format!("table {name} was not given with --table"))?;
             let columns = table.column_names();
             let base = columns.iter().map(|c| (lc(c), (tname.clone(), c.clone()))).collect();
-            Ok(Input { alias, source: name.to_string(), columns, base, filtered: false, quals: vec![], joined: None })
+            Ok(Input { alias, source: name.to_string(), columns, base, filtered: false, quals: vec![], bare: HashMap::new(), joined: None })
         }
         TableFactor::Derived { lateral: false, subquery, alias: Some(alias), .. } => {
             if !alias.columns.is_empty() {
@@ -744,7 +854,7 @@ fn query_input(q: &Query, ctx: &Ctx, depth: usize) -> std::result::Result<Input,
             _ => return Err("a subquery with a select item the tool cannot read".into()),
         }
     }
-    Ok(Input { alias: String::new(), source: String::new(), columns, base: map, filtered: inner.filtered || s.selection.is_some(), quals: vec![], joined: None })
+    Ok(Input { alias: String::new(), source: String::new(), columns, base: map, filtered: inner.filtered || s.selection.is_some(), quals: vec![], bare: HashMap::new(), joined: None })
 }
 
 /// Split `a AND b AND c`.
@@ -941,7 +1051,7 @@ fn try_join(l: &Input, r: &Input, join: &Join, text: String, has_where: bool, ct
         }
     }
     for c in &l.columns {
-        let exposed = if dup(c, r) || using_keys.contains(&lc(c)) { format!("{}__{}", l.alias, c) } else { c.clone() };
+        let exposed = if (how.outputs_right() && dup(c, r)) || using_keys.contains(&lc(c)) { format!("{}__{}", l.alias, c) } else { c.clone() };
         select.push(select_item(&l.alias, c, &exposed));
         columns_l.insert(lc(c), exposed);
     }

@@ -135,6 +135,15 @@ CASES = [
     ("chain-using-first-star", CH, "SELECT * FROM f JOIN dim1 USING (k1) LEFT JOIN dim2 ON f.k2 = dim2.d2", T4, True),
     ("chain-semi-then-right", CH, "SELECT f.*, dim3.n3 FROM f LEFT SEMI JOIN dim1 ON f.k1 = dim1.k1 RIGHT JOIN dim3 ON f.k3 = dim3.d3", T4, True),
     ("chain-anti-key-star", CH, "SELECT * FROM f JOIN dim3 ON f.k3 = dim3.d3 LEFT ANTI JOIN dim2 ON f.k2 = dim2.d2", T4, True),
+    # Found in review: `*` after an input that cannot be traced, USING keys named bare after a
+    # chain, a semi/anti right side sharing a left column's name, a subquery with its own table
+    # of a joined name.
+    ("chain-untraced-star", CH, "SELECT * FROM f LEFT JOIN dim2 ON f.k2 = dim2.d2 LEFT JOIN (SELECT d3, count(*) AS c FROM dim3 GROUP BY d3) s ON f.k3 = s.d3 LEFT JOIN dim1 ON f.k1 = dim1.k1", T4, False),
+    ("chain-using-bare-key", CH, "SELECT k1, n3 FROM f JOIN dim1 USING (k1) LEFT JOIN dim3 ON f.k3 = dim3.d3", T4, True),
+    ("chain-using-rewritten-bare", CH, "SELECT k2, n3 FROM f LEFT JOIN (SELECT d2 AS k2, n2 FROM dim2) d USING (k2) LEFT JOIN dim3 ON f.k3 = dim3.d3 AND k2 <> 'b7' WHERE k2 <> 'b1' OR k2 IS NULL", T4, True),
+    ("chain-semi-bare-names", CH, "SELECT k3, n2 FROM f JOIN dim2 ON f.k2 = dim2.d2 LEFT SEMI JOIN (SELECT d3 AS k3 FROM dim3) s ON f.k3 = s.k3", T4, True),
+    ("anti-right-shares-name", CH, "SELECT k2, v FROM f LEFT ANTI JOIN (SELECT d2 AS k2 FROM dim2) s ON f.k2 = s.k2", T4, True),
+    ("chain-exists-own-table", CH, "SELECT f.id, dim3.n3 FROM f LEFT JOIN dim2 ON f.k2 = dim2.d2 LEFT JOIN dim3 ON f.k3 = dim3.d3 WHERE EXISTS (SELECT 1 FROM dim2 WHERE dim2.d2 = 'b0')", T4, True),
     ("hostile-inner", ["hl", "hr"], "SELECT * FROM hl a JOIN hr b ON a.k = b.k", T4, True),
     ("hostile-left-where", ["hl", "hr"], "SELECT a.k, b.w FROM hl a LEFT JOIN hr b ON a.k = b.k WHERE a.k <> 'O\\'Neil'", T4, True),
     ("subquery-literal", ["hl", "hr"], "SELECT x.k, b.w FROM (SELECT * FROM hl WHERE k <> 'O\\'Neil\\\\x') x JOIN hr b ON x.k = b.k", T4, True),
@@ -206,11 +215,14 @@ def test_drop_junk_changes_only_junk(sj_spark, data, more, tmp_path):
     ("SELECT * FROM events e JOIN other o ON e.title_id = o.title_id", "not given"),
     ("SELECT * FROM events e JOIN titles t ON upper(e.title_id) = t.title_id", "non-equi"),
     ("SELECT * FROM (SELECT title_id, count(*) AS n FROM events GROUP BY title_id) x JOIN titles t ON x.title_id = t.title_id", "aggregates"),
+    ("SELECT * FROM events AS e(a, b, c, d, x) JOIN titles t ON e.b = t.title_id", "alias with column names"),
+    ("SELECT * FROM events e TABLESAMPLE (50 PERCENT) JOIN titles t ON e.title_id = t.title_id", "TABLESAMPLE"),
+    ("SELECT * FROM events e JOIN titles t ON e.title_id = t.title_id, titles a JOIN titles b USING (title_id)", "USING/NATURAL"),
 ])
 def test_left_alone_with_reason(data, more, tmp_path, sql, why):
     r = rewrite(sql, paths(data, more, ["events", "titles"]), T4, tmp_path)
     assert not r["changes"]
-    assert r["unchanged_joins"] and why in r["unchanged_joins"][0]["reason"], r["unchanged_joins"]
+    assert any(why in u["reason"] for u in r["unchanged_joins"]), r["unchanged_joins"]
 
 
 def test_sql_output_and_errors(data, more, tmp_path):
