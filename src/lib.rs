@@ -6,6 +6,7 @@
 
 pub mod classify;
 pub mod counter;
+pub mod diagnose;
 pub mod error;
 pub mod guard;
 pub mod hash;

@@ -29,6 +29,21 @@ enum Command {
     Plan(PlanArgs),
     /// A Spark SQL query in, the same query with its skewed joins rewritten out
     Rewrite(RewriteArgs),
+    /// A Spark event log in: the slow stage, its task summary, the cause, the fix and the next command
+    Diagnose(DiagnoseArgs),
+}
+
+#[derive(Args)]
+struct DiagnoseArgs {
+    /// A Spark event log: a file (plain, zstd, lz4, snappy or lzf) or a rolling eventlog_v2_* folder
+    #[arg(value_name = "EVENT_LOG")]
+    event_log: PathBuf,
+    /// An earlier run of the same job, to tell what changed (input growth)
+    #[arg(long, value_name = "EVENT_LOG")]
+    baseline: Option<PathBuf>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+    format: PlanFormat,
 }
 
 #[derive(Args)]
@@ -215,6 +230,7 @@ fn main() -> ExitCode {
         Command::Keys(a) => run_keys(a),
         Command::Plan(a) => run_plan(a),
         Command::Rewrite(a) => run_rewrite(a),
+        Command::Diagnose(a) => run_diagnose(a),
     };
     match result {
         Ok(out) => {
@@ -314,6 +330,14 @@ fn run_plan(a: PlanArgs) -> Result<String> {
     Ok(match a.format {
         PlanFormat::Text => plan::text(&p),
         PlanFormat::Json => plan::json(&p),
+    })
+}
+
+fn run_diagnose(a: DiagnoseArgs) -> Result<String> {
+    let d = skewjoin::diagnose::diagnose(&a.event_log, a.baseline.as_deref())?;
+    Ok(match a.format {
+        PlanFormat::Text => skewjoin::diagnose::report::text(&d),
+        PlanFormat::Json => skewjoin::diagnose::report::json(&d),
     })
 }
 

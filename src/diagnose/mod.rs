@@ -1,0 +1,828 @@
+//! `skewjoin diagnose`: a Spark event log in; the stage that owns the wall clock, its task
+//! summary, the cause (checked in the order the suspects are cheapest to check, each with the
+//! numbers that confirm or rule it out), the one fix, and the measurement that will prove it.
+//!
+//! `eventlog` reads the file (codecs, rolling folders, logs cut short), `model` builds the
+//! application (stages, tasks, SQL plans), `plan` finds the join a stage runs; this module
+//! measures and decides, `report` prints.
+
+pub mod eventlog;
+pub mod model;
+pub mod plan;
+pub mod report;
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::keys::fmt_count;
+use crate::size::human;
+use model::{App, Stage, Task};
+use plan::JoinInfo;
+
+/// What "a task reads too much" means for the partition-count check.
+const BIG_TASK_BYTES: i64 = 500 << 20;
+/// The size per task the partition fixes aim at.
+const TARGET_TASK_BYTES: i64 = 150 << 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    InputGrowth,
+    HotKey,
+    TooFewPartitions,
+    TinyTasks,
+    ShuffleVolume,
+    MemoryPressure,
+    SlowCode,
+    PlanningGap,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::InputGrowth => "input_growth",
+            Kind::HotKey => "hot_key",
+            Kind::TooFewPartitions => "too_few_partitions",
+            Kind::TinyTasks => "tiny_tasks",
+            Kind::ShuffleVolume => "shuffle_volume",
+            Kind::MemoryPressure => "memory_pressure",
+            Kind::SlowCode => "slow_code",
+            Kind::PlanningGap => "planning_gap",
+        }
+    }
+}
+
+/// Min, 25th, median, 75th percentile and max, as the Spark UI's stage summary shows them.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Quantiles {
+    pub min: i64,
+    pub p25: i64,
+    pub median: i64,
+    pub p75: i64,
+    pub max: i64,
+}
+
+impl Quantiles {
+    /// Spark's own pick: the value at index min(q * n, n - 1) of the sorted values.
+    pub fn of(mut v: Vec<i64>) -> Quantiles {
+        if v.is_empty() {
+            return Quantiles::default();
+        }
+        v.sort_unstable();
+        let n = v.len();
+        let at = |q: f64| v[((q * n as f64) as usize).min(n - 1)];
+        Quantiles { min: v[0], p25: at(0.25), median: at(0.5), p75: at(0.75), max: v[n - 1] }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TaskSummary {
+    pub duration_ms: Quantiles,
+    pub run_ms: Quantiles,
+    pub shuffle_read_bytes: Quantiles,
+    pub shuffle_read_records: Quantiles,
+    pub input_bytes: Quantiles,
+    pub memory_spill_bytes: Quantiles,
+    pub disk_spill_bytes: Quantiles,
+    pub gc_ms: Quantiles,
+    pub scheduler_delay_ms: Quantiles,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Totals {
+    pub shuffle_read_bytes: i64,
+    pub shuffle_read_records: i64,
+    pub shuffle_write_bytes: i64,
+    pub input_bytes: i64,
+    pub input_records: i64,
+    pub output_bytes: i64,
+    pub memory_spill_bytes: i64,
+    pub disk_spill_bytes: i64,
+    pub spilled_tasks: usize,
+    pub gc_ms: i64,
+    pub run_ms: i64,
+    pub cpu_ms: i64,
+    pub task_ms: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StageReport {
+    pub stage_id: i64,
+    pub attempt: i64,
+    pub name: String,
+    pub job_id: Option<i64>,
+    pub duration_ms: i64,
+    /// Of the application's wall clock.
+    pub share: f64,
+    pub tasks: usize,
+    pub failed_tasks: usize,
+    /// Executor cores while it ran, and tasks / cores.
+    pub slots: i64,
+    pub waves: f64,
+    pub task_summary: TaskSummary,
+    pub totals: Totals,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub kind: Kind,
+    pub stage_id: Option<i64>,
+    pub evidence: String,
+    pub fix: String,
+    /// What the fix costs.
+    pub cost: String,
+    /// The measurement that will prove it.
+    pub verify: String,
+    /// For a hot key: the join, and the skewjoin commands to run next.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub join: Option<JoinInfo>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub next_commands: Vec<String>,
+}
+
+/// A suspect checked: confirmed or ruled out, with its numbers.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub kind: Kind,
+    pub stage_id: Option<i64>,
+    pub confirmed: bool,
+    pub numbers: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AppSummary {
+    pub name: String,
+    pub id: String,
+    pub spark_version: Option<String>,
+    pub duration_ms: i64,
+    pub jobs: usize,
+    pub stages: usize,
+    pub tasks: usize,
+    pub slots: i64,
+    pub shuffle_partitions: Option<i64>,
+    pub codec: String,
+    pub files: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Diagnosis {
+    pub app: AppSummary,
+    /// Where the time went, in a sentence with its numbers.
+    pub locate: String,
+    pub stages: Vec<StageReport>,
+    pub checks: Vec<Check>,
+    pub findings: Vec<Finding>,
+    /// What "just add memory" would change, and what not, with this job's figures.
+    pub memory: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<AppSummary>,
+    pub warnings: Vec<String>,
+}
+
+pub fn ms(v: i64) -> String {
+    let v = v.max(0);
+    if v < 1000 {
+        format!("{v} ms")
+    } else if v < 60_000 {
+        format!("{:.1} s", v as f64 / 1000.0)
+    } else if v < 3_600_000 {
+        format!("{} min {} s", v / 60_000, (v % 60_000) / 1000)
+    } else {
+        format!("{} h {} min", v / 3_600_000, (v % 3_600_000) / 60_000)
+    }
+}
+
+pub fn bytes(v: i64) -> String {
+    human(v.max(0) as u64)
+}
+
+fn ratio(a: i64, b: i64) -> f64 {
+    a as f64 / (b.max(1)) as f64
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+fn summarize(tasks: &[&Task]) -> TaskSummary {
+    let q = |f: &dyn Fn(&Task) -> i64| Quantiles::of(tasks.iter().map(|t| f(t)).collect());
+    TaskSummary {
+        duration_ms: q(&|t| t.duration),
+        run_ms: q(&|t| t.run),
+        shuffle_read_bytes: q(&|t| t.shuffle_read_bytes),
+        shuffle_read_records: q(&|t| t.shuffle_read_records),
+        input_bytes: q(&|t| t.input_bytes),
+        memory_spill_bytes: q(&|t| t.memory_spill),
+        disk_spill_bytes: q(&|t| t.disk_spill),
+        gc_ms: q(&|t| t.gc),
+        scheduler_delay_ms: q(&|t| t.scheduler_delay),
+    }
+}
+
+fn totals(tasks: &[&Task]) -> Totals {
+    let mut t = Totals::default();
+    for x in tasks {
+        t.shuffle_read_bytes += x.shuffle_read_bytes;
+        t.shuffle_read_records += x.shuffle_read_records;
+        t.shuffle_write_bytes += x.shuffle_write_bytes;
+        t.input_bytes += x.input_bytes;
+        t.input_records += x.input_records;
+        t.output_bytes += x.output_bytes + x.result_size;
+        t.memory_spill_bytes += x.memory_spill;
+        t.disk_spill_bytes += x.disk_spill;
+        t.spilled_tasks += usize::from(x.memory_spill > 0 || x.disk_spill > 0);
+        t.gc_ms += x.gc;
+        t.run_ms += x.run;
+        t.cpu_ms += x.cpu_ms;
+        t.task_ms += x.duration;
+    }
+    t
+}
+
+fn stage_report(app: &App, st: &Stage, app_ms: i64) -> StageReport {
+    let ok: Vec<&Task> = st.tasks.iter().filter(|t| t.success).collect();
+    let slots = st.span().map(|(a, b)| app.slots_at((a + b) / 2)).unwrap_or(0);
+    StageReport {
+        stage_id: st.id,
+        attempt: st.attempt,
+        name: st.name.clone(),
+        job_id: st.job,
+        duration_ms: st.duration(),
+        share: ratio(st.duration(), app_ms),
+        tasks: ok.len(),
+        failed_tasks: st.tasks.len() - ok.len(),
+        slots,
+        waves: if slots > 0 { ok.len() as f64 / slots as f64 } else { 0.0 },
+        task_summary: summarize(&ok),
+        totals: totals(&ok),
+    }
+}
+
+/// Read the log at `path` (and a baseline run of the same job) and diagnose it.
+pub fn diagnose(path: &Path, baseline: Option<&Path>) -> Result<Diagnosis> {
+    let ev = eventlog::read(path)?;
+    let app = App::from_events(&ev.events);
+    let mut warnings = ev.warnings.clone();
+    let base = match baseline {
+        Some(b) => {
+            let bev = eventlog::read(b)?;
+            warnings.extend(bev.warnings.iter().map(|w| format!("baseline: {w}")));
+            Some((App::from_events(&bev.events), bev))
+        }
+        None => None,
+    };
+    if app.end.is_none() {
+        warnings.push("no application end event: the application was still running, crashed, or the log is cut short; times run to the last event".into());
+    }
+    let running: Vec<&Stage> = app.stages.values().filter(|s| s.completed.is_none() && !s.tasks.is_empty()).collect();
+    if !running.is_empty() {
+        warnings.push(format!(
+            "{} stage(s) never completed in the log ({}); their tasks are counted up to the last one that finished",
+            running.len(),
+            running.iter().map(|s| s.id.to_string()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let summary = |a: &App, e: &eventlog::Events| AppSummary {
+        name: a.name.clone(),
+        id: a.id.clone(),
+        spark_version: a.spark_version.clone(),
+        duration_ms: a.span().map(|(x, y)| y - x).unwrap_or(0),
+        jobs: a.jobs.len(),
+        stages: a.stages.len(),
+        tasks: a.stages.values().map(|s| s.tasks.len()).sum(),
+        slots: a.executors.iter().filter(|x| x.removed.is_none()).map(|x| x.cores).sum::<i64>().max(a.executors.iter().map(|x| x.cores).max().unwrap_or(0)),
+        shuffle_partitions: a.properties.get("spark.sql.shuffle.partitions").and_then(|x| x.parse().ok()),
+        codec: e.codec.to_string(),
+        files: e.files.len(),
+    };
+    let app_sum = summary(&app, &ev);
+    let app_ms = app_sum.duration_ms;
+
+    // 1. Locate.
+    let mut all: Vec<StageReport> = app.stages.values().filter(|s| !s.tasks.is_empty() || s.completed.is_some()).map(|s| stage_report(&app, s, app_ms)).collect();
+    all.sort_by(|a, b| b.duration_ms.cmp(&a.duration_ms).then(a.stage_id.cmp(&b.stage_id)));
+    let locate = locate_text(&all, app_ms, active_ms(&app));
+    // The stages worth a diagnosis: those over 10% of the clock (at least the longest).
+    let mut top: Vec<StageReport> = all.iter().filter(|s| s.share >= 0.10).take(3).cloned().collect();
+    if top.is_empty() {
+        top.extend(all.first().cloned());
+    }
+
+    // 2-3. Measure and diagnose.
+    let mut checks = Vec::new();
+    let mut findings = Vec::new();
+    let shuffle_partitions = app_sum.shuffle_partitions.unwrap_or(200);
+    for sr in &top {
+        let st = &app.stages[&(sr.stage_id, sr.attempt)];
+        let ctx = StageCtx { app: &app, st, sr, shuffle_partitions };
+        if let Some((b, _)) = &base {
+            check(&mut checks, &mut findings, input_growth(&ctx, b));
+        }
+        let hot = hot_key(&ctx);
+        let is_hot = hot.1.is_some();
+        check(&mut checks, &mut findings, hot);
+        check(&mut checks, &mut findings, too_few_partitions(&ctx));
+        check(&mut checks, &mut findings, tiny_tasks(&ctx));
+        if !is_hot {
+            let (c, f) = shuffle_volume(&ctx);
+            // One finding per job: its map and reduce stages tell the same story.
+            let seen = f.is_some() && findings.iter().any(|x: &Finding| x.kind == Kind::ShuffleVolume && x.stage_id.and_then(|s| app.stages.values().find(|st| st.id == s)).and_then(|st| st.job) == st.job);
+            check(&mut checks, &mut findings, (c, if seen { None } else { f }));
+        }
+        check(&mut checks, &mut findings, memory_pressure(&ctx, is_hot));
+        if !is_hot {
+            check(&mut checks, &mut findings, slow_code(&ctx));
+        }
+    }
+    check(&mut checks, &mut findings, planning_gap(&app));
+    let memory = top.first().map(|s| memory_text(s, findings.iter().find(|f| f.stage_id == Some(s.stage_id)).map(|f| f.kind)));
+    let stages: Vec<StageReport> = all.into_iter().take(10).collect();
+    Ok(Diagnosis { app: app_sum, locate, stages, checks, findings, memory, baseline: base.as_ref().map(|(a, e)| summary(a, e)), warnings })
+}
+
+fn check(checks: &mut Vec<Check>, findings: &mut Vec<Finding>, r: (Check, Option<Finding>)) {
+    checks.push(r.0);
+    findings.extend(r.1);
+}
+
+/// Milliseconds during which at least one stage was running.
+fn active_ms(app: &App) -> i64 {
+    let mut iv: Vec<(i64, i64)> = app.stages.values().filter_map(|s| s.span()).collect();
+    iv.sort_unstable();
+    let mut total = 0;
+    let mut cur: Option<(i64, i64)> = None;
+    for (a, b) in iv {
+        match cur {
+            Some((x, y)) if a <= y => cur = Some((x, y.max(b))),
+            Some((x, y)) => {
+                total += y - x;
+                cur = Some((a, b));
+            }
+            None => cur = Some((a, b)),
+        }
+    }
+    total + cur.map(|(x, y)| y - x).unwrap_or(0)
+}
+
+fn locate_text(all: &[StageReport], app_ms: i64, active: i64) -> String {
+    let Some(first) = all.first() else { return "no stage ran".into() };
+    let of_active = ratio(first.duration_ms, active);
+    let top3: f64 = all.iter().take(3).map(|s| ratio(s.duration_ms, active)).sum();
+    let idle = if active < app_ms { format!("; stages ran during {} of the {} wall clock", ms(active), ms(app_ms)) } else { String::new() };
+    if first.share >= 0.5 || of_active >= 0.5 {
+        format!(
+            "stage {} ({}) owns the time: {}, {} of the {} wall clock and {} of the time stages ran{idle}",
+            first.stage_id,
+            first.name,
+            ms(first.duration_ms),
+            pct(first.share),
+            ms(app_ms),
+            pct(of_active)
+        )
+    } else if all.len() > 5 && top3 < 0.5 {
+        format!(
+            "the time is spread: the longest stage ({}, {}) is {} of the time stages ran and the top 3 together {}, over {} stages{idle}; no single stage to fix, so look at the job's shape (stage count, gaps, repeated work) rather than one task",
+            first.stage_id,
+            ms(first.duration_ms),
+            pct(of_active),
+            pct(top3),
+            all.len()
+        )
+    } else {
+        format!(
+            "the longest stage, {} ({}), takes {}: {} of the {} wall clock and {} of the time stages ran{idle}",
+            first.stage_id,
+            first.name,
+            ms(first.duration_ms),
+            pct(first.share),
+            ms(app_ms),
+            pct(of_active)
+        )
+    }
+}
+
+struct StageCtx<'a> {
+    app: &'a App,
+    st: &'a Stage,
+    sr: &'a StageReport,
+    shuffle_partitions: i64,
+}
+
+impl StageCtx<'_> {
+    fn ok_tasks(&self) -> Vec<&Task> {
+        self.st.tasks.iter().filter(|t| t.success).collect()
+    }
+    fn sql_plan(&self) -> Option<&serde_json::Value> {
+        let job = self.app.jobs.get(&self.st.job?)?;
+        self.app.sql.get(&job.sql?)?.plan.as_ref()
+    }
+    fn c(&self, kind: Kind, confirmed: bool, numbers: String) -> Check {
+        Check { kind, stage_id: Some(self.sr.stage_id), confirmed, numbers }
+    }
+}
+
+fn input_growth(c: &StageCtx, base: &App) -> (Check, Option<Finding>) {
+    // The same stage in the baseline: the same name, the same position among stages of that name.
+    let nth = c.app.stages.values().filter(|s| s.name == c.st.name && (s.id, s.attempt) < (c.st.id, c.st.attempt)).count();
+    let Some(b) = base.stages.values().filter(|s| s.name == c.st.name).nth(nth) else {
+        return (c.c(Kind::InputGrowth, false, format!("no stage named \"{}\" in the baseline to compare with", c.st.name)), None);
+    };
+    let bt: Vec<&Task> = b.tasks.iter().filter(|t| t.success).collect();
+    let bt = totals(&bt);
+    let now = &c.sr.totals;
+    let read_now = now.input_bytes + now.shuffle_read_bytes;
+    let read_then = bt.input_bytes + bt.shuffle_read_bytes;
+    let rows_now = now.input_records + now.shuffle_read_records;
+    let rows_then = bt.input_records + bt.shuffle_read_records;
+    let g_bytes = ratio(read_now, read_then);
+    let g_rows = ratio(rows_now, rows_then);
+    let g_time = ratio(c.sr.duration_ms, b.duration());
+    let numbers = format!(
+        "stage {} read {} ({} rows) against {} ({} rows) in the baseline's stage {}: {:.1}x the bytes, {:.1}x the rows; it took {} against {} ({:.1}x)",
+        c.sr.stage_id,
+        bytes(read_now),
+        fmt_count(rows_now.max(0) as u64),
+        bytes(read_then),
+        fmt_count(rows_then.max(0) as u64),
+        b.id,
+        g_bytes,
+        g_rows,
+        ms(c.sr.duration_ms),
+        ms(b.duration()),
+        g_time
+    );
+    let grew = (g_bytes >= 1.5 || g_rows >= 1.5) && g_time >= 1.3;
+    let f = grew.then(|| Finding {
+        kind: Kind::InputGrowth,
+        stage_id: Some(c.sr.stage_id),
+        evidence: numbers.clone(),
+        fix: format!(
+            "the job does more work, not worse work: check upstream that the growth is real (not duplicated or late-arriving data); if it is, scale the stage with it: {:.0} shuffle partitions instead of {} keeps each task at its old size",
+            (c.shuffle_partitions as f64 * g_bytes.max(g_rows)).ceil(),
+            c.shuffle_partitions
+        ),
+        cost: "more partitions: more, smaller tasks to schedule; more executors if the deadline must hold".into(),
+        verify: format!("a re-run takes about {:.1}x the baseline's time for {:.1}x its input, not more", g_bytes.max(g_rows), g_bytes.max(g_rows)),
+        join: None,
+        next_commands: vec![],
+    });
+    (c.c(Kind::InputGrowth, grew, numbers), f)
+}
+
+fn hot_key(c: &StageCtx) -> (Check, Option<Finding>) {
+    let s = &c.sr.task_summary;
+    let tasks = c.ok_tasks();
+    if tasks.len() < 2 || (s.shuffle_read_bytes.max == 0 && s.shuffle_read_records.max == 0) {
+        return (c.c(Kind::HotKey, false, format!("stage {} reads no shuffle ({} tasks): no join or aggregate key to skew on", c.sr.stage_id, tasks.len())), None);
+    }
+    let rb = ratio(s.shuffle_read_bytes.max, s.shuffle_read_bytes.median);
+    let rr = ratio(s.shuffle_read_records.max, s.shuffle_read_records.median);
+    let rd = ratio(s.duration_ms.max, s.duration_ms.median);
+    let Some(heavy) = tasks.iter().max_by_key(|t| (t.shuffle_read_bytes, t.shuffle_read_records)) else {
+        return (c.c(Kind::HotKey, false, "no task".into()), None);
+    };
+    let share_read = ratio(heavy.shuffle_read_bytes, c.sr.totals.shuffle_read_bytes);
+    let numbers = format!(
+        "stage {}: the largest task (partition {}) read {} / {} records against a median of {} / {} ({:.1}x the bytes, {:.1}x the records, {} of the stage's shuffle) and ran {} against a median of {} ({:.1}x)",
+        c.sr.stage_id,
+        heavy.index,
+        bytes(heavy.shuffle_read_bytes),
+        fmt_count(heavy.shuffle_read_records.max(0) as u64),
+        bytes(s.shuffle_read_bytes.median),
+        fmt_count(s.shuffle_read_records.median.max(0) as u64),
+        rb,
+        rr,
+        pct(share_read),
+        ms(heavy.duration),
+        ms(s.duration_ms.median),
+        rd
+    );
+    let hot = rb.max(rr) >= 5.0 && (heavy.shuffle_read_bytes >= 1 << 20 || heavy.shuffle_read_records >= 10_000);
+    if !hot {
+        return (c.c(Kind::HotKey, false, numbers), None);
+    }
+    let join = c.sql_plan().and_then(|p| plan::join_of_stage(p, &c.st.accums));
+    let partitions = c.shuffle_partitions;
+    let mut next = Vec::new();
+    let mut fix = String::from("take the hot key(s) out of the shuffle: NULL keys skip the join, other hot values meet a broadcast slice of the other side, or salt a value hot on both sides");
+    if let Some(j) = &join {
+        let lk: Vec<String> = j.left_keys.iter().map(|k| plan::attr_name(k)).collect();
+        let rk: Vec<String> = j.right_keys.iter().map(|k| plan::attr_name(k)).collect();
+        let l = j.left_table.clone().unwrap_or_else(|| "LEFT_TABLE".into());
+        let r = j.right_table.clone().unwrap_or_else(|| "RIGHT_TABLE".into());
+        let on: Vec<String> = lk.iter().zip(&rk).map(|(a, b)| if a == b { format!("--on {a}") } else { format!("--on {a}={b}") }).collect();
+        next.push(format!("skewjoin keys {} --column {} --shuffle-partitions {partitions}", shell(&l), lk.join(",")));
+        next.push(format!("skewjoin plan --left {} --right {} {} --how {} --shuffle-partitions {partitions}", shell(&l), shell(&r), on.join(" "), j.how()));
+        fix = format!(
+            "the stage runs the {} {} join on {} = {}: {fix}; measure the hot keys and get the rewrite with the commands below",
+            j.operator,
+            j.join_type,
+            lk.join(", "),
+            rk.join(", ")
+        );
+    }
+    let props = &c.app.properties;
+    let aqe = props.get("spark.sql.adaptive.enabled").map(|v| v == "true").unwrap_or(true);
+    let full = join.as_ref().is_some_and(|j| j.join_type == "FullOuter");
+    let aqe_note = if !aqe {
+        "AQE is off in this run (spark.sql.adaptive.enabled=false), so nothing split the task".to_string()
+    } else if full {
+        "AQE's skew-join split never applies to a full outer join".to_string()
+    } else if heavy.shuffle_read_bytes < 256 << 20 {
+        format!("AQE would not split it: it reads {} (< 256 MB, spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes)", bytes(heavy.shuffle_read_bytes))
+    } else {
+        "AQE's skew-join split did not apply here (not a sort-merge join it can split, or a side it may not split for this join type), and when it does it only acts after the map side has run".to_string()
+    };
+    let evidence = format!("{numbers}; {aqe_note}");
+    let f = Finding {
+        kind: Kind::HotKey,
+        stage_id: Some(c.sr.stage_id),
+        evidence,
+        fix,
+        cost: "the rewrite's extra branches scan the inputs again and broadcast a few hot rows; more executors or memory would not help: one key's rows still meet in one task".into(),
+        verify: format!(
+            "re-run on the same input: stage {}'s largest task within 2x of the median (now {:.1}x by duration, {:.1}x by shuffle read); skewjoin verify runs both queries and compares the rows",
+            c.sr.stage_id,
+            rd,
+            rb.max(rr)
+        ),
+        join,
+        next_commands: next,
+    };
+    (c.c(Kind::HotKey, true, numbers), Some(f))
+}
+
+fn shell(s: &str) -> String {
+    if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-=:,".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+fn too_few_partitions(c: &StageCtx) -> (Check, Option<Finding>) {
+    let tasks = c.ok_tasks();
+    let n = tasks.len().max(1);
+    let big = tasks.iter().filter(|t| t.shuffle_read_bytes + t.input_bytes > BIG_TASK_BYTES).count();
+    let spilled = c.sr.totals.spilled_tasks;
+    let numbers = format!(
+        "stage {}: {} of {} tasks read over {} (median {}); {} of {} spilled",
+        c.sr.stage_id,
+        big,
+        n,
+        bytes(BIG_TASK_BYTES),
+        bytes(c.sr.task_summary.shuffle_read_bytes.median + c.sr.task_summary.input_bytes.median),
+        spilled,
+        n
+    );
+    let yes = big * 4 >= n * 3 && spilled * 2 >= n && n >= 2;
+    let f = yes.then(|| {
+        let total = c.sr.totals.shuffle_read_bytes + c.sr.totals.input_bytes;
+        let want = ((total as f64 / TARGET_TASK_BYTES as f64).ceil() as i64).max(n as i64 * 2);
+        Finding {
+            kind: Kind::TooFewPartitions,
+            stage_id: Some(c.sr.stage_id),
+            evidence: numbers.clone(),
+            fix: format!(
+                "more partitions: spark.sql.shuffle.partitions={want} (from {}) puts about {} in each task, which fits the execution memory a task gets",
+                n,
+                bytes(total / want.max(1))
+            ),
+            cost: format!("{} more, smaller tasks to schedule; no new hardware", want - n as i64),
+            verify: format!("re-run: stage {} with {want} tasks, spill near 0 on most tasks, and a shorter stage", c.sr.stage_id),
+            join: None,
+            next_commands: vec![],
+        }
+    });
+    (c.c(Kind::TooFewPartitions, yes, numbers), f)
+}
+
+fn tiny_tasks(c: &StageCtx) -> (Check, Option<Finding>) {
+    let s = &c.sr.task_summary;
+    let n = c.sr.tasks;
+    let t = &c.sr.totals;
+    let overhead = ratio(t.task_ms - t.run_ms, t.task_ms);
+    let busy = if c.sr.slots > 0 { ratio(t.task_ms, c.sr.duration_ms * c.sr.slots).min(1.0) } else { 0.0 };
+    let numbers = format!(
+        "stage {}: {} tasks ({:.1} waves over {} cores), median task {} of which {} running; median scheduler delay {}; {} of task time is overhead (not running); the cores were busy {} of the stage",
+        c.sr.stage_id,
+        n,
+        c.sr.waves,
+        c.sr.slots,
+        ms(s.duration_ms.median),
+        ms(s.run_ms.median),
+        ms(s.scheduler_delay_ms.median),
+        pct(overhead),
+        pct(busy)
+    );
+    let yes = n >= 1000 && s.duration_ms.median <= 2000 && (s.scheduler_delay_ms.median * 2 >= s.run_ms.median || overhead >= 0.3 || busy <= 0.5);
+    let f = yes.then(|| {
+        let data = t.input_bytes + t.shuffle_read_bytes;
+        let want = ((data as f64 / (128 << 20) as f64).ceil() as i64).max(c.sr.slots * 2).max(1);
+        Finding {
+            kind: Kind::TinyTasks,
+            stage_id: Some(c.sr.stage_id),
+            evidence: numbers.clone(),
+            fix: format!(
+                "fewer, larger tasks: about {want} tasks for {} (coalesce, a larger spark.sql.files.maxPartitionBytes, or compact the small files); the driver schedules every task one by one, so more executors will not help",
+                bytes(data)
+            ),
+            cost: "compaction is a job of its own; coalescing lowers parallelism if the data later grows".into(),
+            verify: format!("re-run: stage {} with about {want} tasks, each running seconds, not milliseconds, and a scheduler delay well under the run time", c.sr.stage_id),
+            join: None,
+            next_commands: vec![],
+        }
+    });
+    (c.c(Kind::TinyTasks, yes, numbers), f)
+}
+
+fn shuffle_volume(c: &StageCtx) -> (Check, Option<Finding>) {
+    // The job's bytes: shuffled against read and written out.
+    let job = c.st.job;
+    let mut sh = 0;
+    let mut input = 0;
+    let mut output = 0;
+    for st in c.app.stages.values().filter(|s| s.job == job) {
+        for t in st.tasks.iter().filter(|t| t.success) {
+            sh += t.shuffle_write_bytes;
+            input += t.input_bytes;
+            output += t.output_bytes + t.result_size;
+        }
+    }
+    let s = &c.sr.task_summary;
+    let even = ratio(s.duration_ms.max, s.duration_ms.median) < 3.0;
+    let vs_input = if input > 0 { format!("{:.1}x the input", ratio(sh, input)) } else { "no input read: generated data".into() };
+    let numbers = format!(
+        "job {}: {} shuffled against {} read and {} written out ({vs_input}, {:.0}x the output); stage {} tasks even: max {} vs median {}",
+        job.map(|j| j.to_string()).unwrap_or("?".into()),
+        bytes(sh),
+        bytes(input),
+        bytes(output),
+        ratio(sh, output),
+        c.sr.stage_id,
+        ms(s.duration_ms.max),
+        ms(s.duration_ms.median)
+    );
+    let stage_shuffles = c.sr.totals.shuffle_read_bytes + c.sr.totals.shuffle_write_bytes > 0;
+    let yes = stage_shuffles && even && sh >= 64 << 20 && sh >= 2 * input && sh >= 10 * output;
+    let f = yes.then(|| Finding {
+        kind: Kind::ShuffleVolume,
+        stage_id: Some(c.sr.stage_id),
+        evidence: numbers.clone(),
+        fix: "shuffle less: select only the columns the join or aggregate needs before it, filter before the shuffle, aggregate before joining, broadcast the small side".into(),
+        cost: "a change to the query; nothing to buy".into(),
+        verify: format!("re-run: the job's shuffle write well below {} and stage {} shorter", bytes(sh), c.sr.stage_id),
+        join: None,
+        next_commands: vec![],
+    });
+    (c.c(Kind::ShuffleVolume, yes, numbers), f)
+}
+
+fn memory_pressure(c: &StageCtx, hot: bool) -> (Check, Option<Finding>) {
+    let t = &c.sr.totals;
+    let n = c.sr.tasks.max(1);
+    let s = &c.sr.task_summary;
+    let gc = ratio(t.gc_ms, t.run_ms);
+    let even = ratio(s.duration_ms.max, s.duration_ms.median) < 3.0;
+    let numbers = format!(
+        "stage {}: {} of {} tasks spilled ({} in memory, {} to disk); GC {} of run time; durations {} (max {} vs median {})",
+        c.sr.stage_id,
+        t.spilled_tasks,
+        n,
+        bytes(t.memory_spill_bytes),
+        bytes(t.disk_spill_bytes),
+        pct(gc),
+        if even { "even" } else { "uneven" },
+        ms(s.duration_ms.max),
+        ms(s.duration_ms.median)
+    );
+    let yes = !hot && ((t.spilled_tasks * 2 >= n && even && n >= 2) || (gc > 0.10 && t.run_ms >= 10_000));
+    let f = yes.then(|| {
+        let per_task = (t.shuffle_read_bytes + t.input_bytes) / n as i64;
+        let want = ((t.shuffle_read_bytes + t.input_bytes) as f64 / TARGET_TASK_BYTES as f64).ceil().max(n as f64 * 2.0) as i64;
+        Finding {
+            kind: Kind::MemoryPressure,
+            stage_id: Some(c.sr.stage_id),
+            evidence: numbers.clone(),
+            fix: format!(
+                "first more partitions (free): spark.sql.shuffle.partitions={want} takes each task from about {} to {}; then fewer cores per executor (more memory per task); only then more executor memory",
+                bytes(per_task),
+                bytes((t.shuffle_read_bytes + t.input_bytes) / want.max(1))
+            ),
+            cost: format!("{} more tasks to schedule; fewer cores per executor means fewer tasks at once", want - n as i64),
+            verify: format!("re-run: spill near 0 on stage {}'s tasks and GC under 10% of run time", c.sr.stage_id),
+            join: None,
+            next_commands: vec![],
+        }
+    });
+    (c.c(Kind::MemoryPressure, yes, numbers), f)
+}
+
+fn slow_code(c: &StageCtx) -> (Check, Option<Finding>) {
+    let t = &c.sr.totals;
+    let s = &c.sr.task_summary;
+    let n = c.sr.tasks.max(1);
+    let udf = c.sql_plan().and_then(plan::python_udf);
+    let even = ratio(s.duration_ms.max, s.duration_ms.median) < 2.0;
+    // A map stage that writes a big shuffle is the shuffle's cost, not per-row code (unless a
+    // Python UDF runs there).
+    let no_shuffle = t.shuffle_read_bytes == 0 && (t.shuffle_write_bytes == 0 || udf.is_some());
+    let no_spill = t.spilled_tasks * 10 < n;
+    let cpu = ratio(t.cpu_ms, t.run_ms);
+    let numbers = format!(
+        "stage {}: tasks {} (max {} vs median {}), shuffle read {}, {} of {} tasks spilled, JVM CPU {} of run time{}",
+        c.sr.stage_id,
+        if even { "even" } else { "uneven" },
+        ms(s.duration_ms.max),
+        ms(s.duration_ms.median),
+        bytes(t.shuffle_read_bytes),
+        t.spilled_tasks,
+        n,
+        pct(cpu),
+        match &udf {
+            Some(u) => format!("; the plan runs a Python UDF ({u})"),
+            None => "; no Python UDF in the plan".into(),
+        }
+    );
+    let yes = even && no_shuffle && no_spill && c.sr.share >= 0.25 && (udf.is_some() || c.sr.task_summary.run_ms.median >= 1000);
+    let f = yes.then(|| Finding {
+        kind: Kind::SlowCode,
+        stage_id: Some(c.sr.stage_id),
+        evidence: numbers.clone(),
+        fix: match &udf {
+            Some(u) => format!("the per-row code is the cost: every row goes to a Python worker and back ({u}); use Spark's built-in functions, or a vectorized pandas_udf (Arrow batches) if Python is needed"),
+            None => "the per-row code is the cost: look at the stage's expressions (regexes, JSON parsing, UDFs) and replace them with cheaper built-ins".into(),
+        },
+        cost: "a code change; more executors only divide the same per-row cost".into(),
+        verify: format!("re-run: stage {}'s median task well under {}", c.sr.stage_id, ms(s.duration_ms.median)),
+        join: None,
+        next_commands: vec![],
+    });
+    (c.c(Kind::SlowCode, yes, numbers), f)
+}
+
+fn planning_gap(app: &App) -> (Check, Option<Finding>) {
+    let Some((start, end)) = app.span() else {
+        return (Check { kind: Kind::PlanningGap, stage_id: None, confirmed: false, numbers: "no times in the log".into() }, None);
+    };
+    let mut iv: Vec<(i64, i64)> = app.stages.values().flat_map(|s| s.tasks.iter().map(|t| (t.launch, t.finish))).collect();
+    iv.sort_unstable();
+    let mut gaps: Vec<(i64, i64)> = Vec::new();
+    let mut cur = start;
+    for (a, b) in iv {
+        if a > cur {
+            gaps.push((cur, a));
+        }
+        cur = cur.max(b);
+    }
+    if end > cur {
+        gaps.push((cur, end));
+    }
+    let idle: i64 = gaps.iter().map(|(a, b)| b - a).sum();
+    let longest = gaps.iter().copied().max_by_key(|(a, b)| b - a).unwrap_or((start, start));
+    let app_ms = (end - start).max(1);
+    let numbers = format!(
+        "no task ran for {} of the {} wall clock ({}); the longest stretch {} from {} after the start",
+        ms(idle),
+        ms(app_ms),
+        pct(ratio(idle, app_ms)),
+        ms(longest.1 - longest.0),
+        ms(longest.0 - start)
+    );
+    let yes = longest.1 - longest.0 >= 30_000 && ratio(longest.1 - longest.0, app_ms) >= 0.2;
+    let f = yes.then(|| Finding {
+        kind: Kind::PlanningGap,
+        stage_id: None,
+        evidence: numbers.clone(),
+        fix: "the driver is the bottleneck in that stretch (planning a long lineage, collecting results, listing files, or Python code on the driver): checkpoint or write out intermediate results to cut the lineage, and keep driver-side work out of the job; more executors will not help".into(),
+        cost: "a checkpoint writes the intermediate data once".into(),
+        verify: format!("re-run: no stretch of {} or more with no task running", ms((longest.1 - longest.0) / 4)),
+        join: None,
+        next_commands: vec![],
+    });
+    (Check { kind: Kind::PlanningGap, stage_id: None, confirmed: yes, numbers }, f)
+}
+
+/// "Just add memory": what it would change in the top stage (spill) and what it would not.
+fn memory_text(s: &StageReport, cause: Option<Kind>) -> String {
+    let t = &s.totals;
+    let changes = if t.spilled_tasks > 0 {
+        format!("it would shrink the spill ({} in memory, {} to disk over {} of {} tasks)", bytes(t.memory_spill_bytes), bytes(t.disk_spill_bytes), t.spilled_tasks, s.tasks)
+    } else {
+        "it would change nothing: no task of this stage spilled".to_string()
+    };
+    let mut o = format!(
+        "more executor memory for stage {}: {changes}; it would not change the rows each task processes ({} records read by the largest task against a median of {}), the bytes shuffled ({} read), or the task count ({})",
+        s.stage_id,
+        fmt_count(s.task_summary.shuffle_read_records.max.max(0) as u64),
+        fmt_count(s.task_summary.shuffle_read_records.median.max(0) as u64),
+        bytes(t.shuffle_read_bytes),
+        s.tasks
+    );
+    if cause == Some(Kind::HotKey) {
+        o.push_str("; the hot task would still read its data alone");
+    }
+    o
+}

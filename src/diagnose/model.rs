@@ -1,0 +1,335 @@
+//! The application an event log describes: executors, jobs, stages with every task's
+//! metrics, and the SQL executions with their physical plans.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde_json::Value;
+
+/// One finished task attempt, its times in milliseconds and sizes in bytes.
+#[derive(Debug, Clone, Default)]
+pub struct Task {
+    pub launch: i64,
+    pub finish: i64,
+    pub duration: i64,
+    pub run: i64,
+    pub cpu_ms: i64,
+    pub deserialize: i64,
+    pub result_ser: i64,
+    pub getting_result: i64,
+    pub gc: i64,
+    pub scheduler_delay: i64,
+    pub shuffle_read_bytes: i64,
+    pub shuffle_read_records: i64,
+    pub fetch_wait: i64,
+    pub shuffle_write_bytes: i64,
+    pub shuffle_write_records: i64,
+    pub input_bytes: i64,
+    pub input_records: i64,
+    pub output_bytes: i64,
+    pub output_records: i64,
+    pub memory_spill: i64,
+    pub disk_spill: i64,
+    pub result_size: i64,
+    pub index: i64,
+    pub executor: String,
+    pub host: String,
+    pub success: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Stage {
+    pub id: i64,
+    pub attempt: i64,
+    pub name: String,
+    pub num_tasks: i64,
+    pub submitted: Option<i64>,
+    pub completed: Option<i64>,
+    pub failure: Option<String>,
+    pub tasks: Vec<Task>,
+    /// Accumulators (SQL metrics among them) this stage updated.
+    pub accums: HashSet<i64>,
+    pub job: Option<i64>,
+}
+
+impl Stage {
+    /// Wall-clock time from submission to completion, or over its tasks if the log lacks them.
+    pub fn span(&self) -> Option<(i64, i64)> {
+        let first = self.tasks.iter().map(|t| t.launch).min();
+        let last = self.tasks.iter().map(|t| t.finish).max();
+        let start = self.submitted.or(first)?;
+        let end = self.completed.or(last)?;
+        Some((start, end.max(start)))
+    }
+
+    pub fn duration(&self) -> i64 {
+        self.span().map(|(a, b)| b - a).unwrap_or(0)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Job {
+    pub id: i64,
+    pub submitted: Option<i64>,
+    pub completed: Option<i64>,
+    pub stages: Vec<i64>,
+    pub sql: Option<i64>,
+    pub succeeded: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SqlExecution {
+    pub id: i64,
+    pub description: String,
+    /// The last physical plan (`sparkPlanInfo`), after adaptive updates.
+    pub plan: Option<Value>,
+    pub start: Option<i64>,
+    pub end: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Executor {
+    pub id: String,
+    pub cores: i64,
+    pub added: i64,
+    pub removed: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct App {
+    pub name: String,
+    pub id: String,
+    pub start: Option<i64>,
+    pub end: Option<i64>,
+    pub spark_version: Option<String>,
+    pub properties: HashMap<String, String>,
+    pub executors: Vec<Executor>,
+    pub jobs: BTreeMap<i64, Job>,
+    pub stages: BTreeMap<(i64, i64), Stage>,
+    pub sql: BTreeMap<i64, SqlExecution>,
+    /// The last timestamp seen in the log.
+    pub last_time: Option<i64>,
+    pub events: usize,
+}
+
+fn i(v: &Value, k: &str) -> i64 {
+    v.get(k).and_then(|x| x.as_i64().or_else(|| x.as_f64().map(|f| f as i64))).unwrap_or(0)
+}
+
+fn oi(v: &Value, k: &str) -> Option<i64> {
+    v.get(k).and_then(|x| x.as_i64())
+}
+
+fn s(v: &Value, k: &str) -> String {
+    v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string()
+}
+
+fn accum_ids(v: &Value) -> impl Iterator<Item = i64> + '_ {
+    v.get("Accumulables").and_then(|a| a.as_array()).into_iter().flatten().filter_map(|a| a.get("ID").and_then(|x| x.as_i64()))
+}
+
+/// A property map: Spark writes `Properties` and `Spark Properties` as JSON objects (older
+/// versions as lists of [key, value]).
+fn props(v: Option<&Value>) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    match v {
+        Some(Value::Object(m)) => {
+            for (k, x) in m {
+                out.insert(k.clone(), x.as_str().map(str::to_string).unwrap_or_else(|| x.to_string()));
+            }
+        }
+        Some(Value::Array(a)) => {
+            for p in a {
+                if let Some([k, x]) = p.as_array().map(|v| v.as_slice()) {
+                    out.insert(k.as_str().unwrap_or("").to_string(), x.as_str().unwrap_or("").to_string());
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+fn stage_entry<'a>(app: &'a mut App, info: &Value) -> &'a mut Stage {
+    let id = i(info, "Stage ID");
+    let attempt = i(info, "Stage Attempt ID");
+    let st = app.stages.entry((id, attempt)).or_default();
+    st.id = id;
+    st.attempt = attempt;
+    if let Some(n) = info.get("Stage Name").and_then(|x| x.as_str()) {
+        st.name = n.to_string();
+    }
+    if let Some(n) = oi(info, "Number of Tasks") {
+        st.num_tasks = n;
+    }
+    st
+}
+
+impl App {
+    pub fn from_events(events: &[Value]) -> App {
+        let mut app = App { events: events.len(), ..Default::default() };
+        let mut stage_job: HashMap<i64, i64> = HashMap::new();
+        for e in events {
+            let kind = e.get("Event").and_then(|x| x.as_str()).unwrap_or("");
+            let short = kind.rsplit('.').next().unwrap_or(kind);
+            for k in ["Timestamp", "time", "Completion Time", "Submission Time"] {
+                if let Some(t) = oi(e, k) {
+                    app.last_time = Some(app.last_time.map_or(t, |l| l.max(t)));
+                }
+            }
+            match short {
+                "SparkListenerLogStart" => app.spark_version = e.get("Spark Version").and_then(|x| x.as_str()).map(str::to_string),
+                "SparkListenerApplicationStart" => {
+                    app.name = s(e, "App Name");
+                    app.id = s(e, "App ID");
+                    app.start = oi(e, "Timestamp");
+                }
+                "SparkListenerApplicationEnd" => app.end = oi(e, "Timestamp"),
+                "SparkListenerEnvironmentUpdate" => app.properties.extend(props(e.get("Spark Properties"))),
+                "SparkListenerExecutorAdded" => {
+                    let info = e.get("Executor Info").cloned().unwrap_or_default();
+                    app.executors.push(Executor { id: s(e, "Executor ID"), cores: i(&info, "Total Cores"), added: i(e, "Timestamp"), removed: None });
+                }
+                "SparkListenerExecutorRemoved" => {
+                    let id = s(e, "Executor ID");
+                    if let Some(x) = app.executors.iter_mut().rev().find(|x| x.id == id && x.removed.is_none()) {
+                        x.removed = oi(e, "Timestamp");
+                    }
+                }
+                "SparkListenerJobStart" => {
+                    let id = i(e, "Job ID");
+                    let p = props(e.get("Properties"));
+                    let stages: Vec<i64> = e.get("Stage IDs").and_then(|x| x.as_array()).into_iter().flatten().filter_map(|x| x.as_i64()).collect();
+                    for &st in &stages {
+                        stage_job.insert(st, id);
+                    }
+                    for info in e.get("Stage Infos").and_then(|x| x.as_array()).into_iter().flatten() {
+                        let st = stage_entry(&mut app, info);
+                        st.job = Some(id);
+                    }
+                    let job = app.jobs.entry(id).or_default();
+                    job.id = id;
+                    job.submitted = oi(e, "Submission Time");
+                    job.stages = stages;
+                    job.sql = p.get("spark.sql.execution.id").and_then(|x| x.parse().ok());
+                }
+                "SparkListenerJobEnd" => {
+                    let job = app.jobs.entry(i(e, "Job ID")).or_default();
+                    job.completed = oi(e, "Completion Time");
+                    job.succeeded = e.get("Job Result").map(|r| s(r, "Result") == "JobSucceeded");
+                }
+                "SparkListenerStageSubmitted" => {
+                    if let Some(info) = e.get("Stage Info") {
+                        let sub = oi(info, "Submission Time");
+                        let st = stage_entry(&mut app, info);
+                        st.submitted = sub.or(st.submitted);
+                    }
+                }
+                "SparkListenerStageCompleted" => {
+                    if let Some(info) = e.get("Stage Info") {
+                        let ids: Vec<i64> = accum_ids(info).collect();
+                        let (sub, done) = (oi(info, "Submission Time"), oi(info, "Completion Time"));
+                        let failure = info.get("Failure Reason").and_then(|x| x.as_str()).map(|x| x.lines().next().unwrap_or("").to_string());
+                        let st = stage_entry(&mut app, info);
+                        st.submitted = sub.or(st.submitted);
+                        st.completed = done;
+                        st.failure = failure;
+                        st.accums.extend(ids);
+                    }
+                }
+                "SparkListenerTaskEnd" => {
+                    let (Some(info), Some(m)) = (e.get("Task Info"), e.get("Task Metrics")) else { continue };
+                    let key = (i(e, "Stage ID"), i(e, "Stage Attempt ID"));
+                    let sr = m.get("Shuffle Read Metrics").cloned().unwrap_or_default();
+                    let sw = m.get("Shuffle Write Metrics").cloned().unwrap_or_default();
+                    let inp = m.get("Input Metrics").cloned().unwrap_or_default();
+                    let out = m.get("Output Metrics").cloned().unwrap_or_default();
+                    let launch = i(info, "Launch Time");
+                    let finish = i(info, "Finish Time");
+                    let getting = i(info, "Getting Result Time");
+                    let mut t = Task {
+                        launch,
+                        finish,
+                        duration: (finish - launch).max(0),
+                        run: i(m, "Executor Run Time"),
+                        cpu_ms: i(m, "Executor CPU Time") / 1_000_000,
+                        deserialize: i(m, "Executor Deserialize Time"),
+                        result_ser: i(m, "Result Serialization Time"),
+                        getting_result: if getting > 0 { (finish - getting).max(0) } else { 0 },
+                        gc: i(m, "JVM GC Time"),
+                        scheduler_delay: 0,
+                        shuffle_read_bytes: i(&sr, "Remote Bytes Read") + i(&sr, "Local Bytes Read"),
+                        shuffle_read_records: i(&sr, "Total Records Read"),
+                        fetch_wait: i(&sr, "Fetch Wait Time"),
+                        shuffle_write_bytes: i(&sw, "Shuffle Bytes Written"),
+                        shuffle_write_records: i(&sw, "Shuffle Records Written"),
+                        input_bytes: i(&inp, "Bytes Read"),
+                        input_records: i(&inp, "Records Read"),
+                        output_bytes: i(&out, "Bytes Written"),
+                        output_records: i(&out, "Records Written"),
+                        memory_spill: i(m, "Memory Bytes Spilled"),
+                        disk_spill: i(m, "Disk Bytes Spilled"),
+                        result_size: i(m, "Result Size"),
+                        index: i(info, "Index"),
+                        executor: s(info, "Executor ID"),
+                        host: s(info, "Host"),
+                        success: e.get("Task End Reason").map(|r| s(r, "Reason") == "Success").unwrap_or(true) && !info.get("Failed").and_then(|x| x.as_bool()).unwrap_or(false),
+                    };
+                    // As the Spark UI computes it.
+                    t.scheduler_delay = (t.duration - t.run - t.deserialize - t.result_ser - t.getting_result).max(0);
+                    app.last_time = Some(app.last_time.map_or(finish, |l| l.max(finish)));
+                    let ids: Vec<i64> = accum_ids(info).collect();
+                    let st = app.stages.entry(key).or_default();
+                    st.id = key.0;
+                    st.attempt = key.1;
+                    st.accums.extend(ids);
+                    st.tasks.push(t);
+                }
+                "SparkListenerSQLExecutionStart" => {
+                    let id = i(e, "executionId");
+                    let x = app.sql.entry(id).or_default();
+                    x.id = id;
+                    x.description = s(e, "description");
+                    x.start = oi(e, "time");
+                    x.plan = e.get("sparkPlanInfo").cloned();
+                }
+                "SparkListenerSQLAdaptiveExecutionUpdate" => {
+                    let id = i(e, "executionId");
+                    let x = app.sql.entry(id).or_default();
+                    x.id = id;
+                    if let Some(p) = e.get("sparkPlanInfo") {
+                        x.plan = Some(p.clone());
+                    }
+                }
+                "SparkListenerSQLExecutionEnd" => {
+                    let x = app.sql.entry(i(e, "executionId")).or_default();
+                    x.end = oi(e, "time");
+                }
+                _ => {}
+            }
+        }
+        for st in app.stages.values_mut() {
+            if st.job.is_none() {
+                st.job = stage_job.get(&st.id).copied();
+            }
+        }
+        app
+    }
+
+    /// Executor cores (task slots) alive at time `t`; all executors when the log has no times.
+    pub fn slots_at(&self, t: i64) -> i64 {
+        let n: i64 = self.executors.iter().filter(|e| e.added <= t && e.removed.is_none_or(|r| r >= t)).map(|e| e.cores).sum();
+        if n > 0 {
+            n
+        } else {
+            self.executors.iter().map(|e| e.cores).max().unwrap_or(0)
+        }
+    }
+
+    /// The wall clock of the application.
+    pub fn span(&self) -> Option<(i64, i64)> {
+        let first_task = self.stages.values().flat_map(|s| s.tasks.iter().map(|t| t.launch)).min();
+        let start = self.start.or(first_task)?;
+        let end = self.end.or(self.last_time)?;
+        Some((start, end.max(start)))
+    }
+}

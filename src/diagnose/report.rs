@@ -1,0 +1,141 @@
+//! `diagnose` output: the five moves as text (locate, measure, diagnose, fix, verify), or the
+//! whole diagnosis as JSON.
+
+use comfy_table::presets::NOTHING;
+use comfy_table::{CellAlignment, Table};
+
+use super::{bytes, ms, pct, Diagnosis, Quantiles};
+
+pub fn json(d: &Diagnosis) -> String {
+    serde_json::to_string_pretty(d).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(NOTHING);
+    t.set_header(header.to_vec());
+    for i in 1..header.len() {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t
+}
+
+fn indent(s: &str, by: &str) -> String {
+    s.lines().map(|l| format!("{by}{}", l.trim_end())).collect::<Vec<_>>().join("\n")
+}
+
+pub fn text(d: &Diagnosis) -> String {
+    let mut o = String::new();
+    let a = &d.app;
+    o.push_str(&format!(
+        "skewjoin diagnose: {} ({}){}: {} wall clock, {} job(s), {} stage(s), {} tasks, {} executor cores\n",
+        if a.name.is_empty() { "?" } else { &a.name },
+        if a.id.is_empty() { "?" } else { &a.id },
+        a.spark_version.as_deref().map(|v| format!(", Spark {v}")).unwrap_or_default(),
+        ms(a.duration_ms),
+        a.jobs,
+        a.stages,
+        a.tasks,
+        a.slots
+    ));
+    for w in &d.warnings {
+        o.push_str(&format!("warning: {w}\n"));
+    }
+
+    o.push_str("\n1. Locate\n");
+    o.push_str(&format!("   {}\n", d.locate));
+    let mut t = table(&["stage", "duration", "share", "tasks", "waves", "shuffle read", "input", "spill (disk)", "name"]);
+    for s in d.stages.iter().take(6) {
+        t.add_row(vec![
+            format!("{}{}", s.stage_id, if s.attempt > 0 { format!(".{}", s.attempt) } else { String::new() }),
+            ms(s.duration_ms),
+            pct(s.share),
+            s.tasks.to_string(),
+            format!("{:.1}", s.waves),
+            bytes(s.totals.shuffle_read_bytes),
+            bytes(s.totals.input_bytes),
+            bytes(s.totals.disk_spill_bytes),
+            s.name.chars().take(40).collect(),
+        ]);
+    }
+    o.push_str(&indent(&t.to_string(), "  "));
+    o.push('\n');
+
+    let top: Vec<i64> = {
+        let mut v: Vec<i64> = d.findings.iter().filter_map(|f| f.stage_id).collect();
+        if v.is_empty() {
+            v.extend(d.stages.first().map(|s| s.stage_id));
+        }
+        v.dedup();
+        v
+    };
+    o.push_str("\n2. Measure\n");
+    for s in d.stages.iter().filter(|s| top.contains(&s.stage_id)) {
+        o.push_str(&format!(
+            "   stage {}: {} tasks{} on {} cores ({:.1} waves), {}\n",
+            s.stage_id,
+            s.tasks,
+            if s.failed_tasks > 0 { format!(" (+{} failed)", s.failed_tasks) } else { String::new() },
+            s.slots,
+            s.waves,
+            ms(s.duration_ms)
+        ));
+        let mut t = table(&["per task", "min", "25th", "median", "75th", "max"]);
+        let ts = &s.task_summary;
+        let row = |name: &str, q: &Quantiles, f: &dyn Fn(i64) -> String| vec![name.to_string(), f(q.min), f(q.p25), f(q.median), f(q.p75), f(q.max)];
+        let n = |v: i64| v.to_string();
+        t.add_row(row("duration", &ts.duration_ms, &ms));
+        t.add_row(row("run time", &ts.run_ms, &ms));
+        t.add_row(row("shuffle read", &ts.shuffle_read_bytes, &bytes));
+        t.add_row(row("shuffle records", &ts.shuffle_read_records, &n));
+        t.add_row(row("input", &ts.input_bytes, &bytes));
+        t.add_row(row("spill (memory)", &ts.memory_spill_bytes, &bytes));
+        t.add_row(row("spill (disk)", &ts.disk_spill_bytes, &bytes));
+        t.add_row(row("GC time", &ts.gc_ms, &ms));
+        t.add_row(row("scheduler delay", &ts.scheduler_delay_ms, &ms));
+        o.push_str(&indent(&t.to_string(), "  "));
+        o.push('\n');
+    }
+
+    o.push_str("\n3. Diagnose (suspects in the order they are cheapest to check)\n");
+    for c in &d.checks {
+        o.push_str(&format!("   [{}] {}: {}\n", if c.confirmed { "x" } else { " " }, c.kind.as_str(), c.numbers));
+    }
+    if d.findings.is_empty() {
+        o.push_str("   none of the usual suspects is confirmed by the numbers above\n");
+    }
+
+    o.push_str("\n4. Fix\n");
+    for f in &d.findings {
+        o.push_str(&format!("   {}{}: {}\n", f.kind.as_str(), f.stage_id.map(|s| format!(" (stage {s})")).unwrap_or_default(), f.fix));
+        o.push_str(&format!("     cost: {}\n", f.cost));
+        if let Some(j) = &f.join {
+            o.push_str(&format!(
+                "     join: {} {} [{}] = [{}], left {}, right {}\n",
+                j.operator,
+                j.join_type,
+                j.left_keys.join(", "),
+                j.right_keys.join(", "),
+                j.left_table.as_deref().unwrap_or("(not named in the plan)"),
+                j.right_table.as_deref().unwrap_or("(not named in the plan)")
+            ));
+        }
+        for c in &f.next_commands {
+            o.push_str(&format!("     next: {c}\n"));
+        }
+    }
+    if let Some(m) = &d.memory {
+        o.push_str(&format!("   just add memory? {m}\n"));
+    }
+
+    o.push_str("\n5. Verify\n");
+    for f in &d.findings {
+        o.push_str(&format!("   {}: {}\n", f.kind.as_str(), f.verify));
+    }
+    if d.findings.is_empty() {
+        o.push_str("   re-run with the event log on and compare the stage table above\n");
+    }
+    o
+}
