@@ -323,7 +323,9 @@ pub fn diagnose(path: &Path, baseline: Option<&Path>) -> Result<Diagnosis> {
         let hot = hot_key(&ctx);
         let is_hot = hot.1.is_some();
         check(&mut checks, &mut findings, hot);
-        check(&mut checks, &mut findings, too_few_partitions(&ctx));
+        let few = too_few_partitions(&ctx);
+        let is_few = few.1.is_some();
+        check(&mut checks, &mut findings, few);
         check(&mut checks, &mut findings, tiny_tasks(&ctx));
         if !is_hot {
             let (c, f) = shuffle_volume(&ctx);
@@ -331,7 +333,9 @@ pub fn diagnose(path: &Path, baseline: Option<&Path>) -> Result<Diagnosis> {
             let seen = f.is_some() && findings.iter().any(|x: &Finding| x.kind == Kind::ShuffleVolume && x.stage_id.and_then(|s| app.stages.values().find(|st| st.id == s)).and_then(|st| st.job) == st.job);
             check(&mut checks, &mut findings, (c, if seen { None } else { f }));
         }
-        check(&mut checks, &mut findings, memory_pressure(&ctx, is_hot));
+        // Too few partitions is the memory pressure's cause, with its own (first) fix.
+        let (mc, mf) = memory_pressure(&ctx, is_hot);
+        check(&mut checks, &mut findings, (mc, if is_few { None } else { mf }));
         if !is_hot {
             check(&mut checks, &mut findings, slow_code(&ctx));
         }
@@ -523,6 +527,11 @@ fn hot_key(c: &StageCtx) -> (Check, Option<Finding>) {
             rk.join(", ")
         );
     }
+    if join.is_none() {
+        fix.push_str("; the log does not name the join this stage runs (no SQL plan for it), so find it in the SQL tab of the Spark UI and put its tables and key in the commands below");
+        next.push(format!("skewjoin keys LEFT_TABLE --column KEY --shuffle-partitions {partitions}"));
+        next.push(format!("skewjoin plan --left LEFT_TABLE --right RIGHT_TABLE --on KEY --how inner|left|right|full|semi|anti --shuffle-partitions {partitions}"));
+    }
     let props = &c.app.properties;
     let aqe = props.get("spark.sql.adaptive.enabled").map(|v| v == "true").unwrap_or(true);
     let full = join.as_ref().is_some_and(|j| j.join_type == "FullOuter");
@@ -617,7 +626,9 @@ fn tiny_tasks(c: &StageCtx) -> (Check, Option<Finding>) {
         pct(overhead),
         pct(busy)
     );
-    let yes = n >= 1000 && s.duration_ms.median <= 2000 && (s.scheduler_delay_ms.median * 2 >= s.run_ms.median || overhead >= 0.3 || busy <= 0.5);
+    // Thousands of short tasks: the per-task cost (scheduling, launch, result) is paid in every
+    // one of many waves, or it is a large part of each task.
+    let yes = n >= 1000 && s.run_ms.median <= 2000 && (s.scheduler_delay_ms.median * 2 >= s.run_ms.median || overhead >= 0.3 || busy <= 0.5 || c.sr.waves >= 10.0);
     let f = yes.then(|| {
         let data = t.input_bytes + t.shuffle_read_bytes;
         let want = ((data as f64 / (128 << 20) as f64).ceil() as i64).max(c.sr.slots * 2).max(1);
@@ -813,12 +824,17 @@ fn memory_text(s: &StageReport, cause: Option<Kind>) -> String {
     } else {
         "it would change nothing: no task of this stage spilled".to_string()
     };
+    let q = &s.task_summary;
+    let reads = if q.shuffle_read_bytes.max > 0 {
+        format!("{} records ({}) shuffled to the largest task against a median of {} ({})", fmt_count(q.shuffle_read_records.max.max(0) as u64), bytes(q.shuffle_read_bytes.max), fmt_count(q.shuffle_read_records.median.max(0) as u64), bytes(q.shuffle_read_bytes.median))
+    } else {
+        format!("{} read by the largest task against a median of {}", bytes(q.input_bytes.max), bytes(q.input_bytes.median))
+    };
     let mut o = format!(
-        "more executor memory for stage {}: {changes}; it would not change the rows each task processes ({} records read by the largest task against a median of {}), the bytes shuffled ({} read), or the task count ({})",
+        "more executor memory for stage {}: {changes}; it would not change the rows each task processes ({reads}), the bytes shuffled ({} read, {} written), or the task count ({})",
         s.stage_id,
-        fmt_count(s.task_summary.shuffle_read_records.max.max(0) as u64),
-        fmt_count(s.task_summary.shuffle_read_records.median.max(0) as u64),
         bytes(t.shuffle_read_bytes),
+        bytes(t.shuffle_write_bytes),
         s.tasks
     );
     if cause == Some(Kind::HotKey) {

@@ -85,7 +85,7 @@ pub fn text(d: &Diagnosis) -> String {
         let mut t = table(&["per task", "min", "25th", "median", "75th", "max"]);
         let ts = &s.task_summary;
         let row = |name: &str, q: &Quantiles, f: &dyn Fn(i64) -> String| vec![name.to_string(), f(q.min), f(q.p25), f(q.median), f(q.p75), f(q.max)];
-        let n = |v: i64| v.to_string();
+        let n = |v: i64| crate::keys::fmt_count(v.max(0) as u64);
         t.add_row(row("duration", &ts.duration_ms, &ms));
         t.add_row(row("run time", &ts.run_ms, &ms));
         t.add_row(row("shuffle read", &ts.shuffle_read_bytes, &bytes));

@@ -1,0 +1,121 @@
+"""`skewjoin diagnose` on synthetic event logs built to the figures of the method's worked
+examples (tests/py/synthlogs.py), and on bad input. The logs written by real Spark are in
+test_diagnose_spark.py."""
+import json
+
+import pytest
+
+import synthlogs
+from conftest import run
+
+
+def diag(path, *extra):
+    p = run("diagnose", path, "--format", "json", *extra)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def finding(d, kind):
+    f = [x for x in d["findings"] if x["kind"] == kind]
+    assert f, (kind, [(c["kind"], c["numbers"]) for c in d["checks"]])
+    return f[0]
+
+
+def stage(d, sid):
+    return next(s for s in d["stages"] if s["stage_id"] == sid)
+
+
+def test_worked_hot_key(tmp_path):
+    """4 stages in 2 h 58 min; stage 2 takes 2 h 51 min, median task 41 s, one task of 2 h 48 min
+    reading 12.4 GB against a median of 135 MB."""
+    p = tmp_path / "hot"
+    synthlogs.worked_hot_key(p)
+    d = diag(p)
+    s = d["stages"][0]
+    assert s["stage_id"] == 2 and s["share"] > 0.95, d["locate"]
+    assert s["duration_ms"] // 60_000 == 171 and d["app"]["duration_ms"] // 60_000 == 178
+    ts = s["task_summary"]
+    assert round(ts["duration_ms"]["median"] / 1000) == 41 and ts["duration_ms"]["max"] // 60_000 == 168
+    f = finding(d, "hot_key")
+    assert f["stage_id"] == 2 and "12.4 GB" in f["evidence"] and "135.0 MB" in f["evidence"]
+    assert "within 2x of the median" in f["verify"]
+    assert not any(x["kind"] in ("memory_pressure", "too_few_partitions") for x in d["findings"])
+    # "Just add memory": what it changes (spill) and what not, with this job's figures.
+    assert "would not change" in d["memory"] and "12.4 GB" in d["memory"]
+    # The JSON contract.
+    for k in ["stage_id", "attempt", "name", "duration_ms", "share", "tasks", "task_summary"]:
+        assert k in s
+    for k in ["kind", "stage_id", "evidence", "fix"]:
+        assert k in f
+    # The text report: the five moves.
+    t = run("diagnose", p).stdout
+    for h in ["1. Locate", "2. Measure", "3. Diagnose", "4. Fix", "5. Verify", "[x] hot_key"]:
+        assert h in t, t
+
+
+def test_worked_tiny_tasks(tmp_path):
+    """4,000 tasks of ~900 ms with ~2.4 s scheduler delay on 160 slots."""
+    p = tmp_path / "tiny"
+    synthlogs.worked_tiny_tasks(p)
+    d = diag(p)
+    s = d["stages"][0]
+    assert s["tasks"] == 4000 and s["slots"] == 160 and s["waves"] == 25
+    assert abs(s["task_summary"]["scheduler_delay_ms"]["median"] - 2400) < 300
+    assert abs(s["task_summary"]["run_ms"]["median"] - 900) < 100
+    f = finding(d, "tiny_tasks")
+    assert "more executors will not help" in f["fix"]
+    assert "hot_key" not in [x["kind"] for x in d["findings"]]
+
+
+@pytest.mark.parametrize("make,kind", [
+    (synthlogs.too_few_partitions, "too_few_partitions"),
+    (synthlogs.memory_pressure, "memory_pressure"),
+    (synthlogs.planning_gap, "planning_gap"),
+])
+def test_synthetic_causes(tmp_path, make, kind):
+    p = tmp_path / kind
+    make(p)
+    d = diag(p)
+    f = finding(d, kind)
+    assert f["fix"] and f["verify"] and f["evidence"]
+    assert "hot_key" not in [x["kind"] for x in d["findings"]]
+    if kind == "memory_pressure":
+        assert "GC 25%" in f["evidence"] or "GC 2" in f["evidence"], f["evidence"]
+        assert "first more partitions" in f["fix"]
+    if kind == "too_few_partitions":
+        assert "spark.sql.shuffle.partitions=" in f["fix"]
+
+
+def test_input_growth_against_baseline(tmp_path):
+    b, c = tmp_path / "base", tmp_path / "cur"
+    synthlogs.input_growth(b, c)
+    d = diag(c, "--baseline", b)
+    f = finding(d, "input_growth")
+    assert "3.0x the bytes" in f["evidence"], f["evidence"]
+    assert d["baseline"]["duration_ms"] < d["app"]["duration_ms"]
+    # Without a baseline the suspect cannot be checked, and is not claimed.
+    assert "input_growth" not in [x["kind"] for x in diag(c)["findings"]]
+
+
+def test_truncated_log_is_diagnosed_as_far_as_it_goes(tmp_path):
+    src = tmp_path / "hot"
+    synthlogs.worked_hot_key(src)
+    cut = tmp_path / "cut"
+    synthlogs.truncated(cut, src)
+    d = diag(cut)
+    assert any("cut short" in w for w in d["warnings"]), d["warnings"]
+    assert d["stages"], d
+
+
+def test_bad_input(tmp_path, corpus):
+    p = tmp_path / "x.csv"
+    synthlogs.not_a_log(p)
+    for path, why in [(p, "not a Spark event log"), (tmp_path / "missing", "no such file"),
+                      (corpus / "data" / "alltypes_plain.parquet", "not a Spark event log"),
+                      (tmp_path, "not a rolling Spark event log")]:
+        r = run("diagnose", path)
+        assert r.returncode == 2 and why in r.stderr and len(r.stderr.strip().splitlines()) == 1, (path, r.stderr)
+    empty = tmp_path / "empty"
+    empty.write_text("")
+    r = run("diagnose", empty)
+    assert r.returncode == 2 and "empty" in r.stderr, r.stderr
