@@ -22,5 +22,6 @@ pub mod source;
 pub mod sql;
 pub mod stage;
 pub mod value;
+pub mod verify;
 
 pub use error::{Error, Result};

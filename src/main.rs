@@ -29,8 +29,55 @@ enum Command {
     Plan(PlanArgs),
     /// A Spark SQL query in, the same query with its skewed joins rewritten out
     Rewrite(RewriteArgs),
+    /// Run the original query and the rewrite side by side: same rows, and the largest task before and after
+    Verify(VerifyArgs),
     /// A Spark event log in: the slow stage, its task summary, the cause, the fix and the next command
     Diagnose(DiagnoseArgs),
+}
+
+#[derive(Args)]
+struct VerifyArgs {
+    /// The original query (a file, or - for stdin; default stdin)
+    #[arg(value_name = "QUERY_FILE")]
+    query: Option<String>,
+    /// A table the query names, and its Parquet data: NAME=TABLE (file, folder or glob); repeat
+    #[arg(long = "table", value_name = "NAME=TABLE", required = true)]
+    tables: Vec<String>,
+    /// Check this rewrite (e.g. one edited by hand) instead of rewriting the query
+    #[arg(long, value_name = "FILE")]
+    rewritten: Option<PathBuf>,
+    /// The engine that runs both queries
+    #[arg(long, value_enum, default_value_t = Engine::Spark)]
+    engine: Engine,
+    /// Python with pyspark, for the Spark engine (default: $SKEWJOIN_PYTHON, else python3)
+    #[arg(long, value_name = "PYTHON")]
+    python: Option<String>,
+    /// Spark master for the Spark engine
+    #[arg(long, default_value = "local[2]", value_name = "MASTER")]
+    master: String,
+    /// A Spark setting for both runs (repeat); the defaults are the planner's partitions and
+    /// broadcast threshold, with AQE off so that the measured stage is the predicted one
+    #[arg(long = "conf", value_name = "KEY=VALUE")]
+    conf: Vec<String>,
+    /// Relative tolerance when comparing floating-point values
+    #[arg(long, default_value_t = 1e-9, value_name = "REL")]
+    tolerance: f64,
+    #[command(flatten)]
+    planner: PlannerArgs,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+    format: PlanFormat,
+    /// No progress bar
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Engine {
+    /// The user's Spark, through pyspark (local mode unless --master)
+    Spark,
+    /// Polars, in process (not in this build yet)
+    Polars,
 }
 
 #[derive(Args)]
@@ -226,7 +273,25 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Command::Verify(a) = cli.command {
+        return match run_verify(a) {
+            Ok((out, same)) => {
+                use std::io::Write;
+                let _ = std::io::stdout().lock().write_all(out.as_bytes());
+                if same {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                }
+            }
+            Err(e) => {
+                eprintln!("skewjoin: error: {}", one_line(&e.to_string()));
+                ExitCode::from(2)
+            }
+        };
+    }
     let result = match cli.command {
+        Command::Verify(_) => unreachable!("handled above"),
         Command::Keys(a) => run_keys(a),
         Command::Plan(a) => run_plan(a),
         Command::Rewrite(a) => run_rewrite(a),
@@ -331,6 +396,72 @@ fn run_plan(a: PlanArgs) -> Result<String> {
         PlanFormat::Text => plan::text(&p),
         PlanFormat::Json => plan::json(&p),
     })
+}
+
+fn read_query(q: Option<&str>) -> Result<String> {
+    use std::io::Read;
+    match q {
+        None | Some("-") => {
+            let mut s = String::new();
+            std::io::stdin().read_to_string(&mut s).map_err(|e| Error::Usage(format!("cannot read the query from stdin: {e}")))?;
+            Ok(s)
+        }
+        Some(path) => std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.into(), source: e }),
+    }
+}
+
+/// `--table NAME=TABLE` arguments: (name in lower case, path).
+fn table_args(args: &[String]) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for t in args {
+        let (name, path) = t.split_once('=').ok_or_else(|| Error::Usage(format!("--table {t:?}: write NAME=TABLE, e.g. events=data/events/")))?;
+        let name = name.trim().trim_matches('`').to_ascii_lowercase();
+        if name.is_empty() {
+            return Err(Error::Usage(format!("--table {t:?}: empty table name")));
+        }
+        out.push((name, path.trim().to_string()));
+    }
+    Ok(out)
+}
+
+fn run_verify(a: VerifyArgs) -> Result<(String, bool)> {
+    if a.engine == Engine::Polars {
+        return Err(Error::Usage("the polars engine is not in this build yet: use --engine spark (pyspark on this machine)".into()));
+    }
+    if !(a.tolerance > 0.0 && a.tolerance < 1.0) {
+        return Err(Error::Usage("--tolerance must be between 0 and 1".into()));
+    }
+    let opts = a.planner.options(JoinType::Inner, a.quiet)?;
+    let sql = read_query(a.query.as_deref())?;
+    let named = table_args(&a.tables)?;
+    let mut tables = std::collections::HashMap::new();
+    for (name, path) in &named {
+        tables.insert(name.clone(), Table::open(std::slice::from_ref(path))?);
+    }
+    let classifier = Classifier::with_file(a.planner.rules.as_deref())?;
+    let r = skewjoin::rewrite::rewrite(&sql, &tables, &classifier, &opts)?;
+    let rewritten = match &a.rewritten {
+        Some(p) => std::fs::read_to_string(p).map_err(|e| Error::Io { path: p.clone(), source: e })?,
+        None => r.sql.clone(),
+    };
+    let mut conf: Vec<(String, String)> = vec![
+        ("spark.sql.shuffle.partitions".into(), a.planner.shuffle_partitions.to_string()),
+        ("spark.sql.autoBroadcastJoinThreshold".into(), a.planner.broadcast_threshold.to_string()),
+        ("spark.sql.adaptive.enabled".into(), "false".into()),
+    ];
+    for c in &a.conf {
+        let (k, v) = c.split_once('=').ok_or_else(|| Error::Usage(format!("--conf {c:?}: write KEY=VALUE")))?;
+        conf.retain(|(x, _)| x != k.trim());
+        conf.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let python = a.python.clone().or_else(|| std::env::var("SKEWJOIN_PYTHON").ok()).unwrap_or_else(|| "python3".into());
+    let sopts = skewjoin::verify::SparkOptions { python, master: a.master.clone(), tolerance: a.tolerance, conf };
+    let v = skewjoin::verify::spark(&sql, &rewritten, if a.rewritten.is_some() { None } else { Some(&r) }, &named, &sopts)?;
+    let out = match a.format {
+        PlanFormat::Text => skewjoin::verify::text(&v),
+        PlanFormat::Json => skewjoin::verify::json(&v),
+    };
+    Ok((out, v.identical))
 }
 
 fn run_diagnose(a: DiagnoseArgs) -> Result<String> {

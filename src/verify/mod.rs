@@ -1,0 +1,270 @@
+//! `skewjoin verify`: run the original query and the rewrite on the same data, compare the rows
+//! as multisets, and put the largest and median task of each next to the planner's prediction.
+//!
+//! The engine is the user's own Spark, driven through pyspark by a small Python program shipped
+//! inside the binary (`spark_runner.py`): local mode unless `--master` says otherwise, each
+//! stage's tasks read from Spark's REST API.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::keys::fmt_count;
+use crate::plan::TaskStats;
+use crate::rewrite::Rewritten;
+
+const RUNNER: &str = include_str!("spark_runner.py");
+
+#[derive(Debug, Clone)]
+pub struct SparkOptions {
+    pub python: String,
+    pub master: String,
+    /// Relative tolerance for floating-point values.
+    pub tolerance: f64,
+    pub conf: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StageStats {
+    pub stage_id: i64,
+    pub tasks: i64,
+    pub duration_ms: i64,
+    pub max_task_records: i64,
+    pub median_task_records: i64,
+    pub max_task_bytes: i64,
+    pub max_task_ms: i64,
+    pub median_task_ms: i64,
+    pub spill_bytes: i64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RunStats {
+    pub wall_ms: i64,
+    pub rows: i64,
+    pub columns: Vec<String>,
+    pub stages: Vec<StageStats>,
+}
+
+impl RunStats {
+    /// The stage that holds the largest shuffle-read task: the join stage when one task owns a key.
+    pub fn join_stage(&self) -> Option<&StageStats> {
+        self.stages.iter().filter(|s| s.max_task_records > 0).max_by_key(|s| (s.max_task_records, s.max_task_bytes))
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct RunnerOut {
+    error: Option<String>,
+    spark_version: Option<String>,
+    master: Option<String>,
+    identical: Option<bool>,
+    before: Option<RunStats>,
+    after: Option<RunStats>,
+    #[serde(default)]
+    only_in_original: Vec<String>,
+    #[serde(default)]
+    only_in_rewritten: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Verification {
+    pub engine: String,
+    pub spark_version: String,
+    pub master: String,
+    pub identical: bool,
+    pub columns_match: bool,
+    pub tolerance: f64,
+    pub rows_original: i64,
+    pub rows_rewritten: i64,
+    /// Up to 5 rows each that the other side lacks.
+    pub only_in_original: Vec<String>,
+    pub only_in_rewritten: Vec<String>,
+    /// The planner's figures for the first rewritten join (rows per task).
+    pub predicted_before: Option<TaskStats>,
+    pub predicted_after: Option<TaskStats>,
+    pub measured_before: RunStats,
+    pub measured_after: RunStats,
+    pub conf: Vec<(String, String)>,
+    pub notes: Vec<String>,
+}
+
+/// One query, as Spark's `spark.sql` takes it: no trailing semicolon, a single statement.
+fn one_query(sql: &str, what: &str) -> Result<String> {
+    let stmts = crate::sql::parse(sql)?;
+    match stmts.as_slice() {
+        [sqlparser::ast::Statement::Query(_)] => Ok(sql.trim().trim_end_matches(';').trim().to_string()),
+        [_] => Err(Error::Usage(format!("verify runs one query (a SELECT); the {what} is another kind of statement"))),
+        s => Err(Error::Usage(format!("verify runs one query (a SELECT); the {what} has {} statements", s.len()))),
+    }
+}
+
+/// Run `original` and the rewrite on Spark through pyspark.
+pub fn spark(original: &str, rewritten: &str, r: Option<&Rewritten>, tables: &[(String, String)], opts: &SparkOptions) -> Result<Verification> {
+    let original = one_query(original, "query")?;
+    let rewritten = one_query(rewritten, "rewrite")?;
+    let digits = (-opts.tolerance.log10()).round().clamp(1.0, 17.0) as i64;
+    let spec = serde_json::json!({
+        "master": opts.master,
+        "conf": opts.conf.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
+        "tables": tables.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
+        "original": original,
+        "rewritten": rewritten,
+        "digits": digits,
+    });
+    let dir = std::env::temp_dir();
+    let script = dir.join(format!("skewjoin-verify-{}.py", std::process::id()));
+    std::fs::write(&script, RUNNER).map_err(|e| Error::Io { path: script.clone(), source: e })?;
+    let child = Command::new(&opts.python).arg(&script).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = std::fs::remove_file(&script);
+            return Err(Error::Usage(format!("cannot run {} for the Spark engine: {e} (pass --python with a Python that has pyspark)", opts.python)));
+        }
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(spec.to_string().as_bytes());
+    }
+    let out = child.wait_with_output().map_err(|e| Error::Usage(format!("the Spark engine failed: {e}")));
+    let _ = std::fs::remove_file(&script);
+    let out = out?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().rev().find(|l| l.trim_start().starts_with('{'));
+    let parsed: RunnerOut = match last.map(serde_json::from_str::<RunnerOut>) {
+        Some(Ok(p)) => p,
+        _ => {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let line = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output");
+            return Err(Error::Usage(format!("the Spark engine ({}) failed: {}", opts.python, line.trim())));
+        }
+    };
+    if let Some(e) = parsed.error {
+        return Err(Error::Usage(e));
+    }
+    let before = parsed.before.unwrap_or_default();
+    let after = parsed.after.unwrap_or_default();
+    let change = r.and_then(|r| r.changes.first());
+    let mut notes = Vec::new();
+    if let Some(r) = r {
+        if r.changes.len() > 1 {
+            notes.push(format!("{} joins were rewritten; the predicted figures are the first one's ({})", r.changes.len(), r.changes[0].join));
+        }
+        if r.changes.is_empty() {
+            notes.push("nothing was rewritten: the two queries are the same query".into());
+        }
+        if let Some(c) = r.changes.first() {
+            notes.extend(c.notes.iter().filter(|n| n.contains("WHERE") || n.contains("estimates") || n.contains("filter")).cloned());
+        }
+    }
+    Ok(Verification {
+        engine: "spark".into(),
+        spark_version: parsed.spark_version.unwrap_or_default(),
+        master: parsed.master.unwrap_or_default(),
+        identical: parsed.identical.unwrap_or(false) && before.columns == after.columns,
+        columns_match: before.columns == after.columns,
+        tolerance: opts.tolerance,
+        rows_original: before.rows,
+        rows_rewritten: after.rows,
+        only_in_original: parsed.only_in_original,
+        only_in_rewritten: parsed.only_in_rewritten,
+        predicted_before: change.map(|c| c.before.clone()),
+        predicted_after: change.map(|c| c.after.clone()),
+        measured_before: before,
+        measured_after: after,
+        conf: opts.conf.clone(),
+        notes,
+    })
+}
+
+pub fn json(v: &Verification) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default() + "\n"
+}
+
+pub fn text(v: &Verification) -> String {
+    use crate::diagnose::{bytes, ms};
+    let mut o = String::new();
+    o.push_str(&format!(
+        "skewjoin verify: engine spark (Spark {}, master {}); {}\n",
+        v.spark_version,
+        v.master,
+        v.conf.iter().map(|(k, x)| format!("{k}={x}")).collect::<Vec<_>>().join(", ")
+    ));
+    if v.identical {
+        o.push_str(&format!(
+            "rows: identical as multisets, {} rows each (floating-point values compared to a relative {:e})\n",
+            fmt_count(v.rows_original.max(0) as u64),
+            v.tolerance
+        ));
+    } else {
+        o.push_str(&format!(
+            "rows: DIFFERENT: {} rows in the original, {} in the rewrite{} (floating-point values compared to a relative {:e})\n",
+            fmt_count(v.rows_original.max(0) as u64),
+            fmt_count(v.rows_rewritten.max(0) as u64),
+            if v.columns_match { String::new() } else { format!("; columns {:?} against {:?}", v.measured_before.columns, v.measured_after.columns) },
+            v.tolerance
+        ));
+        for r in &v.only_in_original {
+            o.push_str(&format!("  only in the original: {r}\n"));
+        }
+        for r in &v.only_in_rewritten {
+            o.push_str(&format!("  only in the rewrite:  {r}\n"));
+        }
+    }
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::NOTHING);
+    t.set_header(vec!["", "query time", "join stage", "stage time", "largest task (records)", "median task", "max/median", "largest shuffle read", "spill"]);
+    let dash = || "-".to_string();
+    let row = |label: &str, s: Option<&StageStats>, wall: Option<i64>| -> Vec<String> {
+        let (a, b) = s.map(|s| (s.max_task_records, s.median_task_records)).unwrap_or((0, 0));
+        vec![
+            label.to_string(),
+            wall.map(ms).unwrap_or_else(dash),
+            s.map(|s| s.stage_id.to_string()).unwrap_or_else(dash),
+            s.map(|s| ms(s.duration_ms)).unwrap_or_else(dash),
+            fmt_count(a.max(0) as u64),
+            fmt_count(b.max(0) as u64),
+            format!("{:.1}x", a as f64 / b.max(1) as f64),
+            s.map(|s| bytes(s.max_task_bytes)).unwrap_or_else(dash),
+            s.map(|s| bytes(s.spill_bytes)).unwrap_or_else(dash),
+        ]
+    };
+    let pred_row = |label: &str, p: &TaskStats| -> Vec<String> {
+        vec![
+            label.to_string(),
+            dash(),
+            dash(),
+            dash(),
+            fmt_count(p.max_task_rows),
+            fmt_count(p.median_task_rows),
+            format!("{:.1}x", p.max_task_rows as f64 / p.median_task_rows.max(1) as f64),
+            bytes(p.max_task_bytes as i64),
+            dash(),
+        ]
+    };
+    if let Some(p) = &v.predicted_before {
+        t.add_row(pred_row("before, predicted", p));
+    }
+    t.add_row(row("before, measured", v.measured_before.join_stage(), Some(v.measured_before.wall_ms)));
+    if let Some(p) = &v.predicted_after {
+        t.add_row(pred_row("after, predicted", p));
+    }
+    t.add_row(row("after, measured", v.measured_after.join_stage(), Some(v.measured_after.wall_ms)));
+    o.push_str(&t.to_string());
+    o.push('\n');
+    let (b, a) = (v.measured_before.join_stage(), v.measured_after.join_stage());
+    if let (Some(b), Some(a)) = (b, a) {
+        o.push_str(&format!(
+            "largest task: {} -> {} records ({:.1}x smaller); after, it is {:.1}x the median task\n",
+            fmt_count(b.max_task_records.max(0) as u64),
+            fmt_count(a.max_task_records.max(0) as u64),
+            b.max_task_records as f64 / a.max_task_records.max(1) as f64,
+            a.max_task_records as f64 / a.median_task_records.max(1) as f64
+        ));
+    }
+    for n in &v.notes {
+        o.push_str(&format!("note: {n}\n"));
+    }
+    o
+}
