@@ -251,8 +251,10 @@ pub fn text(v: &Verification) -> String {
         t.add_row(pred_row("after, predicted", p));
     }
     t.add_row(row("after, measured", v.measured_after.join_stage(), Some(v.measured_after.wall_ms)));
-    o.push_str(&t.to_string());
-    o.push('\n');
+    for line in t.to_string().lines() {
+        o.push_str(line.trim_end());
+        o.push('\n');
+    }
     let (b, a) = (v.measured_before.join_stage(), v.measured_after.join_stage());
     if let (Some(b), Some(a)) = (b, a) {
         o.push_str(&format!(
