@@ -273,37 +273,25 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Command::Verify(a) = cli.command {
-        return match run_verify(a) {
-            Ok((out, same)) => {
-                use std::io::Write;
-                let _ = std::io::stdout().lock().write_all(out.as_bytes());
-                if same {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::from(1)
-                }
-            }
-            Err(e) => {
-                eprintln!("skewjoin: error: {}", one_line(&e.to_string()));
-                ExitCode::from(2)
-            }
-        };
-    }
+    // Ok((output, true)); verify's Ok((output, false)) is a difference found: exit code 1.
     let result = match cli.command {
-        Command::Verify(_) => unreachable!("handled above"),
-        Command::Keys(a) => run_keys(a),
-        Command::Plan(a) => run_plan(a),
-        Command::Rewrite(a) => run_rewrite(a),
-        Command::Diagnose(a) => run_diagnose(a),
+        Command::Keys(a) => run_keys(a).map(|o| (o, true)),
+        Command::Plan(a) => run_plan(a).map(|o| (o, true)),
+        Command::Rewrite(a) => run_rewrite(a).map(|o| (o, true)),
+        Command::Verify(a) => run_verify(a),
+        Command::Diagnose(a) => run_diagnose(a).map(|o| (o, true)),
     };
     match result {
-        Ok(out) => {
+        Ok((out, same)) => {
             use std::io::Write;
             let mut stdout = std::io::stdout().lock();
             // A closed pipe (`| head`) is not an error.
             let _ = stdout.write_all(out.as_bytes());
-            ExitCode::SUCCESS
+            if same {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
         }
         Err(e) => {
             eprintln!("skewjoin: error: {}", one_line(&e.to_string()));
@@ -473,28 +461,15 @@ fn run_diagnose(a: DiagnoseArgs) -> Result<String> {
 }
 
 fn run_rewrite(a: RewriteArgs) -> Result<String> {
-    use std::io::Read;
     if let Some(n) = a.threads {
         let _ = rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global();
     }
     let opts = a.planner.options(JoinType::Inner, a.quiet)?;
-    let sql = match a.query.as_deref() {
-        None | Some("-") => {
-            let mut s = String::new();
-            std::io::stdin().read_to_string(&mut s).map_err(|e| Error::Usage(format!("cannot read the query from stdin: {e}")))?;
-            s
-        }
-        Some(path) => std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.into(), source: e })?,
-    };
+    let sql = read_query(a.query.as_deref())?;
     let classifier = Classifier::with_file(a.planner.rules.as_deref())?;
     let mut tables = std::collections::HashMap::new();
-    for t in &a.tables {
-        let (name, path) = t.split_once('=').ok_or_else(|| Error::Usage(format!("--table {t:?}: write NAME=TABLE, e.g. events=data/events/")))?;
-        let name = name.trim().trim_matches('`').to_ascii_lowercase();
-        if name.is_empty() {
-            return Err(Error::Usage(format!("--table {t:?}: empty table name")));
-        }
-        tables.insert(name, Table::open(&[path.trim().to_string()])?);
+    for (name, path) in table_args(&a.tables)? {
+        tables.insert(name, Table::open(&[path])?);
     }
     let r = skewjoin::rewrite::rewrite(&sql, &tables, &classifier, &opts)?;
     let out = match a.format {

@@ -571,6 +571,11 @@ fn shell(s: &str) -> String {
     }
 }
 
+/// Partitions that put about TARGET_TASK_BYTES in each task (at least twice the current `n`).
+fn partitions_for(total_bytes: i64, n: usize) -> i64 {
+    ((total_bytes as f64 / TARGET_TASK_BYTES as f64).ceil() as i64).max(n as i64 * 2)
+}
+
 fn too_few_partitions(c: &StageCtx) -> (Check, Option<Finding>) {
     let tasks = c.ok_tasks();
     let n = tasks.len().max(1);
@@ -589,7 +594,7 @@ fn too_few_partitions(c: &StageCtx) -> (Check, Option<Finding>) {
     let yes = big * 4 >= n * 3 && spilled * 2 >= n && n >= 2;
     let f = yes.then(|| {
         let total = c.sr.totals.shuffle_read_bytes + c.sr.totals.input_bytes;
-        let want = ((total as f64 / TARGET_TASK_BYTES as f64).ceil() as i64).max(n as i64 * 2);
+        let want = partitions_for(total, n);
         Finding {
             kind: Kind::TooFewPartitions,
             stage_id: Some(c.sr.stage_id),
@@ -711,8 +716,9 @@ fn memory_pressure(c: &StageCtx, hot: bool) -> (Check, Option<Finding>) {
     );
     let yes = !hot && ((t.spilled_tasks * 2 >= n && even && n >= 2) || (gc > 0.10 && t.run_ms >= 10_000));
     let f = yes.then(|| {
-        let per_task = (t.shuffle_read_bytes + t.input_bytes) / n as i64;
-        let want = ((t.shuffle_read_bytes + t.input_bytes) as f64 / TARGET_TASK_BYTES as f64).ceil().max(n as f64 * 2.0) as i64;
+        let total = t.shuffle_read_bytes + t.input_bytes;
+        let per_task = total / n as i64;
+        let want = partitions_for(total, n);
         Finding {
             kind: Kind::MemoryPressure,
             stage_id: Some(c.sr.stage_id),
@@ -720,7 +726,7 @@ fn memory_pressure(c: &StageCtx, hot: bool) -> (Check, Option<Finding>) {
             fix: format!(
                 "first more partitions (free): spark.sql.shuffle.partitions={want} takes each task from about {} to {}; then fewer cores per executor (more memory per task); only then more executor memory",
                 bytes(per_task),
-                bytes((t.shuffle_read_bytes + t.input_bytes) / want.max(1))
+                bytes(total / want.max(1))
             ),
             cost: format!("{} more tasks to schedule; fewer cores per executor means fewer tasks at once", want - n as i64),
             verify: format!("re-run: spill near 0 on stage {}'s tasks and GC under 10% of run time", c.sr.stage_id),
