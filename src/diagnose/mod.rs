@@ -668,7 +668,8 @@ fn shuffle_volume(c: &StageCtx) -> (Check, Option<Finding>) {
         }
     }
     let s = &c.sr.task_summary;
-    let even = ratio(s.duration_ms.max, s.duration_ms.median) < 3.0;
+    let read = if s.shuffle_read_bytes.max > 0 { &s.shuffle_read_bytes } else { &s.input_bytes };
+    let even = ratio(s.duration_ms.max, s.duration_ms.median) < 3.0 || ratio(read.max, read.median) < 2.0;
     let vs_input = if input > 0 { format!("{:.1}x the input", ratio(sh, input)) } else { "no input read: generated data".into() };
     let numbers = format!(
         "job {}: {} shuffled against {} read and {} written out ({vs_input}, {:.0}x the output); stage {} tasks even: max {} vs median {}",
@@ -701,9 +702,13 @@ fn memory_pressure(c: &StageCtx, hot: bool) -> (Check, Option<Finding>) {
     let n = c.sr.tasks.max(1);
     let s = &c.sr.task_summary;
     let gc = ratio(t.gc_ms, t.run_ms);
-    let even = ratio(s.duration_ms.max, s.duration_ms.median) < 3.0;
+    // Even work: the tasks read about the same (durations of short tasks are noisy: the first
+    // tasks of an executor also pay for warming up).
+    let read = if s.shuffle_read_bytes.max > 0 { &s.shuffle_read_bytes } else { &s.input_bytes };
+    let even_data = ratio(read.max, read.median) < 2.0;
+    let even = ratio(s.duration_ms.max, s.duration_ms.median) < 3.0 || even_data;
     let numbers = format!(
-        "stage {}: {} of {} tasks spilled ({} in memory, {} to disk); GC {} of run time; durations {} (max {} vs median {})",
+        "stage {}: {} of {} tasks spilled ({} in memory, {} to disk); GC {} of run time; work {} (largest read {} vs median {}; max duration {} vs median {})",
         c.sr.stage_id,
         t.spilled_tasks,
         n,
@@ -711,6 +716,8 @@ fn memory_pressure(c: &StageCtx, hot: bool) -> (Check, Option<Finding>) {
         bytes(t.disk_spill_bytes),
         pct(gc),
         if even { "even" } else { "uneven" },
+        bytes(read.max),
+        bytes(read.median),
         ms(s.duration_ms.max),
         ms(s.duration_ms.median)
     );
