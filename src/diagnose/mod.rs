@@ -90,6 +90,17 @@ pub struct TaskSummary {
     pub scheduler_delay_ms: Quantiles,
 }
 
+impl TaskSummary {
+    /// What the tasks read: shuffle bytes for a stage that reads a shuffle, else input bytes.
+    fn reads(&self) -> &Quantiles {
+        if self.shuffle_read_bytes.max > 0 {
+            &self.shuffle_read_bytes
+        } else {
+            &self.input_bytes
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Totals {
     pub shuffle_read_bytes: i64,
@@ -140,6 +151,13 @@ pub struct Finding {
     pub join: Option<JoinInfo>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub next_commands: Vec<String>,
+}
+
+impl Finding {
+    /// A finding without a join (every kind but a hot key found in a plan).
+    fn new(kind: Kind, stage_id: Option<i64>, evidence: String, fix: String, cost: String, verify: String) -> Finding {
+        Finding { kind, stage_id, evidence, fix, cost, verify, join: None, next_commands: vec![] }
+    }
 }
 
 /// A suspect checked: confirmed or ruled out, with its numbers.
@@ -458,20 +476,18 @@ fn input_growth(c: &StageCtx, base: &App) -> (Check, Option<Finding>) {
         g_time
     );
     let grew = (g_bytes >= 1.5 || g_rows >= 1.5) && g_time >= 1.3;
-    let f = grew.then(|| Finding {
-        kind: Kind::InputGrowth,
-        stage_id: Some(c.sr.stage_id),
-        evidence: numbers.clone(),
-        fix: format!(
+    let f = grew.then(|| Finding::new(
+        Kind::InputGrowth,
+        Some(c.sr.stage_id),
+        numbers.clone(),
+        format!(
             "the job does more work, not worse work: check upstream that the growth is real (not duplicated or late-arriving data); if it is, scale the stage with it: {:.0} shuffle partitions instead of {} keeps each task at its old size",
             (c.shuffle_partitions as f64 * g_bytes.max(g_rows)).ceil(),
             c.shuffle_partitions
         ),
-        cost: "more partitions: more, smaller tasks to schedule; more executors if the deadline must hold".into(),
-        verify: format!("a re-run takes about {:.1}x the baseline's time for {:.1}x its input, not more", g_bytes.max(g_rows), g_bytes.max(g_rows)),
-        join: None,
-        next_commands: vec![],
-    });
+        "more partitions: more, smaller tasks to schedule; more executors if the deadline must hold".into(),
+        format!("a re-run takes about {:.1}x the baseline's time for {:.1}x its input, not more", g_bytes.max(g_rows), g_bytes.max(g_rows)),
+    ));
     (c.c(Kind::InputGrowth, grew, numbers), f)
 }
 
@@ -595,20 +611,18 @@ fn too_few_partitions(c: &StageCtx) -> (Check, Option<Finding>) {
     let f = yes.then(|| {
         let total = c.sr.totals.shuffle_read_bytes + c.sr.totals.input_bytes;
         let want = partitions_for(total, n);
-        Finding {
-            kind: Kind::TooFewPartitions,
-            stage_id: Some(c.sr.stage_id),
-            evidence: numbers.clone(),
-            fix: format!(
+        Finding::new(
+            Kind::TooFewPartitions,
+            Some(c.sr.stage_id),
+            numbers.clone(),
+            format!(
                 "more partitions: spark.sql.shuffle.partitions={want} (from {}) puts about {} in each task, which fits the execution memory a task gets",
                 n,
                 bytes(total / want.max(1))
             ),
-            cost: format!("{} more, smaller tasks to schedule; no new hardware", want - n as i64),
-            verify: format!("re-run: stage {} with {want} tasks, spill near 0 on most tasks, and a shorter stage", c.sr.stage_id),
-            join: None,
-            next_commands: vec![],
-        }
+            format!("{} more, smaller tasks to schedule; no new hardware", want - n as i64),
+            format!("re-run: stage {} with {want} tasks, spill near 0 on most tasks, and a shorter stage", c.sr.stage_id),
+        )
     });
     (c.c(Kind::TooFewPartitions, yes, numbers), f)
 }
@@ -637,19 +651,17 @@ fn tiny_tasks(c: &StageCtx) -> (Check, Option<Finding>) {
     let f = yes.then(|| {
         let data = t.input_bytes + t.shuffle_read_bytes;
         let want = ((data as f64 / (128 << 20) as f64).ceil() as i64).max(c.sr.slots * 2).max(1);
-        Finding {
-            kind: Kind::TinyTasks,
-            stage_id: Some(c.sr.stage_id),
-            evidence: numbers.clone(),
-            fix: format!(
+        Finding::new(
+            Kind::TinyTasks,
+            Some(c.sr.stage_id),
+            numbers.clone(),
+            format!(
                 "fewer, larger tasks: about {want} tasks for {} (coalesce, a larger spark.sql.files.maxPartitionBytes, or compact the small files); the driver schedules every task one by one, so more executors will not help",
                 bytes(data)
             ),
-            cost: "compaction is a job of its own; coalescing lowers parallelism if the data later grows".into(),
-            verify: format!("re-run: stage {} with about {want} tasks, each running seconds, not milliseconds, and a scheduler delay well under the run time", c.sr.stage_id),
-            join: None,
-            next_commands: vec![],
-        }
+            "compaction is a job of its own; coalescing lowers parallelism if the data later grows".into(),
+            format!("re-run: stage {} with about {want} tasks, each running seconds, not milliseconds, and a scheduler delay well under the run time", c.sr.stage_id),
+        )
     });
     (c.c(Kind::TinyTasks, yes, numbers), f)
 }
@@ -668,7 +680,7 @@ fn shuffle_volume(c: &StageCtx) -> (Check, Option<Finding>) {
         }
     }
     let s = &c.sr.task_summary;
-    let read = if s.shuffle_read_bytes.max > 0 { &s.shuffle_read_bytes } else { &s.input_bytes };
+    let read = s.reads();
     let even = ratio(s.duration_ms.max, s.duration_ms.median) < 3.0 || ratio(read.max, read.median) < 2.0;
     let vs_input = if input > 0 { format!("{:.1}x the input", ratio(sh, input)) } else { "no input read: generated data".into() };
     let numbers = format!(
@@ -684,16 +696,14 @@ fn shuffle_volume(c: &StageCtx) -> (Check, Option<Finding>) {
     );
     let stage_shuffles = c.sr.totals.shuffle_read_bytes + c.sr.totals.shuffle_write_bytes > 0;
     let yes = stage_shuffles && even && sh >= 64 << 20 && sh >= 2 * input && sh >= 10 * output;
-    let f = yes.then(|| Finding {
-        kind: Kind::ShuffleVolume,
-        stage_id: Some(c.sr.stage_id),
-        evidence: numbers.clone(),
-        fix: "shuffle less: select only the columns the join or aggregate needs before it, filter before the shuffle, aggregate before joining, broadcast the small side".into(),
-        cost: "a change to the query; nothing to buy".into(),
-        verify: format!("re-run: the job's shuffle write well below {} and stage {} shorter", bytes(sh), c.sr.stage_id),
-        join: None,
-        next_commands: vec![],
-    });
+    let f = yes.then(|| Finding::new(
+        Kind::ShuffleVolume,
+        Some(c.sr.stage_id),
+        numbers.clone(),
+        "shuffle less: select only the columns the join or aggregate needs before it, filter before the shuffle, aggregate before joining, broadcast the small side".into(),
+        "a change to the query; nothing to buy".into(),
+        format!("re-run: the job's shuffle write well below {} and stage {} shorter", bytes(sh), c.sr.stage_id),
+    ));
     (c.c(Kind::ShuffleVolume, yes, numbers), f)
 }
 
@@ -704,7 +714,7 @@ fn memory_pressure(c: &StageCtx, hot: bool) -> (Check, Option<Finding>) {
     let gc = ratio(t.gc_ms, t.run_ms);
     // Even work: the tasks read about the same (durations of short tasks are noisy: the first
     // tasks of an executor also pay for warming up).
-    let read = if s.shuffle_read_bytes.max > 0 { &s.shuffle_read_bytes } else { &s.input_bytes };
+    let read = s.reads();
     let even_data = ratio(read.max, read.median) < 2.0;
     let even = ratio(s.duration_ms.max, s.duration_ms.median) < 3.0 || even_data;
     let numbers = format!(
@@ -726,20 +736,18 @@ fn memory_pressure(c: &StageCtx, hot: bool) -> (Check, Option<Finding>) {
         let total = t.shuffle_read_bytes + t.input_bytes;
         let per_task = total / n as i64;
         let want = partitions_for(total, n);
-        Finding {
-            kind: Kind::MemoryPressure,
-            stage_id: Some(c.sr.stage_id),
-            evidence: numbers.clone(),
-            fix: format!(
+        Finding::new(
+            Kind::MemoryPressure,
+            Some(c.sr.stage_id),
+            numbers.clone(),
+            format!(
                 "first more partitions (free): spark.sql.shuffle.partitions={want} takes each task from about {} to {}; then fewer cores per executor (more memory per task); only then more executor memory",
                 bytes(per_task),
                 bytes(total / want.max(1))
             ),
-            cost: format!("{} more tasks to schedule; fewer cores per executor means fewer tasks at once", want - n as i64),
-            verify: format!("re-run: spill near 0 on stage {}'s tasks and GC under 10% of run time", c.sr.stage_id),
-            join: None,
-            next_commands: vec![],
-        }
+            format!("{} more tasks to schedule; fewer cores per executor means fewer tasks at once", want - n as i64),
+            format!("re-run: spill near 0 on stage {}'s tasks and GC under 10% of run time", c.sr.stage_id),
+        )
     });
     (c.c(Kind::MemoryPressure, yes, numbers), f)
 }
@@ -771,19 +779,17 @@ fn slow_code(c: &StageCtx) -> (Check, Option<Finding>) {
         }
     );
     let yes = even && no_shuffle && no_spill && c.sr.share >= 0.25 && (udf.is_some() || c.sr.task_summary.run_ms.median >= 1000);
-    let f = yes.then(|| Finding {
-        kind: Kind::SlowCode,
-        stage_id: Some(c.sr.stage_id),
-        evidence: numbers.clone(),
-        fix: match &udf {
+    let f = yes.then(|| Finding::new(
+        Kind::SlowCode,
+        Some(c.sr.stage_id),
+        numbers.clone(),
+        match &udf {
             Some(u) => format!("the per-row code is the cost: every row goes to a Python worker and back ({u}); use Spark's built-in functions, or a vectorized pandas_udf (Arrow batches) if Python is needed"),
             None => "the per-row code is the cost: look at the stage's expressions (regexes, JSON parsing, UDFs) and replace them with cheaper built-ins".into(),
         },
-        cost: "a code change; more executors only divide the same per-row cost".into(),
-        verify: format!("re-run: stage {}'s median task well under {}", c.sr.stage_id, ms(s.duration_ms.median)),
-        join: None,
-        next_commands: vec![],
-    });
+        "a code change; more executors only divide the same per-row cost".into(),
+        format!("re-run: stage {}'s median task well under {}", c.sr.stage_id, ms(s.duration_ms.median)),
+    ));
     (c.c(Kind::SlowCode, yes, numbers), f)
 }
 
@@ -816,16 +822,14 @@ fn planning_gap(app: &App) -> (Check, Option<Finding>) {
         ms(longest.0 - start)
     );
     let yes = longest.1 - longest.0 >= 30_000 && ratio(longest.1 - longest.0, app_ms) >= 0.2;
-    let f = yes.then(|| Finding {
-        kind: Kind::PlanningGap,
-        stage_id: None,
-        evidence: numbers.clone(),
-        fix: "the driver is the bottleneck in that stretch (planning a long lineage, collecting results, listing files, or Python code on the driver): checkpoint or write out intermediate results to cut the lineage, and keep driver-side work out of the job; more executors will not help".into(),
-        cost: "a checkpoint writes the intermediate data once".into(),
-        verify: format!("re-run: no stretch of {} or more with no task running", ms((longest.1 - longest.0) / 4)),
-        join: None,
-        next_commands: vec![],
-    });
+    let f = yes.then(|| Finding::new(
+        Kind::PlanningGap,
+        None,
+        numbers.clone(),
+        "the driver is the bottleneck in that stretch (planning a long lineage, collecting results, listing files, or Python code on the driver): checkpoint or write out intermediate results to cut the lineage, and keep driver-side work out of the job; more executors will not help".into(),
+        "a checkpoint writes the intermediate data once".into(),
+        format!("re-run: no stretch of {} or more with no task running", ms((longest.1 - longest.0) / 4)),
+    ));
     (Check { kind: Kind::PlanningGap, stage_id: None, confirmed: yes, numbers }, f)
 }
 
