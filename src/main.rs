@@ -46,9 +46,10 @@ struct VerifyArgs {
     /// Check this rewrite (e.g. one edited by hand) instead of rewriting the query
     #[arg(long, value_name = "FILE")]
     rewritten: Option<PathBuf>,
-    /// The engine that runs both queries
-    #[arg(long, value_enum, default_value_t = Engine::Spark)]
-    engine: Engine,
+    /// The engine that runs both queries (default: polars in a build with the `polars` feature,
+    /// else spark). With polars, --sample also samples the tables the queries run on
+    #[arg(long, value_enum)]
+    engine: Option<Engine>,
     /// Python with pyspark, for the Spark engine (default: $SKEWJOIN_PYTHON, else python3)
     #[arg(long, value_name = "PYTHON")]
     python: Option<String>,
@@ -76,7 +77,7 @@ struct VerifyArgs {
 enum Engine {
     /// The user's Spark, through pyspark (local mode unless --master)
     Spark,
-    /// Polars, in process (not in this build yet)
+    /// Polars, in this process (a build with the `polars` cargo feature)
     Polars,
 }
 
@@ -413,8 +414,11 @@ fn table_args(args: &[String]) -> Result<Vec<(String, String)>> {
 }
 
 fn run_verify(a: VerifyArgs) -> Result<(String, bool)> {
-    if a.engine == Engine::Polars {
-        return Err(Error::Usage("the polars engine is not in this build yet: use --engine spark (pyspark on this machine)".into()));
+    let engine = a.engine.unwrap_or(if cfg!(feature = "polars") { Engine::Polars } else { Engine::Spark });
+    if engine == Engine::Polars && !cfg!(feature = "polars") {
+        return Err(Error::Usage(
+            "this skewjoin was built without the polars engine: use --engine spark (pyspark), or build with `cargo build --release --features polars`".into(),
+        ));
     }
     if !(a.tolerance > 0.0 && a.tolerance < 1.0) {
         return Err(Error::Usage("--tolerance must be between 0 and 1".into()));
@@ -432,24 +436,59 @@ fn run_verify(a: VerifyArgs) -> Result<(String, bool)> {
         Some(p) => std::fs::read_to_string(p).map_err(|e| Error::Io { path: p.clone(), source: e })?,
         None => r.sql.clone(),
     };
-    let mut conf: Vec<(String, String)> = vec![
-        ("spark.sql.shuffle.partitions".into(), a.planner.shuffle_partitions.to_string()),
-        ("spark.sql.autoBroadcastJoinThreshold".into(), a.planner.broadcast_threshold.to_string()),
-        ("spark.sql.adaptive.enabled".into(), "false".into()),
-    ];
-    for c in &a.conf {
-        let (k, v) = c.split_once('=').ok_or_else(|| Error::Usage(format!("--conf {c:?}: write KEY=VALUE")))?;
-        conf.retain(|(x, _)| x != k.trim());
-        conf.push((k.trim().to_string(), v.trim().to_string()));
-    }
-    let python = a.python.clone().or_else(|| std::env::var("SKEWJOIN_PYTHON").ok()).unwrap_or_else(|| "python3".into());
-    let sopts = skewjoin::verify::SparkOptions { python, master: a.master.clone(), tolerance: a.tolerance, conf };
-    let v = skewjoin::verify::spark(&sql, &rewritten, if a.rewritten.is_some() { None } else { Some(&r) }, &named, &sopts)?;
+    let planned = if a.rewritten.is_some() { None } else { Some(&r) };
+    let v = match engine {
+        Engine::Polars => verify_polars(&sql, &rewritten, planned, &named, &tables, &a)?,
+        Engine::Spark => {
+            let mut conf: Vec<(String, String)> = vec![
+                ("spark.sql.shuffle.partitions".into(), a.planner.shuffle_partitions.to_string()),
+                ("spark.sql.autoBroadcastJoinThreshold".into(), a.planner.broadcast_threshold.to_string()),
+                ("spark.sql.adaptive.enabled".into(), "false".into()),
+            ];
+            for c in &a.conf {
+                let (k, v) = c.split_once('=').ok_or_else(|| Error::Usage(format!("--conf {c:?}: write KEY=VALUE")))?;
+                conf.retain(|(x, _)| x != k.trim());
+                conf.push((k.trim().to_string(), v.trim().to_string()));
+            }
+            let python = a.python.clone().or_else(|| std::env::var("SKEWJOIN_PYTHON").ok()).unwrap_or_else(|| "python3".into());
+            let sopts = skewjoin::verify::SparkOptions { python, master: a.master.clone(), tolerance: a.tolerance, conf };
+            let mut v = skewjoin::verify::spark(&sql, &rewritten, planned, &named, &sopts)?;
+            if a.planner.sample.is_some() {
+                v.notes.push("--sample: the planner counted a sample; the Spark engine ran both queries on the full tables".into());
+            }
+            v
+        }
+    };
     let out = match a.format {
         PlanFormat::Text => skewjoin::verify::text(&v),
         PlanFormat::Json => skewjoin::verify::json(&v),
     };
     Ok((out, v.identical))
+}
+
+#[cfg(feature = "polars")]
+fn verify_polars(
+    sql: &str,
+    rewritten: &str,
+    planned: Option<&skewjoin::rewrite::Rewritten>,
+    named: &[(String, String)],
+    tables: &std::collections::HashMap<String, Table>,
+    a: &VerifyArgs,
+) -> Result<skewjoin::verify::Verification> {
+    let list: Vec<(String, &Table)> = named.iter().filter_map(|(n, _)| tables.get(n).map(|t| (n.clone(), t))).collect();
+    skewjoin::verify::polars(sql, rewritten, planned, &list, a.planner.sample, a.tolerance)
+}
+
+#[cfg(not(feature = "polars"))]
+fn verify_polars(
+    _sql: &str,
+    _rewritten: &str,
+    _planned: Option<&skewjoin::rewrite::Rewritten>,
+    _named: &[(String, String)],
+    _tables: &std::collections::HashMap<String, Table>,
+    _a: &VerifyArgs,
+) -> Result<skewjoin::verify::Verification> {
+    Err(Error::Usage("this skewjoin was built without the polars engine".into()))
 }
 
 fn run_diagnose(a: DiagnoseArgs) -> Result<String> {

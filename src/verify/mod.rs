@@ -1,9 +1,16 @@
 //! `skewjoin verify`: run the original query and the rewrite on the same data, compare the rows
 //! as multisets, and put the largest and median task of each next to the planner's prediction.
 //!
-//! The engine is the user's own Spark, driven through pyspark by a small Python program shipped
-//! inside the binary (`spark_runner.py`): local mode unless `--master` says otherwise, each
-//! stage's tasks read from Spark's REST API.
+//! Two engines:
+//! - `polars` (cargo feature `polars`): both queries in this process on Polars' lazy SQL engine,
+//!   rendered for Polars SQL from the same AST (`polars_sql`), on the full tables or a sample;
+//! - `spark`: the user's own Spark, driven through pyspark by a small Python program shipped
+//!   inside the binary (`spark_runner.py`): local mode unless `--master` says otherwise, each
+//!   stage's tasks read from Spark's REST API.
+
+#[cfg(feature = "polars")]
+pub mod polars_engine;
+pub mod polars_sql;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -71,8 +78,15 @@ struct RunnerOut {
 #[derive(Debug, Serialize)]
 pub struct Verification {
     pub engine: String,
+    /// The engine's version (Spark's, or the Polars crate's).
+    pub engine_version: String,
+    /// Spark: the version and master. Empty for Polars.
     pub spark_version: String,
     pub master: String,
+    /// Polars: what was rendered differently from the Spark SQL, one line each.
+    pub rendered_for_polars: Vec<String>,
+    /// What each table was read as: whole, or which sample.
+    pub inputs: Vec<String>,
     pub identical: bool,
     pub columns_match: bool,
     pub tolerance: f64,
@@ -146,22 +160,15 @@ pub fn spark(original: &str, rewritten: &str, r: Option<&Rewritten>, tables: &[(
     let before = parsed.before.unwrap_or_default();
     let after = parsed.after.unwrap_or_default();
     let change = r.and_then(|r| r.changes.first());
-    let mut notes = Vec::new();
-    if let Some(r) = r {
-        if r.changes.len() > 1 {
-            notes.push(format!("{} joins were rewritten; the predicted figures are the first one's ({})", r.changes.len(), r.changes[0].join));
-        }
-        if r.changes.is_empty() {
-            notes.push("nothing was rewritten: the two queries are the same query".into());
-        }
-        if let Some(c) = r.changes.first() {
-            notes.extend(c.notes.iter().filter(|n| n.contains("WHERE") || n.contains("estimates") || n.contains("filter")).cloned());
-        }
-    }
+    let notes = rewrite_notes(r);
+    let version = parsed.spark_version.unwrap_or_default();
     Ok(Verification {
         engine: "spark".into(),
-        spark_version: parsed.spark_version.unwrap_or_default(),
+        engine_version: version.clone(),
+        spark_version: version,
         master: parsed.master.unwrap_or_default(),
+        rendered_for_polars: vec![],
+        inputs: tables.iter().map(|(n, _)| format!("{n}: all rows")).collect(),
         identical: parsed.identical.unwrap_or(false) && before.columns == after.columns,
         columns_match: before.columns == after.columns,
         tolerance: opts.tolerance,
@@ -178,6 +185,75 @@ pub fn spark(original: &str, rewritten: &str, r: Option<&Rewritten>, tables: &[(
     })
 }
 
+/// The version of the Polars crate this binary embeds.
+#[cfg(feature = "polars")]
+pub const POLARS_VERSION: &str = "0.55.2";
+
+/// Run `original` and the rewrite in this process on Polars.
+#[cfg(feature = "polars")]
+pub fn polars(
+    original: &str,
+    rewritten: &str,
+    r: Option<&Rewritten>,
+    tables: &[(String, &crate::source::Table)],
+    sample: Option<crate::profile::Sample>,
+    tolerance: f64,
+) -> Result<Verification> {
+    let original = one_query(original, "query")?;
+    let rewritten = one_query(rewritten, "rewrite")?;
+    let run = polars_engine::run(&original, &rewritten, tables, sample, tolerance)?;
+    let change = r.and_then(|r| r.changes.first());
+    let mut rendered: Vec<String> = run.original.changes.clone();
+    for c in &run.rewritten.changes {
+        if !rendered.contains(c) {
+            rendered.push(c.clone());
+        }
+    }
+    let mut notes = rewrite_notes(r);
+    if sample.is_some() {
+        notes.push("a sample: the rows are compared on the sampled tables, not the full ones".into());
+    }
+    let columns_match = run.before.columns == run.after.columns;
+    Ok(Verification {
+        engine: "polars".into(),
+        engine_version: POLARS_VERSION.into(),
+        spark_version: String::new(),
+        master: String::new(),
+        rendered_for_polars: rendered,
+        inputs: run.inputs,
+        identical: run.identical && columns_match,
+        columns_match,
+        tolerance,
+        rows_original: run.before.rows,
+        rows_rewritten: run.after.rows,
+        only_in_original: run.only_in_original,
+        only_in_rewritten: run.only_in_rewritten,
+        predicted_before: change.map(|c| c.before.clone()),
+        predicted_after: change.map(|c| c.after.clone()),
+        measured_before: run.before,
+        measured_after: run.after,
+        conf: vec![],
+        notes,
+    })
+}
+
+/// What the reader of a verification should know about the rewrite itself.
+fn rewrite_notes(r: Option<&Rewritten>) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(r) = r {
+        if r.changes.len() > 1 {
+            notes.push(format!("{} joins were rewritten; the predicted figures are the first one's ({})", r.changes.len(), r.changes[0].join));
+        }
+        if r.changes.is_empty() {
+            notes.push("nothing was rewritten: the two queries are the same query".into());
+        }
+        if let Some(c) = r.changes.first() {
+            notes.extend(c.notes.iter().filter(|n| n.contains("WHERE") || n.contains("estimates") || n.contains("filter")).cloned());
+        }
+    }
+    notes
+}
+
 pub fn json(v: &Verification) -> String {
     serde_json::to_string_pretty(v).unwrap_or_default() + "\n"
 }
@@ -185,12 +261,20 @@ pub fn json(v: &Verification) -> String {
 pub fn text(v: &Verification) -> String {
     use crate::diagnose::{bytes, ms};
     let mut o = String::new();
-    o.push_str(&format!(
-        "skewjoin verify: engine spark (Spark {}, master {}); {}\n",
-        v.spark_version,
-        v.master,
-        v.conf.iter().map(|(k, x)| format!("{k}={x}")).collect::<Vec<_>>().join(", ")
-    ));
+    if v.engine == "spark" {
+        o.push_str(&format!(
+            "skewjoin verify: engine spark (Spark {}, master {}); {}\n",
+            v.spark_version,
+            v.master,
+            v.conf.iter().map(|(k, x)| format!("{k}={x}")).collect::<Vec<_>>().join(", ")
+        ));
+    } else {
+        o.push_str(&format!("skewjoin verify: engine polars {} (in this process, no Spark); both queries rendered for Polars SQL from the same AST\n", v.engine_version));
+        for c in &v.rendered_for_polars {
+            o.push_str(&format!("  rendered: {c}\n"));
+        }
+        o.push_str(&format!("  read: {}\n", v.inputs.join("; ")));
+    }
     if v.identical {
         o.push_str(&format!(
             "rows: identical as multisets, {} rows each (floating-point values compared to a relative {:e})\n",
@@ -223,9 +307,9 @@ pub fn text(v: &Verification) -> String {
             wall.map(ms).unwrap_or_else(dash),
             s.map(|s| s.stage_id.to_string()).unwrap_or_else(dash),
             s.map(|s| ms(s.duration_ms)).unwrap_or_else(dash),
-            fmt_count(a.max(0) as u64),
-            fmt_count(b.max(0) as u64),
-            format!("{:.1}x", a as f64 / b.max(1) as f64),
+            s.map(|_| fmt_count(a.max(0) as u64)).unwrap_or_else(dash),
+            s.map(|_| fmt_count(b.max(0) as u64)).unwrap_or_else(dash),
+            s.map(|_| format!("{:.1}x", a as f64 / b.max(1) as f64)).unwrap_or_else(dash),
             s.map(|s| bytes(s.max_task_bytes)).unwrap_or_else(dash),
             s.map(|s| bytes(s.spill_bytes)).unwrap_or_else(dash),
         ]
@@ -246,11 +330,13 @@ pub fn text(v: &Verification) -> String {
     if let Some(p) = &v.predicted_before {
         t.add_row(pred_row("before, predicted", p));
     }
-    t.add_row(row("before, measured", v.measured_before.join_stage(), Some(v.measured_before.wall_ms)));
+    let spark = v.engine == "spark";
+    let measured = if spark { "measured" } else { "polars" };
+    t.add_row(row(&format!("before, {measured}"), v.measured_before.join_stage(), Some(v.measured_before.wall_ms)));
     if let Some(p) = &v.predicted_after {
         t.add_row(pred_row("after, predicted", p));
     }
-    t.add_row(row("after, measured", v.measured_after.join_stage(), Some(v.measured_after.wall_ms)));
+    t.add_row(row(&format!("after, {measured}"), v.measured_after.join_stage(), Some(v.measured_after.wall_ms)));
     for line in t.to_string().lines() {
         o.push_str(line.trim_end());
         o.push('\n');
@@ -264,6 +350,9 @@ pub fn text(v: &Verification) -> String {
             b.max_task_records as f64 / a.max_task_records.max(1) as f64,
             a.max_task_records as f64 / a.median_task_records.max(1) as f64
         ));
+    }
+    if !spark {
+        o.push_str("tasks: Polars runs in one process, so only the planner's figures (Spark's hash partitioning of the counted keys) are shown; --engine spark measures them\n");
     }
     for n in &v.notes {
         o.push_str(&format!("note: {n}\n"));

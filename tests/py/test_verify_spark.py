@@ -16,7 +16,7 @@ from test_plan_spark import P, data  # noqa: F401  (fixture)
 def verify(tmp_path, sql, tables, *extra, rewritten=None, python=sys.executable):
     q = tmp_path / "q.sql"
     q.write_text(sql)
-    args = [binary(), "verify", str(q), "-q", "--shuffle-partitions", str(P), "--python", python, "--format", "json", *extra]
+    args = [binary(), "verify", str(q), "-q", "--engine", "spark", "--shuffle-partitions", str(P), "--python", python, "--format", "json", *extra]
     for name, path in tables.items():
         args += ["--table", f"{name}={path}"]
     if rewritten is not None:
@@ -58,7 +58,7 @@ def test_broken_rewrite_is_caught(data, tmp_path):
     assert not v["identical"] and v["rows_rewritten"] < v["rows_original"]
     assert v["only_in_original"] and not v["only_in_rewritten"]
     # The text report says so, with the first differing rows.
-    p = subprocess.run([a for a in [binary(), "verify", str(tmp_path / "q.sql"), "-q", "--shuffle-partitions", str(P), "--python", sys.executable,
+    p = subprocess.run([a for a in [binary(), "verify", str(tmp_path / "q.sql"), "-q", "--engine", "spark", "--shuffle-partitions", str(P), "--python", sys.executable,
                                      "--rewritten", str(tmp_path / "rewritten.sql"), "--broadcast-threshold", "4KB",
                                      "--table", f"events={data['events']}", "--table", f"titles={data['titles']}"]],
                        capture_output=True, text=True, timeout=900)
@@ -70,8 +70,7 @@ def test_engine_errors_are_one_line(data, tmp_path):
     sql = "SELECT * FROM events e JOIN titles t ON e.title_id = t.title_id"
     p = verify(tmp_path, sql, tables, python="/nonexistent/python3")
     assert p.returncode == 2 and "cannot run" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
-    for extra, why in [(["--engine", "polars"], "polars engine is not in this build"),
-                       (["--conf", "novalue"], "KEY=VALUE")]:
+    for extra, why in [(["--conf", "novalue"], "KEY=VALUE")]:
         p = verify(tmp_path, sql, tables, *extra)
         assert p.returncode == 2 and why in p.stderr and len(p.stderr.strip().splitlines()) == 1, (extra, p.stderr)
     # A rewrite Spark refuses (a misspelled column) is Spark's one-line error.

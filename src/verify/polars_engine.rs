@@ -1,0 +1,311 @@
+//! verify's embedded engine: both queries run in this process on Polars' lazy SQL engine, on the
+//! full tables or on a sample, and the rows are compared as multisets. The Spark SQL texts are
+//! rendered for Polars SQL first (`polars_sql`); Spark's `hash()` is a registered function that
+//! computes Spark's Murmur3, so a salted branch sends each row to the salt Spark would.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use polars::prelude::*;
+use polars::sql::{FunctionRegistry, SQLContext};
+
+use super::polars_sql::{self, PolarsSql, HASH_FN, SALTS_COLUMN, SALTS_TABLE};
+use super::RunStats;
+use crate::error::{Error, Result};
+use crate::hash::{hash_value, SPARK_SEED};
+use crate::profile::Sample;
+use crate::source::Table;
+use crate::value::Value;
+
+/// What one run of the two queries gave.
+pub struct PolarsRun {
+    pub before: RunStats,
+    pub after: RunStats,
+    pub identical: bool,
+    pub only_in_original: Vec<String>,
+    pub only_in_rewritten: Vec<String>,
+    /// The texts Polars ran, and what was rendered differently from the Spark SQL.
+    pub original: PolarsSql,
+    pub rewritten: PolarsSql,
+    /// One line per table: read whole, or which rows of how many.
+    pub inputs: Vec<String>,
+}
+
+fn perr(what: &str, e: PolarsError) -> Error {
+    let msg = e.to_string();
+    let line = msg.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
+    Error::Usage(format!("polars: {what}: {line}"))
+}
+
+struct Registry(HashMap<String, UserDefinedFunction>);
+
+impl FunctionRegistry for Registry {
+    fn register(&mut self, name: &str, fun: UserDefinedFunction) -> PolarsResult<()> {
+        self.0.insert(name.to_string(), fun);
+        Ok(())
+    }
+    fn get_udf(&self, name: &str) -> PolarsResult<Option<UserDefinedFunction>> {
+        Ok(self.0.get(name).cloned())
+    }
+    fn contains(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+}
+
+/// A Polars value as the `Value` Spark would hash (Spark reads uint8/16 as int, uint32 as
+/// bigint, uint64 as decimal(20,0)).
+fn spark_value(v: AnyValue<'_>) -> std::result::Result<Value, String> {
+    Ok(match v {
+        AnyValue::Null => Value::Null,
+        AnyValue::Boolean(b) => Value::Bool(b),
+        AnyValue::Int8(x) => Value::Int(x as i32),
+        AnyValue::Int16(x) => Value::Int(x as i32),
+        AnyValue::Int32(x) => Value::Int(x),
+        AnyValue::UInt8(x) => Value::Int(x as i32),
+        AnyValue::UInt16(x) => Value::Int(x as i32),
+        AnyValue::Int64(x) => Value::Long(x),
+        AnyValue::UInt32(x) => Value::Long(x as i64),
+        AnyValue::UInt64(x) => Value::Decimal { unscaled: x as i128, precision: 20, scale: 0 },
+        AnyValue::Float32(x) => Value::Float(x),
+        AnyValue::Float64(x) => Value::Double(x),
+        AnyValue::String(s) => Value::Str(s.to_string()),
+        AnyValue::StringOwned(s) => Value::Str(s.to_string()),
+        AnyValue::Binary(b) => Value::Binary(b.to_vec()),
+        AnyValue::BinaryOwned(b) => Value::Binary(b),
+        AnyValue::Date(d) => Value::Date(d),
+        AnyValue::Datetime(x, tu, _) | AnyValue::DatetimeOwned(x, tu, _) => Value::Timestamp(match tu {
+            TimeUnit::Nanoseconds => x.div_euclid(1000),
+            TimeUnit::Microseconds => x,
+            TimeUnit::Milliseconds => x * 1000,
+        }),
+        AnyValue::Decimal(x, p, s) => Value::Decimal { unscaled: x, precision: p as u8, scale: s as i8 },
+        other => return Err(format!("hash() of a {} value", other.dtype())),
+    })
+}
+
+/// Spark's `hash(c1, c2, ...)` over Polars columns: Murmur3 from seed 42, chained.
+fn spark_hash_columns(cols: &[Column]) -> PolarsResult<Column> {
+    let n = cols.iter().map(|c| c.len()).max().unwrap_or(0);
+    let mut h = vec![SPARK_SEED; n];
+    for c in cols {
+        let s = c.as_materialized_series().rechunk();
+        let scalar = s.len() == 1 && n > 1;
+        for (i, hi) in h.iter_mut().enumerate() {
+            let v = s.get(if scalar { 0 } else { i })?;
+            let v = spark_value(v).map_err(|e| polars_err!(ComputeError: "{}", e))?;
+            *hi = hash_value(&v, *hi);
+        }
+    }
+    let name = cols.first().map(|c| c.name().clone()).unwrap_or_else(|| "hash".into());
+    Ok(Column::new(name, h))
+}
+
+fn hash_udf() -> UserDefinedFunction {
+    UserDefinedFunction::new(
+        HASH_FN.into(),
+        BaseColumnUdf::new(
+            |cols: &mut [Column]| spark_hash_columns(cols),
+            |_: &Schema, fs: &[Field]| Ok(Field::new(fs.first().map(|f| f.name().clone()).unwrap_or_else(|| "hash".into()), DataType::Int32)),
+        ),
+    )
+}
+
+fn partition_lit(v: &Value) -> Expr {
+    match v {
+        Value::Null => lit(NULL),
+        Value::Bool(b) => lit(*b),
+        Value::Int(i) => lit(*i),
+        Value::Long(l) => lit(*l),
+        Value::Float(f) => lit(*f),
+        Value::Double(d) => lit(*d),
+        Value::Str(s) => lit(s.clone()),
+        Value::Binary(b) => lit(b.clone()),
+        Value::Date(d) => lit(*d).cast(DataType::Date),
+        Value::Timestamp(t) => lit(*t).cast(DataType::Datetime(TimeUnit::Microseconds, None)),
+        Value::Decimal { unscaled, scale, .. } => lit(Value::decimal_string(*unscaled, *scale)).cast(DataType::Float64),
+    }
+}
+
+/// One table as a LazyFrame: its files (and Hive partition values), names in lower case,
+/// timestamps as UTC wall clocks, and, with a sample, every k-th row.
+fn scan(name: &str, table: &Table, sample: Option<Sample>) -> Result<(LazyFrame, String)> {
+    let mut frames = Vec::with_capacity(table.files.len());
+    for f in &table.files {
+        let path = f.path.to_string_lossy().to_string();
+        let mut args = ScanArgsParquet::default();
+        args.hive_options.enabled = Some(false);
+        let mut lf = LazyFrame::scan_parquet(PlRefPath::new(path.as_str()), args).map_err(|e| perr(&format!("reading {path}"), e))?;
+        if !table.partitions.is_empty() {
+            let parts: Vec<Expr> = table.partitions.iter().zip(&f.partition_values).map(|(p, v)| partition_lit(v).alias(p.name.as_str())).collect();
+            lf = lf.with_columns(parts);
+        }
+        frames.push(lf);
+    }
+    let mut lf = match frames.len() {
+        0 => return Err(Error::Usage(format!("table {name}: no files"))),
+        1 => frames.remove(0),
+        _ => concat(&frames, UnionArgs::default()).map_err(|e| perr(&format!("table {name}"), e))?,
+    };
+    let schema = lf.collect_schema().map_err(|e| perr(&format!("table {name}"), e))?;
+    let mut seen = std::collections::HashSet::new();
+    let mut cols = Vec::with_capacity(schema.len());
+    let mut decimals: Vec<String> = Vec::new();
+    for (n, dt) in schema.iter() {
+        let lower = n.to_lowercase();
+        if !seen.insert(lower.clone()) {
+            return Err(Error::Usage(format!("table {name}: two columns are named {lower} when case is ignored (as Spark ignores it)")));
+        }
+        let mut e = col(n.clone());
+        if let DataType::Datetime(tu, Some(_)) = dt {
+            e = e.cast(DataType::Int64).cast(DataType::Datetime(*tu, None));
+        }
+        // This build's Polars joins and groups no decimals (that needs its 128-bit integer
+        // types, another 15 minutes of build): a decimal is read as a double, the same for
+        // both queries. Keys up to 15 digits stay distinct.
+        if let DataType::Decimal(_, _) = dt {
+            e = e.cast(DataType::Float64);
+            decimals.push(lower.clone());
+        }
+        cols.push(e.alias(lower.as_str()));
+    }
+    let rows = table.rows();
+    let step = match sample {
+        None => 1,
+        Some(Sample::Fraction(f)) => (1.0 / f.clamp(1e-12, 1.0)).round().max(1.0) as u64,
+        Some(Sample::Rows(r)) => rows.div_ceil(r.max(1)).max(1),
+    };
+    let what = if step > 1 {
+        lf = lf.with_row_index("__sj_row", None).filter((col("__sj_row") % lit(step as IdxSize)).eq(lit(0 as IdxSize)));
+        format!("{name}: every {step}th row, {} of {} rows", crate::keys::fmt_count(rows.div_ceil(step)), crate::keys::fmt_count(rows))
+    } else {
+        format!("{name}: all {} rows", crate::keys::fmt_count(rows))
+    };
+    let what = if decimals.is_empty() { what } else { format!("{what} (decimal {} read as double)", decimals.join(", ")) };
+    Ok((lf.select(cols), what))
+}
+
+/// A value as text for comparing rows: floating-point values to `digits` significant digits,
+/// NaN as one value and -0.0 as 0.0 (as Spark groups them).
+fn cell(v: AnyValue<'_>, digits: usize) -> String {
+    let float = |x: f64| -> String {
+        if x.is_nan() {
+            "NaN".into()
+        } else if x == 0.0 {
+            "0".into()
+        } else if x.is_infinite() {
+            if x > 0.0 { "inf".into() } else { "-inf".into() }
+        } else {
+            format!("{:.*e}", digits.saturating_sub(1), x)
+        }
+    };
+    match v {
+        AnyValue::Null => "NULL".into(),
+        AnyValue::Float32(x) => float(x as f64),
+        AnyValue::Float64(x) => float(x),
+        AnyValue::String(s) => format!("{s:?}"),
+        AnyValue::StringOwned(s) => format!("{:?}", s.as_str()),
+        AnyValue::Binary(b) => format!("X'{}'", Value::hex(b)),
+        AnyValue::BinaryOwned(b) => format!("X'{}'", Value::hex(&b)),
+        other => other.to_string(),
+    }
+}
+
+fn rows_of(df: &DataFrame, digits: usize) -> Result<HashMap<Vec<String>, i64>> {
+    let cols: Vec<Series> = df.columns().iter().map(|c| c.as_materialized_series().rechunk()).collect();
+    let mut out: HashMap<Vec<String>, i64> = HashMap::new();
+    for i in 0..df.height() {
+        let mut row = Vec::with_capacity(cols.len());
+        for s in &cols {
+            row.push(cell(s.get(i).map_err(|e| perr("reading a result", e))?, digits));
+        }
+        *out.entry(row).or_default() += 1;
+    }
+    Ok(out)
+}
+
+fn run_one(ctx: &mut SQLContext, q: &PolarsSql, frames: &HashMap<String, LazyFrame>, which: &str) -> Result<(DataFrame, i64)> {
+    for h in &q.hashed {
+        let base = frames.get(&h.table).ok_or_else(|| Error::Usage(format!("the {which} query hashes columns of {}, which no --table names", h.table)))?;
+        let cols: Vec<Expr> = h.columns.iter().enumerate().map(|(i, c)| hash_udf().call(c.iter().map(|x| col(x.as_str())).collect()).alias(format!("{}_{i}", h.name))).collect();
+        ctx.register(&h.name, base.clone().with_columns(cols));
+    }
+    let t0 = Instant::now();
+    // Polars panics on some inputs it cannot handle: that is one line for the user too.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.execute(&q.sql).and_then(|lf| lf.collect())));
+    std::panic::set_hook(hook);
+    let df = match out {
+        Ok(r) => r.map_err(|e| perr(&format!("the {which} query (rendered for Polars SQL) failed"), e))?,
+        Err(p) => {
+            let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+            return Err(Error::Usage(format!("polars: the {which} query (rendered for Polars SQL) stopped Polars: {}", msg.lines().next().unwrap_or("a panic"))));
+        }
+    };
+    Ok((df, t0.elapsed().as_millis() as i64))
+}
+
+fn only(a: &HashMap<Vec<String>, i64>, b: &HashMap<Vec<String>, i64>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut keys: Vec<&Vec<String>> = a.keys().collect();
+    keys.sort();
+    for k in keys {
+        let d = a[k] - b.get(k).copied().unwrap_or(0);
+        if d > 0 {
+            out.push(format!("({}){}", k.join(", "), if d > 1 { format!(" x{d}") } else { String::new() }));
+            if out.len() == 5 {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Polars prints its warnings on stderr; the deprecations come from its own SQL front end
+/// (a `DATE '...'` literal is a deprecated cast inside it) and mean nothing to our user.
+fn quiet_deprecations(msg: &str, w: polars::error::PolarsWarning) {
+    if !matches!(w, polars::error::PolarsWarning::Deprecation) {
+        eprintln!("polars: {w:?}: {msg}");
+    }
+}
+
+/// Run both Spark SQL queries on Polars over the named tables.
+pub fn run(original: &str, rewritten: &str, tables: &[(String, &Table)], sample: Option<Sample>, tolerance: f64) -> Result<PolarsRun> {
+    polars::error::set_warning_function(quiet_deprecations);
+    let p0 = polars_sql::render(original)?;
+    let p1 = polars_sql::render(rewritten)?;
+    let mut udfs = HashMap::new();
+    udfs.insert(HASH_FN.to_string(), hash_udf());
+    let mut ctx = SQLContext::new().with_function_registry(Arc::new(Registry(udfs)));
+    let mut inputs = Vec::new();
+    let mut frames: HashMap<String, LazyFrame> = HashMap::new();
+    for (name, t) in tables {
+        let (lf, what) = scan(name, t, sample)?;
+        ctx.register(name, lf.clone());
+        frames.insert(name.to_lowercase(), lf);
+        inputs.push(what);
+    }
+    if let Some(m) = p0.max_salt.max(p1.max_salt) {
+        let salts = df!(SALTS_COLUMN => (0..=m.max(0)).collect::<Vec<i64>>()).map_err(|e| perr("the salts table", e))?;
+        ctx.register(SALTS_TABLE, salts.lazy());
+    }
+    let digits = (-tolerance.log10()).round().clamp(1.0, 17.0) as usize;
+    let (d0, ms0) = run_one(&mut ctx, &p0, &frames, "original")?;
+    let (d1, ms1) = run_one(&mut ctx, &p1, &frames, "rewritten")?;
+    let c0 = rows_of(&d0, digits)?;
+    let c1 = rows_of(&d1, digits)?;
+    // Spark's names: Polars suffixes a repeated name with `:table` (and the renderer with `:N`).
+    let names = |d: &DataFrame| d.get_column_names().iter().map(|s| s.split(':').next().unwrap_or("").to_string()).collect::<Vec<_>>();
+    let stats = |d: &DataFrame, ms: i64| RunStats { wall_ms: ms, rows: d.height() as i64, columns: names(d), stages: vec![] };
+    Ok(PolarsRun {
+        identical: c0 == c1,
+        only_in_original: only(&c0, &c1),
+        only_in_rewritten: only(&c1, &c0),
+        before: stats(&d0, ms0),
+        after: stats(&d1, ms1),
+        original: p0,
+        rewritten: p1,
+        inputs,
+    })
+}

@@ -1,0 +1,711 @@
+//! The same logical query for Polars SQL: a Spark SQL query (the original or the rewrite) is
+//! parsed once and rendered again from its AST with Polars' spellings. What changes, and why:
+//!
+//! - `pmod(a, n)` becomes `((a % n) + n) % n`; `hash(...)` becomes `__sj_hash(...)`, a function
+//!   registered with Polars that computes Spark's Murmur3 (seed 42, columns chained), so every
+//!   row gets the salt that Spark would give it.
+//! - `element_at(array(v1, ...), i)` becomes `CASE i WHEN 1 THEN v1 ... END`.
+//! - `explode(CASE WHEN c THEN array(s, ...) ... END) AS salt` in a select list (the copies of
+//!   the other side in a salted branch) becomes a cross join with a table of salt values
+//!   (`__sj_salts`) kept where `CASE WHEN c THEN salt IN (s, ...) ... ELSE FALSE END`.
+//! - `TIMESTAMP_MICROS(n)`, `DATE_FROM_UNIX_DATE(n)` and `TIMESTAMP_NTZ` become casts; the
+//!   engine reads every timestamp as a UTC wall clock, so an instant stays the same instant.
+//! - `monotonically_increasing_id()` (a salt with no other column to hash) becomes 0: every row
+//!   takes the first of its salts, which changes the balance, never the rows.
+//! - `CAST(x AS DECIMAL(p,s))` becomes a cast to DOUBLE: this build's Polars cannot join or
+//!   group decimals, so the engine reads decimal columns as doubles (distinct up to 15 digits).
+//! - A join's ON condition on one input only is moved into that input where Spark would push it
+//!   down too; Polars SQL applies it after the join, wrong for the kept side of an outer join.
+//!   USING, NATURAL, EXISTS and an ON condition on the kept side are refused, with the reason.
+//! - skewjoin's reused subquery aliases (`__sj_t`) get unique names: Polars SQL keeps one map
+//!   of aliases per query.
+//! - Hints are dropped (Polars has no broadcast to ask for); backquoted names are double-quoted,
+//!   and every name is lower-cased, as the engine registers tables and columns (Spark resolves
+//!   names without regard to case); string literals are written with doubled quotes.
+
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{
+    BinaryOperator, CastKind, DataType, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, Join, JoinConstraint, JoinOperator, ObjectName,
+    ObjectNamePart, Select, SelectItem, TableFactor, Value as SqlValue, VisitMut, VisitorMut,
+};
+use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
+
+use crate::error::{Error, Result};
+use crate::sql::{parse_query, render_query, SparkDialect};
+
+/// The table of salt values the rendered SQL cross-joins with, and its one column.
+pub const SALTS_TABLE: &str = "__sj_salts";
+pub const SALTS_COLUMN: &str = "salt";
+/// The function that computes Spark's `hash(...)`.
+pub const HASH_FN: &str = "__sj_hash";
+
+#[derive(Debug, Clone, Default)]
+pub struct PolarsSql {
+    pub sql: String,
+    /// What was rendered differently from the Spark text, one line each.
+    pub changes: Vec<String>,
+    /// The largest salt value the query needs in `__sj_salts` (None: no salts table).
+    pub max_salt: Option<i64>,
+    /// Tables the SQL reads with Spark's hash of some columns already added (see `Hashed`).
+    pub hashed: Vec<Hashed>,
+}
+
+/// A table registered as `name`: the base table `table` plus, for each column list, a column
+/// `{name}_{i}` holding Spark's `hash()` of those columns. Polars SQL loses registered functions
+/// inside a subquery in FROM (where the salted branches call `hash`), so the hash is computed
+/// in the scan instead and the SQL reads the column.
+#[derive(Debug, Clone)]
+pub struct Hashed {
+    pub name: String,
+    pub table: String,
+    pub columns: Vec<Vec<String>>,
+}
+
+fn name_of(n: &ObjectName) -> String {
+    n.0.iter()
+        .map(|p| match p {
+            ObjectNamePart::Identifier(i) => i.value.to_ascii_lowercase(),
+            other => other.to_string().to_ascii_lowercase(),
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+fn args_of(f: &sqlparser::ast::Function) -> Option<Vec<Expr>> {
+    match &f.args {
+        FunctionArguments::None => Some(vec![]),
+        FunctionArguments::List(l) => l
+            .args
+            .iter()
+            .map(|a| match a {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
+                _ => None,
+            })
+            .collect(),
+        FunctionArguments::Subquery(_) => None,
+    }
+}
+
+fn call(name: &str, f: &sqlparser::ast::Function, args: Vec<Expr>) -> Expr {
+    let mut g = f.clone();
+    g.name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(name))]);
+    if let FunctionArguments::List(l) = &mut g.args {
+        l.args = args.into_iter().map(|e| FunctionArg::Unnamed(FunctionArgExpr::Expr(e))).collect();
+    }
+    Expr::Function(g)
+}
+
+fn nested(e: Expr) -> Expr {
+    Expr::Nested(Box::new(e))
+}
+
+fn bin(l: Expr, op: BinaryOperator, r: Expr) -> Expr {
+    Expr::BinaryOp { left: Box::new(l), op, right: Box::new(r) }
+}
+
+fn cast(e: Expr, t: DataType) -> Expr {
+    Expr::Cast { kind: CastKind::Cast, expr: Box::new(e), data_type: t, format: None }
+}
+
+/// The elements of `array(a, b, ...)`.
+fn array_items(e: &Expr) -> Option<Vec<Expr>> {
+    match e {
+        Expr::Function(f) if name_of(&f.name) == "array" => args_of(f),
+        Expr::Array(a) => Some(a.elem.clone()),
+        Expr::Nested(x) => array_items(x),
+        _ => None,
+    }
+}
+
+fn as_int(e: &Expr) -> Option<i64> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            SqlValue::Number(n, _) => n.parse().ok(),
+            _ => None,
+        },
+        Expr::UnaryOp { op: sqlparser::ast::UnaryOperator::Minus, expr } => as_int(expr).map(|x| -x),
+        _ => None,
+    }
+}
+
+struct Render {
+    /// How many of skewjoin's reused aliases (`__sj_t`, ...) were made unique so far.
+    renamed: usize,
+    changes: Vec<&'static str>,
+    error: Option<String>,
+    max_salt: Option<i64>,
+    hashed: Vec<Hashed>,
+}
+
+/// The column a `hash()` argument names, if it is a column of the table known as `qual`.
+fn column_of(e: &Expr, qual: &str) -> Option<String> {
+    match e {
+        Expr::Identifier(i) => Some(i.value.to_lowercase()),
+        Expr::CompoundIdentifier(p) if p.len() == 2 && p[0].value.eq_ignore_ascii_case(qual) => Some(p[1].value.to_lowercase()),
+        Expr::Nested(x) => column_of(x, qual),
+        _ => None,
+    }
+}
+
+/// The name a FROM item goes by (its alias, else its table name), lower-cased.
+fn factor_name(f: &TableFactor) -> Option<String> {
+    match f {
+        TableFactor::Table { alias: Some(a), .. } | TableFactor::Derived { alias: Some(a), .. } => Some(a.name.value.to_lowercase()),
+        TableFactor::Table { name, alias: None, .. } => name_of(name).rsplit('.').next().map(str::to_string),
+        _ => None,
+    }
+}
+
+/// The conjuncts of `e`.
+fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
+            conjuncts(left, out);
+            conjuncts(right, out);
+        }
+        Expr::Nested(x) => conjuncts(x, out),
+        other => out.push(other.clone()),
+    }
+}
+
+/// The qualifiers `e` uses (None inside: an unqualified column, whose side is unknown).
+fn qualifiers(e: &Expr) -> Option<std::collections::HashSet<String>> {
+    let mut q = std::collections::HashSet::new();
+    let mut bare = false;
+    let _ = sqlparser::ast::visit_expressions(e, |x: &Expr| {
+        match x {
+            Expr::Identifier(_) => bare = true,
+            Expr::CompoundIdentifier(p) if p.len() >= 2 => {
+                q.insert(p[p.len() - 2].value.to_lowercase());
+            }
+            Expr::Exists { .. } | Expr::Subquery(_) | Expr::InSubquery { .. } => bare = true,
+            _ => {}
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    (!bare).then_some(q)
+}
+
+/// `a.x = b.y` with one side in `left` and the other `right`: a key equality of the join.
+fn is_key_eq(e: &Expr, left: &[String], right: &str) -> bool {
+    let Expr::BinaryOp { left: a, op: BinaryOperator::Eq, right: b } = e else { return false };
+    // Two unqualified names: Polars resolves them as Spark does (each is in one input only).
+    if matches!((&**a, &**b), (Expr::Identifier(_), Expr::Identifier(_))) {
+        return true;
+    }
+    let (Some(qa), Some(qb)) = (qualifiers(a), qualifiers(b)) else { return false };
+    let one = |q: &std::collections::HashSet<String>| q.len() == 1;
+    one(&qa) && one(&qb) && {
+        let (x, y) = (qa.iter().next().cloned().unwrap_or_default(), qb.iter().next().cloned().unwrap_or_default());
+        (left.contains(&x) && y == right) || (left.contains(&y) && x == right)
+    }
+}
+
+impl Render {
+    /// The rewrite reuses the aliases `__sj_t`, `__sj_u` and `__sj_d` at every level of nesting,
+    /// which is valid SQL; Polars SQL keeps one map of aliases for the whole query, so an inner
+    /// `__sj_t` hides an outer one. Each FROM item's alias of these is made unique here, with
+    /// the references in the same SELECT.
+    fn unique_aliases(&mut self, s: &mut Select) {
+        let mut map: Vec<(String, String)> = Vec::new();
+        for twj in s.from.iter_mut() {
+            let factors = std::iter::once(&mut twj.relation).chain(twj.joins.iter_mut().map(|j| &mut j.relation));
+            for f in factors {
+                if let TableFactor::Table { alias: Some(a), .. } | TableFactor::Derived { alias: Some(a), .. } = f {
+                    let old = a.name.value.to_lowercase();
+                    if matches!(old.as_str(), "__sj_t" | "__sj_u" | "__sj_d") {
+                        self.renamed += 1;
+                        let new = format!("{old}{}", self.renamed);
+                        a.name = Ident::new(new.clone());
+                        map.push((old, new));
+                    }
+                }
+            }
+        }
+        if map.is_empty() {
+            return;
+        }
+        let rename = |x: &mut Ident| {
+            if let Some((_, new)) = map.iter().find(|(o, _)| x.value.eq_ignore_ascii_case(o)) {
+                *x = Ident::new(new.clone());
+            }
+        };
+        let fix = |e: &mut Expr| {
+            let _ = sqlparser::ast::visit_expressions_mut(e, |x: &mut Expr| {
+                if let Expr::CompoundIdentifier(p) = x {
+                    if p.len() >= 2 {
+                        let n = p.len();
+                        rename(&mut p[n - 2]);
+                    }
+                }
+                ControlFlow::<()>::Continue(())
+            });
+        };
+        for item in s.projection.iter_mut() {
+            match item {
+                SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => fix(e),
+                SelectItem::QualifiedWildcard(sqlparser::ast::SelectItemQualifiedWildcardKind::ObjectName(n), _) => {
+                    if let Some(ObjectNamePart::Identifier(i)) = n.0.last_mut() {
+                        rename(i);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(w) = s.selection.as_mut() {
+            fix(w);
+        }
+        if let Some(h) = s.having.as_mut() {
+            fix(h);
+        }
+        if let sqlparser::ast::GroupByExpr::Expressions(es, _) = &mut s.group_by {
+            es.iter_mut().for_each(fix);
+        }
+        for twj in s.from.iter_mut() {
+            for j in twj.joins.iter_mut() {
+                if let JoinOperator::Join(JoinConstraint::On(e))
+                | JoinOperator::Inner(JoinConstraint::On(e))
+                | JoinOperator::Left(JoinConstraint::On(e))
+                | JoinOperator::LeftOuter(JoinConstraint::On(e))
+                | JoinOperator::Right(JoinConstraint::On(e))
+                | JoinOperator::RightOuter(JoinConstraint::On(e))
+                | JoinOperator::FullOuter(JoinConstraint::On(e))
+                | JoinOperator::Semi(JoinConstraint::On(e))
+                | JoinOperator::LeftSemi(JoinConstraint::On(e))
+                | JoinOperator::Anti(JoinConstraint::On(e))
+                | JoinOperator::LeftAnti(JoinConstraint::On(e)) = &mut j.join_operator
+                {
+                    fix(e);
+                }
+            }
+        }
+        self.note("skewjoin's reused subquery aliases made unique (Polars SQL keeps one alias map per query)");
+    }
+
+    /// Polars SQL takes an ON clause of key equalities and simple comparisons, and applies the
+    /// comparisons as a filter after the join, which is wrong for the kept side of an outer join.
+    /// A condition on one input only is therefore moved into that input, where that is what
+    /// Spark does too (the right side of an inner, left, semi or anti join; the left of an
+    /// inner or right join when it is one FROM item); any other is refused.
+    fn push_on_conditions(&mut self, s: &mut Select) -> std::result::Result<(), String> {
+        for twj in s.from.iter_mut() {
+            let mut left: Vec<String> = factor_name(&twj.relation).into_iter().collect();
+            for j in 0..twj.joins.len() {
+                let right = factor_name(&twj.joins[j].relation).unwrap_or_default();
+                let (kind, on) = match &twj.joins[j].join_operator {
+                    JoinOperator::Join(JoinConstraint::On(e)) | JoinOperator::Inner(JoinConstraint::On(e)) => ("inner", e.clone()),
+                    JoinOperator::Left(JoinConstraint::On(e)) | JoinOperator::LeftOuter(JoinConstraint::On(e)) => ("left", e.clone()),
+                    JoinOperator::Right(JoinConstraint::On(e)) | JoinOperator::RightOuter(JoinConstraint::On(e)) => ("right", e.clone()),
+                    JoinOperator::FullOuter(JoinConstraint::On(e)) => ("full", e.clone()),
+                    JoinOperator::Semi(JoinConstraint::On(e)) | JoinOperator::LeftSemi(JoinConstraint::On(e)) => ("semi", e.clone()),
+                    JoinOperator::Anti(JoinConstraint::On(e)) | JoinOperator::LeftAnti(JoinConstraint::On(e)) => ("anti", e.clone()),
+                    JoinOperator::CrossJoin(_) => {
+                        left.extend(factor_name(&twj.joins[j].relation));
+                        continue;
+                    }
+                    other => {
+                        let what = other_join_name(other);
+                        return Err(format!("a join {what} (Polars SQL reads USING and NATURAL joins differently from Spark: it keeps both key columns)"));
+                    }
+                };
+                let mut parts = Vec::new();
+                conjuncts(&on, &mut parts);
+                let (mut keep, mut to_right, mut to_left) = (Vec::new(), Vec::new(), Vec::new());
+                for c in parts {
+                    if is_key_eq(&c, &left, &right) {
+                        keep.push(c);
+                        continue;
+                    }
+                    let q = qualifiers(&c);
+                    let only_right = q.as_ref().is_some_and(|q| !q.is_empty() && q.iter().all(|x| *x == right));
+                    let only_left = q.as_ref().is_some_and(|q| !q.is_empty() && q.iter().all(|x| left.contains(x)));
+                    if only_right && matches!(kind, "inner" | "left" | "semi" | "anti") {
+                        to_right.push(c);
+                    } else if only_left && matches!(kind, "inner" | "right") && j == 0 {
+                        to_left.push(c);
+                    } else {
+                        return Err(format!("the ON condition {c} of a {kind} join (Polars SQL would apply it as a filter after the join)"));
+                    }
+                }
+                let wrap = |f: &TableFactor, preds: &[Expr]| -> std::result::Result<TableFactor, String> {
+                    let name = factor_name(f).ok_or("an ON condition on an input with no name")?;
+                    let mut inner = f.clone();
+                    if let TableFactor::Derived { alias, .. } | TableFactor::Table { alias, .. } = &mut inner {
+                        if alias.is_none() {
+                            *alias = Some(sqlparser::ast::TableAlias { explicit: true, at: None, name: Ident::new(name.clone()), columns: vec![] });
+                        }
+                    }
+                    let pred = preds.iter().map(|p| format!("({})", crate::sql::render_expr(p))).collect::<Vec<_>>().join(" AND ");
+                    let q = parse_query(&format!("SELECT * FROM (SELECT * FROM {inner} WHERE {pred}) {}", crate::sql::ident(&name))).map_err(|e| e.to_string())?;
+                    match *q.body {
+                        sqlparser::ast::SetExpr::Select(mut sel) if sel.from.len() == 1 => Ok(sel.from.remove(0).relation),
+                        _ => Err("an ON condition that cannot be moved".into()),
+                    }
+                };
+                if !to_right.is_empty() {
+                    twj.joins[j].relation = wrap(&twj.joins[j].relation, &to_right)?;
+                }
+                if !to_left.is_empty() {
+                    twj.relation = wrap(&twj.relation, &to_left)?;
+                }
+                if !to_right.is_empty() || !to_left.is_empty() {
+                    let on = keep.into_iter().reduce(|a, b| bin(a, BinaryOperator::And, b)).ok_or("a join with no key equality")?;
+                    let c = JoinConstraint::On(on);
+                    twj.joins[j].join_operator = match kind {
+                        "inner" => JoinOperator::Join(c),
+                        "left" => JoinOperator::Left(c),
+                        "right" => JoinOperator::Right(c),
+                        "semi" => JoinOperator::LeftSemi(c),
+                        _ => JoinOperator::LeftAnti(c),
+                    };
+                    self.note("an ON condition on one input only moved into that input (as Spark pushes it down)");
+                }
+                left.push(right);
+            }
+        }
+        Ok(())
+    }
+
+    /// `hash(t.a, t.b)` in a SELECT over one table `tbl t`: read `__sj_hashed_N t` instead,
+    /// which carries the hash as a column (see `Hashed`).
+    fn prehash(&mut self, s: &mut Select) {
+        if s.from.len() != 1 || !s.from[0].joins.is_empty() {
+            return;
+        }
+        let TableFactor::Table { name, alias, args: None, .. } = &mut s.from[0].relation else { return };
+        let table = name_of(name);
+        let qual = alias.as_ref().map(|a| a.name.value.to_lowercase()).unwrap_or_else(|| table.rsplit('.').next().unwrap_or("").to_string());
+        let hname = format!("__sj_hashed_{}", self.hashed.len());
+        let mut lists: Vec<Vec<String>> = Vec::new();
+        let _ = sqlparser::ast::visit_expressions_mut(&mut s.projection, |e: &mut Expr| {
+            if let Expr::Function(f) = e {
+                if name_of(&f.name) == "hash" {
+                    if let Some(cols) = args_of(f).and_then(|a| (!a.is_empty()).then_some(a)).and_then(|a| a.iter().map(|x| column_of(x, &qual)).collect::<Option<Vec<_>>>()) {
+                        let i = lists.iter().position(|l| *l == cols).unwrap_or_else(|| {
+                            lists.push(cols);
+                            lists.len() - 1
+                        });
+                        *e = Expr::CompoundIdentifier(vec![Ident::new(qual.clone()), Ident::new(format!("{hname}_{i}"))]);
+                    }
+                }
+            }
+            ControlFlow::<()>::Continue(())
+        });
+        if lists.is_empty() {
+            return;
+        }
+        *name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(hname.clone()))]);
+        if alias.is_none() {
+            *alias = Some(sqlparser::ast::TableAlias { explicit: true, at: None, name: Ident::new(qual), columns: vec![] });
+        }
+        self.hashed.push(Hashed { name: hname, table, columns: lists });
+        self.note("hash(...) of a table's columns computed in skewjoin as Spark's Murmur3, and read as a column");
+    }
+
+    /// Polars refuses two output columns of one name, which Spark allows: the second and later
+    /// get `name:N` (the engine compares names up to the `:`, as Polars names its own).
+    fn dedupe_names(&mut self, s: &mut Select) {
+        let mut seen = std::collections::HashSet::new();
+        for (k, item) in s.projection.iter_mut().enumerate() {
+            let name = match item {
+                SelectItem::ExprWithAlias { alias, .. } => alias.value.to_lowercase(),
+                SelectItem::UnnamedExpr(Expr::Identifier(i)) => i.value.to_lowercase(),
+                SelectItem::UnnamedExpr(Expr::CompoundIdentifier(p)) => p.last().map(|i| i.value.to_lowercase()).unwrap_or_default(),
+                _ => continue,
+            };
+            if seen.insert(name.clone()) {
+                continue;
+            }
+            let alias = Ident::with_quote('`', format!("{name}:{k}"));
+            *item = match std::mem::replace(item, SelectItem::Wildcard(Default::default())) {
+                SelectItem::ExprWithAlias { expr, .. } | SelectItem::UnnamedExpr(expr) => SelectItem::ExprWithAlias { expr, alias },
+                other => other,
+            };
+            self.note("a repeated output name as name:N (Polars allows one column of a name)");
+        }
+    }
+
+    fn note(&mut self, what: &'static str) {
+        if !self.changes.contains(&what) {
+            self.changes.push(what);
+        }
+    }
+
+    /// `explode(CASE WHEN c THEN array(...) ... END) AS alias` in `s`'s select list: the copies
+    /// of a row, one per salt, as a cross join with the salts table.
+    fn explode(&mut self, s: &mut Select) -> std::result::Result<(), String> {
+        let mut conds: Vec<Expr> = Vec::new();
+        for item in s.projection.iter_mut() {
+            let (e, alias) = match item {
+                SelectItem::ExprWithAlias { expr, alias } => (expr, alias.clone()),
+                SelectItem::UnnamedExpr(e) => (e, Ident::new("col")),
+                _ => continue,
+            };
+            let Expr::Function(f) = &*e else { continue };
+            if name_of(&f.name) != "explode" {
+                continue;
+            }
+            let arg = match args_of(f).as_deref() {
+                Some([a]) => a.clone(),
+                _ => return Err("explode(...) with other than one argument".into()),
+            };
+            let salt = Expr::CompoundIdentifier(vec![Ident::new(SALTS_TABLE), Ident::new(SALTS_COLUMN)]);
+            let in_list = |items: Vec<Expr>, this: &mut Render| -> std::result::Result<Expr, String> {
+                for i in &items {
+                    let v = as_int(i).ok_or_else(|| format!("explode over an array of {i} (only integer salts are rendered)"))?;
+                    this.max_salt = Some(this.max_salt.map_or(v, |m| m.max(v)));
+                }
+                Ok(Expr::InList { expr: Box::new(salt.clone()), list: items, negated: false })
+            };
+            let keep = match &arg {
+                Expr::Case { operand: None, conditions, else_result, .. } => {
+                    let mut c2 = conditions.clone();
+                    for w in c2.iter_mut() {
+                        let items = array_items(&w.result).ok_or_else(|| format!("explode over {} (not an array literal)", w.result))?;
+                        w.result = in_list(items, self)?;
+                    }
+                    let els = match else_result {
+                        None => Expr::Value(SqlValue::Boolean(false).into()),
+                        Some(x) => match array_items(x) {
+                            Some(items) => in_list(items, self)?,
+                            None => return Err(format!("explode over {x} (not an array literal)")),
+                        },
+                    };
+                    let Expr::Case { case_token, end_token, .. } = &arg else { unreachable!() };
+                    Expr::Case { case_token: case_token.clone(), end_token: end_token.clone(), operand: None, conditions: c2, else_result: Some(Box::new(els)) }
+                }
+                other => match array_items(other) {
+                    Some(items) => in_list(items, self)?,
+                    None => return Err(format!("explode over {other} (not an array literal)")),
+                },
+            };
+            conds.push(keep);
+            *item = SelectItem::ExprWithAlias { expr: salt, alias };
+        }
+        if conds.is_empty() {
+            return Ok(());
+        }
+        if s.from.len() != 1 {
+            return Err("explode(...) in a SELECT with other than one FROM item".into());
+        }
+        s.from[0].joins.push(Join {
+            relation: TableFactor::Table {
+                name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(SALTS_TABLE))]),
+                alias: None,
+                args: None,
+                with_hints: vec![],
+                version: None,
+                with_ordinality: false,
+                partitions: vec![],
+                json_path: None,
+                sample: None,
+                index_hints: vec![],
+            },
+            global: false,
+            join_operator: JoinOperator::CrossJoin(JoinConstraint::None),
+        });
+        let mut pred = conds.into_iter().map(nested).reduce(|a, b| bin(a, BinaryOperator::And, b));
+        if let Some(w) = s.selection.take() {
+            pred = pred.map(|p| bin(nested(w), BinaryOperator::And, p));
+        }
+        s.selection = pred;
+        self.note("explode(array of salts) as a cross join with a table of salt values");
+        Ok(())
+    }
+}
+
+impl VisitorMut for Render {
+    type Break = ();
+
+    fn pre_visit_select(&mut self, s: &mut Select) -> ControlFlow<()> {
+        if !s.optimizer_hints.is_empty() {
+            s.optimizer_hints.clear();
+            self.note("hints dropped (Polars plans its own joins)");
+        }
+        if !s.lateral_views.is_empty() {
+            self.error = Some("LATERAL VIEW has no Polars SQL form".into());
+            return ControlFlow::Break(());
+        }
+        self.unique_aliases(s);
+        if let Err(e) = self.push_on_conditions(s) {
+            self.error = Some(e);
+            return ControlFlow::Break(());
+        }
+        self.prehash(s);
+        self.dedupe_names(s);
+        if let Err(e) = self.explode(s) {
+            self.error = Some(e);
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+        if let Expr::Exists { .. } = e {
+            self.error = Some("EXISTS (subquery) has no Polars SQL form".into());
+            return ControlFlow::Break(());
+        }
+        match e {
+            Expr::Function(f) => {
+                let name = name_of(&f.name);
+                let Some(args) = args_of(f) else { return ControlFlow::Continue(()) };
+                match (name.as_str(), args.as_slice()) {
+                    ("pmod", [a, n]) => {
+                        let m = bin(nested(a.clone()), BinaryOperator::Modulo, nested(n.clone()));
+                        let m = bin(nested(bin(m, BinaryOperator::Plus, nested(n.clone()))), BinaryOperator::Modulo, nested(n.clone()));
+                        *e = nested(m);
+                        self.note("pmod(a, n) as ((a % n) + n) % n");
+                    }
+                    ("hash", args) if !args.is_empty() => {
+                        *e = call(HASH_FN, f, args.to_vec());
+                        self.note("hash(...) as __sj_hash(...), Spark's Murmur3 computed in skewjoin");
+                    }
+                    ("element_at", [arr, i]) => {
+                        let Some(items) = array_items(arr) else {
+                            self.error = Some(format!("element_at over {arr} (not an array literal)"));
+                            return ControlFlow::Break(());
+                        };
+                        let conditions = items
+                            .into_iter()
+                            .enumerate()
+                            .map(|(k, v)| sqlparser::ast::CaseWhen { condition: Expr::value(SqlValue::Number((k + 1).to_string(), false)), result: v })
+                            .collect();
+                        let case = Expr::Case {
+                            case_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+                            end_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+                            operand: Some(Box::new(nested(i.clone()))),
+                            conditions,
+                            else_result: None,
+                        };
+                        // The salts table's column is a BIGINT: so is every salt.
+                        *e = cast(case, DataType::BigInt(None));
+                        self.note("element_at(array(...), i) as CASE i WHEN 1 THEN ... END");
+                    }
+                    ("monotonically_increasing_id", []) => {
+                        *e = Expr::value(SqlValue::Number("0".into(), false));
+                        self.note("monotonically_increasing_id() as 0 (each row takes its first salt: the balance changes, not the rows)");
+                    }
+                    ("timestamp_micros", [x]) => {
+                        *e = cast(x.clone(), DataType::Timestamp(None, sqlparser::ast::TimezoneInfo::None));
+                        self.note("TIMESTAMP_MICROS(n) as CAST(n AS TIMESTAMP) (microseconds, UTC wall clock)");
+                    }
+                    ("date_from_unix_date", [x]) => {
+                        *e = cast(x.clone(), DataType::Date);
+                        self.note("DATE_FROM_UNIX_DATE(n) as CAST(n AS DATE)");
+                    }
+                    _ => {}
+                }
+            }
+            Expr::Cast { data_type, .. } => {
+                let ntz = match data_type {
+                    DataType::TimestampNtz(_) => true,
+                    DataType::Custom(n, _) => name_of(n) == "timestamp_ntz",
+                    _ => false,
+                };
+                if ntz {
+                    *data_type = DataType::Timestamp(None, sqlparser::ast::TimezoneInfo::None);
+                    self.note("TIMESTAMP_NTZ as TIMESTAMP");
+                }
+                if matches!(data_type, DataType::Decimal(_) | DataType::Numeric(_) | DataType::Dec(_)) {
+                    *data_type = DataType::Double(sqlparser::ast::ExactNumberInfo::None);
+                    self.note("DECIMAL as DOUBLE (the engine reads decimal columns as doubles)");
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn other_join_name(j: &JoinOperator) -> &'static str {
+    let c = match j {
+        JoinOperator::Join(c) | JoinOperator::Inner(c) | JoinOperator::Left(c) | JoinOperator::LeftOuter(c) | JoinOperator::Right(c) | JoinOperator::RightOuter(c) | JoinOperator::FullOuter(c) => c,
+        JoinOperator::Semi(c) | JoinOperator::LeftSemi(c) | JoinOperator::Anti(c) | JoinOperator::LeftAnti(c) => c,
+        _ => return "of a kind Polars SQL does not take",
+    };
+    match c {
+        JoinConstraint::Using(_) => "with USING",
+        JoinConstraint::Natural => "NATURAL",
+        _ => "with no ON clause",
+    }
+}
+
+/// Write a Spark SQL text with Polars' quoting: `"name"` for backquoted names, every name in
+/// lower case, `'...'` strings with doubled quotes, and no comments.
+fn requote(spark_sql: &str) -> Result<String> {
+    let tokens = Tokenizer::new(&SparkDialect, spark_sql).tokenize().map_err(|e| Error::Usage(format!("SQL does not tokenize: {e}")))?;
+    let mut out = String::with_capacity(spark_sql.len());
+    let lit = |s: &str| format!("'{}'", s.replace('\'', "''"));
+    for t in tokens {
+        match t {
+            Token::Word(w) => match w.quote_style {
+                Some(_) => out.push_str(&format!("\"{}\"", w.value.to_lowercase().replace('"', "\"\""))),
+                None => out.push_str(&w.value.to_lowercase()),
+            },
+            Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => out.push_str(&lit(&s)),
+            Token::Whitespace(Whitespace::SingleLineComment { .. } | Whitespace::MultiLineComment(_)) => out.push(' '),
+            Token::SingleQuotedByteStringLiteral(_) | Token::DoubleQuotedByteStringLiteral(_) | Token::EscapedStringLiteral(_) | Token::NationalStringLiteral(_) | Token::UnicodeStringLiteral(_) => {
+                return Err(Error::Usage(format!("the literal {t} has no Polars SQL form")));
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    Ok(out)
+}
+
+/// Render one Spark SQL query for Polars SQL (see the module docs).
+pub fn render(spark_sql: &str) -> Result<PolarsSql> {
+    let mut q = parse_query(spark_sql)?;
+    let mut r = Render { renamed: 0, changes: Vec::new(), error: None, max_salt: None, hashed: Vec::new() };
+    let _ = q.visit(&mut r);
+    if let Some(e) = r.error {
+        return Err(Error::Usage(format!("cannot render the query for Polars SQL: {e}")));
+    }
+    let sql = requote(&render_query(&q))?;
+    Ok(PolarsSql { sql, changes: r.changes.iter().map(|s| s.to_string()).collect(), max_salt: r.max_salt, hashed: r.hashed })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spark_spellings_become_polars_ones() {
+        let p = render(
+            "SELECT /*+ BROADCAST(r) */ `E`.`Event_Id`, r.name FROM events E LEFT SEMI JOIN titles r ON E.k = r.k \
+             WHERE E.k <> 'O\\'Neil' AND d = DATE_FROM_UNIX_DATE(3) AND ts IN (TIMESTAMP_MICROS(5), CAST('2020-01-01 00:00:00' AS TIMESTAMP_NTZ))",
+        )
+        .unwrap();
+        let sql = p.sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(!sql.contains("broadcast"), "{sql}");
+        assert!(sql.contains("\"e\".\"event_id\""), "{sql}");
+        assert!(sql.contains("'O''Neil'"), "{sql}");
+        assert!(sql.contains("cast(3 as date)"), "{sql}");
+        assert!(sql.contains("cast(5 as timestamp)"), "{sql}");
+        assert!(sql.contains("cast('2020-01-01 00:00:00' as timestamp)"), "{sql}");
+        assert!(sql.contains("left semi join titles r"), "{sql}");
+        assert_eq!(p.changes.len(), 4, "{:?}", p.changes);
+    }
+
+    #[test]
+    fn salted_branch_renders_with_a_salts_table() {
+        let p = render(
+            "SELECT * FROM (SELECT t.*, CASE WHEN t.k = 'a' THEN element_at(array(0, 1, 2), pmod(hash(t.v, t.w), 3) + 1) END AS s FROM l t WHERE t.k IN ('a')) a \
+             JOIN (SELECT t.*, explode(CASE WHEN t.k = 'a' THEN array(0, 1, 2) END) AS s FROM r t WHERE t.k IN ('a')) b ON a.k = b.k AND a.s = b.s",
+        )
+        .unwrap();
+        let sql = p.sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(p.max_salt, Some(2));
+        assert!(sql.contains("cast(case ((((__sj_hash(t.v, t.w)) % (3) + (3)) % (3)) + 1) when 1 then 0 when 2 then 1 when 3 then 2 end as bigint)"), "{sql}");
+        assert!(sql.contains("from r t cross join __sj_salts where (t.k in ('a')) and (case when t.k = 'a' then __sj_salts.salt in (0, 1, 2) else false end)"), "{sql}");
+        assert!(sql.contains("select t.*, __sj_salts.salt as s"), "{sql}");
+        assert!(!sql.contains("explode") && !sql.contains("element_at") && !sql.contains("pmod"), "{sql}");
+    }
+
+    #[test]
+    fn what_cannot_be_rendered_says_so() {
+        let e = render("SELECT explode(x) FROM t").unwrap_err().to_string();
+        assert!(e.contains("not an array literal"), "{e}");
+    }
+}
