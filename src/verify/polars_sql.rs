@@ -697,7 +697,11 @@ mod tests {
         .unwrap();
         let sql = p.sql.split_whitespace().collect::<Vec<_>>().join(" ");
         assert_eq!(p.max_salt, Some(2));
-        assert!(sql.contains("cast(case ((((__sj_hash(t.v, t.w)) % (3) + (3)) % (3)) + 1) when 1 then 0 when 2 then 1 when 3 then 2 end as bigint)"), "{sql}");
+        // hash() of the scanned table's columns is a column the engine adds to the scan.
+        assert!(sql.contains("cast(case ((((t.__sj_hashed_0_0) % (3) + (3)) % (3)) + 1) when 1 then 0 when 2 then 1 when 3 then 2 end as bigint)"), "{sql}");
+        assert!(sql.contains("from __sj_hashed_0 t where"), "{sql}");
+        assert_eq!(p.hashed.len(), 1);
+        assert_eq!((p.hashed[0].table.as_str(), &p.hashed[0].columns), ("l", &vec![vec!["v".to_string(), "w".to_string()]]));
         assert!(sql.contains("from r t cross join __sj_salts where (t.k in ('a')) and (case when t.k = 'a' then __sj_salts.salt in (0, 1, 2) else false end)"), "{sql}");
         assert!(sql.contains("select t.*, __sj_salts.salt as s"), "{sql}");
         assert!(!sql.contains("explode") && !sql.contains("element_at") && !sql.contains("pmod"), "{sql}");
