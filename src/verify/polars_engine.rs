@@ -273,8 +273,6 @@ fn quiet_deprecations(msg: &str, w: polars::error::PolarsWarning) {
 /// Run both Spark SQL queries on Polars over the named tables.
 pub fn run(original: &str, rewritten: &str, tables: &[(String, &Table)], sample: Option<Sample>, tolerance: f64) -> Result<PolarsRun> {
     polars::error::set_warning_function(quiet_deprecations);
-    let p0 = polars_sql::render(original)?;
-    let p1 = polars_sql::render(rewritten)?;
     let mut udfs = HashMap::new();
     udfs.insert(HASH_FN.to_string(), hash_udf());
     let mut ctx = SQLContext::new().with_function_registry(Arc::new(Registry(udfs)));
@@ -286,6 +284,12 @@ pub fn run(original: &str, rewritten: &str, tables: &[(String, &Table)], sample:
         frames.insert(name.to_lowercase(), lf);
         inputs.push(what);
     }
+    let columns_of = |name: &str| -> Option<Vec<String>> {
+        let mut lf = frames.get(name)?.clone();
+        lf.collect_schema().ok().map(|s| s.iter_names().map(|n| n.to_string()).collect())
+    };
+    let p0 = polars_sql::render_with(original, &columns_of)?;
+    let p1 = polars_sql::render_with(rewritten, &columns_of)?;
     if let Some(m) = p0.max_salt.max(p1.max_salt) {
         let salts = df!(SALTS_COLUMN => (0..=m.max(0)).collect::<Vec<i64>>()).map_err(|e| perr("the salts table", e))?;
         ctx.register(SALTS_TABLE, salts.lazy());

