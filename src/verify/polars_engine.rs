@@ -230,6 +230,9 @@ fn run_one(ctx: &mut SQLContext, q: &PolarsSql, frames: &HashMap<String, LazyFra
         let cols: Vec<Expr> = h.columns.iter().enumerate().map(|(i, c)| hash_udf().call(c.iter().map(|x| col(x.as_str())).collect()).alias(format!("{}_{i}", h.name))).collect();
         ctx.register(&h.name, base.clone().with_columns(cols));
     }
+    if std::env::var_os("SKEWJOIN_SHOW_POLARS_SQL").is_some() {
+        eprintln!("-- the {which} query as Polars SQL:\n{};", q.sql);
+    }
     let t0 = Instant::now();
     // Polars panics on some inputs it cannot handle: that is one line for the user too.
     let hook = std::panic::take_hook();

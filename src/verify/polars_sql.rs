@@ -368,17 +368,21 @@ impl Render<'_> {
     }
 
     /// The rewrite reuses the aliases `__sj_t`, `__sj_u` and `__sj_d` at every level of nesting,
-    /// which is valid SQL; Polars SQL keeps one map of aliases for the whole query, so an inner
-    /// `__sj_t` hides an outer one. Each FROM item's alias of these is made unique here, with
-    /// the references in the same SELECT.
+    /// and names a filtered input after its table, which is valid SQL; Polars SQL keeps one map
+    /// of aliases for the whole query, so an inner `__sj_t` hides an outer one and a subquery
+    /// named `accounts` hides the table. Each such alias is made unique here, with the
+    /// references in the same SELECT.
     fn unique_aliases(&mut self, s: &mut Select) {
         let mut map: Vec<(String, String)> = Vec::new();
         for twj in s.from.iter_mut() {
             let factors = std::iter::once(&mut twj.relation).chain(twj.joins.iter_mut().map(|j| &mut j.relation));
             for f in factors {
+                let derived = matches!(f, TableFactor::Derived { .. });
                 if let TableFactor::Table { alias: Some(a), .. } | TableFactor::Derived { alias: Some(a), .. } = f {
                     let old = a.name.value.to_lowercase();
-                    if matches!(old.as_str(), "__sj_t" | "__sj_u" | "__sj_d") {
+                    // A subquery named like a table the query reads (`(...) accounts`, as the
+                    // rewrite names its inputs) hides that table inside other subqueries too.
+                    if matches!(old.as_str(), "__sj_t" | "__sj_u" | "__sj_d") || (derived && (self.columns_of)(&old).is_some()) {
                         self.renamed += 1;
                         let new = format!("{old}{}", self.renamed);
                         a.name = Ident::new(new.clone());

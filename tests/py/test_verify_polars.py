@@ -40,15 +40,7 @@ POLARS_REFUSES = {
 }
 
 
-# Open: on Polars the rewrite of this query gives one row more than the original (30,363 against
-# 30,362: an ('EU', 0) row with a NULL amount), while Spark 3.5 and 4.3 give identical rows
-# (test_rewrite_spark.py) and Polars gives identical rows for the same join written with ON and
-# coalesce(). Not explained yet: kept as a strict xfail so that a fix shows.
-UNEXPLAINED = {"composite-using-full"}
-
-
-@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="see UNEXPLAINED")) if c[0] in UNEXPLAINED else c
-                                  for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_every_rewrite_case_verifies_on_polars(data, more, case, tmp_path):
     cid, tables, sql, extra, _ = case
     p = verify(tmp_path, sql, paths(data, more, tables), *extra)
