@@ -512,18 +512,7 @@ impl Prefix {
         let mut join = join.clone();
         if self.rewritten {
             let remaps = self.remaps();
-            if let JoinOperator::Join(JoinConstraint::On(e))
-            | JoinOperator::Inner(JoinConstraint::On(e))
-            | JoinOperator::Left(JoinConstraint::On(e))
-            | JoinOperator::LeftOuter(JoinConstraint::On(e))
-            | JoinOperator::Right(JoinConstraint::On(e))
-            | JoinOperator::RightOuter(JoinConstraint::On(e))
-            | JoinOperator::FullOuter(JoinConstraint::On(e))
-            | JoinOperator::Semi(JoinConstraint::On(e))
-            | JoinOperator::LeftSemi(JoinConstraint::On(e))
-            | JoinOperator::Anti(JoinConstraint::On(e))
-            | JoinOperator::LeftAnti(JoinConstraint::On(e)) = &mut join.join_operator
-            {
+            if let Some(e) = crate::sql::on_condition_mut(&mut join.join_operator) {
                 repoint_all(e, &remaps);
             }
         }

@@ -86,6 +86,25 @@ impl Dialect for SparkDialect {
     }
 }
 
+/// The ON condition of a join, if it has one.
+pub fn on_condition_mut(op: &mut sqlparser::ast::JoinOperator) -> Option<&mut Expr> {
+    use sqlparser::ast::{JoinConstraint, JoinOperator};
+    match op {
+        JoinOperator::Join(JoinConstraint::On(e))
+        | JoinOperator::Inner(JoinConstraint::On(e))
+        | JoinOperator::Left(JoinConstraint::On(e))
+        | JoinOperator::LeftOuter(JoinConstraint::On(e))
+        | JoinOperator::Right(JoinConstraint::On(e))
+        | JoinOperator::RightOuter(JoinConstraint::On(e))
+        | JoinOperator::FullOuter(JoinConstraint::On(e))
+        | JoinOperator::Semi(JoinConstraint::On(e))
+        | JoinOperator::LeftSemi(JoinConstraint::On(e))
+        | JoinOperator::Anti(JoinConstraint::On(e))
+        | JoinOperator::LeftAnti(JoinConstraint::On(e)) => Some(e),
+        _ => None,
+    }
+}
+
 /// Parse one or more statements; the error names line and column.
 pub fn parse(sql: &str) -> Result<Vec<Statement>> {
     Parser::parse_sql(&SparkDialect, sql).map_err(|e| Error::Usage(format!("SQL does not parse: {e}")))

@@ -229,6 +229,27 @@ fn kind_of(j: &JoinOperator) -> Option<(&'static str, &JoinConstraint)> {
     })
 }
 
+/// Apply `fix` to the WHERE, HAVING, GROUP BY and ON expressions of `s` (the projection is
+/// the caller's: each use treats its items differently).
+fn clauses_mut(s: &mut Select, mut fix: impl FnMut(&mut Expr)) {
+    if let Some(w) = s.selection.as_mut() {
+        fix(w);
+    }
+    if let Some(h) = s.having.as_mut() {
+        fix(h);
+    }
+    if let sqlparser::ast::GroupByExpr::Expressions(es, _) = &mut s.group_by {
+        es.iter_mut().for_each(&mut fix);
+    }
+    for twj in s.from.iter_mut() {
+        for j in twj.joins.iter_mut() {
+            if let Some(e) = crate::sql::on_condition_mut(&mut j.join_operator) {
+                fix(e);
+            }
+        }
+    }
+}
+
 fn col_ref(q: &str, c: &str) -> Expr {
     Expr::CompoundIdentifier(vec![Ident::new(q), Ident::new(c)])
 }
@@ -345,24 +366,7 @@ impl Render<'_> {
             }
         }
         s.projection = items;
-        if let Some(w) = s.selection.as_mut() {
-            fix(w);
-        }
-        if let Some(h) = s.having.as_mut() {
-            fix(h);
-        }
-        if let sqlparser::ast::GroupByExpr::Expressions(es, _) = &mut s.group_by {
-            es.iter_mut().for_each(fix);
-        }
-        for twj in s.from.iter_mut() {
-            for jn in twj.joins.iter_mut() {
-                if let Some((kind, JoinConstraint::On(e))) = kind_of(&jn.join_operator) {
-                    let mut e = e.clone();
-                    fix(&mut e);
-                    jn.join_operator = join_on(kind, JoinConstraint::On(e));
-                }
-            }
-        }
+        clauses_mut(s, fix);
         self.note("JOIN ... USING as ON, with the merged key columns as Spark gives them");
         Ok(())
     }
@@ -421,33 +425,7 @@ impl Render<'_> {
                 _ => {}
             }
         }
-        if let Some(w) = s.selection.as_mut() {
-            fix(w);
-        }
-        if let Some(h) = s.having.as_mut() {
-            fix(h);
-        }
-        if let sqlparser::ast::GroupByExpr::Expressions(es, _) = &mut s.group_by {
-            es.iter_mut().for_each(fix);
-        }
-        for twj in s.from.iter_mut() {
-            for j in twj.joins.iter_mut() {
-                if let JoinOperator::Join(JoinConstraint::On(e))
-                | JoinOperator::Inner(JoinConstraint::On(e))
-                | JoinOperator::Left(JoinConstraint::On(e))
-                | JoinOperator::LeftOuter(JoinConstraint::On(e))
-                | JoinOperator::Right(JoinConstraint::On(e))
-                | JoinOperator::RightOuter(JoinConstraint::On(e))
-                | JoinOperator::FullOuter(JoinConstraint::On(e))
-                | JoinOperator::Semi(JoinConstraint::On(e))
-                | JoinOperator::LeftSemi(JoinConstraint::On(e))
-                | JoinOperator::Anti(JoinConstraint::On(e))
-                | JoinOperator::LeftAnti(JoinConstraint::On(e)) = &mut j.join_operator
-                {
-                    fix(e);
-                }
-            }
-        }
+        clauses_mut(s, fix);
         self.note("skewjoin's reused subquery aliases made unique (Polars SQL keeps one alias map per query)");
     }
 
@@ -461,19 +439,14 @@ impl Render<'_> {
             let mut left: Vec<String> = factor_name(&twj.relation).into_iter().collect();
             for j in 0..twj.joins.len() {
                 let right = factor_name(&twj.joins[j].relation).unwrap_or_default();
-                let (kind, on) = match &twj.joins[j].join_operator {
-                    JoinOperator::Join(JoinConstraint::On(e)) | JoinOperator::Inner(JoinConstraint::On(e)) => ("inner", e.clone()),
-                    JoinOperator::Left(JoinConstraint::On(e)) | JoinOperator::LeftOuter(JoinConstraint::On(e)) => ("left", e.clone()),
-                    JoinOperator::Right(JoinConstraint::On(e)) | JoinOperator::RightOuter(JoinConstraint::On(e)) => ("right", e.clone()),
-                    JoinOperator::FullOuter(JoinConstraint::On(e)) => ("full", e.clone()),
-                    JoinOperator::Semi(JoinConstraint::On(e)) | JoinOperator::LeftSemi(JoinConstraint::On(e)) => ("semi", e.clone()),
-                    JoinOperator::Anti(JoinConstraint::On(e)) | JoinOperator::LeftAnti(JoinConstraint::On(e)) => ("anti", e.clone()),
-                    JoinOperator::CrossJoin(_) => {
+                let (kind, on) = match kind_of(&twj.joins[j].join_operator) {
+                    Some((kind, JoinConstraint::On(e))) => (kind, e.clone()),
+                    _ if matches!(twj.joins[j].join_operator, JoinOperator::CrossJoin(_)) => {
                         left.extend(factor_name(&twj.joins[j].relation));
                         continue;
                     }
-                    other => {
-                        let what = other_join_name(other);
+                    _ => {
+                        let what = other_join_name(&twj.joins[j].join_operator);
                         return Err(format!("a join {what} (Polars SQL reads USING and NATURAL joins differently from Spark: it keeps both key columns)"));
                     }
                 };
@@ -546,14 +519,7 @@ impl Render<'_> {
                 if !to_right.is_empty() || !to_left.is_empty() || changed_keys {
                     let on = keep.into_iter().reduce(|a, b| bin(a, BinaryOperator::And, b)).ok_or("a join with no key equality")?;
                     let c = JoinConstraint::On(on);
-                    twj.joins[j].join_operator = match kind {
-                        "inner" => JoinOperator::Join(c),
-                        "left" => JoinOperator::Left(c),
-                        "right" => JoinOperator::Right(c),
-                        "full" => JoinOperator::FullOuter(c),
-                        "semi" => JoinOperator::LeftSemi(c),
-                        _ => JoinOperator::LeftAnti(c),
-                    };
+                    twj.joins[j].join_operator = join_on(kind, c);
                     if !to_right.is_empty() || !to_left.is_empty() {
                         self.note("an ON condition on one input only moved into that input (as Spark pushes it down)");
                     }
