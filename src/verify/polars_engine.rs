@@ -177,7 +177,13 @@ fn scan(name: &str, table: &Table, sample: Option<Sample>) -> Result<(LazyFrame,
     };
     let what = if step > 1 {
         lf = lf.with_row_index("__sj_row", None).filter((col("__sj_row") % lit(step as IdxSize)).eq(lit(0 as IdxSize)));
-        format!("{name}: every {step}th row, {} of {} rows", crate::keys::fmt_count(rows.div_ceil(step)), crate::keys::fmt_count(rows))
+        let th = match (step % 10, step % 100) {
+            (_, 11..=13) => "th",
+            (2, _) => "nd",
+            (3, _) => "rd",
+            _ => "th",
+        };
+        format!("{name}: every {step}{th} row, {} of {} rows", crate::keys::fmt_count(rows.div_ceil(step)), crate::keys::fmt_count(rows))
     } else {
         format!("{name}: all {} rows", crate::keys::fmt_count(rows))
     };
@@ -287,10 +293,12 @@ pub fn run(original: &str, rewritten: &str, tables: &[(String, &Table)], sample:
         frames.insert(name.to_lowercase(), lf);
         inputs.push(what);
     }
-    let columns_of = |name: &str| -> Option<Vec<String>> {
-        let mut lf = frames.get(name)?.clone();
-        lf.collect_schema().ok().map(|s| s.iter_names().map(|n| n.to_string()).collect())
-    };
+    let mut schemas: HashMap<String, Vec<String>> = HashMap::new();
+    for (name, lf) in &frames {
+        let schema = lf.clone().collect_schema().map_err(|e| perr(&format!("table {name}"), e))?;
+        schemas.insert(name.clone(), schema.iter_names().map(|n| n.to_string()).collect());
+    }
+    let columns_of = |name: &str| -> Option<Vec<String>> { schemas.get(name).cloned() };
     let p0 = polars_sql::render_with(original, &columns_of)?;
     let p1 = polars_sql::render_with(rewritten, &columns_of)?;
     if let Some(m) = p0.max_salt.max(p1.max_salt) {

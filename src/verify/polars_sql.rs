@@ -465,7 +465,7 @@ impl Render<'_> {
                         to_right.push(c);
                     } else if only_left && matches!(kind, "inner" | "right") && j == 0 {
                         to_left.push(c);
-                    } else if only_left && matches!(kind, "inner" | "left" | "anti" | "full") {
+                    } else if only_left && matches!(kind, "inner" | "left" | "semi" | "anti" | "full") {
                         kept_left.push(c);
                     } else if only_right && matches!(kind, "right" | "full") {
                         kept_right.push(c);
