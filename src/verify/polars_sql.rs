@@ -480,8 +480,13 @@ impl Render<'_> {
                         continue;
                     }
                     let cond = preds.iter().cloned().map(nested).reduce(|a, b| bin(a, BinaryOperator::And, b)).ok_or("no condition")?;
-                    let first = keep.iter_mut().find(|k| matches!(k, Expr::BinaryOp { op: BinaryOperator::Eq, .. })).ok_or("a join with no key equality")?;
-                    let Expr::BinaryOp { left: a, right: b, .. } = first else { unreachable!() };
+                    let (a, b) = keep
+                        .iter_mut()
+                        .find_map(|k| match k {
+                            Expr::BinaryOp { left, op: BinaryOperator::Eq, right } => Some((left, right)),
+                            _ => None,
+                        })
+                        .ok_or("a join with no key equality")?;
                     let a_is_left = qualifiers(a).is_some_and(|q| q.iter().all(|x| left.contains(x)) && !q.is_empty());
                     let operand = if a_is_left == side_left { a } else { b };
                     let key = (**operand).clone();
@@ -622,7 +627,7 @@ impl Render<'_> {
                 Ok(Expr::InList { expr: Box::new(salt.clone()), list: items, negated: false })
             };
             let keep = match &arg {
-                Expr::Case { operand: None, conditions, else_result, .. } => {
+                Expr::Case { case_token, end_token, operand: None, conditions, else_result } => {
                     let mut c2 = conditions.clone();
                     for w in c2.iter_mut() {
                         let items = array_items(&w.result).ok_or_else(|| format!("explode over {} (not an array literal)", w.result))?;
@@ -635,7 +640,6 @@ impl Render<'_> {
                             None => return Err(format!("explode over {x} (not an array literal)")),
                         },
                     };
-                    let Expr::Case { case_token, end_token, .. } = &arg else { unreachable!() };
                     Expr::Case { case_token: case_token.clone(), end_token: end_token.clone(), operand: None, conditions: c2, else_result: Some(Box::new(els)) }
                 }
                 other => match array_items(other) {
