@@ -222,7 +222,7 @@ impl<K: CountKey> Shard<K> {
 }
 
 /// MurmurHash3's 64-bit finalizer: spreads every input bit over the output for the HLL.
-fn fmix64(mut k: u64) -> u64 {
+pub(crate) fn fmix64(mut k: u64) -> u64 {
     k ^= k >> 33;
     k = k.wrapping_mul(0xff51afd7ed558ccd);
     k ^= k >> 33;
@@ -231,17 +231,18 @@ fn fmix64(mut k: u64) -> u64 {
 }
 
 /// HyperLogLog with 2^14 registers (about 0.8% standard error).
-struct Hll {
+pub(crate) struct Hll {
     regs: Vec<u8>,
 }
 
 const HLL_P: u32 = 14;
 
 impl Hll {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Hll { regs: vec![0; 1 << HLL_P] }
     }
-    fn add(&mut self, h: u64) {
+    #[inline]
+    pub(crate) fn add(&mut self, h: u64) {
         let idx = (h >> (64 - HLL_P)) as usize;
         let rest = (h << HLL_P) | (1 << (HLL_P - 1));
         let rank = rest.leading_zeros() as u8 + 1;
@@ -249,12 +250,12 @@ impl Hll {
             self.regs[idx] = rank;
         }
     }
-    fn merge(&mut self, other: &Hll) {
+    pub(crate) fn merge(&mut self, other: &Hll) {
         for (a, b) in self.regs.iter_mut().zip(&other.regs) {
             *a = (*a).max(*b);
         }
     }
-    fn estimate(&self) -> u64 {
+    pub(crate) fn estimate(&self) -> u64 {
         let m = self.regs.len() as f64;
         let sum: f64 = self.regs.iter().map(|&r| 2f64.powi(-(r as i32))).sum();
         let alpha = 0.7213 / (1.0 + 1.079 / m);

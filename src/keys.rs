@@ -26,6 +26,8 @@ pub struct ColumnReport {
     /// True when every count and the distinct count are exact (no sample, no memory bound hit).
     pub exact: bool,
     pub distinct_exact: bool,
+    /// True when every count is exact (the distinct count may still be an estimate).
+    pub counts_exact: bool,
     /// Counts may be up to this many rows below the truth (0 when exact).
     pub count_error: u64,
     pub shuffle_partitions: u32,
@@ -130,6 +132,7 @@ fn column_report(p: ColumnProfile, classifier: &Classifier, opts: &KeysOptions) 
         nulls: p.nulls,
         distinct: p.distinct,
         exact: p.counts_exact && p.distinct_exact,
+        counts_exact: p.counts_exact,
         distinct_exact: p.distinct_exact,
         count_error: p.count_error,
         shuffle_partitions: opts.partitions,

@@ -18,6 +18,7 @@ pub mod report;
 pub mod rewrite;
 pub mod scan;
 pub mod size;
+pub mod split;
 pub mod source;
 pub mod sql;
 pub mod stage;

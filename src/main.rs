@@ -243,6 +243,11 @@ struct KeysArgs {
     /// Memory for the counting tables; past it, counts become bounded lower bounds (said in the output)
     #[arg(long, default_value = "2GB", value_name = "SIZE", value_parser = parse_size)]
     memory: u64,
+    /// Count the distinct values exactly. Without it, a string key with many distinct values
+    /// gets exact top counts and an estimated distinct count (HyperLogLog, said in the
+    /// output), which is much faster
+    #[arg(long)]
+    exact_distinct: bool,
     /// Classification rules (TOML or JSON) that extend or replace the built-in ones
     #[arg(long, value_name = "FILE")]
     rules: Option<PathBuf>,
@@ -332,7 +337,7 @@ fn run_keys(a: KeysArgs) -> Result<String> {
             Ok(KeySpec { columns })
         })
         .collect::<Result<Vec<_>>>()?;
-    let opts = ProfileOptions { top: a.top, sample: a.sample, seed: a.seed, memory: a.memory as usize, progress: !a.quiet };
+    let opts = ProfileOptions { top: a.top, sample: a.sample, seed: a.seed, memory: a.memory as usize, progress: !a.quiet, exact_distinct: a.exact_distinct };
     let profiles = profile::profile(&table, &specs, &opts)?;
     let rep = keys::report(profiles, &classifier, &KeysOptions { partitions: a.shuffle_partitions, hot_factor: a.hot_factor });
     Ok(report::keys(&rep, a.format))

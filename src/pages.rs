@@ -1,39 +1,69 @@
 //! Count a flat string or binary column chunk straight from its pages: the dictionary page is
 //! split into values, and each data page's dictionary indices (Parquet's RLE / bit-packed
 //! hybrid) are counted without building any Arrow array. A run of N equal indices is one
-//! addition. Pages written without the dictionary (PLAIN, after a writer's fallback) are
-//! counted value by value. Anything else (other encodings, nested columns, a malformed page)
-//! makes `count_chunk` return `None`, and the caller reads the chunk through Arrow instead.
+//! addition, and a page's NULLs are a popcount of its definition levels. Pages written without
+//! the dictionary (PLAIN, after a writer's fallback) are counted value by value.
+//!
+//! The chunk is read with one positioned read into a buffer the thread reuses, its page
+//! headers are decoded here (`thrift`), and each page is decompressed into another reused
+//! buffer: no allocation per page. Codecs other than none, Snappy, ZSTD and LZ4_RAW go through
+//! the parquet crate's page reader instead, into the same counting code. Anything else (other
+//! encodings, nested columns, a malformed page) makes `count_chunk` return `None` before it
+//! has reported a single value, and the caller reads the chunk through Arrow instead.
 
 use std::fs::File;
 use std::sync::Arc;
 
 use hashbrown::HashMap;
-use parquet::basic::{Encoding, Type as PhysicalType};
+use parquet::basic::{Compression, Encoding, Type as PhysicalType};
 use parquet::column::page::Page;
 use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::serialized_reader::SerializedPageReader;
 use parquet::schema::types::ColumnDescriptor;
 
-/// The counts of one column chunk. A value may appear twice: once from dictionary pages and
-/// once from plain pages.
-pub struct ChunkCounts {
-    pub nulls: u64,
-    dict: bytes::Bytes,
-    /// (start, end, count) of the dictionary values seen.
-    entries: Vec<(usize, usize, u64)>,
-    plain: HashMap<Vec<u8>, u64>,
+/// Parquet's encoding numbers (parquet.thrift), as page headers carry them.
+mod enc {
+    pub const PLAIN: i32 = 0;
+    pub const PLAIN_DICTIONARY: i32 = 2;
+    pub const RLE: i32 = 3;
+    pub const RLE_DICTIONARY: i32 = 8;
 }
 
-impl ChunkCounts {
-    pub fn each(&self, mut f: impl FnMut(&[u8], u64)) {
-        for &(s, e, c) in &self.entries {
-            f(&self.dict[s..e], c);
-        }
-        for (v, c) in &self.plain {
-            f(v, *c);
-        }
+fn enc_number(e: Encoding) -> i32 {
+    match e {
+        Encoding::PLAIN => enc::PLAIN,
+        Encoding::PLAIN_DICTIONARY => enc::PLAIN_DICTIONARY,
+        Encoding::RLE => enc::RLE,
+        Encoding::RLE_DICTIONARY => enc::RLE_DICTIONARY,
+        _ => -1,
     }
+}
+
+/// Buffers a worker thread reuses from chunk to chunk.
+#[derive(Default)]
+pub struct Scratch {
+    /// The chunk as stored (compressed pages and their headers).
+    chunk: Vec<u8>,
+    /// The current data page, decompressed.
+    page: Vec<u8>,
+    /// The chunk's dictionary page, decompressed (it outlives the data pages).
+    dict: Vec<u8>,
+    /// (start, end) of each dictionary value in `dict`.
+    offs: Vec<(u32, u32)>,
+    /// Rows per dictionary index.
+    counts: Vec<u32>,
+    /// Values of pages written without the dictionary.
+    plain: HashMap<Vec<u8>, u64>,
+    /// (start, end, rows) of the dictionary values present in the chunk.
+    present: Vec<(u32, u32, u32)>,
+}
+
+/// Where a chunk's counts go once it has been read whole.
+pub trait Sink {
+    /// The dictionary values present: (start, end, rows) of each value in `dict`.
+    fn dict(&mut self, dict: &[u8], present: &[(u32, u32, u32)]);
+    /// One value of the pages written without the dictionary.
+    fn one(&mut self, value: &[u8], rows: u64);
 }
 
 /// Whether this path can read the column at all (flat BYTE_ARRAY, optional or required).
@@ -41,96 +71,288 @@ pub fn eligible(descr: &ColumnDescriptor) -> bool {
     descr.physical_type() == PhysicalType::BYTE_ARRAY && descr.max_rep_level() == 0 && descr.max_def_level() <= 1
 }
 
-pub fn count_chunk(file: &Arc<File>, meta: &ColumnChunkMetaData, descr: &ColumnDescriptor, rows: usize) -> Option<ChunkCounts> {
-    if !eligible(descr) {
+/// What `count_chunk` read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Counted {
+    pub nulls: u64,
+    /// Read by this module's own page walk (false: through the parquet crate's page reader).
+    pub walked: bool,
+}
+
+/// Count one column chunk of `rows` rows into `sink`, and return its NULL rows. The sink is
+/// fed only once the whole chunk has been read, so a `None` (the caller falls back to Arrow)
+/// never leaves a partial count behind.
+pub fn count_chunk(
+    file: &Arc<File>,
+    file_len: u64,
+    meta: &ColumnChunkMetaData,
+    descr: &ColumnDescriptor,
+    rows: usize,
+    s: &mut Scratch,
+    sink: &mut dyn Sink,
+) -> Option<Counted> {
+    if !eligible(descr) || rows > u32::MAX as usize {
         return None;
     }
+    s.offs.clear();
+    s.counts.clear();
+    s.plain.clear();
+    let mut c = Counting { has_def: descr.max_def_level() == 1, have_dict: false, nulls: 0, seen: 0 };
+    let direct = matches!(meta.compression(), Compression::UNCOMPRESSED | Compression::SNAPPY | Compression::ZSTD(_) | Compression::LZ4_RAW);
+    let walked = direct && walk_chunk(file, file_len, meta, s, &mut c).is_some();
+    if !walked {
+        // The parquet crate's page reader: every codec it was built with.
+        s.offs.clear();
+        s.counts.clear();
+        s.plain.clear();
+        c = Counting { has_def: c.has_def, have_dict: false, nulls: 0, seen: 0 };
+        read_pages(file, meta, rows, s, &mut c)?;
+    }
+    if c.seen != rows as u64 {
+        return None;
+    }
+    // Indices past the dictionary were counted into the padding of `counts`: a corrupt chunk.
+    if s.counts.get(s.offs.len()..).is_some_and(|pad| pad.iter().any(|&n| n != 0)) {
+        return None;
+    }
+    s.present.clear();
+    s.present.extend(s.counts.iter().zip(&s.offs).filter(|(n, _)| **n > 0).map(|(&n, &(a, b))| (a, b, n)));
+    if !s.present.is_empty() {
+        sink.dict(&s.dict, &s.present);
+    }
+    for (v, n) in s.plain.drain() {
+        sink.one(&v, n);
+    }
+    Some(Counted { nulls: c.nulls, walked })
+}
+
+/// The counting state of one chunk, fed page by page.
+struct Counting {
+    has_def: bool,
+    have_dict: bool,
+    nulls: u64,
+    seen: u64,
+}
+
+impl Counting {
+    /// The dictionary page, already in `s.dict`.
+    fn dictionary(&mut self, s: &mut Scratch, num_values: usize, encoding: i32) -> Option<()> {
+        if !matches!(encoding, enc::PLAIN | enc::PLAIN_DICTIONARY) || self.have_dict {
+            return None;
+        }
+        split_plain(&s.dict, num_values, &mut s.offs)?;
+        s.counts.clear();
+        s.counts.resize(s.offs.len(), 0);
+        self.have_dict = true;
+        Some(())
+    }
+
+    /// A v1 data page: definition levels (RLE, with a 4-byte length) then the values.
+    fn data_v1(&mut self, buf: &[u8], n: usize, encoding: i32, def_encoding: i32, s: &mut Scratch) -> Option<()> {
+        let (non_null, values) = if self.has_def {
+            if def_encoding != enc::RLE || buf.len() < 4 {
+                return None;
+            }
+            let len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+            let levels = buf.get(4..4usize.checked_add(len)?)?;
+            (count_ones(levels, n)?, buf.get(4 + len..)?)
+        } else {
+            (n, buf)
+        };
+        self.nulls += (n - non_null) as u64;
+        self.seen += n as u64;
+        values_of(values, encoding, non_null, s)
+    }
+
+    /// A v2 data page: the NULL count is in the header, `values` follows the levels.
+    fn data_v2(&mut self, values: &[u8], n: usize, nulls: usize, encoding: i32, s: &mut Scratch) -> Option<()> {
+        if nulls > n {
+            return None;
+        }
+        self.nulls += nulls as u64;
+        self.seen += n as u64;
+        values_of(values, encoding, n - nulls, s)
+    }
+}
+
+/// The parquet crate's page reader over the chunk, into the same counting.
+fn read_pages(file: &Arc<File>, meta: &ColumnChunkMetaData, rows: usize, s: &mut Scratch, c: &mut Counting) -> Option<()> {
     let reader = SerializedPageReader::new(file.clone(), meta, rows, None).ok()?;
-    let has_def = descr.max_def_level() == 1;
-    let mut dict: Vec<(usize, usize)> = Vec::new();
-    let mut dict_buf = bytes::Bytes::new();
-    let mut counts: Vec<u64> = Vec::new();
-    let mut plain: HashMap<Vec<u8>, u64> = HashMap::new();
-    let mut nulls = 0u64;
-    let mut seen = 0u64;
     for page in reader {
         match page.ok()? {
             Page::DictionaryPage { buf, num_values, encoding, .. } => {
-                if !matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY) || !dict.is_empty() {
-                    return None;
-                }
-                dict = split_plain(&buf, num_values as usize)?;
-                counts = vec![0; dict.len()];
-                dict_buf = buf;
+                s.dict.clear();
+                s.dict.extend_from_slice(&buf);
+                c.dictionary(s, num_values as usize, enc_number(encoding))?;
             }
             Page::DataPage { buf, num_values, encoding, def_level_encoding, .. } => {
-                let n = num_values as usize;
-                let (non_null, values) = if has_def {
-                    if def_level_encoding != Encoding::RLE || buf.len() < 4 {
-                        return None;
-                    }
-                    let len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
-                    let levels = buf.get(4..4 + len)?;
-                    let mut ones = 0usize;
-                    hybrid(levels, 1, n, &mut |v, c| {
-                        if v == 1 {
-                            ones += c;
-                        }
-                        v <= 1
-                    })?;
-                    (ones, buf.get(4 + len..)?)
-                } else {
-                    (n, &buf[..])
-                };
-                nulls += (n - non_null) as u64;
-                seen += n as u64;
-                values_of(values, encoding, non_null, &mut counts, &mut plain)?;
+                c.data_v1(&buf, num_values as usize, enc_number(encoding), enc_number(def_level_encoding), s)?;
             }
             Page::DataPageV2 { buf, num_values, encoding, num_nulls, def_levels_byte_len, rep_levels_byte_len, .. } => {
-                let n = num_values as usize;
-                let nn = num_nulls as usize;
-                if nn > n || rep_levels_byte_len != 0 {
+                if rep_levels_byte_len != 0 {
                     return None;
                 }
-                nulls += nn as u64;
-                seen += n as u64;
                 let values = buf.get(def_levels_byte_len as usize..)?;
-                values_of(values, encoding, n - nn, &mut counts, &mut plain)?;
+                c.data_v2(values, num_values as usize, num_nulls as usize, enc_number(encoding), s)?;
             }
         }
     }
-    if seen != rows as u64 {
+    Some(())
+}
+
+/// Pages larger than this are left to the parquet crate (and its checks).
+const MAX_PAGE: usize = 1 << 30;
+
+/// Read the chunk with one positioned read and walk its pages.
+fn walk_chunk(file: &File, file_len: u64, meta: &ColumnChunkMetaData, s: &mut Scratch, c: &mut Counting) -> Option<()> {
+    // Where the chunk starts, as Arrow C++ reads it: a dictionary page offset of 0, or one past
+    // the first data page, is a writer's mistake for "no separate offset".
+    let data = u64::try_from(meta.data_page_offset()).ok()?;
+    let start = match meta.dictionary_page_offset() {
+        Some(d) if d > 0 && (d as u64) < data => d as u64,
+        _ => data,
+    };
+    let len = u64::try_from(meta.compressed_size()).ok()?;
+    if start.checked_add(len)? > file_len || len as usize > MAX_PAGE {
         return None;
     }
-    let entries = counts.iter().enumerate().filter(|(_, c)| **c > 0).map(|(i, c)| (dict[i].0, dict[i].1, *c)).collect();
-    Some(ChunkCounts { nulls, dict: dict_buf, entries, plain })
+    let len = len as usize;
+    let mut chunk = std::mem::take(&mut s.chunk);
+    let r = (|| {
+        if chunk.len() < len {
+            chunk.resize(len, 0);
+        }
+        read_at(file, &mut chunk[..len], start)?;
+        walk_pages(&chunk[..len], meta.compression(), meta.num_values(), s, c)
+    })();
+    s.chunk = chunk;
+    r
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], at: u64) -> Option<()> {
+    use std::os::unix::fs::FileExt;
+    file.read_exact_at(buf, at).ok()
+}
+
+#[cfg(not(unix))]
+fn read_at(file: &File, buf: &mut [u8], at: u64) -> Option<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = file.try_clone().ok()?;
+    f.seek(SeekFrom::Start(at)).ok()?;
+    f.read_exact(buf).ok()
+}
+
+fn walk_pages(chunk: &[u8], codec: Compression, num_values: i64, s: &mut Scratch, c: &mut Counting) -> Option<()> {
+    let mut pos = 0usize;
+    let mut values_read = 0i64;
+    let mut page = std::mem::take(&mut s.page);
+    let r = (|| {
+        while pos < chunk.len() && values_read < num_values {
+            let (h, header_len) = thrift::page_header(&chunk[pos..])?;
+            let body_start = pos + header_len;
+            let body = chunk.get(body_start..body_start.checked_add(usize::try_from(h.compressed).ok()?)?)?;
+            pos = body_start + body.len();
+            let size = usize::try_from(h.uncompressed).ok()?;
+            if size > MAX_PAGE {
+                return None;
+            }
+            match h.kind {
+                thrift::DICTIONARY_PAGE => {
+                    let (n, encoding) = h.dict?;
+                    let mut dict = std::mem::take(&mut s.dict);
+                    let ok = decompress(codec, body, size, &mut dict);
+                    s.dict = dict;
+                    ok?;
+                    c.dictionary(s, usize::try_from(n).ok()?, encoding)?;
+                }
+                thrift::DATA_PAGE => {
+                    let (n, encoding, def_encoding) = h.v1?;
+                    let buf = inflate(codec, body, size, &mut page)?;
+                    values_read += n as i64;
+                    c.data_v1(buf, usize::try_from(n).ok()?, encoding, def_encoding, s)?;
+                }
+                thrift::DATA_PAGE_V2 => {
+                    let v = h.v2?;
+                    let levels = usize::try_from(v.def_len).ok()?.checked_add(usize::try_from(v.rep_len).ok()?)?;
+                    if v.rep_len != 0 || levels > body.len() || levels > size {
+                        return None;
+                    }
+                    let rest = &body[levels..];
+                    let values = if v.is_compressed { inflate(codec, rest, size - levels, &mut page)? } else { rest };
+                    values_read += v.num_values as i64;
+                    c.data_v2(values, usize::try_from(v.num_values).ok()?, usize::try_from(v.num_nulls).ok()?, v.encoding, s)?;
+                }
+                thrift::INDEX_PAGE => {}
+                _ => return None,
+            }
+        }
+        Some(())
+    })();
+    s.page = page;
+    r
+}
+
+/// The page body decompressed into `out` (or the body itself when stored uncompressed).
+fn inflate<'a>(codec: Compression, body: &'a [u8], size: usize, out: &'a mut Vec<u8>) -> Option<&'a [u8]> {
+    if matches!(codec, Compression::UNCOMPRESSED) {
+        return (body.len() == size).then_some(body);
+    }
+    decompress(codec, body, size, out)?;
+    Some(&out[..size])
+}
+
+/// Decompress `body` into `out[..size]`; for an uncompressed page, copy it.
+fn decompress(codec: Compression, body: &[u8], size: usize, out: &mut Vec<u8>) -> Option<()> {
+    if out.len() < size {
+        out.resize(size, 0);
+    }
+    let dst = &mut out[..size];
+    let got = match codec {
+        Compression::UNCOMPRESSED => {
+            if body.len() != size {
+                return None;
+            }
+            dst.copy_from_slice(body);
+            size
+        }
+        Compression::SNAPPY => {
+            if snap::raw::decompress_len(body).ok()? != size {
+                return None;
+            }
+            snap::raw::Decoder::new().decompress(body, dst).ok()?
+        }
+        Compression::ZSTD(_) => zstd::bulk::decompress_to_buffer(body, dst).ok()?,
+        Compression::LZ4_RAW => lz4_flex::block::decompress_into(body, dst).ok()?,
+        _ => return None,
+    };
+    (got == size || size == 0).then_some(())
 }
 
 /// Count the `n` non-null values of a data page into dictionary counts or plain values.
-fn values_of(values: &[u8], encoding: Encoding, n: usize, counts: &mut [u64], plain: &mut HashMap<Vec<u8>, u64>) -> Option<()> {
+fn values_of(values: &[u8], encoding: i32, n: usize, s: &mut Scratch) -> Option<()> {
     if n == 0 {
         return Some(());
     }
     match encoding {
-        Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY => {
+        enc::RLE_DICTIONARY | enc::PLAIN_DICTIONARY => {
             let (&bw, data) = values.split_first()?;
-            if bw > 32 || (counts.is_empty() && n > 0) {
+            if bw > 32 || s.offs.is_empty() {
                 return None;
             }
-            let len = counts.len();
-            hybrid(data, bw as u32, n, &mut |v, c| {
-                let v = v as usize;
-                if v < len {
-                    counts[v] += c as u64;
-                    true
-                } else {
-                    false
-                }
-            })
+            let bw = bw as u32;
+            if bw <= FIXED_MAX && s.counts.len() < 1 << bw {
+                s.counts.resize(1 << bw, 0);
+            }
+            count_indices(data, bw, n, &mut s.counts)
         }
-        Encoding::PLAIN => {
-            for (s, e) in split_plain(values, n)? {
-                *plain.entry_ref(&values[s..e]).or_insert(0) += 1;
+        enc::PLAIN => {
+            let mut pos = 0usize;
+            for _ in 0..n {
+                let len = u32::from_le_bytes(values.get(pos..pos + 4)?.try_into().ok()?) as usize;
+                let v = values.get(pos + 4..(pos + 4).checked_add(len)?)?;
+                *s.plain.entry_ref(v).or_insert(0) += 1;
+                pos += 4 + len;
             }
             Some(())
         }
@@ -139,8 +361,12 @@ fn values_of(values: &[u8], encoding: Encoding, n: usize, counts: &mut [u64], pl
 }
 
 /// PLAIN byte arrays: a 4-byte little-endian length before each value.
-fn split_plain(buf: &[u8], n: usize) -> Option<Vec<(usize, usize)>> {
-    let mut out = Vec::with_capacity(n);
+fn split_plain(buf: &[u8], n: usize, out: &mut Vec<(u32, u32)>) -> Option<()> {
+    out.clear();
+    if buf.len() > u32::MAX as usize || n > buf.len() / 4 + 1 {
+        return None;
+    }
+    out.reserve(n);
     let mut pos = 0usize;
     for _ in 0..n {
         let len = u32::from_le_bytes(buf.get(pos..pos + 4)?.try_into().ok()?) as usize;
@@ -149,35 +375,80 @@ fn split_plain(buf: &[u8], n: usize) -> Option<Vec<(usize, usize)>> {
         if end > buf.len() {
             return None;
         }
-        out.push((start, end));
+        out.push((start as u32, end as u32));
         pos = end;
     }
-    Some(out)
+    Some(())
 }
 
-/// Decode `n` values of Parquet's RLE / bit-packed hybrid encoding with bit width `bw`,
-/// calling `f(value, repeat)`; `f` returns false on a value out of range. None on bad input.
-fn hybrid<F: FnMut(u32, usize) -> bool>(data: &[u8], bw: u32, n: usize, f: &mut F) -> Option<()> {
+/// One run header of the RLE / bit-packed hybrid: (header, bytes it took).
+#[inline]
+fn uleb(data: &[u8], mut pos: usize) -> Option<(u64, usize)> {
+    let mut header: u64 = 0;
+    let mut shift = 0;
+    loop {
+        let b = *data.get(pos)?;
+        pos += 1;
+        header |= ((b & 0x7f) as u64) << shift;
+        if b & 0x80 == 0 {
+            return Some((header, pos));
+        }
+        shift += 7;
+        if shift > 56 {
+            return None;
+        }
+    }
+}
+
+/// The ones among `n` definition levels of bit width 1 (the non-null values of a flat
+/// optional column): RLE runs are counted whole, bit-packed groups by popcount.
+fn count_ones(data: &[u8], n: usize) -> Option<usize> {
+    let mut pos = 0usize;
+    let mut left = n;
+    let mut ones = 0usize;
+    while left > 0 {
+        let (header, p) = uleb(data, pos)?;
+        pos = p;
+        if header & 1 == 0 {
+            let count = ((header >> 1) as usize).min(left);
+            let v = *data.get(pos)?;
+            pos += 1;
+            if count == 0 || v > 1 {
+                return None;
+            }
+            ones += count * v as usize;
+            left -= count;
+        } else {
+            let groups = (header >> 1) as usize;
+            if groups == 0 {
+                return None;
+            }
+            let chunk = data.get(pos..pos.checked_add(groups)?)?;
+            pos += groups;
+            let take = (groups * 8).min(left);
+            let full = take / 8;
+            let words = chunk[..full].chunks_exact(8);
+            let rest = words.remainder();
+            ones += words.map(|w| u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]).count_ones() as usize).sum::<usize>();
+            ones += rest.iter().map(|b| b.count_ones() as usize).sum::<usize>();
+            if take % 8 != 0 {
+                ones += (chunk[full] & ((1u8 << (take % 8)) - 1)).count_ones() as usize;
+            }
+            left -= take;
+        }
+    }
+    Some(ones)
+}
+
+/// Count `n` dictionary indices of bit width `bw` (RLE / bit-packed hybrid) into `counts`;
+/// None on bad input or an index past the dictionary.
+fn count_indices(data: &[u8], bw: u32, n: usize, counts: &mut [u32]) -> Option<()> {
     let mut pos = 0usize;
     let mut left = n;
     let value_bytes = bw.div_ceil(8) as usize;
-    let mask: u64 = if bw == 0 { 0 } else { (1u64 << bw) - 1 };
     while left > 0 {
-        // ULEB128 run header.
-        let mut header: u64 = 0;
-        let mut shift = 0;
-        loop {
-            let b = *data.get(pos)?;
-            pos += 1;
-            header |= ((b & 0x7f) as u64) << shift;
-            if b & 0x80 == 0 {
-                break;
-            }
-            shift += 7;
-            if shift > 56 {
-                return None;
-            }
-        }
+        let (header, p) = uleb(data, pos)?;
+        pos = p;
         if header & 1 == 0 {
             let count = ((header >> 1) as usize).min(left);
             if count == 0 {
@@ -188,48 +459,310 @@ fn hybrid<F: FnMut(u32, usize) -> bool>(data: &[u8], bw: u32, n: usize, f: &mut 
                 v |= (*data.get(pos + i)? as u32) << (8 * i);
             }
             pos += value_bytes;
-            if !f(v, count) {
-                return None;
-            }
+            let slot = counts.get_mut(v as usize)?;
+            *slot = slot.wrapping_add(count as u32);
             left -= count;
         } else {
             let groups = (header >> 1) as usize;
+            if groups == 0 {
+                return None;
+            }
             let bytes = groups.checked_mul(bw as usize)?;
             let chunk = data.get(pos..pos.checked_add(bytes)?)?;
             pos += bytes;
             let take = (groups * 8).min(left);
-            if bw == 0 {
-                if take > 0 && !f(0, take) {
-                    return None;
-                }
-            } else {
-                let mut acc: u64 = 0;
-                let mut have: u32 = 0;
-                let mut it = chunk.iter();
-                for _ in 0..take {
-                    while have < bw {
-                        acc |= (*it.next()? as u64) << have;
-                        have += 8;
-                    }
-                    if !f((acc & mask) as u32, 1) {
-                        return None;
-                    }
-                    acc >>= bw;
-                    have -= bw;
-                }
-            }
-            if groups == 0 {
-                return None;
-            }
+            unpack_count(chunk, bw, take, counts)?;
             left -= take;
         }
     }
     Some(())
 }
 
+/// Widths up to this are counted by `unpack_fixed`, into a table of 2^width counts.
+const FIXED_MAX: u32 = 24;
+
+/// Count the first `take` values of bit-packed `chunk` (width `bw`, at most 32). For widths up
+/// to `FIXED_MAX`, `counts` must hold at least 2^bw entries (an index past the dictionary
+/// then lands in the padding, which the caller checks is still zero).
+#[inline]
+fn unpack_count(chunk: &[u8], bw: u32, take: usize, counts: &mut [u32]) -> Option<()> {
+    macro_rules! fixed {
+        ($($w:literal)*) => {
+            match bw {
+                $($w => return unpack_fixed::<$w>(chunk, take, counts),)*
+                _ => {}
+            }
+        };
+    }
+    fixed!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24);
+    if bw == 0 {
+        let slot = counts.get_mut(0)?;
+        *slot = slot.wrapping_add(take as u32);
+        return Some(());
+    }
+    unpack_tail(chunk, bw as usize, 0, take, counts)
+}
+
+/// Bit-packed values of a width known at compile time: each group of 8 values is `W` bytes,
+/// and each value one unaligned 8-byte load with a constant offset, shift and mask.
+#[inline(always)]
+fn unpack_fixed<const W: usize>(chunk: &[u8], take: usize, counts: &mut [u32]) -> Option<()> {
+    let mask = (1usize << W) - 1;
+    let c = counts.get_mut(..1 << W)?;
+    // Whole groups whose last load (at byte W - 1 + 7 of the group at most) stays in `chunk`.
+    let groups = (take / 8).min(chunk.len().saturating_sub(8) / W);
+    for g in 0..groups {
+        let grp = &chunk[g * W..g * W + W + 7];
+        for i in 0..8 {
+            let bit = i * W;
+            let at = bit / 8;
+            let w = u64::from_le_bytes([grp[at], grp[at + 1], grp[at + 2], grp[at + 3], grp[at + 4], grp[at + 5], grp[at + 6], grp[at + 7]]);
+            let v = (w >> (bit % 8)) as usize & mask;
+            c[v] = c[v].wrapping_add(1);
+        }
+    }
+    unpack_tail(chunk, W, groups * 8, take, c)
+}
+
+/// Values `from..take` of bit-packed `chunk`, read byte by byte into an 8-byte window.
+fn unpack_tail(chunk: &[u8], bw: usize, from: usize, take: usize, counts: &mut [u32]) -> Option<()> {
+    let mask: u64 = (1u64 << bw) - 1;
+    let mut bit = from * bw;
+    for _ in from..take {
+        let at = bit >> 3;
+        let mut w = [0u8; 8];
+        let end = (at + 8).min(chunk.len());
+        w[..end.checked_sub(at)?].copy_from_slice(&chunk[at..end]);
+        let v = ((u64::from_le_bytes(w) >> (bit & 7)) & mask) as usize;
+        let slot = counts.get_mut(v)?;
+        *slot = slot.wrapping_add(1);
+        bit += bw;
+    }
+    Some(())
+}
+
+/// The little of Thrift's compact protocol that a page header needs.
+mod thrift {
+    pub const DATA_PAGE: i32 = 0;
+    pub const INDEX_PAGE: i32 = 1;
+    pub const DICTIONARY_PAGE: i32 = 2;
+    pub const DATA_PAGE_V2: i32 = 3;
+
+    #[derive(Default)]
+    pub struct Header {
+        pub kind: i32,
+        pub uncompressed: i32,
+        pub compressed: i32,
+        /// num_values, encoding, definition level encoding.
+        pub v1: Option<(i32, i32, i32)>,
+        /// num_values, encoding.
+        pub dict: Option<(i32, i32)>,
+        pub v2: Option<V2>,
+    }
+
+    #[derive(Default, Clone, Copy)]
+    pub struct V2 {
+        pub num_values: i32,
+        pub num_nulls: i32,
+        pub encoding: i32,
+        pub def_len: i32,
+        pub rep_len: i32,
+        pub is_compressed: bool,
+    }
+
+    struct R<'a> {
+        b: &'a [u8],
+        p: usize,
+    }
+
+    const BOOL_TRUE: u8 = 1;
+    const BOOL_FALSE: u8 = 2;
+    const I32: u8 = 5;
+    const STRUCT: u8 = 12;
+
+    impl<'a> R<'a> {
+        fn byte(&mut self) -> Option<u8> {
+            let b = *self.b.get(self.p)?;
+            self.p += 1;
+            Some(b)
+        }
+        fn varint(&mut self) -> Option<u64> {
+            let mut v = 0u64;
+            let mut shift = 0;
+            loop {
+                let b = self.byte()?;
+                v |= ((b & 0x7f) as u64) << shift;
+                if b & 0x80 == 0 {
+                    return Some(v);
+                }
+                shift += 7;
+                if shift > 63 {
+                    return None;
+                }
+            }
+        }
+        fn zigzag(&mut self) -> Option<i64> {
+            let v = self.varint()?;
+            Some((v >> 1) as i64 ^ -((v & 1) as i64))
+        }
+        fn i32(&mut self, ty: u8) -> Option<i32> {
+            if ty != I32 {
+                return None;
+            }
+            i32::try_from(self.zigzag()?).ok()
+        }
+        /// The next field's (id, type); type 0 is the end of the struct.
+        fn field(&mut self, last: &mut i16) -> Option<(i16, u8)> {
+            let b = self.byte()?;
+            let ty = b & 0x0f;
+            if ty == 0 {
+                return Some((0, 0));
+            }
+            let delta = (b >> 4) as i16;
+            let id = if delta == 0 { i16::try_from(self.zigzag()?).ok()? } else { last.checked_add(delta)? };
+            *last = id;
+            Some((id, ty))
+        }
+        fn skip(&mut self, ty: u8, depth: u32) -> Option<()> {
+            if depth > 32 {
+                return None;
+            }
+            match ty {
+                BOOL_TRUE | BOOL_FALSE => {}
+                3 => {
+                    self.byte()?;
+                }
+                4..=6 => {
+                    self.varint()?;
+                }
+                7 => self.advance(8)?,
+                8 => {
+                    let n = usize::try_from(self.varint()?).ok()?;
+                    self.advance(n)?;
+                }
+                9 | 10 => {
+                    let h = self.byte()?;
+                    let n = if h >> 4 == 15 { usize::try_from(self.varint()?).ok()? } else { (h >> 4) as usize };
+                    let et = h & 0x0f;
+                    for _ in 0..n {
+                        if et == BOOL_TRUE || et == BOOL_FALSE {
+                            self.byte()?;
+                        } else {
+                            self.skip(et, depth + 1)?;
+                        }
+                    }
+                }
+                11 => {
+                    let n = usize::try_from(self.varint()?).ok()?;
+                    if n > 0 {
+                        let kv = self.byte()?;
+                        for _ in 0..n {
+                            self.skip(kv >> 4, depth + 1)?;
+                            self.skip(kv & 0x0f, depth + 1)?;
+                        }
+                    }
+                }
+                STRUCT => {
+                    let mut last = 0i16;
+                    loop {
+                        let (_, t) = self.field(&mut last)?;
+                        if t == 0 {
+                            break;
+                        }
+                        self.skip(t, depth + 1)?;
+                    }
+                }
+                _ => return None,
+            }
+            Some(())
+        }
+        fn advance(&mut self, n: usize) -> Option<()> {
+            let end = self.p.checked_add(n)?;
+            if end > self.b.len() {
+                return None;
+            }
+            self.p = end;
+            Some(())
+        }
+        /// A struct's i32 fields by id (`want`, up to 8), the others skipped; booleans as 0/1.
+        fn fields(&mut self, want: &mut [Option<i32>; 8]) -> Option<()> {
+            let mut last = 0i16;
+            loop {
+                let (id, ty) = self.field(&mut last)?;
+                if ty == 0 {
+                    return Some(());
+                }
+                match (id, ty) {
+                    (1..=8, BOOL_TRUE) => want[id as usize - 1] = Some(1),
+                    (1..=8, BOOL_FALSE) => want[id as usize - 1] = Some(0),
+                    (1..=8, I32) => want[id as usize - 1] = Some(self.i32(ty)?),
+                    _ => self.skip(ty, 1)?,
+                }
+            }
+        }
+    }
+
+    /// Decode a PageHeader at the start of `b`: the header and its length in bytes.
+    pub fn page_header(b: &[u8]) -> Option<(Header, usize)> {
+        let mut r = R { b, p: 0 };
+        let mut h = Header { kind: -1, uncompressed: -1, compressed: -1, ..Default::default() };
+        let mut last = 0i16;
+        loop {
+            let (id, ty) = r.field(&mut last)?;
+            if ty == 0 {
+                break;
+            }
+            match (id, ty) {
+                (1, I32) => h.kind = r.i32(ty)?,
+                (2, I32) => h.uncompressed = r.i32(ty)?,
+                (3, I32) => h.compressed = r.i32(ty)?,
+                (5, STRUCT) => {
+                    let mut f = [None; 8];
+                    r.fields(&mut f)?;
+                    h.v1 = Some((f[0]?, f[1]?, f[2]?));
+                }
+                (7, STRUCT) => {
+                    let mut f = [None; 8];
+                    r.fields(&mut f)?;
+                    h.dict = Some((f[0]?, f[1]?));
+                }
+                (8, STRUCT) => {
+                    let mut f = [None; 8];
+                    r.fields(&mut f)?;
+                    h.v2 = Some(V2 {
+                        num_values: f[0]?,
+                        num_nulls: f[1]?,
+                        encoding: f[3]?,
+                        def_len: f[4]?,
+                        rep_len: f[5]?,
+                        is_compressed: f[6].unwrap_or(1) != 0,
+                    });
+                }
+                _ => r.skip(ty, 1)?,
+            }
+        }
+        if h.kind < 0 || h.uncompressed < 0 || h.compressed < 0 {
+            return None;
+        }
+        Some((h, r.p))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Counts of a dictionary of `len` values, padded as `values_of` pads them; None also for
+    /// an index past the dictionary.
+    fn counts_of(data: &[u8], bw: u32, n: usize, len: usize) -> Option<Vec<u32>> {
+        let mut c = vec![0u32; if bw <= FIXED_MAX { len.max(1 << bw) } else { len }];
+        count_indices(data, bw, n, &mut c)?;
+        if c[len..].iter().any(|&x| x != 0) {
+            return None;
+        }
+        c.truncate(len);
+        Some(c)
+    }
 
     #[test]
     fn hybrid_runs_and_bit_packed_groups() {
@@ -238,22 +771,87 @@ mod tests {
         data.push((1 << 1) | 1);
         // 8 values with bw 2: 0,1,2,3,0,1,2,3 -> bits little-endian: 0b11100100 twice.
         data.extend_from_slice(&[0b1110_0100, 0b1110_0100]);
-        let mut counts = [0usize; 4];
-        hybrid(&data, 2, 13, &mut |v, c| {
-            counts[v as usize] += c;
-            true
-        })
-        .unwrap();
-        assert_eq!(counts, [2, 2, 2, 7]);
-        // Truncated input is refused, not read past.
-        assert!(hybrid(&data[..3], 2, 13, &mut |_, _| true).is_none());
+        assert_eq!(counts_of(&data, 2, 13, 4).unwrap(), [2, 2, 2, 7]);
+        // Truncated input is refused, not read past; so is an index past the dictionary.
+        assert!(counts_of(&data[..3], 2, 13, 4).is_none());
+        assert!(counts_of(&data, 2, 13, 3).is_none());
+    }
+
+    #[test]
+    fn bit_packed_widths_match_a_plain_unpacker() {
+        // Every width 1..=32, 40 groups (320 values) of which 316 are taken, so the last group
+        // is partly padding: the fixed-width loads, the tail path and bit-by-bit reads agree.
+        for bw in 1..=32u32 {
+            let groups = 40usize;
+            let vals: Vec<u64> = (0..groups as u64 * 8).map(|i| (i * 2_654_435_761 + (i >> 3)) & ((1u64 << bw) - 1)).collect();
+            let mut bits = vec![0u8; groups * bw as usize];
+            for (i, v) in vals.iter().enumerate() {
+                for b in 0..bw as usize {
+                    if v >> b & 1 == 1 {
+                        let at = i * bw as usize + b;
+                        bits[at / 8] |= 1 << (at % 8);
+                    }
+                }
+            }
+            let mut data = vec![((groups as u8) << 1) | 1];
+            data.extend_from_slice(&bits);
+            let take = groups * 8 - 4;
+            let mut want: HashMap<u64, u32> = HashMap::new();
+            for v in &vals[..take] {
+                *want.entry(*v).or_insert(0) += 1;
+            }
+            let len = 1usize << bw.min(20);
+            if bw <= 20 {
+                let c = counts_of(&data, bw, take, len).unwrap();
+                let got: HashMap<u64, u32> = c.iter().enumerate().filter(|(_, n)| **n > 0).map(|(i, n)| (i as u64, *n)).collect();
+                assert_eq!(got, want, "width {bw}");
+            } else {
+                // Indices past a dictionary of 2^20 values are refused.
+                assert!(counts_of(&data, bw, take, len).is_none(), "width {bw}");
+            }
+        }
+    }
+
+    #[test]
+    fn definition_levels_by_popcount() {
+        // RLE run of 10 ones, a bit-packed group of 8 (0b1011_0001: 4 ones) of which 6 taken.
+        let data = [10 << 1, 1, (1 << 1) | 1, 0b1011_0001];
+        assert_eq!(count_ones(&data, 16), Some(10 + 3));
+        assert_eq!(count_ones(&data, 18), Some(14));
+        assert_eq!(count_ones(&data, 19), None);
+        // A level above 1 is not a flat column's.
+        assert_eq!(count_ones(&[4 << 1, 2], 4), None);
     }
 
     #[test]
     fn plain_byte_arrays() {
         let buf = [1, 0, 0, 0, b'a', 0, 0, 0, 0, 2, 0, 0, 0, b'b', b'c'];
-        let v = split_plain(&buf, 3).unwrap();
+        let mut v = Vec::new();
+        split_plain(&buf, 3, &mut v).unwrap();
         assert_eq!(v, vec![(4, 5), (9, 9), (13, 15)]);
-        assert!(split_plain(&buf, 4).is_none());
+        assert!(split_plain(&buf, 4, &mut v).is_none());
+    }
+
+    #[test]
+    fn page_headers_decode_and_bad_ones_are_refused() {
+        // type=DATA_PAGE(0), uncompressed=100, compressed=50, data_page_header {num_values=7,
+        // encoding=8, def=3, rep=3, statistics {max=binary "z"}}.
+        let h = [
+            0x15, 0x00, // field 1 i32: 0
+            0x15, 0xc8, 0x01, // field 2 i32: 100
+            0x15, 0x64, // field 3 i32: 50
+            0x2c, // field 5 struct
+            0x15, 0x0e, 0x15, 0x10, 0x15, 0x06, 0x15, 0x06, // 7, 8, 3, 3
+            0x1c, 0x18, 0x01, b'z', 0x00, // statistics { 1: binary "z" }
+            0x00, // end data_page_header
+            0x00, // end PageHeader
+        ];
+        let (hd, len) = thrift::page_header(&h).unwrap();
+        assert_eq!(len, h.len());
+        assert_eq!((hd.kind, hd.uncompressed, hd.compressed), (0, 100, 50));
+        assert_eq!(hd.v1, Some((7, 8, 3)));
+        for cut in 0..h.len() {
+            assert!(thrift::page_header(&h[..cut]).is_none(), "cut at {cut}");
+        }
     }
 }

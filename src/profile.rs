@@ -80,11 +80,14 @@ pub struct ProfileOptions {
     /// Memory for the counting tables, in bytes, shared by all keys.
     pub memory: usize,
     pub progress: bool,
+    /// Count every distinct value exactly, even where the exact top values alone are much
+    /// cheaper (see `split`): the distinct count is then exact instead of an estimate.
+    pub exact_distinct: bool,
 }
 
 impl Default for ProfileOptions {
     fn default() -> Self {
-        ProfileOptions { top: 20, sample: None, seed: 42, memory: 2 << 30, progress: false }
+        ProfileOptions { top: 20, sample: None, seed: 42, memory: 2 << 30, progress: false, exact_distinct: false }
     }
 }
 
@@ -160,6 +163,10 @@ struct Job {
     int_stage: Stage<IntBuf>,
     byte_stage: Stage<ByteBuf>,
     nulls: AtomicU64,
+    /// Dictionary chunks may be split once a thread's table is large (see `split`).
+    split: bool,
+    /// The threads' splits, handed in when they finish.
+    splits: std::sync::Mutex<Vec<crate::split::Split>>,
 }
 
 /// One row group of one file, maybe with a row selection.
@@ -186,6 +193,16 @@ struct UnitTally {
 
 /// Count every key of `specs` over `table`.
 pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Result<Vec<ColumnProfile>> {
+    let split = !opts.exact_distinct && opts.sample.is_none() && opts.top > 0 && opts.top < 200;
+    match profile_pass(table, specs, opts, split)? {
+        Some(out) => Ok(out),
+        // The split count could not prove its top values: count again, every value exactly.
+        None => profile_pass(table, specs, opts, false)?.ok_or_else(|| Error::Usage("internal error: exact count left undecided".into())),
+    }
+}
+
+/// One pass over the table; `None` when a split count (see `split`) could not prove its top.
+fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: bool) -> Result<Option<Vec<ColumnProfile>>> {
     let budget = opts.memory / specs.len().max(1);
     let jobs: Vec<Job> = specs
         .iter()
@@ -196,7 +213,8 @@ pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Resul
                 Plan::Wide { .. } => Counter::Wide(KeyCounter::new(budget)),
                 _ => Counter::Bytes(KeyCounter::new(budget)),
             };
-            Job { spec: spec.clone(), plan, counter, int_stage: Stage::new(budget), byte_stage: Stage::new(budget), nulls: AtomicU64::new(0) }
+            let split = split && matches!(plan, Plan::Bytes { .. });
+            Job { spec: spec.clone(), plan, counter, int_stage: Stage::new(budget), byte_stage: Stage::new(budget), nulls: AtomicU64::new(0), split, splits: Default::default() }
         })
         .collect();
 
@@ -226,8 +244,12 @@ pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Resul
     let bar = progress_bar(opts.progress, total_read);
     let tally = opts.sample.is_some() && sample_info.is_some();
 
-    let locals: Vec<std::sync::Mutex<Local>> = (0..rayon::current_num_threads().max(1)).map(|_| std::sync::Mutex::new(Local::new(&jobs))).collect();
-    let tallies: Vec<Vec<UnitTally>> = units
+    let want = if opts.top == 0 { usize::MAX } else { opts.top + 1 };
+    let locals: Vec<std::sync::Mutex<Local>> = (0..rayon::current_num_threads().max(1)).map(|_| std::sync::Mutex::new(Local::new(&jobs, want))).collect();
+    let tallies: Vec<Vec<UnitTally>> = std::thread::scope(|scope| {
+        // Meanwhile, have the kernel read ahead what the units will read.
+        scope.spawn(|| advise_units(table, &readers, &units));
+        units
         .par_iter()
         .map(|unit| {
             // One Local per worker thread, so that each thread stages (and compacts) its keys
@@ -244,7 +266,8 @@ pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Resul
                     other => Error::bad_file(&file.path, format!("row group {}: {other}", unit.row_group)),
                 })
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>>>()
+    })?;
     // Hand the staged keys in (Local's drop) before they are counted.
     drop(locals);
     bar.finish_and_clear();
@@ -256,11 +279,9 @@ pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Resul
         let types = job.spec.types();
         let nulls_read = job.nulls.load(Ordering::Relaxed);
         let single = job.spec.columns.len() == 1;
-        // Take a few more than asked so that NULL can take its place among them.
-        let want = if opts.top == 0 { usize::MAX } else { opts.top + 1 };
         let int_stage = job.int_stage;
         let byte_stage = job.byte_stage;
-        let (mut top, distinct, exact, error): (Vec<(Vec<Value>, u64)>, u64, bool, u64) = match job.counter {
+        let (mut top, distinct, exact, counts_exact, error): (Vec<(Vec<Value>, u64)>, u64, bool, bool, u64) = match job.counter {
             Counter::Int(c) => {
                 let t = types[0];
                 let over = int_stage.overflowed();
@@ -268,11 +289,11 @@ pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Resul
                 if over {
                     bufs.iter_mut().for_each(|b| b.drain_into(&c));
                     let s = c.summary(want);
-                    (s.top.into_iter().map(|(k, n)| (vec![Value::from_i64_key(k, t)], n)).collect(), s.distinct, s.exact, s.error)
+                    (s.top.into_iter().map(|(k, n)| (vec![Value::from_i64_key(k, t)], n)).collect(), s.distinct, s.exact, s.exact, s.error)
                 } else {
                     let s = stage::count_ints(&bufs, want);
                     drop(bufs);
-                    (s.top.into_iter().map(|(k, n)| (vec![Value::from_i64_key(k, t)], n)).collect(), s.distinct, true, 0)
+                    (s.top.into_iter().map(|(k, n)| (vec![Value::from_i64_key(k, t)], n)).collect(), s.distinct, true, true, 0)
                 }
             }
             Counter::Wide(c) => {
@@ -281,12 +302,31 @@ pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Resul
                     KeyType::Decimal { precision, scale } => (precision, scale),
                     _ => (38, 0),
                 };
-                (s.top.into_iter().map(|(k, n)| (vec![Value::Decimal { unscaled: k, precision, scale }], n)).collect(), s.distinct, s.exact, s.error)
+                (s.top.into_iter().map(|(k, n)| (vec![Value::Decimal { unscaled: k, precision, scale }], n)).collect(), s.distinct, s.exact, s.exact, s.error)
             }
             Counter::Bytes(c) => {
                 let over = byte_stage.overflowed();
                 let mut bufs = byte_stage.take();
-                let s = if over {
+                let splits = job.splits.into_inner().unwrap_or_else(|e| e.into_inner());
+                let mut distinct_exact = true;
+                let s = if !splits.is_empty() {
+                    let bounds = crate::split::Bounds::merge(splits);
+                    // A few more than shown, to check that none left out could pass the last.
+                    let listed = want.saturating_add(256);
+                    let s = stage::count_bytes(&bufs, listed);
+                    let complete = s.top.len() as u64 == s.distinct;
+                    if over || !bounds.certain(&s.top, want, complete) {
+                        return Ok(None);
+                    }
+                    let mut hll = bounds.hll;
+                    for b in &bufs {
+                        b.each_hash(|h| hll.add(h));
+                    }
+                    distinct_exact = false;
+                    let mut top = s.top;
+                    top.truncate(want);
+                    crate::counter::Summary { top, distinct: hll.estimate(), exact: true, error: 0 }
+                } else if over {
                     bufs.iter_mut().for_each(|b| b.drain_into(&c));
                     c.summary(want)
                 } else {
@@ -305,7 +345,7 @@ pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Resul
                         (key, n)
                     })
                     .collect();
-                (top, s.distinct, s.exact, s.error)
+                (top, s.distinct, s.exact && distinct_exact, s.exact, s.error)
             }
         };
         if single && nulls_read > 0 {
@@ -341,13 +381,13 @@ pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Resul
             nulls,
             distinct,
             distinct_exact,
-            counts_exact: exact && sample_info.is_none(),
+            counts_exact: counts_exact && sample_info.is_none(),
             count_error: error,
             top,
             sample: sample_info.clone(),
         });
     }
-    Ok(out)
+    Ok(Some(out))
 }
 
 fn plan_for(spec: &KeySpec) -> Plan {
@@ -437,6 +477,38 @@ fn choose_units(table: &Table, opts: &ProfileOptions) -> (Vec<Unit>, Option<Samp
     (all, Some(info))
 }
 
+/// Tell the kernel which byte ranges are about to be read (the key columns' chunks of the units),
+/// so that the parts not in the page cache are read ahead while the first units are counted.
+fn advise_units(table: &Table, readers: &[(ArrowReaderMetadata, Vec<usize>)], units: &[Unit]) {
+    #[cfg(unix)]
+    {
+        let mut last: Option<(usize, File)> = None;
+        for u in units {
+            let (meta, idx) = &readers[u.file];
+            if last.as_ref().map(|l| l.0) != Some(u.file) {
+                match File::open(&table.files[u.file].path) {
+                    Ok(f) => last = Some((u.file, f)),
+                    Err(_) => continue,
+                }
+            }
+            let Some((_, f)) = &last else { continue };
+            let rg = meta.metadata().row_group(u.row_group);
+            let schema = meta.parquet_schema();
+            for (leaf, c) in rg.columns().iter().enumerate() {
+                // Leaves of the fields read (a nested field has several).
+                let root = schema.get_column_root_idx(leaf);
+                if !idx.contains(&root) {
+                    continue;
+                }
+                let start = c.dictionary_page_offset().filter(|&d| d > 0).unwrap_or(c.data_page_offset()).max(0) as u64;
+                if let Some(len) = std::num::NonZeroU64::new(c.compressed_size().max(0) as u64) {
+                    let _ = rustix::fs::fadvise(f, start, Some(len), rustix::fs::Advice::WillNeed);
+                }
+            }
+        }
+    }
+}
+
 fn progress_bar(show: bool, total: u64) -> indicatif::ProgressBar {
     use std::io::IsTerminal;
     if !show || !std::io::stderr().is_terminal() || total < 2_000_000 {
@@ -466,6 +538,7 @@ fn read_unit(
     if unit.selection.is_none() && std::env::var_os("SKEWJOIN_ARROW_ONLY").is_none() {
         let schema = meta.parquet_schema();
         let mut handle: Option<Arc<File>> = None;
+        let mut file_len = 0u64;
         for (j, job) in jobs.iter().enumerate() {
             let Plan::Bytes { field } = &job.plan else { continue };
             let Some(leaf) = schema.columns().iter().position(|c| c.path().parts().len() == 1 && c.path().parts()[0] == *field) else { continue };
@@ -477,21 +550,19 @@ fn read_unit(
                 Some(f) => f.clone(),
                 None => {
                     let f = Arc::new(File::open(&file.path).map_err(|e| Error::Io { path: file.path.clone(), source: e })?);
+                    file_len = f.metadata().map(|m| m.len()).unwrap_or(0);
                     handle = Some(f.clone());
                     f
                 }
             };
             let chunk = meta.metadata().row_group(unit.row_group).column(leaf);
-            if let Some(counts) = crate::pages::count_chunk(&f, chunk, &descr, unit.rows as usize) {
-                job.nulls.fetch_add(counts.nulls, Ordering::Relaxed);
-                let min = unit.rows / 5000;
-                let t = &mut tallies[j].counts;
-                counts.each(|v, n| {
-                    local.add(j, v, n);
-                    if tally && n >= min {
-                        *t.entry_ref(v).or_insert(0) += n;
-                    }
-                });
+            let mut scratch = std::mem::take(&mut local.scratch);
+            let min = unit.rows / 5000;
+            let mut sink = ChunkSink { local: &mut *local, j, tally: tally.then_some(&mut tallies[j].counts), min };
+            let counted = crate::pages::count_chunk(&f, file_len, chunk, &descr, unit.rows as usize, &mut scratch, &mut sink);
+            local.scratch = scratch;
+            if let Some(counted) = counted {
+                job.nulls.fetch_add(counted.nulls, Ordering::Relaxed);
                 local.settle(j);
                 done[j] = true;
             }
@@ -658,6 +729,56 @@ fn keep_top(m: &mut HashMap<Vec<u8>, u64>, n: usize) {
     m.retain(|_, c| *c > t);
 }
 
+/// Where a column chunk counted from its pages goes: the thread's staged keys, and in sample
+/// mode the unit's tally of its frequent values.
+struct ChunkSink<'a, 'b> {
+    local: &'a mut Local<'b>,
+    j: usize,
+    tally: Option<&'a mut HashMap<Vec<u8>, u64>>,
+    min: u64,
+}
+
+impl crate::pages::Sink for ChunkSink<'_, '_> {
+    fn dict(&mut self, dict: &[u8], present: &[(u32, u32, u32)]) {
+        let key = |i: usize| &dict[present[i].0 as usize..present[i].1 as usize];
+        let (j, local) = (self.j, &mut *self.local);
+        match &mut local.split[j] {
+            SplitState::On(s) if !local.over[j] => {
+                if !s.chunk(&local.st, dict, present, &mut local.bytes[j]) {
+                    // An arena is full: as `Local::add` does, go to the counter.
+                    s.failed = true;
+                    local.jobs[j].byte_stage.account(usize::MAX / 2, 0);
+                    local.settle(j);
+                }
+            }
+            state => {
+                let may_split = matches!(state, SplitState::Exact);
+                local.add_many(j, present.len(), key, |i| present[i].2 as u64);
+                if may_split && !local.over[j] && local.bytes[j].staged_keys() >= crate::split::SWITCH_KEYS {
+                    let mut counts: Vec<u32> = present.iter().map(|p| p.2).collect();
+                    local.split[j] = match crate::split::Split::start(&mut counts, local.want) {
+                        Some(s) => SplitState::On(s),
+                        None => SplitState::Never,
+                    };
+                }
+            }
+        }
+        if let Some(t) = self.tally.as_mut() {
+            for (i, p) in present.iter().enumerate() {
+                if p.2 as u64 >= self.min {
+                    *t.entry_ref(key(i)).or_insert(0) += p.2 as u64;
+                }
+            }
+        }
+    }
+    fn one(&mut self, value: &[u8], rows: u64) {
+        self.local.add(self.j, value, rows);
+        if let Some(t) = self.tally.as_mut().filter(|_| rows >= self.min) {
+            *t.entry_ref(value).or_insert(0) += rows;
+        }
+    }
+}
+
 /// A unit's buffer of fixed-width keys for the shared counter; byte keys go through `Local`.
 enum Pend {
     Wide(Pending<i128>),
@@ -681,10 +802,22 @@ struct Local<'a> {
     /// Fixed-width keys: pre-aggregate each batch unless keys rarely repeat.
     raw_ints: Vec<bool>,
     agg: Vec<HashMap<i64, u64>>,
+    /// Buffers for reading column chunks page by page.
+    scratch: crate::pages::Scratch,
+    /// Per job: whether its dictionary chunks are split, may be later, or never will be.
+    split: Vec<SplitState>,
+    /// The `want` most frequent values are asked for.
+    want: usize,
+}
+
+enum SplitState {
+    Exact,
+    Never,
+    On(crate::split::Split),
 }
 
 impl<'a> Local<'a> {
-    fn new(jobs: &'a [Job]) -> Self {
+    fn new(jobs: &'a [Job], want: usize) -> Self {
         let n = jobs.len();
         Local {
             jobs,
@@ -697,6 +830,9 @@ impl<'a> Local<'a> {
             byte_pend: (0..n).map(|_| None).collect(),
             raw_ints: vec![false; n],
             agg: (0..n).map(|_| HashMap::new()).collect(),
+            scratch: Default::default(),
+            split: jobs.iter().map(|j| if j.split { SplitState::Exact } else { SplitState::Never }).collect(),
+            want,
         }
     }
 
@@ -723,6 +859,14 @@ impl<'a> Local<'a> {
         }
         if let Counter::Bytes(c) = &self.jobs[j].counter {
             c.add(self.byte_pend[j].get_or_insert_with(|| c.pending()), Box::from(key), n);
+        }
+    }
+
+    /// Add many byte keys: `key(i)` with count `count(i)`, for i in 0..n.
+    fn add_many<'k>(&mut self, j: usize, n: usize, key: impl Fn(usize) -> &'k [u8], count: impl Fn(usize) -> u64) {
+        let done = if self.over[j] { 0 } else { self.bytes[j].push_many(&self.st, n, &key, &count) };
+        for i in done..n {
+            self.add(j, key(i), count(i));
         }
     }
 
@@ -757,6 +901,11 @@ impl<'a> Local<'a> {
 impl Drop for Local<'_> {
     fn drop(&mut self) {
         for (j, job) in self.jobs.iter().enumerate() {
+            if let SplitState::On(mut s) = std::mem::replace(&mut self.split[j], SplitState::Never) {
+                // Past the memory budget the counter takes the keys, and the bounds no longer hold.
+                s.failed |= self.over[j];
+                job.splits.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+            }
             let over = self.over[j];
             match &job.counter {
                 Counter::Int(c) => hand_over(std::mem::take(&mut self.ints[j]), over, &job.int_stage, c, self.int_pend[j].as_mut()),

@@ -31,7 +31,16 @@ fn keys_table(report: &KeysReport) -> String {
             fmt_count(c.nulls),
             fmt_share(if c.rows == 0 { 0.0 } else { c.nulls as f64 / c.rows as f64 }),
             fmt_count(c.distinct),
-            if c.distinct_exact { "" } else if c.sample.is_some() { " in the sample" } else { " (estimate)" },
+            if c.distinct_exact {
+                ""
+            } else if c.sample.is_some() {
+                " in the sample"
+            } else if c.counts_exact {
+                // Exact top counts, HyperLogLog distinct (see `split`).
+                " (estimate +-1.6%; exact with --exact-distinct)"
+            } else {
+                " (estimate)"
+            },
         );
         if let Some(s) = &c.sample {
             head.push_str(&format!(

@@ -18,7 +18,7 @@ use crate::counter::{KeyCounter, Pending, TopK};
 
 pub const PARTS: usize = 256;
 
-type State = foldhash::quality::FixedState;
+pub type State = foldhash::quality::FixedState;
 
 pub fn hasher() -> State {
     State::with_seed(0x0005_ca1e_d00d)
@@ -57,10 +57,14 @@ pub struct IntBuf {
     compact_at: usize,
 }
 
-/// One thread's staged byte keys: per partition an arena and (hash, offset, length, count).
+/// One thread's staged byte keys: per partition an arena and (hash, offset, length, count),
+/// behind an aggregating table (`Front`) that takes repeated keys first.
 pub struct ByteBuf {
     arena: Vec<Vec<u8>>,
     ents: Vec<Vec<(u64, u32, u32, u64)>>,
+    front: Front,
+    /// Reused by `push_many`: each key's hash and inline form.
+    hashes: Vec<(u64, [u8; INLINE])>,
     pub bytes: usize,
     compact_at: usize,
 }
@@ -78,7 +82,7 @@ impl Default for IntBuf {
 
 impl Default for ByteBuf {
     fn default() -> Self {
-        ByteBuf { arena: (0..PARTS).map(|_| Vec::new()).collect(), ents: (0..PARTS).map(|_| Vec::new()).collect(), bytes: 0, compact_at: COMPACT_AT }
+        ByteBuf { arena: (0..PARTS).map(|_| Vec::new()).collect(), ents: (0..PARTS).map(|_| Vec::new()).collect(), front: Front::default(), hashes: Vec::new(), bytes: 0, compact_at: COMPACT_AT }
     }
 }
 
@@ -150,7 +154,90 @@ impl ByteBuf {
     /// Returns false when the partition's arena would pass 4 GiB (the caller overflows).
     #[inline]
     pub fn push(&mut self, st: &State, k: &[u8], n: u64) -> bool {
-        let h = st.hash_one(k);
+        let (h, form) = digest(st, k);
+        self.push_digested(h, &form, k, n)
+    }
+
+    /// Push many keys at once: `key(i)` with count `count(i)` for i in 0..n. The keys are
+    /// hashed first, then added to the front table with their slots prefetched. Returns how
+    /// many were pushed: fewer than n only where `push` would return false.
+    pub fn push_many<'k>(&mut self, st: &State, n: usize, key: impl Fn(usize) -> &'k [u8], count: impl Fn(usize) -> u64) -> usize {
+        let mut done = 0;
+        if self.front.on {
+            let mut hashes = std::mem::take(&mut self.hashes);
+            hashes.clear();
+            hashes.extend((0..n).map(|i| digest(st, key(i))));
+            let before = self.front.bytes();
+            done = self.front.add_batch(&hashes, &key, &count);
+            let after = self.front.bytes();
+            self.bytes = self.bytes + after - before.min(after);
+            self.hashes = hashes;
+        }
+        for i in done..n {
+            if !self.push(st, key(i), count(i)) {
+                return i;
+            }
+        }
+        n
+    }
+
+    /// Move the front table's keys into the partitions; false when an arena would pass 4 GiB
+    /// (the keys not moved stay in the front table, so nothing is lost).
+    fn flush_front(&mut self) -> bool {
+        let mut front = std::mem::take(&mut self.front);
+        self.bytes -= front.bytes().min(self.bytes);
+        let mut ok = true;
+        let mut rest: Vec<(u64, Vec<u8>, u64)> = Vec::new();
+        front.each(|h, k, n| {
+            if !(ok && self.push_hashed(h, k, n)) {
+                ok = false;
+                rest.push((h, k.to_vec(), n));
+            }
+        });
+        front.clear();
+        for (h, k, n) in rest {
+            let _ = front.add(h, &k, &digest(&hasher(), &k).1, n);
+        }
+        self.bytes += front.bytes();
+        self.front = front;
+        ok
+    }
+
+    /// `push` for a key already digested (see `digest`).
+    #[inline]
+    pub fn push_digested(&mut self, h: u64, form: &[u8; INLINE], k: &[u8], n: u64) -> bool {
+        if self.front.on {
+            let before = self.front.bytes();
+            if let Added::Yes = self.front.add(h, k, form, n) {
+                let after = self.front.bytes();
+                self.bytes = self.bytes + after - before.min(after);
+                return true;
+            }
+            let ok = self.flush_front();
+            self.front.restart();
+            if !ok {
+                return false;
+            }
+            if self.front.on {
+                return self.push_digested(h, form, k, n);
+            }
+        }
+        self.push_hashed(h, k, n)
+    }
+
+    /// Keys staged, the front table's included (a key may be counted more than once).
+    pub fn staged_keys(&self) -> usize {
+        self.front.len + self.ents.iter().map(Vec::len).sum::<usize>()
+    }
+
+    /// The hash of every staged key (repeats included), for a HyperLogLog.
+    pub fn each_hash(&self, mut f: impl FnMut(u64)) {
+        self.front.each(|h, _, _| f(h));
+        self.ents.iter().flatten().for_each(|e| f(e.0));
+    }
+
+    #[inline]
+    fn push_hashed(&mut self, h: u64, k: &[u8], n: u64) -> bool {
         let p = part_of(h);
         let arena = &mut self.arena[p];
         let off = arena.len();
@@ -194,6 +281,8 @@ impl ByteBuf {
 
     pub fn drain_into(&mut self, c: &KeyCounter<Box<[u8]>>) {
         let mut pend: Pending<Box<[u8]>> = c.pending();
+        let front = std::mem::take(&mut self.front);
+        front.each(|_, k, n| c.add(&mut pend, Box::from(k), n));
         for p in 0..PARTS {
             let arena = std::mem::take(&mut self.arena[p]);
             for (_, off, len, n) in std::mem::take(&mut self.ents[p]) {
@@ -202,6 +291,284 @@ impl ByteBuf {
         }
         c.flush(&mut pend);
         self.bytes = 0;
+    }
+}
+
+/// Keys of up to this many bytes are kept inside their slot of the front table.
+const INLINE: usize = 12;
+/// The front table holds at most this many keys; then they go to the partitions.
+const FRONT_MAX: usize = 1 << 19;
+/// How many keys ahead of the one being added a batch prefetches its slot.
+const AHEAD: usize = 32;
+
+/// A slot of the front table: the key inline (zero-padded) when short, else its arena offset
+/// and its first 8 bytes. `count == 0` is an empty slot.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(32))]
+struct Slot {
+    hash: u64,
+    count: u64,
+    len: u32,
+    data: [u8; INLINE],
+}
+
+/// The hash of a byte key in the staging (its partition and its front-table slot). A key of up
+/// to 16 bytes is read as two words with overlapping loads and hashed from them and its length
+/// (two folded multiplies, as foldhash hashes short input); a longer one by foldhash.
+#[inline]
+pub fn key_hash(st: &State, k: &[u8]) -> u64 {
+    const K: [u64; 4] = [0x243f_6a88_85a3_08d3, 0x1319_8a2e_0370_7344, 0xa409_3822_299f_31d0, 0x082e_fa98_ec4e_6c89];
+    let len = k.len();
+    let (lo, hi) = if len > 16 {
+        return st.hash_one(k);
+    } else if len >= 8 {
+        (load64(k, 0), load64(k, len - 8))
+    } else if len >= 4 {
+        (load32(k, 0) as u64, load32(k, len - 4) as u64)
+    } else if len > 0 {
+        (k[0] as u64 | (k[len / 2] as u64) << 8 | (k[len - 1] as u64) << 16, 0)
+    } else {
+        (0, 0)
+    };
+    fold(fold(lo ^ K[0], hi ^ K[1] ^ (len as u64) << 56) ^ K[2], K[3])
+}
+
+/// A byte key's hash (`key_hash`) and its inline form: its bytes zero-padded to 12 for a short
+/// key, else 4 zero bytes (the arena offset's place) and its first 8 bytes.
+#[inline]
+pub fn digest(st: &State, k: &[u8]) -> (u64, [u8; INLINE]) {
+    let len = k.len();
+    let mut form = [0u8; INLINE];
+    if len > INLINE {
+        form[4..12].copy_from_slice(&k[..8]);
+        return (key_hash(st, k), form);
+    }
+    // The key's bytes as 12 zero-padded little-endian bytes: a (bytes 0..8) and b (8..12).
+    let (a, b): (u64, u32) = if len >= 8 {
+        let b = if len == 8 { 0 } else { load32(k, len - 4) >> (8 * (INLINE - len)) };
+        (load64(k, 0), b)
+    } else if len >= 4 {
+        let hi = if len == 4 { 0 } else { (load32(k, len - 4) >> (8 * (8 - len))) as u64 };
+        (load32(k, 0) as u64 | hi << 32, 0)
+    } else {
+        let mut a = 0u64;
+        for (i, &x) in k.iter().enumerate() {
+            a |= (x as u64) << (8 * i);
+        }
+        (a, 0)
+    };
+    form[..8].copy_from_slice(&a.to_le_bytes());
+    form[8..].copy_from_slice(&b.to_le_bytes());
+    (key_hash(st, k), form)
+}
+
+#[inline(always)]
+fn load64(k: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&k[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+#[inline(always)]
+fn load32(k: &[u8], at: usize) -> u32 {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&k[at..at + 4]);
+    u32::from_le_bytes(w)
+}
+
+#[inline(always)]
+fn fold(x: u64, y: u64) -> u64 {
+    let p = x as u128 * y as u128;
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+#[inline]
+fn slot_key<'a>(s: &'a Slot, arena: &'a [u8]) -> &'a [u8] {
+    let len = s.len as usize;
+    if len <= INLINE {
+        &s.data[..len]
+    } else {
+        let off = u32::from_le_bytes([s.data[0], s.data[1], s.data[2], s.data[3]]) as usize;
+        &arena[off..off + len]
+    }
+}
+
+/// Whether slot `s` holds key `k` (hash `h`, inline form `form`).
+#[inline]
+fn slot_is(s: &Slot, h: u64, k: &[u8], form: &[u8; INLINE], arena: &[u8]) -> bool {
+    if s.hash != h || s.len as usize != k.len() {
+        return false;
+    }
+    if k.len() <= INLINE {
+        s.data == *form
+    } else {
+        s.data[4..] == form[4..] && slot_key(s, arena) == k
+    }
+}
+
+#[inline(always)]
+fn prefetch(s: &Slot) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch is only a hint (it never faults, not even on a bad address), and
+        // SSE, which it needs, is part of every x86_64 target.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(s as *const Slot as *const i8) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = s;
+}
+
+enum Added {
+    Yes,
+    Full,
+}
+
+/// A thread's aggregating hash table in front of the partitions: most keys of a dictionary
+/// column repeat from row group to row group, and adding to a slot in place is far cheaper
+/// than staging a copy. Linear probing, at most half full; turned off when it fills with keys
+/// that mostly did not repeat.
+pub(crate) struct Front {
+    slots: Vec<Slot>,
+    len: usize,
+    arena: Vec<u8>,
+    pushes: u64,
+    hits: u64,
+    on: bool,
+}
+
+impl Default for Front {
+    fn default() -> Self {
+        Front { slots: Vec::new(), len: 0, arena: Vec::new(), pushes: 0, hits: 0, on: true }
+    }
+}
+
+impl Front {
+    fn bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<Slot>() + self.arena.capacity()
+    }
+
+    /// Make room for `more` new keys without growing while they are added; false when the
+    /// table would pass `FRONT_MAX`.
+    fn reserve(&mut self, more: usize) -> bool {
+        if self.len + more > FRONT_MAX {
+            return false;
+        }
+        if self.slots.is_empty() {
+            self.slots = vec![Slot::default(); 1 << 10];
+        }
+        while (self.len + more) * 2 > self.slots.len() {
+            self.grow();
+        }
+        true
+    }
+
+    #[inline]
+    fn add(&mut self, h: u64, k: &[u8], form: &[u8; INLINE], n: u64) -> Added {
+        if n == 0 {
+            return Added::Yes;
+        }
+        if !self.reserve(1) {
+            return Added::Full;
+        }
+        self.add_reserved(h, k, form, n)
+    }
+
+    /// Add to a table with room for the key (see `reserve`).
+    #[inline]
+    fn add_reserved(&mut self, h: u64, k: &[u8], form: &[u8; INLINE], n: u64) -> Added {
+        self.pushes += 1;
+        let mask = self.slots.len() - 1;
+        let mut i = h as usize & mask;
+        loop {
+            let s = &self.slots[i];
+            if s.count == 0 {
+                break;
+            }
+            if slot_is(s, h, k, form, &self.arena) {
+                self.slots[i].count += n;
+                self.hits += 1;
+                return Added::Yes;
+            }
+            i = (i + 1) & mask;
+        }
+        let mut s = Slot { hash: h, count: n, len: k.len() as u32, data: *form };
+        if k.len() > INLINE {
+            let off = self.arena.len();
+            if off + k.len() > u32::MAX as usize {
+                self.pushes -= 1;
+                return Added::Full;
+            }
+            self.arena.extend_from_slice(k);
+            s.data[..4].copy_from_slice(&(off as u32).to_le_bytes());
+        }
+        self.slots[i] = s;
+        self.len += 1;
+        Added::Yes
+    }
+
+    /// Add many keys (`digests[i]` of `key(i)`, count `count(i)`), each slot prefetched a few
+    /// keys ahead so that the cache misses overlap. Returns how many were added: fewer than
+    /// all only when the table is full.
+    fn add_batch<'k>(&mut self, digests: &[(u64, [u8; INLINE])], key: impl Fn(usize) -> &'k [u8], count: impl Fn(usize) -> u64) -> usize {
+        let n = digests.len();
+        if !self.reserve(n) {
+            return 0;
+        }
+        let mask = self.slots.len() - 1;
+        for d in digests.iter().take(AHEAD) {
+            prefetch(&self.slots[d.0 as usize & mask]);
+        }
+        for i in 0..n {
+            if let Some(d) = digests.get(i + AHEAD) {
+                prefetch(&self.slots[d.0 as usize & mask]);
+            }
+            let c = count(i);
+            if c == 0 {
+                continue;
+            }
+            let (h, form) = &digests[i];
+            if let Added::Full = self.add_reserved(*h, key(i), form, c) {
+                return i;
+            }
+        }
+        n
+    }
+
+    fn grow(&mut self) {
+        let bigger = vec![Slot::default(); self.slots.len() * 2];
+        let old = std::mem::replace(&mut self.slots, bigger);
+        let mask = self.slots.len() - 1;
+        for s in old.into_iter().filter(|s| s.count != 0) {
+            let mut i = s.hash as usize & mask;
+            while self.slots[i].count != 0 {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = s;
+        }
+    }
+
+    fn each<'a>(&'a self, mut f: impl FnMut(u64, &'a [u8], u64)) {
+        for s in self.slots.iter().filter(|s| s.count != 0) {
+            f(s.hash, slot_key(s, &self.arena), s.count);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.slots.iter_mut().for_each(|s| *s = Slot::default());
+        self.arena.clear();
+        self.len = 0;
+    }
+
+    /// After a flush: keep going only if at least half of the keys added were repeats.
+    fn restart(&mut self) {
+        if self.hits * 2 < self.pushes {
+            self.on = false;
+            self.slots = Vec::new();
+            self.arena = Vec::new();
+        }
+        self.pushes = 0;
+        self.hits = 0;
     }
 }
 
@@ -291,22 +658,35 @@ pub fn count_ints(bufs: &[IntBuf], want: usize) -> Counted<i64> {
 }
 
 pub fn count_bytes(bufs: &[ByteBuf], want: usize) -> Counted<Box<[u8]>> {
+    if bufs.iter().all(|b| b.ents.iter().all(Vec::is_empty)) {
+        // Only front tables (each already aggregated): merge them in one table.
+        let n: usize = bufs.iter().map(|b| b.front.len).sum();
+        let mut t: HashTable<(u64, &[u8], u64)> = HashTable::with_capacity(n);
+        for b in bufs {
+            b.front.each(|h, k, c| add_bytes(&mut t, h, k, c));
+        }
+        let distinct = t.len() as u64;
+        let top = top_of(t.into_iter().map(|(_, k, c)| (k, c)), want).into_iter().map(|(k, c)| (Box::from(k), c)).collect();
+        return Counted { top, distinct };
+    }
+    // The front tables' keys, by partition, to be counted with the partitions' own.
+    let mut fronts: Vec<Vec<(u64, &[u8], u64)>> = (0..PARTS).map(|_| Vec::new()).collect();
+    for b in bufs {
+        b.front.each(|h, k, c| fronts[part_of(h)].push((h, k, c)));
+    }
     let per: Vec<(Vec<(Box<[u8]>, u64)>, u64)> = (0..PARTS)
         .into_par_iter()
         .map(|p| {
-            let n: usize = bufs.iter().map(|b| b.ents[p].len()).sum();
+            let n: usize = bufs.iter().map(|b| b.ents[p].len()).sum::<usize>() + fronts[p].len();
             let mut t: HashTable<(u64, &[u8], u64)> = HashTable::with_capacity(n.min(1 << 22) / 4 + 16);
             for b in bufs {
                 let arena = &b.arena[p];
                 for &(h, off, len, c) in &b.ents[p] {
-                    let k = &arena[off as usize..(off + len) as usize];
-                    match t.entry(h, |e| e.1 == k, |e| e.0) {
-                        Entry::Occupied(mut o) => o.get_mut().2 += c,
-                        Entry::Vacant(v) => {
-                            v.insert((h, k, c));
-                        }
-                    }
+                    add_bytes(&mut t, h, &arena[off as usize..(off + len) as usize], c);
                 }
+            }
+            for &(h, k, c) in &fronts[p] {
+                add_bytes(&mut t, h, k, c);
             }
             let distinct = t.len() as u64;
             (top_of(t.into_iter().map(|(_, k, c)| (k, c)), want).into_iter().map(|(k, c)| (Box::from(k), c)).collect(), distinct)
@@ -315,6 +695,16 @@ pub fn count_bytes(bufs: &[ByteBuf], want: usize) -> Counted<Box<[u8]>> {
     let distinct = per.iter().map(|x| x.1).sum();
     let all: Vec<(Box<[u8]>, u64)> = per.into_iter().flat_map(|x| x.0).collect();
     Counted { top: top_of(all.into_iter(), want), distinct }
+}
+
+#[inline]
+fn add_bytes<'a>(t: &mut HashTable<(u64, &'a [u8], u64)>, h: u64, k: &'a [u8], c: u64) {
+    match t.entry(h, |e| e.1 == k, |e| e.0) {
+        Entry::Occupied(mut o) => o.get_mut().2 += c,
+        Entry::Vacant(v) => {
+            v.insert((h, k, c));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -377,5 +767,56 @@ mod tests {
         assert_eq!(c.distinct, 5000);
         // Odd i weigh 2: title-00001 (80 odd i) is the smallest key with the top count, 160.
         assert_eq!(c.top[0], (Box::from(&b"title-00001"[..]), 160));
+    }
+
+    /// Byte keys through the front table and the partitions, against a plain map: lengths 0 to
+    /// 40 (inline and arena keys), keys that differ only in trailing zero bytes or past their
+    /// first 8 bytes, added one by one and in batches, a front table that fills up and flushes.
+    #[test]
+    fn byte_keys_count_exactly_through_the_front_table() {
+        use std::collections::HashMap as Map;
+        let st = hasher();
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for len in 0..=40usize {
+            for _ in 0..20 {
+                keys.push((0..len).map(|_| (next() % 3) as u8).collect());
+            }
+            keys.push(vec![0; len]);
+            keys.push(vec![b'a'; len]);
+        }
+        let mut want: Map<Vec<u8>, u64> = Map::new();
+        let mut a = ByteBuf::default();
+        let mut b = ByteBuf::default();
+        for round in 0..50u64 {
+            let n = (round % 5) + 1;
+            for k in &keys {
+                *want.entry(k.clone()).or_insert(0) += n;
+            }
+            if round % 2 == 0 {
+                for k in &keys {
+                    assert!(a.push(&st, k, n));
+                }
+            } else {
+                assert_eq!(b.push_many(&st, keys.len(), |i| &keys[i], |_| n), keys.len());
+            }
+        }
+        // Then many distinct keys: b's front table fills, flushes and turns itself off.
+        for i in 0..(FRONT_MAX as u64 + 10) {
+            let k = format!("unique-{i}").into_bytes();
+            *want.entry(k.clone()).or_insert(0) += 1;
+            assert!(b.push(&st, &k, 1));
+        }
+        assert!(!b.front.on);
+        let c = count_bytes(&[a, b], usize::MAX);
+        assert_eq!(c.distinct as usize, want.len());
+        let got: Map<Vec<u8>, u64> = c.top.into_iter().map(|(k, n)| (k.into_vec(), n)).collect();
+        assert_eq!(got, want);
     }
 }

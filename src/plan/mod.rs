@@ -349,7 +349,7 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
     let names = left.keys.names();
 
     // 1. Candidates: the most frequent values of each side.
-    let popts = ProfileOptions { top: opts.top.max(1), sample: opts.sample, seed: opts.seed, memory: opts.memory, progress: opts.progress };
+    let popts = ProfileOptions { top: opts.top.max(1), sample: opts.sample, seed: opts.seed, memory: opts.memory, progress: opts.progress, exact_distinct: false };
     let lp = profile::profile(left.table, std::slice::from_ref(&left.keys), &popts)?.remove(0);
     let rp = profile::profile(right.table, std::slice::from_ref(&right.keys), &popts)?.remove(0);
     let mut cands: Vec<Vec<Value>> = Vec::new();

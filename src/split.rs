@@ -1,0 +1,209 @@
+//! Exact top values of a dictionary-encoded column without an exact table of every value.
+//!
+//! Counting a string column by its dictionary indices leaves one (value, rows) entry per
+//! distinct value per row group: on a skewed key with many distinct values that is millions of
+//! entries, and adding each to an exact table of every value (too large for the CPU's cache)
+//! costs more than reading the column. So once a thread's exact table holds `SWITCH_KEYS`
+//! values, each further row group is split:
+//!
+//! - the *heavy* entries, those with at least `t` rows in the row group (about the 256 most
+//!   frequent of it), are added to the exact table as before;
+//! - every other (*light*) entry only goes into a HyperLogLog, for the distinct count.
+//!
+//! A value's count in the exact table is then a lower bound L; what it misses are its light
+//! entries, each under `t` rows. Per value the table keeps its *credit*: the sum of `t - 1`
+//! over the row groups where it was heavy. With `slack` the sum of `t - 1` over all split row
+//! groups, a value's true count is at most L + (slack - credit), and a value never heavy has
+//! at most `slack` rows. The top N is reported only when it is certain: each of the N was heavy
+//! in every split row group (its count is exact), and every other value's upper bound is below
+//! the N-th count. Otherwise the column is counted again with the exact table alone. On a
+//! skewed key (the case this tool exists for) the check passes: the hot values are heavy
+//! everywhere, and the values near the N-th place are too.
+//!
+//! The distinct count becomes an estimate (HyperLogLog, about 0.8% standard error) and says so.
+
+use hashbrown::HashMap;
+
+use crate::counter::Hll;
+use crate::stage::{digest, key_hash, ByteBuf};
+
+/// Values in a thread's exact table before its row groups are split.
+pub const SWITCH_KEYS: usize = 1 << 14;
+/// About this many of a row group's most frequent values are heavy.
+const HEAVY: usize = 256;
+/// Heavy values a thread may track before splitting is given up (the column is then counted
+/// again exactly, which is what such an unskewed column needs anyway).
+const MAX_CREDITED: usize = 1 << 20;
+
+/// One thread's split counting of one key.
+pub(crate) struct Split {
+    /// Rows at or above which an entry is heavy.
+    t: u32,
+    /// Sum of `t - 1` over this thread's split row groups.
+    pub slack: u64,
+    /// Per value heavy at least once: the sum of `t - 1` over the row groups where it was.
+    pub credit: HashMap<Box<[u8]>, u64>,
+    /// Every light value.
+    pub hll: Hll,
+    /// Too many heavy values to track: the result cannot be trusted.
+    pub failed: bool,
+}
+
+impl Split {
+    /// Whether to split from now on, judged on a row group's entries (rows of each value
+    /// present): the `want`-th largest count must stand well clear of the heavy threshold, or
+    /// the check at the end would fail and the column be read twice.
+    pub fn start(counts: &mut Vec<u32>, want: usize) -> Option<Split> {
+        if counts.len() <= HEAVY || want == 0 || want >= HEAVY {
+            return None;
+        }
+        counts.sort_unstable_by(|a, b| b.cmp(a));
+        let t = counts[HEAVY - 1].max(2);
+        let nth = counts[want - 1];
+        if (nth as u64) <= 2 * (t as u64 - 1) {
+            return None;
+        }
+        Some(Split { t, slack: 0, credit: HashMap::new(), hll: Hll::new(), failed: false })
+    }
+
+    /// Count one row group's dictionary entries: heavy ones into `buf` (and their credit),
+    /// light ones into the HyperLogLog. Returns false when `buf` refused a key (its arena is
+    /// full): the caller then treats the column as overflowed, as `ByteBuf::push` callers do.
+    pub fn chunk(&mut self, st: &crate::stage::State, dict: &[u8], present: &[(u32, u32, u32)], buf: &mut ByteBuf) -> bool {
+        let slack = self.t as u64 - 1;
+        self.slack += slack;
+        let mut ok = true;
+        for &(a, b, n) in present {
+            let k = &dict[a as usize..b as usize];
+            if n < self.t {
+                self.hll.add(key_hash(st, k));
+                continue;
+            }
+            let (h, form) = digest(st, k);
+            ok &= buf.push_digested(h, &form, k, n as u64);
+            if self.failed {
+                continue;
+            }
+            match self.credit.get_mut(k) {
+                Some(c) => *c += slack,
+                None => {
+                    if self.credit.len() >= MAX_CREDITED {
+                        self.failed = true;
+                    } else {
+                        self.credit.insert(Box::from(k), slack);
+                    }
+                }
+            }
+        }
+        ok
+    }
+}
+
+/// The threads' splits of one key, merged: the total slack and each value's total credit.
+pub(crate) struct Bounds {
+    pub slack: u64,
+    credit: HashMap<Box<[u8]>, u64>,
+    pub hll: Hll,
+    pub failed: bool,
+}
+
+impl Bounds {
+    pub fn merge(splits: Vec<Split>) -> Bounds {
+        let mut out = Bounds { slack: 0, credit: HashMap::new(), hll: Hll::new(), failed: false };
+        for s in splits {
+            out.slack += s.slack;
+            out.failed |= s.failed;
+            out.hll.merge(&s.hll);
+            for (k, c) in s.credit {
+                *out.credit.entry(k).or_insert(0) += c;
+            }
+        }
+        out
+    }
+
+    /// Rows value `k` may have beyond its count in the exact table.
+    pub fn missing(&self, k: &[u8]) -> u64 {
+        self.slack - self.credit.get(k).copied().unwrap_or(0).min(self.slack)
+    }
+
+    /// Whether the first `want` of `top` (count descending, the exact table's top values, with
+    /// `complete` true when `top` holds every value of the table) are certainly the top
+    /// `want` values with their exact counts.
+    pub fn certain(&self, top: &[(Box<[u8]>, u64)], want: usize, complete: bool) -> bool {
+        if self.failed {
+            return false;
+        }
+        let shown = &top[..want.min(top.len())];
+        if shown.len() < want {
+            // Values never heavy (up to `slack` rows each) could fill the other places.
+            return self.slack == 0;
+        }
+        let Some(&(_, last)) = shown.last() else { return true };
+        if shown.iter().any(|(k, _)| self.missing(k) > 0) {
+            return false;
+        }
+        // A value left out, seen in the table or not, must be certainly below the last shown.
+        let below = |upper: u64| upper < last;
+        if !below(self.slack) {
+            return false;
+        }
+        if !top[shown.len()..].iter().all(|(k, c)| below(c + self.missing(k))) {
+            return false;
+        }
+        if !complete {
+            // Values of the table past `top`: at most the smallest count listed, plus slack.
+            let floor = top.last().map(|x| x.1).unwrap_or(0);
+            if !below(floor + self.slack) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn top(v: &[(&str, u64)]) -> Vec<(Box<[u8]>, u64)> {
+        v.iter().map(|(k, c)| (Box::from(k.as_bytes()), *c)).collect()
+    }
+
+    fn bounds(slack: u64, credit: &[(&str, u64)]) -> Bounds {
+        Bounds { slack, credit: credit.iter().map(|(k, c)| (Box::from(k.as_bytes()), *c)).collect(), hll: Hll::new(), failed: false }
+    }
+
+    #[test]
+    fn certain_only_when_no_value_left_out_could_reach_the_last_shown() {
+        // 10 split row groups with t = 5: slack 40; a and b heavy in all of them.
+        let b = bounds(40, &[("a", 40), ("b", 40), ("c", 20)]);
+        // c may have up to 20 more rows: 60 + 20 = 80 < 100, so the top 2 are certain.
+        assert!(b.certain(&top(&[("a", 500), ("b", 100), ("c", 60)]), 2, true));
+        // With c at 85 it could pass b.
+        assert!(!b.certain(&top(&[("a", 500), ("b", 100), ("c", 85)]), 2, true));
+        // c itself shown: its count may be short.
+        assert!(!b.certain(&top(&[("a", 500), ("b", 100), ("c", 60)]), 3, true));
+        // A value never heavy may have up to 40 rows: not below a last shown of 40.
+        assert!(!b.certain(&top(&[("a", 500), ("b", 40)]), 2, true));
+        // Values past the list: up to its smallest count plus the slack.
+        assert!(!b.certain(&top(&[("a", 500), ("b", 100), ("c", 61)]), 2, false));
+        assert!(b.certain(&top(&[("a", 500), ("b", 100), ("c", 59)]), 2, false));
+        // Fewer values than asked for: only certain with nothing left uncounted.
+        assert!(!b.certain(&top(&[("a", 500)]), 2, true));
+        assert!(bounds(0, &[]).certain(&top(&[("a", 500)]), 2, true));
+    }
+
+    #[test]
+    fn start_needs_a_clear_gap_between_the_nth_value_and_the_heavy_threshold() {
+        // 1,000 values: 20 of 1,000 rows, the rest 3 rows: t = 3, the 20th count 1,000.
+        let mut counts: Vec<u32> = (0..1000).map(|i| if i < 20 { 1000 } else { 3 }).collect();
+        let s = Split::start(&mut counts, 20).expect("skewed enough");
+        assert_eq!(s.t, 3);
+        // The 21st count (3) is not clear of the threshold; nor is anything evenly spread.
+        assert!(Split::start(&mut counts, 21).is_none());
+        let mut flat: Vec<u32> = (0..1000).map(|i| 3 + (i % 2)).collect();
+        assert!(Split::start(&mut flat, 20).is_none());
+        // Too few values to split.
+        assert!(Split::start(&mut vec![5; 100], 21).is_none());
+    }
+}
