@@ -323,8 +323,14 @@ fn run_keys(a: KeysArgs) -> Result<String> {
     if !(a.hot_factor > 0.0) {
         return Err(Error::Usage("--hot-factor must be above 0".into()));
     }
-    let classifier = Classifier::with_file(a.rules.as_deref())?;
-    let table = Table::open(&a.tables)?;
+    // The rules compile while the footers are read.
+    let (classifier, table) = std::thread::scope(|scope| {
+        let rules = scope.spawn(|| Classifier::with_file(a.rules.as_deref()));
+        let table = Table::open(&a.tables);
+        let classifier = rules.join().unwrap_or_else(|_| Err(Error::Usage("internal error: the rules could not be compiled".into())));
+        (classifier, table)
+    });
+    let (classifier, table) = (classifier?, table?);
     let specs = a
         .columns
         .iter()

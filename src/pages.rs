@@ -54,14 +54,44 @@ pub struct Scratch {
     counts: Vec<u32>,
     /// Values of pages written without the dictionary.
     plain: HashMap<Vec<u8>, u64>,
-    /// (start, end, rows) of the dictionary values present in the chunk.
-    present: Vec<(u32, u32, u32)>,
+}
+
+/// A chunk's dictionary and the rows of each of its values (0 for a value not used).
+pub struct Dict<'a> {
+    bytes: &'a [u8],
+    offs: &'a [(u32, u32)],
+    counts: &'a [u32],
+}
+
+impl<'a> Dict<'a> {
+    /// Values in the dictionary, used or not.
+    pub fn len(&self) -> usize {
+        self.offs.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.offs.is_empty()
+    }
+    /// Value `i` of the dictionary.
+    #[inline]
+    pub fn value(&self, i: usize) -> &'a [u8] {
+        let (a, b) = self.offs[i];
+        &self.bytes[a as usize..b as usize]
+    }
+    /// Rows of value `i`.
+    #[inline]
+    pub fn rows(&self, i: usize) -> u32 {
+        self.counts[i]
+    }
+    /// The values used, with their rows.
+    pub fn used(&self) -> impl Iterator<Item = (&'a [u8], u32)> + '_ {
+        self.offs.iter().zip(self.counts).filter(|(_, n)| **n > 0).map(|(&(a, b), &n)| (&self.bytes[a as usize..b as usize], n))
+    }
 }
 
 /// Where a chunk's counts go once it has been read whole.
 pub trait Sink {
-    /// The dictionary values present: (start, end, rows) of each value in `dict`.
-    fn dict(&mut self, dict: &[u8], present: &[(u32, u32, u32)]);
+    /// The chunk's dictionary values and their rows.
+    fn dict(&mut self, dict: &Dict);
     /// One value of the pages written without the dictionary.
     fn one(&mut self, value: &[u8], rows: u64);
 }
@@ -115,10 +145,8 @@ pub fn count_chunk(
     if s.counts.get(s.offs.len()..).is_some_and(|pad| pad.iter().any(|&n| n != 0)) {
         return None;
     }
-    s.present.clear();
-    s.present.extend(s.counts.iter().zip(&s.offs).filter(|(n, _)| **n > 0).map(|(&n, &(a, b))| (a, b, n)));
-    if !s.present.is_empty() {
-        sink.dict(&s.dict, &s.present);
+    if !s.offs.is_empty() {
+        sink.dict(&Dict { bytes: &s.dict, offs: &s.offs, counts: &s.counts[..s.offs.len()] });
     }
     for (v, n) in s.plain.drain() {
         sink.one(&v, n);
@@ -469,9 +497,10 @@ fn count_indices(data: &[u8], bw: u32, n: usize, counts: &mut [u32]) -> Option<(
             }
             let bytes = groups.checked_mul(bw as usize)?;
             let chunk = data.get(pos..pos.checked_add(bytes)?)?;
-            pos += bytes;
             let take = (groups * 8).min(left);
-            unpack_count(chunk, bw, take, counts)?;
+            // The loads may read past the run into the rest of the page (never past the page).
+            unpack_count(chunk, &data[pos..], bw, take, counts)?;
+            pos += bytes;
             left -= take;
         }
     }
@@ -481,15 +510,17 @@ fn count_indices(data: &[u8], bw: u32, n: usize, counts: &mut [u32]) -> Option<(
 /// Widths up to this are counted by `unpack_fixed`, into a table of 2^width counts.
 const FIXED_MAX: u32 = 24;
 
-/// Count the first `take` values of bit-packed `chunk` (width `bw`, at most 32). For widths up
-/// to `FIXED_MAX`, `counts` must hold at least 2^bw entries (an index past the dictionary
-/// then lands in the padding, which the caller checks is still zero).
+/// Count the first `take` values of bit-packed `chunk` (width `bw`, at most 32); `readable`
+/// starts where `chunk` does and may go on past it (whole-word loads may read there, the
+/// values come from `chunk` alone). For widths up to `FIXED_MAX`, `counts` must hold at least
+/// 2^bw entries (an index past the dictionary then lands in the padding, which the caller
+/// checks is still zero).
 #[inline]
-fn unpack_count(chunk: &[u8], bw: u32, take: usize, counts: &mut [u32]) -> Option<()> {
+fn unpack_count(chunk: &[u8], readable: &[u8], bw: u32, take: usize, counts: &mut [u32]) -> Option<()> {
     macro_rules! fixed {
         ($($w:literal)*) => {
             match bw {
-                $($w => return unpack_fixed::<$w>(chunk, take, counts),)*
+                $($w => return unpack_fixed::<$w>(chunk, readable, take, counts),)*
                 _ => {}
             }
         };
@@ -506,13 +537,13 @@ fn unpack_count(chunk: &[u8], bw: u32, take: usize, counts: &mut [u32]) -> Optio
 /// Bit-packed values of a width known at compile time: each group of 8 values is `W` bytes,
 /// and each value one unaligned 8-byte load with a constant offset, shift and mask.
 #[inline(always)]
-fn unpack_fixed<const W: usize>(chunk: &[u8], take: usize, counts: &mut [u32]) -> Option<()> {
+fn unpack_fixed<const W: usize>(chunk: &[u8], readable: &[u8], take: usize, counts: &mut [u32]) -> Option<()> {
     let mask = (1usize << W) - 1;
     let c = counts.get_mut(..1 << W)?;
-    // Whole groups whose last load (at byte W - 1 + 7 of the group at most) stays in `chunk`.
-    let groups = (take / 8).min(chunk.len().saturating_sub(8) / W);
+    // Whole groups whose last load (at byte W - 1 + 7 of the group at most) stays readable.
+    let groups = (take / 8).min(readable.len().saturating_sub(7) / W);
     for g in 0..groups {
-        let grp = &chunk[g * W..g * W + W + 7];
+        let grp = &readable[g * W..g * W + W + 7];
         for i in 0..8 {
             let bit = i * W;
             let at = bit / 8;

@@ -739,12 +739,11 @@ struct ChunkSink<'a, 'b> {
 }
 
 impl crate::pages::Sink for ChunkSink<'_, '_> {
-    fn dict(&mut self, dict: &[u8], present: &[(u32, u32, u32)]) {
-        let key = |i: usize| &dict[present[i].0 as usize..present[i].1 as usize];
+    fn dict(&mut self, dict: &crate::pages::Dict) {
         let (j, local) = (self.j, &mut *self.local);
         match &mut local.split[j] {
             SplitState::On(s) if !local.over[j] => {
-                if !s.chunk(&local.st, dict, present, &mut local.bytes[j]) {
+                if !s.chunk(&local.st, dict, &mut local.bytes[j]) {
                     // An arena is full: as `Local::add` does, go to the counter.
                     s.failed = true;
                     local.jobs[j].byte_stage.account(usize::MAX / 2, 0);
@@ -753,9 +752,9 @@ impl crate::pages::Sink for ChunkSink<'_, '_> {
             }
             state => {
                 let may_split = matches!(state, SplitState::Exact);
-                local.add_many(j, present.len(), key, |i| present[i].2 as u64);
+                local.add_many(j, dict.len(), |i| dict.value(i), |i| dict.rows(i) as u64);
                 if may_split && !local.over[j] && local.bytes[j].staged_keys() >= crate::split::SWITCH_KEYS {
-                    let mut counts: Vec<u32> = present.iter().map(|p| p.2).collect();
+                    let mut counts: Vec<u32> = dict.used().map(|(_, n)| n).collect();
                     local.split[j] = match crate::split::Split::start(&mut counts, local.want) {
                         Some(s) => SplitState::On(s),
                         None => SplitState::Never,
@@ -764,9 +763,9 @@ impl crate::pages::Sink for ChunkSink<'_, '_> {
             }
         }
         if let Some(t) = self.tally.as_mut() {
-            for (i, p) in present.iter().enumerate() {
-                if p.2 as u64 >= self.min {
-                    *t.entry_ref(key(i)).or_insert(0) += p.2 as u64;
+            for (k, n) in dict.used() {
+                if n as u64 >= self.min {
+                    *t.entry_ref(k).or_insert(0) += n as u64;
                 }
             }
         }

@@ -69,12 +69,11 @@ impl Split {
     /// Count one row group's dictionary entries: heavy ones into `buf` (and their credit),
     /// light ones into the HyperLogLog. Returns false when `buf` refused a key (its arena is
     /// full): the caller then treats the column as overflowed, as `ByteBuf::push` callers do.
-    pub fn chunk(&mut self, st: &crate::stage::State, dict: &[u8], present: &[(u32, u32, u32)], buf: &mut ByteBuf) -> bool {
+    pub fn chunk(&mut self, st: &crate::stage::State, dict: &crate::pages::Dict, buf: &mut ByteBuf) -> bool {
         let slack = self.t as u64 - 1;
         self.slack += slack;
         let mut ok = true;
-        for &(a, b, n) in present {
-            let k = &dict[a as usize..b as usize];
+        for (k, n) in dict.used() {
             if n < self.t {
                 self.hll.add(key_hash(st, k));
                 continue;

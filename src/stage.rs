@@ -206,6 +206,9 @@ impl ByteBuf {
     /// `push` for a key already digested (see `digest`).
     #[inline]
     pub fn push_digested(&mut self, h: u64, form: &[u8; INLINE], k: &[u8], n: u64) -> bool {
+        if n == 0 {
+            return true;
+        }
         if self.front.on {
             let before = self.front.bytes();
             if let Added::Yes = self.front.add(h, k, form, n) {

@@ -333,8 +333,8 @@ fn page_reader_counts_what_arrow_counts() {
         let len = f.metadata().unwrap().len();
         struct Rows(u64);
         impl skewjoin::pages::Sink for Rows {
-            fn dict(&mut self, _: &[u8], present: &[(u32, u32, u32)]) {
-                self.0 += present.iter().map(|p| p.2 as u64).sum::<u64>();
+            fn dict(&mut self, d: &skewjoin::pages::Dict) {
+                self.0 += d.used().map(|(_, n)| n as u64).sum::<u64>();
             }
             fn one(&mut self, _: &[u8], rows: u64) {
                 self.0 += rows;
