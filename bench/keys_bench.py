@@ -102,36 +102,41 @@ def main():
 
     results = {}  # (key, tool) -> list of (seconds, rss)
     tops = {}
+    distinct = {}  # (key, skewjoin tool) -> (distinct, exact?)
     sample_checks = []
     py = sys.executable
     for r in range(a.runs):
         for col in ["title_id", "user_id"]:
-            for tool in ["skewjoin", "duckdb", "polars", "skewjoin-sample"]:
-                if tool == "skewjoin-sample" and col != "title_id":
+            for tool in ["skewjoin", "duckdb", "polars", "skewjoin-sample", "skewjoin-exact-distinct"]:
+                if tool in ("skewjoin-sample", "skewjoin-exact-distinct") and col != "title_id":
                     continue
                 if tool.startswith("skewjoin"):
                     cmd = [a.bin, "keys", str(path), "--column", col, "--top", "20", "--format", "json", "--quiet"]
                     if tool == "skewjoin-sample":
                         cmd += ["--sample", a.sample, "--seed", str(r + 1)]
+                    if tool == "skewjoin-exact-distinct":
+                        cmd += ["--exact-distinct"]
                     out, wall, rss = measure(cmd)
                     c = json.loads(out)["columns"][0]
                     top = [[e["value"], e["count"]] for e in c["top"]]
                     secs = wall
                     if tool == "skewjoin-sample":
                         sample_checks.append(c)
+                    distinct[(col, tool)] = (c["distinct"], c["distinct_exact"])
                 else:
                     out, wall, rss = measure([py, "-c", PEER, tool, str(path), col])
                     j = json.loads(out.strip().splitlines()[-1])
                     top, secs = j["top"], j["seconds"]
                 results.setdefault((col, tool), []).append((secs, rss))
-                if tool != "skewjoin-sample":
+                if tool not in ("skewjoin-sample",):
                     tops[(col, tool)] = sorted((norm_key(k), c) for k, c in top)
             print(f"round {r + 1}/{a.runs} {col} done", file=sys.stderr)
 
     # Same answer from every tool (ties at the 20th place may differ in which key is shown).
     for col in ["title_id", "user_id"]:
-        counts = {t: sorted(c for _, c in tops[(col, t)]) for t in ["skewjoin", "duckdb", "polars"]}
-        assert counts["skewjoin"] == counts["duckdb"] == counts["polars"], f"{col}: top-20 counts differ {counts}"
+        ts = ["skewjoin", "duckdb", "polars"] + (["skewjoin-exact-distinct"] if col == "title_id" else [])
+        counts = {t: sorted(c for _, c in tops[(col, t)]) for t in ts}
+        assert all(counts[t] == counts["duckdb"] for t in ts), f"{col}: top-20 counts differ {counts}"
     exact = {norm_key(k): c for k, c in tops[("title_id", "skewjoin")]}
     total = a.rows
     misses = 0
@@ -164,9 +169,18 @@ def main():
         for t, (s, m) in peers.items():
             lines.append(f"| | {t} | {s:.3f} | {m:.0f} | |")
         if col == "title_id":
+            es, em = med(col, "skewjoin-exact-distinct")
+            lines.append(f"| | skewjoin --exact-distinct | {es:.3f} | {em:.0f} | {best / es:.1f}x vs faster peer |")
             ss, sm = med(col, "skewjoin-sample")
             lines.append(f"| | skewjoin --sample {a.sample} | {ss:.3f} | {sm:.0f} | {sj / ss:.1f}x vs exact |")
     lines.append("")
+    for col in ["title_id", "user_id"]:
+        d, ex = distinct[(col, "skewjoin")]
+        line = f"Distinct {col}: {d:,} ({'exact' if ex else 'estimate'})"
+        if (col, "skewjoin-exact-distinct") in distinct:
+            de, _ = distinct[(col, "skewjoin-exact-distinct")]
+            line += f", exact {de:,} (estimate off by {100 * (d - de) / de:+.2f}%)"
+        lines.append(line + ".")
     lines.append(f"Sample check: {checked - misses} of {checked} sampled top-10 shares within their stated 95% error "
                  f"(worst deviation {worst:.2f}x the stated error).")
     print("\n".join(lines))

@@ -332,6 +332,10 @@ fn inflate<'a>(codec: Compression, body: &'a [u8], size: usize, out: &'a mut Vec
 
 /// Decompress `body` into `out[..size]`; for an uncompressed page, copy it.
 fn decompress(codec: Compression, body: &[u8], size: usize, out: &mut Vec<u8>) -> Option<()> {
+    // Snappy states its length: a header that disagrees is refused before anything is allocated.
+    if matches!(codec, Compression::SNAPPY) && snap::raw::decompress_len(body).ok()? != size {
+        return None;
+    }
     if out.len() < size {
         out.resize(size, 0);
     }
@@ -344,12 +348,7 @@ fn decompress(codec: Compression, body: &[u8], size: usize, out: &mut Vec<u8>) -
             dst.copy_from_slice(body);
             size
         }
-        Compression::SNAPPY => {
-            if snap::raw::decompress_len(body).ok()? != size {
-                return None;
-            }
-            snap::raw::Decoder::new().decompress(body, dst).ok()?
-        }
+        Compression::SNAPPY => snap::raw::Decoder::new().decompress(body, dst).ok()?,
         Compression::ZSTD(_) => zstd::bulk::decompress_to_buffer(body, dst).ok()?,
         Compression::LZ4_RAW => lz4_flex::block::decompress_into(body, dst).ok()?,
         _ => return None,

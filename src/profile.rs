@@ -193,7 +193,7 @@ struct UnitTally {
 
 /// Count every key of `specs` over `table`.
 pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Result<Vec<ColumnProfile>> {
-    let split = !opts.exact_distinct && opts.sample.is_none() && opts.top > 0 && opts.top < 200;
+    let split = !opts.exact_distinct && opts.top > 0 && opts.top < 200;
     match profile_pass(table, specs, opts, split)? {
         Some(out) => Ok(out),
         // The split count could not prove its top values: count again, every value exactly.
@@ -751,15 +751,18 @@ impl crate::pages::Sink for ChunkSink<'_, '_> {
                 }
             }
             state => {
-                let may_split = matches!(state, SplitState::Exact);
-                local.add_many(j, dict.len(), |i| dict.value(i), |i| dict.rows(i) as u64);
-                if may_split && !local.over[j] && local.bytes[j].staged_keys() >= crate::split::SWITCH_KEYS {
+                // Decide before this chunk would take the exact table past its size.
+                if matches!(state, SplitState::Exact) && !local.over[j] && local.bytes[j].staged_keys() + dict.len() > crate::split::SWITCH_KEYS {
                     let mut counts: Vec<u32> = dict.used().map(|(_, n)| n).collect();
                     local.split[j] = match crate::split::Split::start(&mut counts, local.want) {
                         Some(s) => SplitState::On(s),
                         None => SplitState::Never,
                     };
+                    if matches!(local.split[j], SplitState::On(_)) {
+                        return self.dict(dict);
+                    }
                 }
+                local.add_many(j, dict.len(), |i| dict.value(i), |i| dict.rows(i) as u64);
             }
         }
         if let Some(t) = self.tally.as_mut() {

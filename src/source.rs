@@ -323,7 +323,11 @@ fn read_footer(path: &Path) -> Result<ArrowReaderMetadata> {
             }
         }
     }
-    let loaded = crate::guard::no_panic(|| ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()));
+    // Statistics are not used here: skip decoding them (a footer of many row groups is mostly
+    // statistics).
+    use parquet::file::metadata::ParquetStatisticsPolicy as Skip;
+    let options = ArrowReaderOptions::new().with_column_stats_policy(Skip::SkipAll).with_encoding_stats_policy(Skip::SkipAll).with_size_stats_policy(Skip::SkipAll);
+    let loaded = crate::guard::no_panic(|| ArrowReaderMetadata::load(&file, options));
     match loaded {
         Ok(Ok(m)) => Ok(fix_row_count(m)),
         Ok(Err(e)) => {

@@ -457,11 +457,9 @@ impl Front {
         if self.len + more > FRONT_MAX {
             return false;
         }
-        if self.slots.is_empty() {
-            self.slots = vec![Slot::default(); 1 << 10];
-        }
-        while (self.len + more) * 2 > self.slots.len() {
-            self.grow();
+        let need = ((self.len + more) * 2).next_power_of_two().max(1 << 10);
+        if need > self.slots.len() {
+            self.grow_to(need);
         }
         true
     }
@@ -538,8 +536,9 @@ impl Front {
         n
     }
 
-    fn grow(&mut self) {
-        let bigger = vec![Slot::default(); self.slots.len() * 2];
+    /// Rehash into `size` slots (a power of two), in one step.
+    fn grow_to(&mut self, size: usize) {
+        let bigger = vec![Slot::default(); size];
         let old = std::mem::replace(&mut self.slots, bigger);
         let mask = self.slots.len() - 1;
         for s in old.into_iter().filter(|s| s.count != 0) {
