@@ -46,8 +46,10 @@ pub struct Scratch {
     chunk: Vec<u8>,
     /// The current data page, decompressed.
     page: Vec<u8>,
-    /// The chunk's dictionary page, decompressed (it outlives the data pages).
+    /// The chunk's dictionary page, decompressed (it outlives the data pages): its first
+    /// `dict_len` bytes.
     dict: Vec<u8>,
+    dict_len: usize,
     /// (start, end) of each dictionary value in `dict`.
     offs: Vec<(u32, u32)>,
     /// Rows per dictionary index.
@@ -146,7 +148,7 @@ pub fn count_chunk(
         return None;
     }
     if !s.offs.is_empty() {
-        sink.dict(&Dict { bytes: &s.dict, offs: &s.offs, counts: &s.counts[..s.offs.len()] });
+        sink.dict(&Dict { bytes: &s.dict[..s.dict_len], offs: &s.offs, counts: &s.counts[..s.offs.len()] });
     }
     for (v, n) in s.plain.drain() {
         sink.one(&v, n);
@@ -168,7 +170,7 @@ impl Counting {
         if !matches!(encoding, enc::PLAIN | enc::PLAIN_DICTIONARY) || self.have_dict {
             return None;
         }
-        split_plain(&s.dict, num_values, &mut s.offs)?;
+        split_plain(s.dict.get(..s.dict_len)?, num_values, &mut s.offs)?;
         s.counts.clear();
         s.counts.resize(s.offs.len(), 0);
         self.have_dict = true;
@@ -211,6 +213,7 @@ fn read_pages(file: &Arc<File>, meta: &ColumnChunkMetaData, rows: usize, s: &mut
             Page::DictionaryPage { buf, num_values, encoding, .. } => {
                 s.dict.clear();
                 s.dict.extend_from_slice(&buf);
+                s.dict_len = buf.len();
                 c.dictionary(s, num_values as usize, enc_number(encoding))?;
             }
             Page::DataPage { buf, num_values, encoding, def_level_encoding, .. } => {
@@ -291,6 +294,7 @@ fn walk_pages(chunk: &[u8], codec: Compression, num_values: i64, s: &mut Scratch
                     let mut dict = std::mem::take(&mut s.dict);
                     let ok = decompress(codec, body, size, &mut dict);
                     s.dict = dict;
+                    s.dict_len = size;
                     ok?;
                     c.dictionary(s, usize::try_from(n).ok()?, encoding)?;
                 }
@@ -332,8 +336,19 @@ fn inflate<'a>(codec: Compression, body: &'a [u8], size: usize, out: &'a mut Vec
 
 /// Decompress `body` into `out[..size]`; for an uncompressed page, copy it.
 fn decompress(codec: Compression, body: &[u8], size: usize, out: &mut Vec<u8>) -> Option<()> {
-    // Snappy states its length: a header that disagrees is refused before anything is allocated.
-    if matches!(codec, Compression::SNAPPY) && snap::raw::decompress_len(body).ok()? != size {
+    // A size the body cannot have is refused before anything is allocated: Snappy and ZSTD
+    // state their length, LZ4 expands at most 255 times.
+    let plausible = match codec {
+        Compression::UNCOMPRESSED => body.len() == size,
+        Compression::SNAPPY => snap::raw::decompress_len(body).ok()? == size,
+        Compression::ZSTD(_) => match zstd::zstd_safe::get_frame_content_size(body) {
+            Ok(Some(n)) => n == size as u64,
+            _ => size <= body.len().saturating_mul(64).max(1 << 20),
+        },
+        Compression::LZ4_RAW => size <= body.len().saturating_mul(255).saturating_add(16),
+        _ => false,
+    };
+    if !plausible {
         return None;
     }
     if out.len() < size {
@@ -368,7 +383,9 @@ fn values_of(values: &[u8], encoding: i32, n: usize, s: &mut Scratch) -> Option<
                 return None;
             }
             let bw = bw as u32;
-            if bw <= FIXED_MAX && s.counts.len() < 1 << bw {
+            // Padded to 2^width for the fixed-width loads, unless the width is far more than the
+            // dictionary needs (then every index is checked instead).
+            if bw <= FIXED_MAX && s.counts.len() < 1 << bw && (1usize << bw) <= (2 * s.offs.len()).max(1 << 12) {
                 s.counts.resize(1 << bw, 0);
             }
             count_indices(data, bw, n, &mut s.counts)
@@ -452,7 +469,7 @@ fn count_ones(data: &[u8], n: usize) -> Option<usize> {
             }
             let chunk = data.get(pos..pos.checked_add(groups)?)?;
             pos += groups;
-            let take = (groups * 8).min(left);
+            let take = groups.checked_mul(8)?.min(left);
             let full = take / 8;
             let words = chunk[..full].chunks_exact(8);
             let rest = words.remainder();
@@ -496,7 +513,7 @@ fn count_indices(data: &[u8], bw: u32, n: usize, counts: &mut [u32]) -> Option<(
             }
             let bytes = groups.checked_mul(bw as usize)?;
             let chunk = data.get(pos..pos.checked_add(bytes)?)?;
-            let take = (groups * 8).min(left);
+            let take = groups.checked_mul(8)?.min(left);
             // The loads may read past the run into the rest of the page (never past the page).
             unpack_count(chunk, &data[pos..], bw, take, counts)?;
             pos += bytes;
@@ -524,7 +541,9 @@ fn unpack_count(chunk: &[u8], readable: &[u8], bw: u32, take: usize, counts: &mu
             }
         };
     }
-    fixed!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24);
+    if counts.len() >= 1 << bw.min(FIXED_MAX + 1) {
+        fixed!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24);
+    }
     if bw == 0 {
         let slot = counts.get_mut(0)?;
         *slot = slot.wrapping_add(take as u32);
@@ -673,22 +692,24 @@ mod thrift {
                 9 | 10 => {
                     let h = self.byte()?;
                     let n = if h >> 4 == 15 { usize::try_from(self.varint()?).ok()? } else { (h >> 4) as usize };
-                    let et = h & 0x0f;
+                    // Every element takes at least a byte: a longer list cannot be there.
+                    if n > self.b.len() - self.p {
+                        return None;
+                    }
                     for _ in 0..n {
-                        if et == BOOL_TRUE || et == BOOL_FALSE {
-                            self.byte()?;
-                        } else {
-                            self.skip(et, depth + 1)?;
-                        }
+                        self.element(h & 0x0f, depth)?;
                     }
                 }
                 11 => {
                     let n = usize::try_from(self.varint()?).ok()?;
+                    if n > (self.b.len() - self.p) / 2 {
+                        return None;
+                    }
                     if n > 0 {
                         let kv = self.byte()?;
                         for _ in 0..n {
-                            self.skip(kv >> 4, depth + 1)?;
-                            self.skip(kv & 0x0f, depth + 1)?;
+                            self.element(kv >> 4, depth)?;
+                            self.element(kv & 0x0f, depth)?;
                         }
                     }
                 }
@@ -705,6 +726,14 @@ mod thrift {
                 _ => return None,
             }
             Some(())
+        }
+        /// A list, set or map element: a boolean there is a byte of its own.
+        fn element(&mut self, ty: u8, depth: u32) -> Option<()> {
+            if ty == BOOL_TRUE || ty == BOOL_FALSE {
+                self.byte().map(|_| ())
+            } else {
+                self.skip(ty, depth + 1)
+            }
         }
         fn advance(&mut self, n: usize) -> Option<()> {
             let end = self.p.checked_add(n)?;
@@ -883,5 +912,26 @@ mod tests {
         for cut in 0..h.len() {
             assert!(thrift::page_header(&h[..cut]).is_none(), "cut at {cut}");
         }
+        // An unknown field holding a map of 2^63 boolean pairs, or a list of 2^31 booleans,
+        // is refused at once (it cannot fit), not looped over.
+        let mut m = h[..7].to_vec();
+        m.extend_from_slice(&[0x1b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0x11, 0x00]);
+        let t = std::time::Instant::now();
+        assert!(thrift::page_header(&m).is_none());
+        let mut l = h[..7].to_vec();
+        l.extend_from_slice(&[0x19, 0xf1, 0xff, 0xff, 0xff, 0xff, 0x07, 0x00]);
+        assert!(thrift::page_header(&l).is_none());
+        assert!(t.elapsed() < std::time::Duration::from_secs(1));
+    }
+
+    #[test]
+    fn implausible_page_sizes_are_refused_before_allocating() {
+        let mut out = Vec::new();
+        assert!(decompress(Compression::UNCOMPRESSED, b"abc", 1 << 29, &mut out).is_none());
+        assert!(decompress(Compression::LZ4_RAW, b"abc", 1 << 29, &mut out).is_none());
+        assert!(decompress(Compression::SNAPPY, &[3, 8, b'a', b'b', b'c'], 1 << 29, &mut out).is_none());
+        assert!(out.capacity() < 1 << 20, "{} bytes allocated", out.capacity());
+        assert!(decompress(Compression::UNCOMPRESSED, b"abc", 3, &mut out).is_some());
+        assert_eq!(&out[..3], b"abc");
     }
 }

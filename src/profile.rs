@@ -558,7 +558,7 @@ fn read_unit(
             let chunk = meta.metadata().row_group(unit.row_group).column(leaf);
             let mut scratch = std::mem::take(&mut local.scratch);
             let min = unit.rows / 5000;
-            let mut sink = ChunkSink { local: &mut *local, j, tally: tally.then_some(&mut tallies[j].counts), min };
+            let mut sink = ChunkSink { local: &mut *local, j, file: unit.file, tally: tally.then_some(&mut tallies[j].counts), min };
             let counted = crate::pages::count_chunk(&f, file_len, chunk, &descr, unit.rows as usize, &mut scratch, &mut sink);
             local.scratch = scratch;
             if let Some(counted) = counted {
@@ -734,6 +734,8 @@ fn keep_top(m: &mut HashMap<Vec<u8>, u64>, n: usize) {
 struct ChunkSink<'a, 'b> {
     local: &'a mut Local<'b>,
     j: usize,
+    /// The file of the chunk.
+    file: usize,
     tally: Option<&'a mut HashMap<Vec<u8>, u64>>,
     min: u64,
 }
@@ -743,7 +745,7 @@ impl crate::pages::Sink for ChunkSink<'_, '_> {
         let (j, local) = (self.j, &mut *self.local);
         match &mut local.split[j] {
             SplitState::On(s) if !local.over[j] => {
-                if !s.chunk(&local.st, dict, &mut local.bytes[j]) {
+                if !s.chunk(&local.st, dict, self.file, &mut local.bytes[j]) {
                     // An arena is full: as `Local::add` does, go to the counter.
                     s.failed = true;
                     local.jobs[j].byte_stage.account(usize::MAX / 2, 0);
@@ -881,7 +883,7 @@ impl<'a> Local<'a> {
         self.bytes[j].maybe_compact();
         let job = &self.jobs[j];
         // Report the change of this thread's staged bytes (compaction can shrink them).
-        let now = self.ints[j].bytes + self.bytes[j].bytes;
+        let now = self.ints[j].bytes + self.bytes[j].bytes();
         let before = std::mem::replace(&mut self.reported[j], now);
         let stage_over = |grow: usize, shrink: usize| match &job.counter {
             Counter::Int(_) => job.int_stage.account(grow, shrink),

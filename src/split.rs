@@ -20,6 +20,11 @@
 //! skewed key (the case this tool exists for) the check passes: the hot values are heavy
 //! everywhere, and the values near the N-th place are too.
 //!
+//! The bound assumes that a row group's dictionary holds each value once, as every writer we
+//! know builds it (from a hash table). A value heavy twice in one dictionary gives up the split
+//! (the column is counted again exactly), and so does any repeat in the dictionary of the first
+//! split row group of each file, all of whose values are checked.
+//!
 //! The distinct count becomes an estimate (HyperLogLog, about 0.8% standard error) and says so.
 
 use hashbrown::HashMap;
@@ -41,8 +46,13 @@ pub(crate) struct Split {
     t: u32,
     /// Sum of `t - 1` over this thread's split row groups.
     pub slack: u64,
-    /// Per value heavy at least once: the sum of `t - 1` over the row groups where it was.
-    pub credit: HashMap<Box<[u8]>, u64>,
+    /// Split row groups so far.
+    chunks: u64,
+    /// Per value heavy at least once: the sum of `t - 1` over the row groups where it was, and
+    /// the last of those row groups.
+    pub credit: HashMap<Box<[u8]>, (u64, u64)>,
+    /// Files whose first split dictionary was checked for repeated values.
+    checked: Vec<usize>,
     /// Every light value.
     pub hll: Hll,
     /// Too many heavy values to track: the result cannot be trusted.
@@ -63,15 +73,26 @@ impl Split {
         if (nth as u64) <= 2 * (t as u64 - 1) {
             return None;
         }
-        Some(Split { t, slack: 0, credit: HashMap::new(), hll: Hll::new(), failed: false })
+        Some(Split { t, slack: 0, chunks: 0, credit: HashMap::new(), checked: Vec::new(), hll: Hll::new(), failed: false })
     }
 
     /// Count one row group's dictionary entries: heavy ones into `buf` (and their credit),
-    /// light ones into the HyperLogLog. Returns false when `buf` refused a key (its arena is
-    /// full): the caller then treats the column as overflowed, as `ByteBuf::push` callers do.
-    pub fn chunk(&mut self, st: &crate::stage::State, dict: &crate::pages::Dict, buf: &mut ByteBuf) -> bool {
+    /// light ones into the HyperLogLog. `file` is the file the row group is in. Returns false
+    /// when `buf` refused a key (its arena is full): the caller then treats the column as
+    /// overflowed, as `ByteBuf::push` callers do.
+    pub fn chunk(&mut self, st: &crate::stage::State, dict: &crate::pages::Dict, file: usize, buf: &mut ByteBuf) -> bool {
+        if !self.checked.contains(&file) {
+            self.checked.push(file);
+            let mut hashes: Vec<u64> = dict.used().map(|(k, _)| key_hash(st, k)).collect();
+            hashes.sort_unstable();
+            // A repeat (or two values of one 64-bit hash, which costs only the recount).
+            if hashes.windows(2).any(|w| w[0] == w[1]) {
+                self.failed = true;
+            }
+        }
         let slack = self.t as u64 - 1;
         self.slack += slack;
+        self.chunks += 1;
         let mut ok = true;
         for (k, n) in dict.used() {
             if n < self.t {
@@ -84,12 +105,17 @@ impl Split {
                 continue;
             }
             match self.credit.get_mut(k) {
-                Some(c) => *c += slack,
+                // Heavy twice in one dictionary: a repeated value, which the bound cannot cover.
+                Some((_, last)) if *last == self.chunks => self.failed = true,
+                Some((c, last)) => {
+                    *c += slack;
+                    *last = self.chunks;
+                }
                 None => {
                     if self.credit.len() >= MAX_CREDITED {
                         self.failed = true;
                     } else {
-                        self.credit.insert(Box::from(k), slack);
+                        self.credit.insert(Box::from(k), (slack, self.chunks));
                     }
                 }
             }
@@ -113,7 +139,7 @@ impl Bounds {
             out.slack += s.slack;
             out.failed |= s.failed;
             out.hll.merge(&s.hll);
-            for (k, c) in s.credit {
+            for (k, (c, _)) in s.credit {
                 *out.credit.entry(k).or_insert(0) += c;
             }
         }
@@ -204,5 +230,34 @@ mod tests {
         assert!(Split::start(&mut flat, 20).is_none());
         // Too few values to split.
         assert!(Split::start(&mut vec![5; 100], 21).is_none());
+    }
+
+    /// The HyperLogLog is fed `key_hash` itself (no extra mixing): its estimates on sets of
+    /// id-like strings (short and long, sequential and not) are as good as HyperLogLog's
+    /// 0.8% standard error says.
+    #[test]
+    fn distinct_estimates_from_key_hash_are_within_the_stated_error() {
+        let st = crate::stage::hasher();
+        let shapes: [fn(u64) -> String; 5] = [
+            |i| format!("tt{i:07}"),
+            |i| format!("{i}"),
+            |i| format!("user-{}", i * 7919),
+            |i| format!("{:08x}-0000-4000-8000-{:012x}", i, i * 31),
+            |i| format!("k{}", i % 1000 + (i / 1000) * 1_000_003),
+        ];
+        let mut errors = Vec::new();
+        for (s, shape) in shapes.iter().enumerate() {
+            for (r, n) in [20_000u64, 100_000, 300_000].into_iter().enumerate() {
+                let mut hll = Hll::new();
+                let base = (s as u64 * 3 + r as u64) * 10_000_000;
+                for i in base..base + n {
+                    hll.add(key_hash(&st, shape(i).as_bytes()));
+                }
+                errors.push((hll.estimate() as f64 - n as f64) / n as f64);
+            }
+        }
+        let rms = (errors.iter().map(|e| e * e).sum::<f64>() / errors.len() as f64).sqrt();
+        let worst = errors.iter().fold(0f64, |m, e| m.max(e.abs()));
+        assert!(rms < 0.015 && worst < 0.035, "rms {rms:.4}, worst {worst:.4}: {errors:?}");
     }
 }

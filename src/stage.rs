@@ -65,7 +65,8 @@ pub struct ByteBuf {
     front: Front,
     /// Reused by `push_many`: each key's hash and inline form.
     hashes: Vec<(u64, [u8; INLINE])>,
-    pub bytes: usize,
+    /// Bytes staged in the partitions (the front table's are `front.bytes()`).
+    part_bytes: usize,
     compact_at: usize,
 }
 
@@ -82,7 +83,7 @@ impl Default for IntBuf {
 
 impl Default for ByteBuf {
     fn default() -> Self {
-        ByteBuf { arena: (0..PARTS).map(|_| Vec::new()).collect(), ents: (0..PARTS).map(|_| Vec::new()).collect(), front: Front::default(), hashes: Vec::new(), bytes: 0, compact_at: COMPACT_AT }
+        ByteBuf { arena: (0..PARTS).map(|_| Vec::new()).collect(), ents: (0..PARTS).map(|_| Vec::new()).collect(), front: Front::default(), hashes: Vec::new(), part_bytes: 0, compact_at: COMPACT_AT }
     }
 }
 
@@ -167,10 +168,7 @@ impl ByteBuf {
             let mut hashes = std::mem::take(&mut self.hashes);
             hashes.clear();
             hashes.extend((0..n).map(|i| digest(st, key(i))));
-            let before = self.front.bytes();
             done = self.front.add_batch(&hashes, &key, &count);
-            let after = self.front.bytes();
-            self.bytes = self.bytes + after - before.min(after);
             self.hashes = hashes;
         }
         for i in done..n {
@@ -185,7 +183,6 @@ impl ByteBuf {
     /// (the keys not moved stay in the front table, so nothing is lost).
     fn flush_front(&mut self) -> bool {
         let mut front = std::mem::take(&mut self.front);
-        self.bytes -= front.bytes().min(self.bytes);
         let mut ok = true;
         let mut rest: Vec<(u64, Vec<u8>, u64)> = Vec::new();
         front.each(|h, k, n| {
@@ -198,7 +195,6 @@ impl ByteBuf {
         for (h, k, n) in rest {
             let _ = front.add(h, &k, &digest(&hasher(), &k).1, n);
         }
-        self.bytes += front.bytes();
         self.front = front;
         ok
     }
@@ -210,17 +206,15 @@ impl ByteBuf {
             return true;
         }
         if self.front.on {
-            let before = self.front.bytes();
             if let Added::Yes = self.front.add(h, k, form, n) {
-                let after = self.front.bytes();
-                self.bytes = self.bytes + after - before.min(after);
                 return true;
             }
-            let ok = self.flush_front();
-            self.front.restart();
-            if !ok {
+            // Full: its keys go to the partitions, and it starts again empty (or stays off when
+            // the keys did not repeat enough to pay for it). Keys it could not move stay in it.
+            if !self.flush_front() {
                 return false;
             }
+            self.front.restart();
             if self.front.on {
                 return self.push_digested(h, form, k, n);
             }
@@ -229,6 +223,11 @@ impl ByteBuf {
     }
 
     /// Keys staged, the front table's included (a key may be counted more than once).
+    /// Bytes staged: the partitions' and the front table's.
+    pub fn bytes(&self) -> usize {
+        self.part_bytes + self.front.bytes()
+    }
+
     pub fn staged_keys(&self) -> usize {
         self.front.len + self.ents.iter().map(Vec::len).sum::<usize>()
     }
@@ -249,12 +248,12 @@ impl ByteBuf {
         }
         arena.extend_from_slice(k);
         self.ents[p].push((h, off as u32, k.len() as u32, n));
-        self.bytes += k.len() + 24;
+        self.part_bytes += k.len() + 24;
         true
     }
     /// Aggregate repeated keys in place once the buffer is large (see `COMPACT_AT`).
     pub fn maybe_compact(&mut self) {
-        if self.bytes < self.compact_at {
+        if self.part_bytes < self.compact_at {
             return;
         }
         let mut bytes = 0;
@@ -278,8 +277,8 @@ impl ByteBuf {
             bytes += new_arena.len() + self.ents[p].len() * 24;
             self.arena[p] = new_arena;
         }
-        self.compact_at = if bytes * 4 > self.bytes * 3 { usize::MAX } else { (bytes * 2).max(COMPACT_AT) };
-        self.bytes = bytes;
+        self.compact_at = if bytes * 4 > self.part_bytes * 3 { usize::MAX } else { (bytes * 2).max(COMPACT_AT) };
+        self.part_bytes = bytes;
     }
 
     pub fn drain_into(&mut self, c: &KeyCounter<Box<[u8]>>) {
@@ -293,7 +292,7 @@ impl ByteBuf {
             }
         }
         c.flush(&mut pend);
-        self.bytes = 0;
+        self.part_bytes = 0;
     }
 }
 
@@ -764,7 +763,7 @@ mod tests {
             assert!(b.push(&st, k.as_bytes(), 1 + (i % 2) as u64));
             b.maybe_compact();
         }
-        assert!(b.bytes <= COMPACT_AT && b.compact_at == COMPACT_AT, "{} bytes staged", b.bytes);
+        assert!(b.bytes() <= COMPACT_AT && b.compact_at == COMPACT_AT, "{} bytes staged", b.bytes());
         let c = count_bytes(&[b], 1);
         assert_eq!(c.distinct, 5000);
         // Odd i weigh 2: title-00001 (80 odd i) is the smallest key with the top count, 160.

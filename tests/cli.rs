@@ -503,3 +503,103 @@ fn page_reader_survives_damaged_chunks() {
         }
     }
 }
+
+/// Like `split_case`, with names of one length (`hot-000000`, `cld-000000`, 10 bytes) and
+/// `extra(rg)` rows added to each row group; written uncompressed, so that a dictionary value
+/// can be renamed in place.
+fn dup_case(path: &Path, extra: impl Fn(usize) -> Vec<(&'static str, usize)>) -> std::collections::HashMap<String, u64> {
+    let mut state = 0x853c_49e6_748f_ea9bu64;
+    let mut rnd = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut vals: Vec<String> = Vec::new();
+    let mut rgs = Vec::new();
+    for rg in 0..30 {
+        let start = vals.len();
+        for _ in 0..20_000 {
+            let u = rnd() % 1000;
+            // Hot values skewed toward hot-000000: the index is 60 x^3 for x uniform in [0, 1).
+            let x = (rnd() % 1_000_000) as f64 / 1e6;
+            // hot-000002 comes only from `extra`.
+            let i = match (60.0 * x * x * x) as u64 {
+                2 => 3,
+                i => i,
+            };
+            vals.push(if u < 300 { format!("cld-{:06}", 100 + rnd() % 200_000) } else { format!("hot-{i:06}") });
+        }
+        for (v, n) in extra(rg) {
+            vals.extend(std::iter::repeat_n(v.to_string(), n));
+        }
+        rgs.push(vals.len() - start);
+    }
+    let mut counts = std::collections::HashMap::new();
+    for v in &vals {
+        *counts.entry(v.clone()).or_insert(0) += 1;
+    }
+    // Row groups of exactly the rows written for each (`extra` varies their size).
+    let schema = Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new("k", arrow_schema::DataType::Utf8, false)]));
+    let props = WriterProperties::builder().set_compression(parquet::basic::Compression::UNCOMPRESSED).set_max_row_group_row_count(Some(1 << 20)).build();
+    let mut w = ArrowWriter::try_new(File::create(path).unwrap(), schema.clone(), Some(props)).unwrap();
+    let mut at = 0;
+    for n in rgs {
+        let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(vals[at..at + n].to_vec())) as ArrayRef]).unwrap();
+        w.write(&batch).unwrap();
+        w.flush().unwrap();
+        at += n;
+    }
+    w.close().unwrap();
+    counts
+}
+
+/// Rename every `from` in the file's bytes to `to` (same length): a dictionary holding `to`
+/// twice, as no common writer writes one.
+fn rename_in_place(path: &Path, from: &str, to: &str) {
+    let mut b = std::fs::read(path).unwrap();
+    let (f, t) = (from.as_bytes(), to.as_bytes());
+    let mut i = 0;
+    let mut n = 0;
+    while i + f.len() <= b.len() {
+        if &b[i..i + f.len()] == f {
+            b[i..i + f.len()].copy_from_slice(t);
+            n += 1;
+        }
+        i += 1;
+    }
+    assert!(n > 0);
+    std::fs::write(path, b).unwrap();
+}
+
+#[test]
+fn split_counts_see_a_value_repeated_in_a_dictionary() {
+    let dir = tempfile::tempdir().unwrap();
+    // A value with one row (light) in every row group renamed to a hot one: every dictionary
+    // repeats it (the first split dictionary of the file is checked). And hot-000002 heavy in
+    // row groups 0-19, light (one row) in 20-29, and repeated in 10-19 by a renamed value with
+    // 500 rows: heavy twice there, which would credit it for the row groups where it is light.
+    type Extra = fn(usize) -> Vec<(&'static str, usize)>;
+    let cases: [(&str, Extra, &str, &str); 2] = [
+        ("light.parquet", |_| vec![("cld-000007", 1), ("hot-000002", 500)], "cld-000007", "hot-000001"),
+        ("heavy.parquet", |rg| match rg {
+            0..10 => vec![("hot-000002", 500)],
+            10..20 => vec![("hot-000002", 500), ("cld-000008", 500)],
+            _ => vec![("hot-000002", 1)],
+        }, "cld-000008", "hot-000002"),
+    ];
+    for (name, extra, from, to) in cases {
+        let p = dir.path().join(name);
+        let counts = dup_case(&p, extra);
+        rename_in_place(&p, from, to);
+        let want = counts[from] + counts[to];
+        let p = p.to_str().unwrap();
+        for threads in ["1", "2"] {
+            let exact = json(&["keys", p, "-c", "k", "--threads", threads, "--exact-distinct"]);
+            let fast = json(&["keys", p, "-c", "k", "--threads", threads]);
+            let got = exact["columns"][0]["top"].as_array().unwrap().iter().find(|t| t["value"] == to).map(|t| t["count"].as_u64().unwrap());
+            assert_eq!(got, Some(want), "{name}: exact count of {to}");
+            assert_eq!(top_counts(&fast["columns"][0]), top_counts(&exact["columns"][0]), "{name} threads {threads}");
+        }
+    }
+}
