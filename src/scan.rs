@@ -115,11 +115,25 @@ pub fn scan(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>])
         .flat_map(|(f, file)| (0..file.meta.metadata().num_row_groups()).map(move |g| (f, g)))
         .collect();
 
+    // A one-column string or binary key is counted from its pages where the chunk allows it:
+    // each dictionary value is hashed once, with the rows its indices count (see `pages`).
+    let by_pages = spec.columns.len() == 1
+        && matches!(spec.columns[0].source, ColumnSource::Data { .. })
+        && matches!(types[0], KeyType::String | KeyType::Binary)
+        && std::env::var_os("SKEWJOIN_ARROW_ONLY").is_none();
     let parts: Vec<PartitionScan> = units
         .par_iter()
-        .map(|&(fi, g)| -> Result<PartitionScan> {
+        .map_init(crate::pages::Scratch::default, |scratch, &(fi, g)| -> Result<PartitionScan> {
             let file = &table.files[fi];
             let mut out = PartitionScan { rows: 0, null_rows: 0, null_partition_rows: vec![0; n as usize], partition_rows: vec![0; n as usize], key_rows: vec![0; keys.len()] };
+            if by_pages {
+                if let Lookup::Bytes(m) = &lookups[0] {
+                    if let Some(done) = scan_pages(file, g, &spec.columns[0].name, n, m, scratch, &mut out) {
+                        done?;
+                        return Ok(out);
+                    }
+                }
+            }
             let fields: Vec<usize> = spec
                 .columns
                 .iter()
@@ -270,6 +284,59 @@ pub fn scan(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>])
         total.key_rows.iter_mut().zip(&p.key_rows).for_each(|(a, b)| *a += b);
     }
     Ok(total)
+}
+
+/// One row group's key chunk counted from its pages into `out`; `None` when the chunk must be
+/// read through Arrow instead (nothing was counted then).
+fn scan_pages(file: &crate::source::DataFile, g: usize, name: &str, n: u32, m: &HashMap<Vec<u8>, u64>, scratch: &mut crate::pages::Scratch, out: &mut PartitionScan) -> Option<Result<()>> {
+    let schema = file.meta.parquet_schema();
+    let leaf = schema.columns().iter().position(|c| c.path().parts().len() == 1 && c.path().parts()[0] == name)?;
+    let descr = schema.column(leaf);
+    if !crate::pages::eligible(&descr) {
+        return None;
+    }
+    let f = match File::open(&file.path) {
+        Ok(f) => std::sync::Arc::new(f),
+        Err(e) => return Some(Err(Error::Io { path: file.path.clone(), source: e })),
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let rg = file.meta.metadata().row_group(g);
+    let rows = rg.num_rows().max(0) as usize;
+    struct Parts<'a> {
+        n: u32,
+        m: &'a HashMap<Vec<u8>, u64>,
+        out: &'a mut PartitionScan,
+    }
+    impl Parts<'_> {
+        #[inline]
+        fn add(&mut self, v: &[u8], rows: u64) {
+            self.out.partition_rows[pmod(hash_bytes(v, SPARK_SEED), self.n) as usize] += rows;
+            if !self.m.is_empty() {
+                let bits = self.m.get(v).copied().unwrap_or(0);
+                if bits != 0 {
+                    self.out.key_rows[bits.trailing_zeros() as usize] += rows;
+                }
+            }
+        }
+    }
+    impl crate::pages::Sink for Parts<'_> {
+        fn dict(&mut self, d: &crate::pages::Dict) {
+            for (v, rows) in d.used() {
+                self.add(v, rows as u64);
+            }
+        }
+        fn one(&mut self, v: &[u8], rows: u64) {
+            self.add(v, rows);
+        }
+    }
+    let mut sink = Parts { n, m, out };
+    let counted = crate::pages::count_chunk(&f, len, rg.column(leaf), &descr, rows, scratch, &mut sink)?;
+    let out = sink.out;
+    out.rows += rows as u64;
+    out.null_rows += counted.nulls;
+    // A NULL key leaves the hash at its seed, 42.
+    out.null_partition_rows[pmod(SPARK_SEED, n) as usize] += counted.nulls;
+    Some(Ok(()))
 }
 
 /// Sizes of a table from its footers, before any data is read.

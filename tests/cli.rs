@@ -603,3 +603,42 @@ fn split_counts_see_a_value_repeated_in_a_dictionary() {
         }
     }
 }
+
+/// `plan`'s pass over every row (rows per Spark partition, NULL rows, the hot values' rows)
+/// reads a string key from its pages; it must give what the Arrow reader gives, on v1 and v2
+/// pages, dictionaries that fall back to plain pages, NULLs and several row groups.
+#[test]
+fn plan_pass_from_pages_equals_the_arrow_pass() {
+    use parquet::file::properties::WriterVersion;
+    let dir = tempfile::tempdir().unwrap();
+    let n = 40_000;
+    let keys: Vec<Option<String>> = (0..n)
+        .map(|i| match i % 10 {
+            0..=2 => None,
+            3 | 4 => Some("hot".to_string()),
+            5 => Some("unknown".to_string()),
+            _ => Some(format!("k{}", (i * 7919) % if i < 20_000 { 300 } else { 9000 })),
+        })
+        .collect();
+    let right: Vec<Option<String>> = (0..300).map(|i| Some(format!("k{i}"))).chain([Some("hot".to_string()), None]).collect();
+    let r = dir.path().join("right.parquet");
+    write(&r, vec![("k", Arc::new(StringArray::from(right)) as ArrayRef)], 1000);
+    for (name, version, dict_limit) in [("v1.parquet", WriterVersion::PARQUET_1_0, 1 << 20), ("v2.parquet", WriterVersion::PARQUET_2_0, 1 << 20), ("plain.parquet", WriterVersion::PARQUET_1_0, 4096)] {
+        let p = dir.path().join(name);
+        let schema = Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new("k", arrow_schema::DataType::Utf8, true)]));
+        let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(keys.clone())) as ArrayRef]).unwrap();
+        let props = WriterProperties::builder().set_writer_version(version).set_dictionary_page_size_limit(dict_limit).set_data_page_row_count_limit(2000).set_max_row_group_row_count(Some(15_000)).build();
+        let mut w = ArrowWriter::try_new(File::create(&p).unwrap(), schema, Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        for how in ["left", "inner", "full"] {
+            let args = ["plan", "--left", p.to_str().unwrap(), "--right", r.to_str().unwrap(), "--on", "k", "--how", how, "--shuffle-partitions", "16", "--format", "json"];
+            let pages = skewjoin().args(args).output().unwrap();
+            let arrow = skewjoin().args(args).env("SKEWJOIN_ARROW_ONLY", "1").output().unwrap();
+            assert!(pages.status.success(), "{}", String::from_utf8_lossy(&pages.stderr));
+            assert_eq!(String::from_utf8_lossy(&pages.stdout), String::from_utf8_lossy(&arrow.stdout), "{name} {how}");
+            let j: Value = serde_json::from_slice(&pages.stdout).unwrap();
+            assert!(j["hot_keys"].as_array().unwrap().iter().any(|h| h["display"] == "'hot'" || h["value"] == "hot"), "{name} {how}: {}", j["hot_keys"]);
+        }
+    }
+}
