@@ -313,7 +313,7 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
                     let bounds = crate::split::Bounds::merge(splits);
                     // A few more than shown, to check that none left out could pass the last.
                     let listed = want.saturating_add(256);
-                    let s = stage::count_bytes(&bufs, listed);
+                    let s = stage::count_bytes(&mut bufs, listed);
                     let complete = s.top.len() as u64 == s.distinct;
                     if over || !bounds.certain(&s.top, want, complete) {
                         return Ok(None);
@@ -330,7 +330,7 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
                     bufs.iter_mut().for_each(|b| b.drain_into(&c));
                     c.summary(want)
                 } else {
-                    let s = stage::count_bytes(&bufs, want);
+                    let s = stage::count_bytes(&mut bufs, want);
                     crate::counter::Summary { top: s.top, distinct: s.distinct, exact: true, error: 0 }
                 };
                 drop(bufs);

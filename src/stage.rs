@@ -536,6 +536,23 @@ impl Front {
     }
 
     /// Rehash into `size` slots (a power of two), in one step.
+    /// Add every key of `other` (another thread's table); false, with `self` unchanged, when
+    /// the keys would not fit.
+    fn merge(&mut self, other: &Front) -> bool {
+        if !self.reserve(other.len) {
+            return false;
+        }
+        for s in other.slots.iter().filter(|s| s.count != 0) {
+            // The slot's bytes are its key's inline form (an arena offset in the first 4 bytes
+            // of a long key's, which `add_reserved` neither compares nor keeps).
+            let k = slot_key(s, &other.arena);
+            if let Added::Full = self.add_reserved(s.hash, k, &s.data, s.count) {
+                return false;
+            }
+        }
+        true
+    }
+
     fn grow_to(&mut self, size: usize) {
         let bigger = vec![Slot::default(); size];
         let old = std::mem::replace(&mut self.slots, bigger);
@@ -658,18 +675,26 @@ pub fn count_ints(bufs: &[IntBuf], want: usize) -> Counted<i64> {
     Counted { top: top_of(all.into_iter(), want), distinct }
 }
 
-pub fn count_bytes(bufs: &[ByteBuf], want: usize) -> Counted<Box<[u8]>> {
+pub fn count_bytes(bufs: &mut [ByteBuf], want: usize) -> Counted<Box<[u8]>> {
     if bufs.iter().all(|b| b.ents.iter().all(Vec::is_empty)) {
-        // Only front tables (each already aggregated): merge them in one table.
-        let n: usize = bufs.iter().map(|b| b.front.len).sum();
-        let mut t: HashTable<(u64, &[u8], u64)> = HashTable::with_capacity(n);
-        for b in bufs {
-            b.front.each(|h, k, c| add_bytes(&mut t, h, k, c));
+        // Only front tables (each already aggregated): merge them into the largest.
+        let Some(big) = (0..bufs.len()).max_by_key(|&i| bufs[i].front.len) else {
+            return Counted { top: Vec::new(), distinct: 0 };
+        };
+        let mut base = std::mem::take(&mut bufs[big].front);
+        let merged = bufs.iter().enumerate().filter(|&(i, _)| i != big).all(|(_, b)| base.merge(&b.front));
+        if merged {
+            let distinct = base.len as u64;
+            let mut top = TopK::new(want);
+            base.each(|_, k, c| top.push(k, c));
+            let top = top.into_sorted().into_iter().map(|(k, c)| (Box::from(k), c)).collect();
+            bufs[big].front = base;
+            return Counted { top, distinct };
         }
-        let distinct = t.len() as u64;
-        let top = top_of(t.into_iter().map(|(_, k, c)| (k, c)), want).into_iter().map(|(k, c)| (Box::from(k), c)).collect();
-        return Counted { top, distinct };
+        // Past the front table's size: count through the partitions below.
+        bufs[big].front = base;
     }
+    let bufs: &[ByteBuf] = bufs;
     // The front tables' keys, by partition, to be counted with the partitions' own.
     let mut fronts: Vec<Vec<(u64, &[u8], u64)>> = (0..PARTS).map(|_| Vec::new()).collect();
     for b in bufs {
@@ -729,7 +754,7 @@ mod tests {
         for s in ["a", "b", "a", "", "a"] {
             assert!(x.push(&st, s.as_bytes(), 1));
         }
-        let c = count_bytes(&[x], 10);
+        let c = count_bytes(&mut [x], 10);
         assert_eq!(c.distinct, 3);
         assert_eq!(c.top[0], (Box::from(&b"a"[..]), 3));
         assert_eq!(c.top[1], (Box::from(&b""[..]), 1));
@@ -764,7 +789,7 @@ mod tests {
             b.maybe_compact();
         }
         assert!(b.bytes() <= COMPACT_AT && b.compact_at == COMPACT_AT, "{} bytes staged", b.bytes());
-        let c = count_bytes(&[b], 1);
+        let c = count_bytes(&mut [b], 1);
         assert_eq!(c.distinct, 5000);
         // Odd i weigh 2: title-00001 (80 odd i) is the smallest key with the top count, 160.
         assert_eq!(c.top[0], (Box::from(&b"title-00001"[..]), 160));
@@ -815,7 +840,7 @@ mod tests {
             assert!(b.push(&st, &k, 1));
         }
         assert!(!b.front.on);
-        let c = count_bytes(&[a, b], usize::MAX);
+        let c = count_bytes(&mut [a, b], usize::MAX);
         assert_eq!(c.distinct as usize, want.len());
         let got: Map<Vec<u8>, u64> = c.top.into_iter().map(|(k, n)| (k.into_vec(), n)).collect();
         assert_eq!(got, want);
