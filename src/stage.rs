@@ -845,4 +845,26 @@ mod tests {
         let got: Map<Vec<u8>, u64> = c.top.into_iter().map(|(k, n)| (k.into_vec(), n)).collect();
         assert_eq!(got, want);
     }
+
+    /// Two threads' front tables merged in place: short (inline) and long (arena) keys, some
+    /// in both tables, some in one.
+    #[test]
+    fn front_tables_merge_exactly() {
+        use std::collections::HashMap as Map;
+        let st = hasher();
+        let mut want: Map<Vec<u8>, u64> = Map::new();
+        let mut a = ByteBuf::default();
+        let mut b = ByteBuf::default();
+        for i in 0..3000u64 {
+            let k = if i % 3 == 0 { format!("a-long-key-of-more-than-twelve-bytes-{}", i % 700) } else { format!("k{}", i % 900) }.into_bytes();
+            let (buf, n) = if i % 2 == 0 { (&mut a, 1) } else { (&mut b, 2) };
+            assert!(buf.push(&st, &k, n));
+            *want.entry(k).or_insert(0) += n;
+        }
+        assert!(a.ents.iter().chain(b.ents.iter()).all(Vec::is_empty));
+        let c = count_bytes(&mut [a, b], usize::MAX);
+        assert_eq!(c.distinct as usize, want.len());
+        let got: Map<Vec<u8>, u64> = c.top.into_iter().map(|(k, n)| (k.into_vec(), n)).collect();
+        assert_eq!(got, want);
+    }
 }
