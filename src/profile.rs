@@ -549,8 +549,19 @@ fn read_unit(
             let f = match &handle {
                 Some(f) => f.clone(),
                 None => {
-                    let f = Arc::new(File::open(&file.path).map_err(|e| Error::Io { path: file.path.clone(), source: e })?);
-                    file_len = f.metadata().map(|m| m.len()).unwrap_or(0);
+                    // The thread keeps the last file it opened: a file's row groups come in a run.
+                    let f = match &local.open {
+                        Some((i, f, len)) if *i == unit.file => {
+                            file_len = *len;
+                            f.clone()
+                        }
+                        _ => {
+                            let f = Arc::new(File::open(&file.path).map_err(|e| Error::Io { path: file.path.clone(), source: e })?);
+                            file_len = f.metadata().map(|m| m.len()).unwrap_or(0);
+                            local.open = Some((unit.file, f.clone(), file_len));
+                            f
+                        }
+                    };
                     handle = Some(f.clone());
                     f
                 }
@@ -808,6 +819,8 @@ struct Local<'a> {
     agg: Vec<HashMap<i64, u64>>,
     /// Buffers for reading column chunks page by page.
     scratch: crate::pages::Scratch,
+    /// The file this thread read last: (index, handle, length).
+    open: Option<(usize, Arc<File>, u64)>,
     /// Per job: whether its dictionary chunks are split, may be later, or never will be.
     split: Vec<SplitState>,
     /// The `want` most frequent values are asked for.
@@ -835,6 +848,7 @@ impl<'a> Local<'a> {
             raw_ints: vec![false; n],
             agg: (0..n).map(|_| HashMap::new()).collect(),
             scratch: Default::default(),
+            open: None,
             split: jobs.iter().map(|j| if j.split { SplitState::Exact } else { SplitState::Never }).collect(),
             want,
         }
