@@ -277,6 +277,18 @@ fn a_closed_pipe_is_not_an_error() {
 /// The page reader (dictionary indices counted straight from the pages) must count exactly
 /// what the Arrow reader counts: v1 and v2 data pages, dictionary pages that overflow into
 /// plain pages, NULLs, required columns, tiny pages.
+/// A page reader sink that adds up the rows it is given.
+struct Rows(u64);
+
+impl skewjoin::pages::Sink for Rows {
+    fn dict(&mut self, d: &skewjoin::pages::Dict) {
+        self.0 += d.used().map(|(_, n)| n as u64).sum::<u64>();
+    }
+    fn one(&mut self, _: &[u8], rows: u64) {
+        self.0 += rows;
+    }
+}
+
 #[test]
 fn page_reader_counts_what_arrow_counts() {
     use parquet::file::properties::WriterVersion;
@@ -331,15 +343,6 @@ fn page_reader_counts_what_arrow_counts() {
         let md = reader.metadata();
         let f = Arc::new(File::open(&p).unwrap());
         let len = f.metadata().unwrap().len();
-        struct Rows(u64);
-        impl skewjoin::pages::Sink for Rows {
-            fn dict(&mut self, d: &skewjoin::pages::Dict) {
-                self.0 += d.used().map(|(_, n)| n as u64).sum::<u64>();
-            }
-            fn one(&mut self, _: &[u8], rows: u64) {
-                self.0 += rows;
-            }
-        }
         let mut scratch = skewjoin::pages::Scratch::default();
         let (mut nulls, mut rows, mut refused) = (0, 0, 0);
         for rg in md.row_groups() {
@@ -472,15 +475,6 @@ fn page_reader_survives_damaged_chunks() {
         let md = SerializedFileReader::new(File::open(&p).unwrap()).unwrap().metadata().clone();
         let descr = md.file_metadata().schema_descr().column(0);
         let mut scratch = skewjoin::pages::Scratch::default();
-        struct Rows(u64);
-        impl skewjoin::pages::Sink for Rows {
-            fn dict(&mut self, d: &skewjoin::pages::Dict) {
-                self.0 += d.used().map(|(_, n)| n as u64).sum::<u64>();
-            }
-            fn one(&mut self, _: &[u8], rows: u64) {
-                self.0 += rows;
-            }
-        }
         let mut state = 0x9e37_79b9u64;
         for round in 0..400 {
             let rg = md.row_group(round % md.num_row_groups());
