@@ -167,6 +167,9 @@ struct Job {
     split: bool,
     /// The threads' splits, handed in when they finish.
     splits: std::sync::Mutex<Vec<crate::split::Split>>,
+    /// A thread's exact table may hold this many values before its chunks are split: 0 for a
+    /// sample, whose few row groups would otherwise be read mostly into the exact table.
+    switch_at: usize,
 }
 
 /// One row group of one file, maybe with a row selection.
@@ -214,7 +217,7 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
                 _ => Counter::Bytes(KeyCounter::new(budget)),
             };
             let split = split && matches!(plan, Plan::Bytes { .. });
-            Job { spec: spec.clone(), plan, counter, int_stage: Stage::new(budget), byte_stage: Stage::new(budget), nulls: AtomicU64::new(0), split, splits: Default::default() }
+            Job { spec: spec.clone(), plan, counter, int_stage: Stage::new(budget), byte_stage: Stage::new(budget), nulls: AtomicU64::new(0), split, splits: Default::default(), switch_at: if opts.sample.is_some() { 0 } else { crate::split::SWITCH_KEYS } }
         })
         .collect();
 
@@ -765,7 +768,7 @@ impl crate::pages::Sink for ChunkSink<'_, '_> {
             }
             state => {
                 // Decide before this chunk would take the exact table past its size.
-                if matches!(state, SplitState::Exact) && !local.over[j] && local.bytes[j].staged_keys() + dict.len() > crate::split::SWITCH_KEYS {
+                if matches!(state, SplitState::Exact) && !local.over[j] && local.bytes[j].staged_keys() + dict.len() > local.jobs[j].switch_at {
                     let mut counts: Vec<u32> = dict.used().map(|(_, n)| n).collect();
                     local.split[j] = match crate::split::Split::start(&mut counts, local.want) {
                         Some(s) => SplitState::On(s),
