@@ -8,6 +8,11 @@ by tool in each round, times the exact top-20 of each key and skewjoin's --sampl
 Markdown table: median wall seconds, peak RSS, the ratio to the faster peer. Every tool's top 20
 is checked against the others', and every sampled share against the exact one and its stated
 error. Peers are timed in-process (query only, after import), skewjoin as a whole process.
+
+With --scale K (default 10, 0 to skip) the string key is timed again on a K times larger table:
+K hard links of the file in bench/data/scale<K>/ (no extra disk), read as one table by every
+tool. A sample's cost is a fixed part (process start, footers, first buffers: about 5 ms here)
+plus its share of the row groups, so its speed-up over the exact count grows with the table.
 """
 import argparse
 import json
@@ -90,6 +95,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--sample", default="0.03")
     ap.add_argument("--bin", default=str(ROOT / "target" / "release" / "skewjoin"))
+    ap.add_argument("--scale", type=int, default=10)
     a = ap.parse_args()
     data = ROOT / "bench" / "data"
     data.mkdir(parents=True, exist_ok=True)
@@ -152,6 +158,8 @@ def main():
                     misses += 1
     checked = sum(min(10, len(c["top"])) for c in sample_checks)
 
+    scaled = scale_rounds(a, path, exact) if a.scale > 1 else None
+
     def med(col, tool):
         xs = results[(col, tool)]
         return statistics.median(s for s, _ in xs), max(m for _, m in xs)
@@ -185,7 +193,78 @@ def main():
         lines.append(line + ".")
     lines.append(f"Sample check: {checked - misses} of {checked} sampled top-10 shares within their stated 95% error "
                  f"(worst deviation {worst:.2f}x the stated error).")
+    if scaled:
+        lines += ["", *scaled]
     print("\n".join(lines))
+
+
+def scale_rounds(a, path, exact_top):
+    """Time title_id on a.scale hard links of the file read as one table; return table lines."""
+    d = path.parent / f"scale{a.scale}"
+    d.mkdir(exist_ok=True)
+    for i in range(a.scale):
+        link = d / f"part{i}.parquet"
+        if not link.exists():
+            try:
+                os.link(path, link)
+            except OSError as e:
+                print(f"--scale skipped: cannot hard-link {path} ({e})", file=sys.stderr)
+                return None
+    rows = a.rows * a.scale
+    glob = str(d / "*.parquet")
+    res = {}
+    checks = []
+    py = sys.executable
+    for r in range(a.runs):
+        for tool in ["skewjoin", "skewjoin-sample", "duckdb", "polars"]:
+            if tool.startswith("skewjoin"):
+                cmd = [a.bin, "keys", str(d), "--column", "title_id", "--top", "20", "--format", "json", "--quiet"]
+                if tool == "skewjoin-sample":
+                    cmd += ["--sample", a.sample, "--seed", str(r + 1)]
+                out, wall, rss = measure(cmd)
+                c = json.loads(out)["columns"][0]
+                assert c["rows"] == rows, (c["rows"], rows)
+                if tool == "skewjoin-sample":
+                    checks.append(c)
+                else:
+                    got = sorted(e["count"] for e in c["top"])
+                    want = sorted(n * a.scale for n in exact_top.values())
+                    assert got == want, f"scaled exact top differs: {got} {want}"
+                secs = wall
+            else:
+                out, wall, rss = measure([py, "-c", PEER, tool, glob, "title_id"])
+                j = json.loads(out.strip().splitlines()[-1])
+                got = sorted(c for _, c in j["top"])
+                assert got == sorted(n * a.scale for n in exact_top.values()), f"{tool} scaled top differs"
+                secs = j["seconds"]
+            res.setdefault(tool, []).append((secs, rss))
+        print(f"scale round {r + 1}/{a.runs} done", file=sys.stderr)
+    misses = checked = 0
+    for c in checks:
+        for e in c["top"][:10]:
+            k = norm_key(e["value"])
+            if k in exact_top:
+                checked += 1
+                misses += abs(e["share"] - exact_top[k] / a.rows) > e["share_error"]
+    m = {t: (statistics.median(s for s, _ in xs), max(x for _, x in xs)) for t, xs in res.items()}
+    sj, ss = m["skewjoin"][0], m["skewjoin-sample"][0]
+    best = min(m["duckdb"][0], m["polars"][0])
+    per = [res["skewjoin"][r][0] / res["skewjoin-sample"][r][0] for r in range(a.runs)]
+    return [f"Scaled: title_id over {a.scale} hard links of the file read as one table ({rows:,} rows, {a.scale * len_rg(path):,} row groups); median of {a.runs} alternating runs.",
+            "",
+            "| key | tool | seconds | peak RSS MB | skewjoin speed-up |",
+            "|---|---|---:|---:|---:|",
+            f"| title_id x{a.scale} | skewjoin exact | {sj:.3f} | {m['skewjoin'][1]:.0f} | {best / sj:.1f}x vs faster peer |",
+            f"| | duckdb | {m['duckdb'][0]:.3f} | {m['duckdb'][1]:.0f} | |",
+            f"| | polars | {m['polars'][0]:.3f} | {m['polars'][1]:.0f} | |",
+            f"| | skewjoin --sample {a.sample} | {ss:.3f} | {m['skewjoin-sample'][1]:.0f} | {sj / ss:.1f}x vs exact (rounds {min(per):.1f}-{max(per):.1f}x) |",
+            "",
+            f"Scaled sample check: {checked - misses} of {checked} sampled top-10 shares within their stated 95% error."]
+
+
+def len_rg(path):
+    import pyarrow.parquet as pq
+    return pq.ParquetFile(path).metadata.num_row_groups
 
 
 if __name__ == "__main__":

@@ -323,14 +323,34 @@ fn run_keys(a: KeysArgs) -> Result<String> {
     if !(a.hot_factor > 0.0) {
         return Err(Error::Usage("--hot-factor must be above 0".into()));
     }
-    // The rules compile while the footers are read.
-    let (classifier, table) = std::thread::scope(|scope| {
-        let rules = scope.spawn(|| Classifier::with_file(a.rules.as_deref()));
+    // The rules compile while the footers are read, and the built-in ones (which cannot fail)
+    // while the keys are counted too; a --rules file is checked before the count starts.
+    std::thread::scope(|scope| {
+        let handle = scope.spawn(|| Classifier::with_file(a.rules.as_deref()));
+        let join = |h: std::thread::ScopedJoinHandle<'_, Result<Classifier>>| {
+            h.join().unwrap_or_else(|_| Err(Error::Usage("internal error: the rules could not be compiled".into())))
+        };
         let table = Table::open(&a.tables);
-        let classifier = rules.join().unwrap_or_else(|_| Err(Error::Usage("internal error: the rules could not be compiled".into())));
-        (classifier, table)
-    });
-    let (classifier, table) = (classifier?, table?);
+        enum Rules<C, H> {
+            Ready(C),
+            Compiling(H),
+        }
+        let rules = if a.rules.is_some() || table.is_err() { Rules::Ready(join(handle)?) } else { Rules::Compiling(handle) };
+        let table = table?;
+        let profiles = count_keys(&a, &table);
+        // Joined on every path: a scope re-raises the panic of a thread nobody joined.
+        let classifier = match rules {
+            Rules::Ready(c) => Ok(c),
+            Rules::Compiling(h) => join(h),
+        };
+        let (profiles, classifier) = (profiles?, classifier?);
+        let rep = keys::report(profiles, &classifier, &KeysOptions { partitions: a.shuffle_partitions, hot_factor: a.hot_factor });
+        Ok(report::keys(&rep, a.format))
+    })
+}
+
+/// The key columns of `keys`, counted.
+fn count_keys(a: &KeysArgs, table: &Table) -> Result<Vec<profile::ColumnProfile>> {
     let specs = a
         .columns
         .iter()
@@ -344,9 +364,7 @@ fn run_keys(a: KeysArgs) -> Result<String> {
         })
         .collect::<Result<Vec<_>>>()?;
     let opts = ProfileOptions { top: a.top, sample: a.sample, seed: a.seed, memory: a.memory as usize, progress: !a.quiet, exact_distinct: a.exact_distinct };
-    let profiles = profile::profile(&table, &specs, &opts)?;
-    let rep = keys::report(profiles, &classifier, &KeysOptions { partitions: a.shuffle_partitions, hot_factor: a.hot_factor });
-    Ok(report::keys(&rep, a.format))
+    profile::profile(table, &specs, &opts)
 }
 
 /// The name a table goes by in SQL: the file stem, or the folder name.
