@@ -67,9 +67,13 @@ impl Split {
         if counts.len() <= HEAVY || want == 0 || want >= HEAVY {
             return None;
         }
-        counts.sort_unstable_by(|a, b| b.cmp(a));
+        // The HEAVY-th largest count, and the want-th largest (among the HEAVY before it),
+        // by selection rather than by sorting every count.
+        counts.select_nth_unstable_by(HEAVY - 1, |a, b| b.cmp(a));
         let t = counts[HEAVY - 1].max(2);
-        let nth = counts[want - 1];
+        let top = &mut counts[..HEAVY];
+        top.select_nth_unstable_by(want - 1, |a, b| b.cmp(a));
+        let nth = top[want - 1];
         if (nth as u64) <= 2 * (t as u64 - 1) {
             return None;
         }
@@ -83,10 +87,9 @@ impl Split {
     pub fn chunk(&mut self, st: &crate::stage::State, dict: &crate::pages::Dict, file: usize, buf: &mut ByteBuf) -> bool {
         if !self.checked.contains(&file) {
             self.checked.push(file);
-            let mut hashes: Vec<u64> = dict.used().map(|(k, _)| key_hash(st, k)).collect();
-            hashes.sort_unstable();
+            let hashes: Vec<u64> = dict.used().map(|(k, _)| key_hash(st, k)).collect();
             // A repeat (or two values of one 64-bit hash, which costs only the recount).
-            if hashes.windows(2).any(|w| w[0] == w[1]) {
+            if has_repeat(&hashes) {
                 self.failed = true;
             }
         }
@@ -122,6 +125,41 @@ impl Split {
         }
         ok
     }
+}
+
+/// Whether a value occurs twice in `hashes`, in linear time: the hashes are spread over about
+/// as many buckets as there are hashes by their top bits (one counting pass, one scatter
+/// pass), and only each bucket's few hashes are compared.
+fn has_repeat(hashes: &[u64]) -> bool {
+    let n = hashes.len();
+    if n < 2 {
+        return false;
+    }
+    let bits = (usize::BITS - (n - 1).leading_zeros()).clamp(1, 24);
+    let shift = 64 - bits;
+    let buckets = 1usize << bits;
+    let mut start = vec![0u32; buckets + 1];
+    for &h in hashes {
+        start[(h >> shift) as usize + 1] += 1;
+    }
+    for b in 0..buckets {
+        start[b + 1] += start[b];
+    }
+    let mut next = start.clone();
+    let mut spread = vec![0u64; n];
+    for &h in hashes {
+        let b = (h >> shift) as usize;
+        spread[next[b] as usize] = h;
+        next[b] += 1;
+    }
+    (0..buckets).any(|b| {
+        let group = &mut spread[start[b] as usize..start[b + 1] as usize];
+        if group.len() < 2 {
+            return false;
+        }
+        group.sort_unstable();
+        group.windows(2).any(|w| w[0] == w[1])
+    })
 }
 
 /// The threads' splits of one key, merged: the total slack and each value's total credit.
@@ -189,6 +227,45 @@ impl Bounds {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repeats_are_found_in_any_bucket() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for n in [0usize, 1, 2, 3, 100, 4097, 90_000] {
+            let mut v: Vec<u64> = (0..n).map(|_| next()).collect();
+            // Values that share their top bits, so that buckets hold more than one.
+            v.extend((0..n.min(50) as u64).map(|i| (7u64 << 60) | i));
+            assert!(!has_repeat(&v), "n {n}: no repeat");
+            if v.is_empty() {
+                continue;
+            }
+            for at in [0, v.len() / 2, v.len() - 1] {
+                let mut w = v.clone();
+                w.push(v[at]);
+                assert!(has_repeat(&w), "n {n}: the repeat of entry {at}");
+            }
+        }
+        assert!(has_repeat(&[0, 0]));
+        assert!(has_repeat(&[u64::MAX, 1, u64::MAX]));
+    }
+
+    #[test]
+    fn start_finds_the_heavy_threshold_by_selection() {
+        // 20 hot counts (10,001..10,020) among 980 counts 1..=980, shuffled: the 256th largest
+        // is 745, the 20th 10,001 and the 21st 980.
+        let base: Vec<u32> = (1..=980).map(|i| (i * 617) % 980 + 1).chain(10_001..=10_020).collect();
+        let shuffled: Vec<u32> = (0..base.len()).map(|i| base[(i * 389) % base.len()]).collect();
+        let s = Split::start(&mut shuffled.clone(), 20).expect("20 values far above the threshold");
+        assert_eq!(s.t, 745);
+        // The 21st (980) is not above 2 (t - 1) = 1488: no split.
+        assert!(Split::start(&mut shuffled.clone(), 21).is_none());
+    }
 
     fn top(v: &[(&str, u64)]) -> Vec<(Box<[u8]>, u64)> {
         v.iter().map(|(k, c)| (Box::from(k.as_bytes()), *c)).collect()
