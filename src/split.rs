@@ -4,7 +4,7 @@
 //! distinct value per row group: on a skewed key with many distinct values that is millions of
 //! entries, and adding each to an exact table of every value (too large for the CPU's cache)
 //! costs more than reading the column. So once a thread's exact table holds `SWITCH_KEYS`
-//! values, each further row group is split:
+//! values (a sample: from its first row group on), each further row group is split:
 //!
 //! - the *heavy* entries, those with at least `t` rows in the row group (about the 256 most
 //!   frequent of it), are added to the exact table as before;
