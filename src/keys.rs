@@ -26,6 +26,8 @@ pub struct ColumnReport {
     /// True when every count and the distinct count are exact (no sample, no memory bound hit).
     pub exact: bool,
     pub distinct_exact: bool,
+    /// True when the distinct count is a HyperLogLog estimate (of the sample, with a sample).
+    pub distinct_estimate: bool,
     /// True when every count is exact (the distinct count may still be an estimate).
     pub counts_exact: bool,
     /// Counts may be up to this many rows below the truth (0 when exact).
@@ -134,6 +136,7 @@ fn column_report(p: ColumnProfile, classifier: &Classifier, opts: &KeysOptions) 
         exact: p.counts_exact && p.distinct_exact,
         counts_exact: p.counts_exact,
         distinct_exact: p.distinct_exact,
+        distinct_estimate: p.distinct_estimate,
         count_error: p.count_error,
         shuffle_partitions: opts.partitions,
         sample: p.sample.clone(),

@@ -124,6 +124,9 @@ pub struct ColumnProfile {
     pub nulls: u64,
     pub distinct: u64,
     pub distinct_exact: bool,
+    /// The distinct count is a HyperLogLog estimate, not a count of the values read (with a
+    /// sample, `distinct_exact` is false either way: the sample's count is not the table's).
+    pub distinct_estimate: bool,
     pub counts_exact: bool,
     /// Counts may be up to this much below the truth (bounded-memory mode), 0 when exact.
     pub count_error: u64,
@@ -207,7 +210,7 @@ pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Resul
 /// One pass over the table; `None` when a split count (see `split`) could not prove its top.
 fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: bool) -> Result<Option<Vec<ColumnProfile>>> {
     let budget = opts.memory / specs.len().max(1);
-    let jobs: Vec<Job> = specs
+    let mut jobs: Vec<Job> = specs
         .iter()
         .map(|spec| {
             let plan = plan_for(spec);
@@ -217,7 +220,7 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
                 _ => Counter::Bytes(KeyCounter::new(budget)),
             };
             let split = split && matches!(plan, Plan::Bytes { .. });
-            Job { spec: spec.clone(), plan, counter, int_stage: Stage::new(budget), byte_stage: Stage::new(budget), nulls: AtomicU64::new(0), split, splits: Default::default(), switch_at: if opts.sample.is_some() { 0 } else { crate::split::SWITCH_KEYS } }
+            Job { spec: spec.clone(), plan, counter, int_stage: Stage::new(budget), byte_stage: Stage::new(budget), nulls: AtomicU64::new(0), split, splits: Default::default(), switch_at: crate::split::SWITCH_KEYS }
         })
         .collect();
 
@@ -243,6 +246,10 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
         .collect::<Vec<_>>();
 
     let (units, sample_info) = choose_units(table, opts);
+    if sample_info.is_some() {
+        // A sample's few row groups would otherwise be counted mostly into the exact table.
+        jobs.iter_mut().for_each(|j| j.switch_at = 0);
+    }
     let total_read: u64 = units.iter().map(|u| u.rows_read()).sum();
     let bar = progress_bar(opts.progress, total_read);
     let tally = opts.sample.is_some() && sample_info.is_some();
@@ -372,6 +379,7 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
                 }
             })
             .collect();
+        let distinct_estimate = !exact;
         let (nulls, distinct, distinct_exact) = match &sample_info {
             None => (nulls_read, distinct, exact),
             // From a sample, the distinct count is a lower bound: not an estimate of the table's.
@@ -384,6 +392,7 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
             nulls,
             distinct,
             distinct_exact,
+            distinct_estimate,
             counts_exact: counts_exact && sample_info.is_none(),
             count_error: error,
             top,

@@ -34,7 +34,11 @@ fn keys_table(report: &KeysReport) -> String {
             if c.distinct_exact {
                 ""
             } else if c.sample.is_some() {
-                " in the sample"
+                if c.distinct_estimate {
+                    " in the sample (estimate)"
+                } else {
+                    " in the sample"
+                }
             } else if c.counts_exact {
                 // Exact top counts, HyperLogLog distinct (see `split`).
                 " (estimate +-1.6%; exact with --exact-distinct)"

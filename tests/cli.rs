@@ -378,7 +378,7 @@ fn page_reader_counts_what_arrow_counts() {
 /// which dictionary chunks start to be split), the rest over 60 hot values h00..h59 with
 /// weights 1/(i+1). Where `light_hot(rg)`, the hot values have one row each and 100 filler
 /// values take their place: there the hot values are light, and no bound can see past that.
-fn split_case(path: &Path, groups: usize, light_hot: impl Fn(usize) -> bool) {
+fn split_case(path: &Path, groups: usize, cold: u64, light_hot: impl Fn(usize) -> bool) {
     let mut state = 0x2545_f491_4f6c_dd1du64;
     let mut rnd = move || {
         state ^= state << 13;
@@ -393,7 +393,7 @@ fn split_case(path: &Path, groups: usize, light_hot: impl Fn(usize) -> bool) {
         for r in 0..20_000 {
             let u = (rnd() % 1_000_000) as f64 / 1_000_000.0;
             if u < 0.3 {
-                vals.push(format!("cold-{:06}", rnd() % 200_000));
+                vals.push(format!("cold-{:06}", rnd() % cold));
             } else if light_hot(rg) {
                 vals.push(if r < 60 { format!("h{r:02}") } else { format!("filler-{}", rnd() % 100) });
             } else {
@@ -418,7 +418,7 @@ fn top_counts(c: &Value) -> Vec<(Value, u64)> {
 fn split_counts_give_the_exact_top_and_an_estimated_distinct() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("skewed.parquet");
-    split_case(&p, 30, |_| false);
+    split_case(&p, 30, 200_000, |_| false);
     let p = p.to_str().unwrap();
     for threads in ["1", "2"] {
         let fast = json(&["keys", p, "-c", "k", "--threads", threads]);
@@ -443,7 +443,7 @@ fn split_counts_that_cannot_prove_their_top_count_again_exactly() {
     // The hot values are rare in every third row group: where they are light, what they miss
     // is unknown, so the split count cannot be trusted and the column is counted again.
     let p = dir.path().join("gaps.parquet");
-    split_case(&p, 30, |rg| rg % 3 == 1);
+    split_case(&p, 30, 200_000, |rg| rg % 3 == 1);
     let p = p.to_str().unwrap();
     for threads in ["1", "2"] {
         let fast = json(&["keys", p, "-c", "k", "--threads", threads]);
@@ -456,13 +456,15 @@ fn split_counts_that_cannot_prove_their_top_count_again_exactly() {
 /// A sample splits its dictionary chunks from the first row group on (see `split`): its
 /// sampled counts, scaled counts, shares and error bounds are those of the sample counted
 /// with every value exact; where the split cannot prove its top, the sample is counted again.
+/// The cold values come from a pool of 2,000, so a thread's exact table never reaches the
+/// 16,384 values after which a full count starts splitting: the estimate shows the split ran.
 #[test]
 fn sampled_split_counts_equal_the_exact_sample() {
     let dir = tempfile::tempdir().unwrap();
     for (name, light_hot) in [("skewed", (|_| false) as fn(usize) -> bool), ("gaps", |rg| rg % 3 == 1)] {
         let p = dir.path().join(format!("{name}.parquet"));
         // 40 row groups: a sample of 25% reads 10 of them whole.
-        split_case(&p, 40, light_hot);
+        split_case(&p, 40, 2_000, light_hot);
         let p = p.to_str().unwrap();
         for threads in ["1", "2"] {
             let args = ["keys", p, "-c", "k", "--threads", threads, "--sample", "0.25", "--seed", "7"];
@@ -471,12 +473,24 @@ fn sampled_split_counts_equal_the_exact_sample() {
             let (f, e) = (&fast["columns"][0], &exact["columns"][0]);
             assert_eq!(f["sample"]["method"], "whole row groups", "{name}");
             assert_eq!(f["sample"]["row_groups_read"], 10, "{name}");
+            assert_eq!(e["distinct_estimate"], false, "{name}");
+            if name == "skewed" {
+                assert_eq!(f["distinct_estimate"], true, "{name}, threads {threads}: the sample was split");
+            } else {
+                // Hot values light in some sampled row groups: counted again, every value exact.
+                assert_eq!(fast, exact, "{name}, threads {threads}");
+            }
             assert_eq!(f["top"], e["top"], "{name}, threads {threads}");
             assert_eq!((f["rows"].clone(), f["nulls"].clone(), f["sample"].clone()), (e["rows"].clone(), e["nulls"].clone(), e["sample"].clone()));
             let (fd, ed) = (f["distinct"].as_f64().unwrap(), e["distinct"].as_f64().unwrap());
             assert!((fd - ed).abs() / ed < 0.03, "{name}: distinct {fd} against {ed}");
         }
     }
+    // The text says the sample's distinct count is an estimate.
+    let p = dir.path().join("skewed.parquet");
+    let out = skewjoin().args(["keys", p.to_str().unwrap(), "-c", "k", "--sample", "0.25", "--seed", "7"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().next().unwrap().ends_with("distinct in the sample (estimate)"), "{text}");
 }
 
 /// The page reader on damaged chunks: every single-byte change at 400 places of the string
