@@ -266,7 +266,26 @@ fn parse_size(s: &str) -> std::result::Result<u64, String> {
     skewjoin::size::parse_size(s)
 }
 
+/// glibc's malloc maps each buffer above 128 KB on its own and unmaps it when freed, grows its
+/// heaps a little at a time and gives freed memory back: each of those takes the process's
+/// memory-map lock for writing, and two threads reading footers or column chunks then wait on
+/// each other's page faults. Grow in large steps (address space only: pages are still touched
+/// one at a time) and keep freed memory for reuse. Opening 10 footers of 310 row groups: 8.4-9.1
+/// ms -> 5.7-6.3 ms; peak memory +15 MB with --exact-distinct (45 -> 60 MB), about +1 MB otherwise.
+fn tune_malloc() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets allocator parameters; called before any thread is started.
+    unsafe {
+        libc::mallopt(libc::M_TOP_PAD, 64 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 512 << 20);
+        // Buffers under 4 MB (column chunks, dictionaries, footers) from the heap, not each
+        // from its own mapping; larger tables still come zeroed from the kernel.
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 4 << 20);
+    }
+}
+
 fn main() -> ExitCode {
+    tune_malloc();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
