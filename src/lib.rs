@@ -26,3 +26,14 @@ pub mod value;
 pub mod verify;
 
 pub use error::{Error, Result};
+
+/// A seeded xorshift64 generator for the unit tests' data.
+#[cfg(test)]
+pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}

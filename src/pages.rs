@@ -58,6 +58,27 @@ pub struct Scratch {
     plain: HashMap<Vec<u8>, u64>,
 }
 
+/// The file a thread read last, kept open with its length: a file's row groups come in a run,
+/// so a thread mostly reads the same file again.
+#[derive(Default)]
+pub struct LastFile(Option<(usize, Arc<File>, u64)>);
+
+impl LastFile {
+    /// File number `index` at `path`, and its length: the one kept if it is that file, else
+    /// opened (and kept instead).
+    pub fn open(&mut self, index: usize, path: &std::path::Path) -> std::io::Result<(Arc<File>, u64)> {
+        if let Some((i, f, len)) = &self.0 {
+            if *i == index {
+                return Ok((f.clone(), *len));
+            }
+        }
+        let f = Arc::new(File::open(path)?);
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        self.0 = Some((index, f.clone(), len));
+        Ok((f, len))
+    }
+}
+
 /// A chunk's dictionary and the rows of each of its values (0 for a value not used).
 pub struct Dict<'a> {
     bytes: &'a [u8],
@@ -357,9 +378,6 @@ fn decompress(codec: Compression, body: &[u8], size: usize, out: &mut Vec<u8>) -
     let dst = &mut out[..size];
     let got = match codec {
         Compression::UNCOMPRESSED => {
-            if body.len() != size {
-                return None;
-            }
             dst.copy_from_slice(body);
             size
         }

@@ -7,7 +7,6 @@
 
 use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
@@ -170,9 +169,6 @@ struct Job {
     split: bool,
     /// The threads' splits, handed in when they finish.
     splits: std::sync::Mutex<Vec<crate::split::Split>>,
-    /// A thread's exact table may hold this many values before its chunks are split: 0 for a
-    /// sample, whose few row groups would otherwise be read mostly into the exact table.
-    switch_at: usize,
 }
 
 /// One row group of one file, maybe with a row selection.
@@ -210,7 +206,7 @@ pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Resul
 /// One pass over the table; `None` when a split count (see `split`) could not prove its top.
 fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: bool) -> Result<Option<Vec<ColumnProfile>>> {
     let budget = opts.memory / specs.len().max(1);
-    let mut jobs: Vec<Job> = specs
+    let jobs: Vec<Job> = specs
         .iter()
         .map(|spec| {
             let plan = plan_for(spec);
@@ -220,7 +216,7 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
                 _ => Counter::Bytes(KeyCounter::new(budget)),
             };
             let split = split && matches!(plan, Plan::Bytes { .. });
-            Job { spec: spec.clone(), plan, counter, int_stage: Stage::new(budget), byte_stage: Stage::new(budget), nulls: AtomicU64::new(0), split, splits: Default::default(), switch_at: crate::split::SWITCH_KEYS }
+            Job { spec: spec.clone(), plan, counter, int_stage: Stage::new(budget), byte_stage: Stage::new(budget), nulls: AtomicU64::new(0), split, splits: Default::default() }
         })
         .collect();
 
@@ -246,16 +242,15 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
         .collect::<Vec<_>>();
 
     let (units, sample_info) = choose_units(table, opts);
-    if sample_info.is_some() {
-        // A sample's few row groups would otherwise be counted mostly into the exact table.
-        jobs.iter_mut().for_each(|j| j.switch_at = 0);
-    }
+    // A thread's exact table may hold this many values before its chunks are split: none for
+    // a sample, whose few row groups would otherwise be counted mostly into that table.
+    let switch_at = if sample_info.is_some() { 0 } else { crate::split::SWITCH_KEYS };
     let total_read: u64 = units.iter().map(|u| u.rows_read()).sum();
     let bar = progress_bar(opts.progress, total_read);
     let tally = opts.sample.is_some() && sample_info.is_some();
 
     let want = if opts.top == 0 { usize::MAX } else { opts.top + 1 };
-    let locals: Vec<std::sync::Mutex<Local>> = (0..rayon::current_num_threads().max(1)).map(|_| std::sync::Mutex::new(Local::new(&jobs, want))).collect();
+    let locals: Vec<std::sync::Mutex<Local>> = (0..rayon::current_num_threads().max(1)).map(|_| std::sync::Mutex::new(Local::new(&jobs, want, switch_at))).collect();
     let tallies: Vec<Vec<UnitTally>> = std::thread::scope(|scope| {
         // Meanwhile, have the kernel read ahead what the units will read.
         scope.spawn(|| advise_units(table, &readers, &units));
@@ -549,8 +544,6 @@ fn read_unit(
     let mut done = vec![false; jobs.len()];
     if unit.selection.is_none() && std::env::var_os("SKEWJOIN_ARROW_ONLY").is_none() {
         let schema = meta.parquet_schema();
-        let mut handle: Option<Arc<File>> = None;
-        let mut file_len = 0u64;
         for (j, job) in jobs.iter().enumerate() {
             let Plan::Bytes { field } = &job.plan else { continue };
             let Some(leaf) = schema.columns().iter().position(|c| c.path().parts().len() == 1 && c.path().parts()[0] == *field) else { continue };
@@ -558,26 +551,7 @@ fn read_unit(
             if !crate::pages::eligible(&descr) {
                 continue;
             }
-            let f = match &handle {
-                Some(f) => f.clone(),
-                None => {
-                    // The thread keeps the last file it opened: a file's row groups come in a run.
-                    let f = match &local.open {
-                        Some((i, f, len)) if *i == unit.file => {
-                            file_len = *len;
-                            f.clone()
-                        }
-                        _ => {
-                            let f = Arc::new(File::open(&file.path).map_err(|e| Error::Io { path: file.path.clone(), source: e })?);
-                            file_len = f.metadata().map(|m| m.len()).unwrap_or(0);
-                            local.open = Some((unit.file, f.clone(), file_len));
-                            f
-                        }
-                    };
-                    handle = Some(f.clone());
-                    f
-                }
-            };
+            let (f, file_len) = local.open.open(unit.file, &file.path).map_err(|e| Error::Io { path: file.path.clone(), source: e })?;
             let chunk = meta.metadata().row_group(unit.row_group).column(leaf);
             let mut scratch = std::mem::take(&mut local.scratch);
             let min = unit.rows / 5000;
@@ -777,7 +751,7 @@ impl crate::pages::Sink for ChunkSink<'_, '_> {
             }
             state => {
                 // Decide before this chunk would take the exact table past its size.
-                if matches!(state, SplitState::Exact) && !local.over[j] && local.bytes[j].staged_keys() + dict.len() > local.jobs[j].switch_at {
+                if matches!(state, SplitState::Exact) && !local.over[j] && local.bytes[j].staged_keys() + dict.len() > local.switch_at {
                     let mut counts: Vec<u32> = dict.used().map(|(_, n)| n).collect();
                     local.split[j] = match crate::split::Split::start(&mut counts, local.want) {
                         Some(s) => SplitState::On(s),
@@ -831,12 +805,14 @@ struct Local<'a> {
     agg: Vec<HashMap<i64, u64>>,
     /// Buffers for reading column chunks page by page.
     scratch: crate::pages::Scratch,
-    /// The file this thread read last: (index, handle, length).
-    open: Option<(usize, Arc<File>, u64)>,
+    /// The file this thread read last, kept open.
+    open: crate::pages::LastFile,
     /// Per job: whether its dictionary chunks are split, may be later, or never will be.
     split: Vec<SplitState>,
     /// The `want` most frequent values are asked for.
     want: usize,
+    /// Dictionary chunks are split once the exact table would pass this many values.
+    switch_at: usize,
 }
 
 enum SplitState {
@@ -846,7 +822,7 @@ enum SplitState {
 }
 
 impl<'a> Local<'a> {
-    fn new(jobs: &'a [Job], want: usize) -> Self {
+    fn new(jobs: &'a [Job], want: usize, switch_at: usize) -> Self {
         let n = jobs.len();
         Local {
             jobs,
@@ -860,9 +836,10 @@ impl<'a> Local<'a> {
             raw_ints: vec![false; n],
             agg: (0..n).map(|_| HashMap::new()).collect(),
             scratch: Default::default(),
-            open: None,
+            open: Default::default(),
             split: jobs.iter().map(|j| if j.split { SplitState::Exact } else { SplitState::Never }).collect(),
             want,
+            switch_at,
         }
     }
 

@@ -123,12 +123,12 @@ pub fn scan(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>])
         && std::env::var_os("SKEWJOIN_ARROW_ONLY").is_none();
     let parts: Vec<PartitionScan> = units
         .par_iter()
-        .map_init(crate::pages::Scratch::default, |scratch, &(fi, g)| -> Result<PartitionScan> {
+        .map_init(<(crate::pages::Scratch, crate::pages::LastFile)>::default, |(scratch, last), &(fi, g)| -> Result<PartitionScan> {
             let file = &table.files[fi];
             let mut out = PartitionScan { rows: 0, null_rows: 0, null_partition_rows: vec![0; n as usize], partition_rows: vec![0; n as usize], key_rows: vec![0; keys.len()] };
             if by_pages {
                 if let Lookup::Bytes(m) = &lookups[0] {
-                    if let Some(done) = scan_pages(file, g, &spec.columns[0].name, n, m, scratch, &mut out) {
+                    if let Some(done) = scan_pages(file, fi, g, &spec.columns[0].name, n, m, scratch, last, &mut out) {
                         done?;
                         return Ok(out);
                     }
@@ -286,20 +286,30 @@ pub fn scan(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>])
     Ok(total)
 }
 
-/// One row group's key chunk counted from its pages into `out`; `None` when the chunk must be
-/// read through Arrow instead (nothing was counted then).
-fn scan_pages(file: &crate::source::DataFile, g: usize, name: &str, n: u32, m: &HashMap<Vec<u8>, u64>, scratch: &mut crate::pages::Scratch, out: &mut PartitionScan) -> Option<Result<()>> {
+/// One row group's key chunk (row group `g` of file number `fi`) counted from its pages into
+/// `out`; `None` when the chunk must be read through Arrow instead (nothing was counted then).
+#[allow(clippy::too_many_arguments)]
+fn scan_pages(
+    file: &crate::source::DataFile,
+    fi: usize,
+    g: usize,
+    name: &str,
+    n: u32,
+    m: &HashMap<Vec<u8>, u64>,
+    scratch: &mut crate::pages::Scratch,
+    last: &mut crate::pages::LastFile,
+    out: &mut PartitionScan,
+) -> Option<Result<()>> {
     let schema = file.meta.parquet_schema();
     let leaf = schema.columns().iter().position(|c| c.path().parts().len() == 1 && c.path().parts()[0] == name)?;
     let descr = schema.column(leaf);
     if !crate::pages::eligible(&descr) {
         return None;
     }
-    let f = match File::open(&file.path) {
-        Ok(f) => std::sync::Arc::new(f),
+    let (f, len) = match last.open(fi, &file.path) {
+        Ok(open) => open,
         Err(e) => return Some(Err(Error::Io { path: file.path.clone(), source: e })),
     };
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
     let rg = file.meta.metadata().row_group(g);
     let rows = rg.num_rows().max(0) as usize;
     struct Parts<'a> {

@@ -230,13 +230,7 @@ mod tests {
 
     #[test]
     fn repeats_are_found_in_any_bucket() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15);
         for n in [0usize, 1, 2, 3, 100, 4097, 90_000] {
             let mut v: Vec<u64> = (0..n).map(|_| next()).collect();
             // Values that share their top bits, so that buckets hold more than one.

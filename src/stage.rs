@@ -222,12 +222,12 @@ impl ByteBuf {
         self.push_hashed(h, k, n)
     }
 
-    /// Keys staged, the front table's included (a key may be counted more than once).
     /// Bytes staged: the partitions' and the front table's.
     pub fn bytes(&self) -> usize {
         self.part_bytes + self.front.bytes()
     }
 
+    /// Keys staged, the front table's included (a key may be counted more than once).
     pub fn staged_keys(&self) -> usize {
         self.front.len + self.ents.iter().map(Vec::len).sum::<usize>()
     }
@@ -535,11 +535,11 @@ impl Front {
         n
     }
 
-    /// Rehash into `size` slots (a power of two), in one step.
     /// Add every key of `other` (another thread's table); false, with `self` unchanged, when
     /// the keys would not fit.
     fn merge(&mut self, other: &Front) -> bool {
-        if !self.reserve(other.len) {
+        // Checked before anything is added: `other`'s long keys take at most its arena's bytes.
+        if self.arena.len() + other.arena.len() > u32::MAX as usize || !self.reserve(other.len) {
             return false;
         }
         for s in other.slots.iter().filter(|s| s.count != 0) {
@@ -553,6 +553,7 @@ impl Front {
         true
     }
 
+    /// Rehash into `size` slots (a power of two), in one step.
     fn grow_to(&mut self, size: usize) {
         let bigger = vec![Slot::default(); size];
         let old = std::mem::replace(&mut self.slots, bigger);
@@ -802,13 +803,7 @@ mod tests {
     fn byte_keys_count_exactly_through_the_front_table() {
         use std::collections::HashMap as Map;
         let st = hasher();
-        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15);
         let mut keys: Vec<Vec<u8>> = Vec::new();
         for len in 0..=40usize {
             for _ in 0..20 {

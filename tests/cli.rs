@@ -373,19 +373,23 @@ fn page_reader_counts_what_arrow_counts() {
     }
 }
 
+/// A seeded xorshift64 generator: the tests' data is random but the same on every run.
+fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 /// A string key of 30 row groups of 20,000 rows: 30% of each row group spread over 200,000
 /// cold values (about 5,900 distinct per row group, so a thread's table passes the 16,384 at
 /// which dictionary chunks start to be split), the rest over 60 hot values h00..h59 with
 /// weights 1/(i+1). Where `light_hot(rg)`, the hot values have one row each and 100 filler
 /// values take their place: there the hot values are light, and no bound can see past that.
 fn split_case(path: &Path, groups: usize, cold: u64, light_hot: impl Fn(usize) -> bool) {
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut rnd = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut rnd = xorshift(0x2545_f491_4f6c_dd1d);
     let weights: Vec<f64> = (0..60).map(|i| 1.0 / (i as f64 + 1.0)).collect();
     let total: f64 = weights.iter().sum();
     let mut vals: Vec<String> = Vec::new();
@@ -515,15 +519,13 @@ fn page_reader_survives_damaged_chunks() {
         let md = SerializedFileReader::new(File::open(&p).unwrap()).unwrap().metadata().clone();
         let descr = md.file_metadata().schema_descr().column(0);
         let mut scratch = skewjoin::pages::Scratch::default();
-        let mut state = 0x9e37_79b9u64;
+        let mut rnd = xorshift(0x9e37_79b9);
         for round in 0..400 {
             let rg = md.row_group(round % md.num_row_groups());
             let c = rg.column(0);
             let start = c.dictionary_page_offset().unwrap_or(c.data_page_offset()) as usize;
             let len = c.compressed_size() as usize;
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
+            let state = rnd();
             let at = start + (state as usize % len);
             let mut bad = good.clone();
             bad[at] ^= 1 << (state >> 32) % 8;
@@ -542,13 +544,7 @@ fn page_reader_survives_damaged_chunks() {
 /// `extra(rg)` rows added to each row group; written uncompressed, so that a dictionary value
 /// can be renamed in place.
 fn dup_case(path: &Path, extra: impl Fn(usize) -> Vec<(&'static str, usize)>) -> std::collections::HashMap<String, u64> {
-    let mut state = 0x853c_49e6_748f_ea9bu64;
-    let mut rnd = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut rnd = xorshift(0x853c_49e6_748f_ea9b);
     let mut vals: Vec<String> = Vec::new();
     let mut rgs = Vec::new();
     for rg in 0..30 {
