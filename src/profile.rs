@@ -190,6 +190,8 @@ impl Unit {
 struct UnitTally {
     rows: u64,
     table_rows: u64,
+    /// NULL rows of a single-column key.
+    nulls: u64,
     counts: HashMap<Vec<u8>, u64>,
 }
 
@@ -438,17 +440,18 @@ fn choose_units(table: &Table, opts: &ProfileOptions) -> (Vec<Unit>, Option<Samp
     }
     let mut rng = rand::rngs::SmallRng::seed_from_u64(opts.seed);
     let groups = all.len();
-    let avg = total / groups.max(1) as u64;
-    // Whole row groups (cheap: the others are never read) when there are at least 32 and the
-    // sample spans at least 4; otherwise random 512-row runs from every row group (the pages
-    // are still decompressed, so this saves less time).
-    if groups >= 32 && target / avg.max(1) >= 4 {
+    // Whole row groups (cheap: the others are never read) when there are at least 32: at
+    // least MIN_GROUPS of them, so that their spread gives an error bound, even when fewer
+    // would hold the rows asked for (the fraction read is reported). Otherwise random 512-row
+    // runs from every row group, whose pages are still all read and decompressed.
+    const MIN_GROUPS: u64 = 4;
+    if groups >= 32 {
         let mut order: Vec<usize> = (0..groups).collect();
         order.shuffle(&mut rng);
         let mut picked = Vec::new();
         let mut rows = 0;
         for i in order {
-            if rows >= target {
+            if rows >= target && picked.len() as u64 >= MIN_GROUPS {
                 break;
             }
             rows += all[i].rows;
@@ -539,7 +542,10 @@ fn read_unit(
     tally: bool,
     bar: &indicatif::ProgressBar,
 ) -> Result<Vec<UnitTally>> {
-    let mut tallies: Vec<UnitTally> = jobs.iter().map(|_| UnitTally { rows: unit.rows_read(), table_rows: unit.rows, counts: HashMap::new() }).collect();
+    let mut tallies: Vec<UnitTally> = jobs.iter().map(|_| UnitTally { rows: unit.rows_read(), table_rows: unit.rows, nulls: 0, counts: HashMap::new() }).collect();
+    // This unit's NULL rows per job, added to the job's when the unit is done (a failed unit
+    // fails the whole count).
+    let unit_nulls: Vec<AtomicU64> = jobs.iter().map(|_| AtomicU64::new(0)).collect();
     // String and binary keys straight from their pages where the chunk allows it (see `pages`).
     let mut done = vec![false; jobs.len()];
     if unit.selection.is_none() && std::env::var_os("SKEWJOIN_ARROW_ONLY").is_none() {
@@ -559,7 +565,7 @@ fn read_unit(
             let counted = crate::pages::count_chunk(&f, file_len, chunk, &descr, unit.rows as usize, &mut scratch, &mut sink);
             local.scratch = scratch;
             if let Some(counted) = counted {
-                job.nulls.fetch_add(counted.nulls, Ordering::Relaxed);
+                unit_nulls[j].fetch_add(counted.nulls, Ordering::Relaxed);
                 local.settle(j);
                 done[j] = true;
             }
@@ -610,7 +616,7 @@ fn read_unit(
                 }
                 local.agg[j] = agg;
                 local.settle(j);
-                job.nulls.fetch_add(nulls, Ordering::Relaxed);
+                unit_nulls[j].fetch_add(nulls, Ordering::Relaxed);
             }
             (Plan::Wide { field }, Counter::Wide(c), Pend::Wide(p)) => {
                 let mut nulls = 0;
@@ -624,18 +630,18 @@ fn read_unit(
                     None => nulls += 1,
                 })
                 .map_err(|m| Error::bad_file(&file.path, format!("column {field}: {m}")))?;
-                job.nulls.fetch_add(nulls, Ordering::Relaxed);
+                unit_nulls[j].fetch_add(nulls, Ordering::Relaxed);
             }
             (Plan::Bytes { field }, Counter::Bytes(_), _) => {
                 let array = col(field)?;
-                let nulls = if dicts[j].try_add(array, local, j, &job.nulls, local_tally.as_deref_mut()) {
+                let nulls = if dicts[j].try_add(array, local, j, &unit_nulls[j], local_tally.as_deref_mut()) {
                     0
                 } else {
-                    dicts[j].flush(local, j, &job.nulls, local_tally.as_deref_mut());
+                    dicts[j].flush(local, j, &unit_nulls[j], local_tally.as_deref_mut());
                     count_bytes(array, local, j, local_tally.as_deref_mut()).map_err(|m| Error::bad_file(&file.path, format!("column {field}: {m}")))?
                 };
                 local.settle(j);
-                job.nulls.fetch_add(nulls, Ordering::Relaxed);
+                unit_nulls[j].fetch_add(nulls, Ordering::Relaxed);
             }
             (Plan::Encoded { parts }, Counter::Bytes(_), _) => {
                 let mut cols: Vec<Atoms> = Vec::new();
@@ -647,7 +653,7 @@ fn read_unit(
                 }
                 let nulls = count_encoded(&cols, batch_rows, local, j, local_tally.as_deref_mut());
                 local.settle(j);
-                job.nulls.fetch_add(nulls, Ordering::Relaxed);
+                unit_nulls[j].fetch_add(nulls, Ordering::Relaxed);
             }
             _ => return Err(Error::Usage(format!("internal error: no counter for key {}", job.spec.name()))),
         }
@@ -704,9 +710,14 @@ fn read_unit(
             (Counter::Int(_) | Counter::Wide(_), _) => {}
             (Counter::Bytes(_), _) => {
                 let t = if tally { Some(&mut tallies[j].counts) } else { None };
-                dicts[j].flush(local, j, &job.nulls, t);
+                dicts[j].flush(local, j, &unit_nulls[j], t);
             }
         }
+    }
+    for (j, job) in jobs.iter().enumerate() {
+        let n = unit_nulls[j].load(Ordering::Relaxed);
+        job.nulls.fetch_add(n, Ordering::Relaxed);
+        tallies[j].nulls = n;
     }
     if tally {
         for t in tallies.iter_mut() {
@@ -1330,28 +1341,27 @@ pub(crate) fn each_bytes<'a>(a: &'a ArrayRef, f: &mut dyn FnMut(Option<&'a [u8]>
 /// by row group for row selections).
 fn share_error(key: &[Value], types: &[KeyType], tallies: &[&UnitTally], share: f64, info: &SampleInfo, n: u64) -> f64 {
     let enc = tally_key(key, types);
+    // A single-column NULL is tallied apart, as each unit's NULL rows.
     let count_in = |t: &UnitTally| -> f64 {
         match &enc {
             Some(k) => t.counts.get(k).copied().unwrap_or(0) as f64,
-            None => 0.0,
+            None => t.nulls as f64,
         }
     };
     let n = n.max(1) as f64;
     let binomial = (share * (1.0 - share) / n).sqrt();
-    let is_null_single = key.len() == 1 && key[0].is_null();
-    let se = if is_null_single {
-        binomial
-    } else if info.method.starts_with("whole") {
+    if info.method.starts_with("whole") {
         let m = tallies.len() as f64;
         if m < 2.0 {
-            binomial
-        } else {
-            let nbar = n / m;
-            let ss: f64 = tallies.iter().map(|t| (count_in(t) - share * t.rows as f64).powi(2)).sum();
-            let fpc = 1.0 - info.row_groups_read as f64 / info.row_groups_total.max(1) as f64;
-            (fpc.max(0.0) * ss / (m - 1.0) / (m * nbar * nbar)).sqrt().max(binomial)
+            return 1.96 * binomial;
         }
-    } else {
+        let nbar = n / m;
+        let ss: f64 = tallies.iter().map(|t| (count_in(t) - share * t.rows as f64).powi(2)).sum();
+        let fpc = 1.0 - info.row_groups_read as f64 / info.row_groups_total.max(1) as f64;
+        // The spread of m row groups, so Student's t with m - 1 degrees of freedom.
+        return t975(tallies.len() - 1) * (fpc.max(0.0) * ss / (m - 1.0) / (m * nbar * nbar)).sqrt().max(binomial);
+    }
+    let se = {
         let total: f64 = tallies.iter().map(|t| t.table_rows as f64).sum::<f64>().max(1.0);
         let var: f64 = tallies
             .iter()
@@ -1366,6 +1376,24 @@ fn share_error(key: &[Value], types: &[KeyType], tallies: &[&UnitTally], share: 
         var.sqrt().max(binomial)
     };
     1.96 * se
+}
+
+/// The 97.5% quantile of Student's t with `df` degrees of freedom (the half-width of a 95%
+/// interval in standard errors): a table to 30, then the Cornish-Fisher expansion (within
+/// 0.001 of the exact value there).
+fn t975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110,
+        2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::INFINITY,
+        1..=30 => T[df - 1],
+        _ => {
+            let (z, d) = (1.959964f64, df as f64);
+            z + (z.powi(3) + z) / (4.0 * d) + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * d * d)
+        }
+    }
 }
 
 /// The key as the per-unit tallies store it (None for a single NULL, which is tallied apart).
@@ -1384,4 +1412,23 @@ fn tally_key(key: &[Value], types: &[KeyType]) -> Option<Vec<u8>> {
         encode_atom(&atom_of(v, *t), &mut buf);
     }
     Some(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::t975;
+
+    #[test]
+    fn student_t_quantiles() {
+        // Exact values (R's qt(0.975, df)) and the normal limit.
+        for (df, want) in [(1, 12.7062), (3, 3.1824), (9, 2.2622), (30, 2.0423), (31, 2.0395), (40, 2.0211), (60, 2.0003), (120, 1.9799), (1000, 1.9623)] {
+            assert!((t975(df) - want).abs() < 1e-3, "df {df}: {} vs {want}", t975(df));
+        }
+        assert!(t975(0).is_infinite());
+        assert!((t975(1_000_000) - 1.95997).abs() < 1e-4);
+        // Never below the normal quantile, and falling with df.
+        for df in 1..500 {
+            assert!(t975(df + 1) < t975(df) && t975(df + 1) > 1.959);
+        }
+    }
 }

@@ -184,6 +184,50 @@ fn sample_reports_shares_with_error_bounds() {
 }
 
 #[test]
+fn small_samples_read_at_least_four_whole_row_groups() {
+    // 40 row groups of 1,000 rows: 1% is 400 rows, less than one row group. It reads 4 whole
+    // row groups (not every row group in 512-row runs, which costs more than the exact count).
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("forty.parquet");
+    let k: Vec<Option<&str>> = (0..40_000).map(|i| if i % 3 == 0 { None } else if i % 3 == 1 { Some("hot") } else { Some("cold") }).collect();
+    write(&p, vec![("k", Arc::new(StringArray::from(k)) as ArrayRef)], 1000);
+    for sample in ["0.01", "400", "3000"] {
+        let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--sample", sample]);
+        let info = &j["columns"][0]["sample"];
+        assert_eq!(info["method"], "whole row groups", "{sample}");
+        assert_eq!(info["row_groups_read"], 4, "{sample}");
+        assert_eq!(info["rows_read"], 4000, "{sample}");
+        assert!((info["fraction"].as_f64().unwrap() - 0.1).abs() < 1e-12);
+    }
+    // 5,000 rows need 5 row groups.
+    let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--sample", "5000"]);
+    assert_eq!(j["columns"][0]["sample"]["row_groups_read"], 5);
+}
+
+#[test]
+fn clustered_nulls_get_the_spread_of_the_row_groups() {
+    // The NULLs fill 20 of 64 row groups (a client release that dropped the key): a sample of
+    // whole row groups estimates their share from how many of those it drew, so the interval
+    // must be as wide as that spread, not the binomial one of independent rows (+-0.7%).
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("clustered.parquet");
+    let k: Vec<Option<i64>> = (0..64_000).map(|i| if i < 20_000 { None } else { Some(i % 7) }).collect();
+    write(&p, vec![("k", Arc::new(Int64Array::from(k)) as ArrayRef)], 1000);
+    let truth = 20.0 / 64.0;
+    let mut inside = 0;
+    for seed in 0..20 {
+        let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--sample", "0.25", "--seed", &seed.to_string()]);
+        let c = &j["columns"][0];
+        assert_eq!(c["sample"]["row_groups_read"], 16);
+        let null = c["top"].as_array().unwrap().iter().find(|t| t["value"].is_null()).unwrap();
+        let (share, err) = (null["share"].as_f64().unwrap(), null["share_error"].as_f64().unwrap());
+        assert!(err > 0.1 || share == 0.0 || share == 1.0, "seed {seed}: NULL share {share} +- {err}");
+        inside += ((share - truth).abs() <= err) as usize;
+    }
+    assert!(inside >= 18, "{inside} of 20 intervals hold the NULL share");
+}
+
+#[test]
 fn bounded_memory_says_counts_are_bounds() {
     let dir = tempfile::tempdir().unwrap();
     let n = 300_000i64;
