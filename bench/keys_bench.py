@@ -1,17 +1,18 @@
 """Benchmark `skewjoin keys` against DuckDB and Polars on the same 40M-row file.
 
-    .venv/bin/python bench/keys_bench.py [--rows 40000000] [--runs 5] [--bin target/release/skewjoin]
+    .venv/bin/python bench/keys_bench.py [--rows 40000000] [--runs 5] [--sample 0.03,0.01]
+                                         [--scale 10] [--bin target/release/skewjoin]
 
 Writes bench/data/events_<rows>.parquet once (a Zipf-like dictionary string key `title_id` with
 31% NULL, a ~20M-distinct int64 key `user_id`, plus event_id and hours), then, alternating tool
-by tool in each round, times the exact top-20 of each key and skewjoin's --sample, and prints a
+by tool in each round, times the exact top-20 of each key and skewjoin's --sample at each fraction, and prints a
 Markdown table: median wall seconds, peak RSS, the ratio to the faster peer. Every tool's top 20
 is checked against the others', and every sampled share against the exact one and its stated
 error. Peers are timed in-process (query only, after import), skewjoin as a whole process.
 
 With --scale K (default 10, 0 to skip) the string key is timed again on a K times larger table:
 K hard links of the file in bench/data/scale<K>/ (no extra disk), read as one table by every
-tool. A sample's cost is a fixed part (process start, footers, first buffers: about 5 ms here)
+tool. A sample's cost is a fixed part (process start and exit, footers, first buffers: about 4 ms here)
 plus its share of the row groups, so its speed-up over the exact count grows with the table.
 """
 import argparse
@@ -93,10 +94,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=40_000_000)
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--sample", default="0.03")
+    ap.add_argument("--sample", default="0.03,0.01", help="sample fractions or row counts, comma-separated")
     ap.add_argument("--bin", default=str(ROOT / "target" / "release" / "skewjoin"))
     ap.add_argument("--scale", type=int, default=10)
     a = ap.parse_args()
+    a.samples = [x.strip() for x in a.sample.split(",") if x.strip()]
+    samplers = [f"skewjoin-sample:{x}" for x in a.samples]
     data = ROOT / "bench" / "data"
     data.mkdir(parents=True, exist_ok=True)
     path = data / f"events_{a.rows}.parquet"
@@ -110,31 +113,33 @@ def main():
     tops = {}
     distinct = {}  # (key, skewjoin tool) -> (distinct, exact?)
     sample_checks = []
+    sampled_info = {}  # sampler -> the sample of its first round (rows, row groups read)
     py = sys.executable
     for r in range(a.runs):
         for col in ["title_id", "user_id"]:
-            for tool in ["skewjoin", "duckdb", "polars", "skewjoin-sample", "skewjoin-exact-distinct"]:
-                if tool in ("skewjoin-sample", "skewjoin-exact-distinct") and col != "title_id":
+            for tool in ["skewjoin", "duckdb", "polars", *samplers, "skewjoin-exact-distinct"]:
+                if (tool in samplers or tool == "skewjoin-exact-distinct") and col != "title_id":
                     continue
                 if tool.startswith("skewjoin"):
                     cmd = [a.bin, "keys", str(path), "--column", col, "--top", "20", "--format", "json", "--quiet"]
-                    if tool == "skewjoin-sample":
-                        cmd += ["--sample", a.sample, "--seed", str(r + 1)]
+                    if tool in samplers:
+                        cmd += ["--sample", tool.split(":", 1)[1], "--seed", str(r + 1)]
                     if tool == "skewjoin-exact-distinct":
                         cmd += ["--exact-distinct"]
                     out, wall, rss = measure(cmd)
                     c = json.loads(out)["columns"][0]
                     top = [[e["value"], e["count"]] for e in c["top"]]
                     secs = wall
-                    if tool == "skewjoin-sample":
+                    if tool in samplers:
                         sample_checks.append(c)
+                        sampled_info.setdefault(tool, c["sample"])
                     distinct[(col, tool)] = (c["distinct"], c["distinct_exact"])
                 else:
                     out, wall, rss = measure([py, "-c", PEER, tool, str(path), col])
                     j = json.loads(out.strip().splitlines()[-1])
                     top, secs = j["top"], j["seconds"]
                 results.setdefault((col, tool), []).append((secs, rss))
-                if tool not in ("skewjoin-sample",):
+                if tool not in samplers:
                     tops[(col, tool)] = sorted((norm_key(k), c) for k, c in top)
             print(f"round {r + 1}/{a.runs} {col} done", file=sys.stderr)
 
@@ -181,8 +186,12 @@ def main():
         if col == "title_id":
             es, em = med(col, "skewjoin-exact-distinct")
             lines.append(f"| | skewjoin --exact-distinct | {es:.3f} | {em:.0f} | {best / es:.1f}x vs faster peer |")
-            ss, sm = med(col, "skewjoin-sample")
-            lines.append(f"| | skewjoin --sample {a.sample} | {ss:.3f} | {sm:.0f} | {sj / ss:.1f}x vs exact |")
+            for t in samplers:
+                ss, sm = med(col, t)
+                per = [results[(col, "skewjoin")][r][0] / results[(col, t)][r][0] for r in range(a.runs)]
+                info = sampled_info[t]
+                lines.append(f"| | skewjoin --sample {t.split(':', 1)[1]} ({info['row_groups_read']} of {info['row_groups_total']} row groups, "
+                             f"{100 * info['fraction']:.1f}%) | {ss:.3f} | {sm:.0f} | {sj / ss:.1f}x vs exact (rounds {min(per):.1f}-{max(per):.1f}x) |")
     lines.append("")
     for col in ["title_id", "user_id"]:
         d, ex = distinct[(col, "skewjoin")]
@@ -214,18 +223,21 @@ def scale_rounds(a, path, exact_top):
     glob = str(d / "*.parquet")
     res = {}
     checks = []
+    infos = {}
     py = sys.executable
     for r in range(a.runs):
-        for tool in ["skewjoin", "skewjoin-sample", "duckdb", "polars"]:
+        samplers = [f"skewjoin-sample:{x}" for x in a.samples]
+        for tool in ["skewjoin", *samplers, "duckdb", "polars"]:
             if tool.startswith("skewjoin"):
                 cmd = [a.bin, "keys", str(d), "--column", "title_id", "--top", "20", "--format", "json", "--quiet"]
-                if tool == "skewjoin-sample":
-                    cmd += ["--sample", a.sample, "--seed", str(r + 1)]
+                if tool in samplers:
+                    cmd += ["--sample", tool.split(":", 1)[1], "--seed", str(r + 1)]
                 out, wall, rss = measure(cmd)
                 c = json.loads(out)["columns"][0]
                 assert c["rows"] == rows, (c["rows"], rows)
-                if tool == "skewjoin-sample":
+                if tool in samplers:
                     checks.append(c)
+                    infos.setdefault(tool, c["sample"])
                 else:
                     got = sorted(e["count"] for e in c["top"])
                     want = sorted(n * a.scale for n in exact_top.values())
@@ -247,9 +259,15 @@ def scale_rounds(a, path, exact_top):
                 checked += 1
                 misses += abs(e["share"] - exact_top[k] / a.rows) > e["share_error"]
     m = {t: (statistics.median(s for s, _ in xs), max(x for _, x in xs)) for t, xs in res.items()}
-    sj, ss = m["skewjoin"][0], m["skewjoin-sample"][0]
+    sj = m["skewjoin"][0]
     best = min(m["duckdb"][0], m["polars"][0])
-    per = [res["skewjoin"][r][0] / res["skewjoin-sample"][r][0] for r in range(a.runs)]
+    sample_lines = []
+    for t in [f"skewjoin-sample:{x}" for x in a.samples]:
+        ss = m[t][0]
+        per = [res["skewjoin"][r][0] / res[t][r][0] for r in range(a.runs)]
+        info = infos[t]
+        sample_lines.append(f"| | skewjoin --sample {t.split(':', 1)[1]} ({info['row_groups_read']} of {info['row_groups_total']} row groups, "
+                            f"{100 * info['fraction']:.1f}%) | {ss:.3f} | {m[t][1]:.0f} | {sj / ss:.1f}x vs exact (rounds {min(per):.1f}-{max(per):.1f}x) |")
     return [f"Scaled: title_id over {a.scale} hard links of the file read as one table ({rows:,} rows, {a.scale * len_rg(path):,} row groups); median of {a.runs} alternating runs.",
             "",
             "| key | tool | seconds | peak RSS MB | skewjoin speed-up |",
@@ -257,7 +275,7 @@ def scale_rounds(a, path, exact_top):
             f"| title_id x{a.scale} | skewjoin exact | {sj:.3f} | {m['skewjoin'][1]:.0f} | {best / sj:.1f}x vs faster peer |",
             f"| | duckdb | {m['duckdb'][0]:.3f} | {m['duckdb'][1]:.0f} | |",
             f"| | polars | {m['polars'][0]:.3f} | {m['polars'][1]:.0f} | |",
-            f"| | skewjoin --sample {a.sample} | {ss:.3f} | {m['skewjoin-sample'][1]:.0f} | {sj / ss:.1f}x vs exact (rounds {min(per):.1f}-{max(per):.1f}x) |",
+            *sample_lines,
             "",
             f"Scaled sample check: {checked - misses} of {checked} sampled top-10 shares within their stated 95% error."]
 
