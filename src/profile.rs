@@ -190,7 +190,7 @@ impl Unit {
 struct UnitTally {
     rows: u64,
     table_rows: u64,
-    /// NULL rows of a single-column key.
+    /// NULL rows (of a composite key: rows with a NULL part; only a single column's are used).
     nulls: u64,
     counts: HashMap<Vec<u8>, u64>,
 }
@@ -439,13 +439,23 @@ fn choose_units(table: &Table, opts: &ProfileOptions) -> (Vec<Unit>, Option<Samp
         return (all, None);
     }
     let mut rng = rand::rngs::SmallRng::seed_from_u64(opts.seed);
+    // Empty row groups hold nothing to sample (and must not count as sampled units).
+    all.retain(|u| u.rows > 0);
     let groups = all.len();
-    // Whole row groups (cheap: the others are never read) when there are at least 32: at
-    // least MIN_GROUPS of them, so that their spread gives an error bound, even when fewer
-    // would hold the rows asked for (the fraction read is reported). Otherwise random 512-row
-    // runs from every row group, whose pages are still all read and decompressed.
+    // Whole row groups (cheap: the others are never read) when there are at least 32 of
+    // roughly even size: at least MIN_GROUPS of them, so that their spread gives an error
+    // bound, even when fewer would hold the rows asked for (the fraction read is reported).
+    // Otherwise random 512-row runs from every row group, whose pages are still all read and
+    // decompressed: with uneven row groups, a few drawn ones could miss most of the rows.
     const MIN_GROUPS: u64 = 4;
-    if groups >= 32 {
+    let even = {
+        let mut sizes: Vec<u64> = all.iter().map(|u| u.rows).collect();
+        let max = sizes.iter().copied().max().unwrap_or(0);
+        let mid = sizes.len() / 2;
+        let median = if sizes.is_empty() { 0 } else { *sizes.select_nth_unstable(mid).1 };
+        max <= median.saturating_mul(4)
+    };
+    if groups >= 32 && even {
         let mut order: Vec<usize> = (0..groups).collect();
         order.shuffle(&mut rng);
         let mut picked = Vec::new();

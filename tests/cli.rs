@@ -219,12 +219,38 @@ fn clustered_nulls_get_the_spread_of_the_row_groups() {
         let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--sample", "0.25", "--seed", &seed.to_string()]);
         let c = &j["columns"][0];
         assert_eq!(c["sample"]["row_groups_read"], 16);
-        let null = c["top"].as_array().unwrap().iter().find(|t| t["value"].is_null()).unwrap();
+        // A draw of no NULL row group has no NULL row: share 0, a miss.
+        let Some(null) = c["top"].as_array().unwrap().iter().find(|t| t["value"].is_null()) else { continue };
         let (share, err) = (null["share"].as_f64().unwrap(), null["share_error"].as_f64().unwrap());
-        assert!(err > 0.1 || share == 0.0 || share == 1.0, "seed {seed}: NULL share {share} +- {err}");
+        assert!(err > 0.1 || share == 1.0, "seed {seed}: NULL share {share} +- {err}");
         inside += ((share - truth).abs() <= err) as usize;
     }
-    assert!(inside >= 18, "{inside} of 20 intervals hold the NULL share");
+    // About 93% coverage for this layout (19 of these 20 seeds); the binomial interval held 0.
+    assert!(inside >= 16, "{inside} of 20 intervals hold the NULL share");
+}
+
+#[test]
+fn uneven_row_groups_are_sampled_in_row_runs() {
+    // 39 row groups of 1,000 rows and one of 100,000: four drawn whole row groups would miss
+    // the big one nine times in ten, so the sample takes 512-row runs of every row group.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("uneven.parquet");
+    let batch = |n: usize, v: &str| RecordBatch::try_from_iter([("k", Arc::new(StringArray::from(vec![v; n])) as ArrayRef)]).unwrap();
+    let props = WriterProperties::builder().set_max_row_group_row_count(Some(200_000)).build();
+    let mut w = ArrowWriter::try_new(File::create(&p).unwrap(), batch(1, "x").schema(), Some(props)).unwrap();
+    for _ in 0..39 {
+        w.write(&batch(1000, "small")).unwrap();
+        w.flush().unwrap();
+    }
+    w.write(&batch(100_000, "big")).unwrap();
+    w.close().unwrap();
+    let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--sample", "0.05"]);
+    let c = &j["columns"][0];
+    assert!(c["sample"]["method"].as_str().unwrap().starts_with("row selections"), "{}", c["sample"]);
+    assert_eq!(c["sample"]["row_groups_total"], 40);
+    assert_eq!(c["top"][0]["value"], "big");
+    let share = c["top"][0]["share"].as_f64().unwrap();
+    assert!((share - 100.0 / 139.0).abs() <= c["top"][0]["share_error"].as_f64().unwrap(), "{}", c["top"][0]);
 }
 
 #[test]
