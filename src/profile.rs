@@ -445,7 +445,7 @@ fn choose_units(table: &Table, opts: &ProfileOptions) -> (Vec<Unit>, Option<Samp
     // Whole row groups (cheap: the others are never read) when there are at least 32 of
     // roughly even size: at least MIN_GROUPS of them, so that their spread gives an error
     // bound, even when fewer would hold the rows asked for (the fraction read is reported).
-    // Otherwise random 512-row runs from every row group, whose pages are still all read and
+    // Otherwise random 512-row runs (below), whose row groups' pages are still all read and
     // decompressed: with uneven row groups, a few drawn ones could miss most of the rows.
     const MIN_GROUPS: u64 = 4;
     let even = {
@@ -471,30 +471,48 @@ fn choose_units(table: &Table, opts: &ProfileOptions) -> (Vec<Unit>, Option<Samp
         let info = SampleInfo { method: "whole row groups".into(), rows_read: rows, fraction: rows as f64 / total as f64, row_groups_read: picked.len(), row_groups_total: groups };
         return (picked, Some(info));
     }
+    // 512-row runs drawn without replacement from all the runs of the table: as many as hold
+    // the rows asked for, and at least MIN_RUNS. Row groups none of whose runs were drawn are
+    // not read.
     const RUN: u64 = 512;
-    let p = target as f64 / total as f64;
+    const MIN_RUNS: u64 = 4;
+    let runs_in: Vec<u64> = all.iter().map(|u| u.rows.div_ceil(RUN)).collect();
+    let n_runs: u64 = runs_in.iter().sum();
+    let want = target.div_ceil(RUN).max(MIN_RUNS).min(n_runs);
+    let mut chosen = rand::seq::index::sample(&mut rng, n_runs as usize, want as usize).into_vec();
+    chosen.sort_unstable();
+    let mut chosen = chosen.into_iter().peekable();
     let mut rows_read = 0;
-    for u in all.iter_mut() {
+    let mut first = 0u64;
+    let mut picked = Vec::new();
+    for (u, &runs) in all.iter().zip(&runs_in) {
         let mut selectors: Vec<RowSelector> = Vec::new();
         let mut selected = 0;
-        let mut start = 0;
-        while start < u.rows {
-            let len = RUN.min(u.rows - start);
-            let take = rng.random::<f64>() < p;
+        for r in 0..runs {
+            let take = chosen.next_if(|&c| c as u64 == first + r).is_some();
+            let len = RUN.min(u.rows - r * RUN) as usize;
             if take {
-                selected += len;
+                selected += len as u64;
             }
             match selectors.last_mut() {
-                Some(s) if s.skip == !take => s.row_count += len as usize,
-                _ => selectors.push(if take { RowSelector::select(len as usize) } else { RowSelector::skip(len as usize) }),
+                Some(s) if s.skip == !take => s.row_count += len,
+                _ => selectors.push(if take { RowSelector::select(len) } else { RowSelector::skip(len) }),
             }
-            start += len;
         }
-        rows_read += selected;
-        u.selection = Some((RowSelection::from(selectors), selected));
+        first += runs;
+        if selected > 0 {
+            rows_read += selected;
+            picked.push(Unit { selection: Some((RowSelection::from(selectors), selected)), ..u.clone() });
+        }
     }
-    let info = SampleInfo { method: "row selections (random 512-row runs of every row group)".into(), rows_read, fraction: rows_read as f64 / total as f64, row_groups_read: groups, row_groups_total: groups };
-    (all, Some(info))
+    let info = SampleInfo {
+        method: "row selections (random 512-row runs of the row groups)".into(),
+        rows_read,
+        fraction: rows_read as f64 / total as f64,
+        row_groups_read: picked.len(),
+        row_groups_total: groups,
+    };
+    (picked, Some(info))
 }
 
 /// Tell the kernel which byte ranges are about to be read (the key columns' chunks of the units),
@@ -1347,8 +1365,9 @@ pub(crate) fn each_bytes<'a>(a: &'a ArrayRef, f: &mut dyn FnMut(Option<&'a [u8]>
 }
 
 /// Half-width of the 95% interval of a share estimated from a sample, from the spread of the
-/// value's share across the sampled units (cluster sampling for whole row groups, stratified
-/// by row group for row selections).
+/// value's share across the sampled units (cluster sampling for whole row groups; for row
+/// selections, the larger of the stratified one within row groups and the spread between the
+/// row groups read).
 fn share_error(key: &[Value], types: &[KeyType], tallies: &[&UnitTally], share: f64, info: &SampleInfo, n: u64) -> f64 {
     let enc = tally_key(key, types);
     // A single-column NULL is tallied apart, as each unit's NULL rows.
@@ -1385,7 +1404,19 @@ fn share_error(key: &[Value], types: &[KeyType], tallies: &[&UnitTally], share: 
             .sum();
         var.sqrt().max(binomial)
     };
-    1.96 * se
+    // The runs fall at random across the row groups, and a run's rows are often alike (sorted
+    // or clustered data): besides the spread within each row group, the spread between the
+    // row groups read (each the cluster of its drawn runs) bounds the error. The larger is used.
+    let read: Vec<&&UnitTally> = tallies.iter().filter(|t| t.rows > 0).collect();
+    let between = if read.len() >= 2 {
+        let m = read.len() as f64;
+        let nbar = n / m;
+        let ss: f64 = read.iter().map(|t| (count_in(t) - share * t.rows as f64).powi(2)).sum();
+        t975(read.len() - 1) * ((1.0 - info.fraction).max(0.0) * ss / (m - 1.0) / (m * nbar * nbar)).sqrt()
+    } else {
+        0.0
+    };
+    (1.96 * se).max(between)
 }
 
 /// The 97.5% quantile of Student's t with `df` degrees of freedom (the half-width of a 95%

@@ -181,6 +181,21 @@ fn sample_reports_shares_with_error_bounds() {
     write(&p2, vec![("k", Arc::new(Int64Array::from((0..50_000).map(|i| i % 4).collect::<Vec<i64>>())) as ArrayRef)], 50_000);
     let j = json(&["keys", p2.to_str().unwrap(), "-c", "k", "--sample", "20%"]);
     assert!(j["columns"][0]["sample"]["method"].as_str().unwrap().starts_with("row selections"));
+    // 20% of 50,000 rows: 20 of the 98 runs drawn (the last run has 336 rows), not a random
+    // number of them.
+    let rows = j["columns"][0]["sample"]["rows_read"].as_u64().unwrap();
+    assert!(rows == 20 * 512 || rows == 19 * 512 + 336, "{rows}");
+    // A few rows asked for still read 4 runs (it used to draw each run with probability
+    // 10/50,000 and print an empty sample).
+    let j = json(&["keys", p2.to_str().unwrap(), "-c", "k", "--sample", "10"]);
+    let c = &j["columns"][0];
+    let rows = c["sample"]["rows_read"].as_u64().unwrap();
+    assert!(rows == 4 * 512 || rows == 3 * 512 + 336, "{rows}");
+    assert_eq!(c["top"].as_array().unwrap().len(), 4);
+    for t in c["top"].as_array().unwrap() {
+        let (share, err) = (t["share"].as_f64().unwrap(), t["share_error"].as_f64().unwrap());
+        assert!((share - 0.25).abs() <= err, "{t}");
+    }
 }
 
 #[test]
@@ -232,7 +247,7 @@ fn clustered_nulls_get_the_spread_of_the_row_groups() {
 #[test]
 fn uneven_row_groups_are_sampled_in_row_runs() {
     // 39 row groups of 1,000 rows and one of 100,000: four drawn whole row groups would miss
-    // the big one nine times in ten, so the sample takes 512-row runs of every row group.
+    // the big one nine times in ten, so the sample takes 512-row runs of the row groups.
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("uneven.parquet");
     let batch = |n: usize, v: &str| RecordBatch::try_from_iter([("k", Arc::new(StringArray::from(vec![v; n])) as ArrayRef)]).unwrap();
