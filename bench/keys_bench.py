@@ -98,8 +98,8 @@ def main():
     ap.add_argument("--bin", default=str(ROOT / "target" / "release" / "skewjoin"))
     ap.add_argument("--scale", type=int, default=10)
     a = ap.parse_args()
-    a.samples = [x.strip() for x in a.sample.split(",") if x.strip()]
-    samplers = [f"skewjoin-sample:{x}" for x in a.samples]
+    # One tool per sample fraction: "skewjoin-sample:<fraction>".
+    a.samplers = samplers = [f"skewjoin-sample:{x.strip()}" for x in a.sample.split(",") if x.strip()]
     data = ROOT / "bench" / "data"
     data.mkdir(parents=True, exist_ok=True)
     path = data / f"events_{a.rows}.parquet"
@@ -187,11 +187,7 @@ def main():
             es, em = med(col, "skewjoin-exact-distinct")
             lines.append(f"| | skewjoin --exact-distinct | {es:.3f} | {em:.0f} | {best / es:.1f}x vs faster peer |")
             for t in samplers:
-                ss, sm = med(col, t)
-                per = [results[(col, "skewjoin")][r][0] / results[(col, t)][r][0] for r in range(a.runs)]
-                info = sampled_info[t]
-                lines.append(f"| | skewjoin --sample {t.split(':', 1)[1]} ({info['row_groups_read']} of {info['row_groups_total']} row groups, "
-                             f"{100 * info['fraction']:.1f}%) | {ss:.3f} | {sm:.0f} | {sj / ss:.1f}x vs exact (rounds {min(per):.1f}-{max(per):.1f}x) |")
+                lines.append(sample_row(t, results[(col, "skewjoin")], results[(col, t)], sampled_info[t]))
     lines.append("")
     for col in ["title_id", "user_id"]:
         d, ex = distinct[(col, "skewjoin")]
@@ -225,8 +221,8 @@ def scale_rounds(a, path, exact_top):
     checks = []
     infos = {}
     py = sys.executable
+    samplers = a.samplers
     for r in range(a.runs):
-        samplers = [f"skewjoin-sample:{x}" for x in a.samples]
         for tool in ["skewjoin", *samplers, "duckdb", "polars"]:
             if tool.startswith("skewjoin"):
                 cmd = [a.bin, "keys", str(d), "--column", "title_id", "--top", "20", "--format", "json", "--quiet"]
@@ -261,13 +257,7 @@ def scale_rounds(a, path, exact_top):
     m = {t: (statistics.median(s for s, _ in xs), max(x for _, x in xs)) for t, xs in res.items()}
     sj = m["skewjoin"][0]
     best = min(m["duckdb"][0], m["polars"][0])
-    sample_lines = []
-    for t in [f"skewjoin-sample:{x}" for x in a.samples]:
-        ss = m[t][0]
-        per = [res["skewjoin"][r][0] / res[t][r][0] for r in range(a.runs)]
-        info = infos[t]
-        sample_lines.append(f"| | skewjoin --sample {t.split(':', 1)[1]} ({info['row_groups_read']} of {info['row_groups_total']} row groups, "
-                            f"{100 * info['fraction']:.1f}%) | {ss:.3f} | {m[t][1]:.0f} | {sj / ss:.1f}x vs exact (rounds {min(per):.1f}-{max(per):.1f}x) |")
+    sample_lines = [sample_row(t, res["skewjoin"], res[t], infos[t]) for t in a.samplers]
     return [f"Scaled: title_id over {a.scale} hard links of the file read as one table ({rows:,} rows, {a.scale * len_rg(path):,} row groups); median of {a.runs} alternating runs.",
             "",
             "| key | tool | seconds | peak RSS MB | skewjoin speed-up |",
@@ -278,6 +268,17 @@ def scale_rounds(a, path, exact_top):
             *sample_lines,
             "",
             f"Scaled sample check: {checked - misses} of {checked} sampled top-10 shares within their stated 95% error."]
+
+
+def sample_row(tool, exact, sampled, info):
+    """The table row of one sample fraction: `exact` and `sampled` are the rounds' (seconds,
+    rss), `info` the sample's JSON (rows and row groups read)."""
+    secs = statistics.median(s for s, _ in sampled)
+    rss = max(m for _, m in sampled)
+    ratio = statistics.median(s for s, _ in exact) / secs
+    per = [e / x for (e, _), (x, _) in zip(exact, sampled)]
+    return (f"| | skewjoin --sample {tool.split(':', 1)[1]} ({info['row_groups_read']} of {info['row_groups_total']} row groups, "
+            f"{100 * info['fraction']:.1f}%) | {secs:.3f} | {rss:.0f} | {ratio:.1f}x vs exact (rounds {min(per):.1f}-{max(per):.1f}x) |")
 
 
 def len_rg(path):

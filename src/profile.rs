@@ -16,7 +16,7 @@ use hashbrown::HashMap;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
 use parquet::arrow::ProjectionMask;
 use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rayon::prelude::*;
 
 use crate::counter::{KeyCounter, Pending};
@@ -495,7 +495,7 @@ fn choose_units(table: &Table, opts: &ProfileOptions) -> (Vec<Unit>, Option<Samp
                 selected += len as u64;
             }
             match selectors.last_mut() {
-                Some(s) if s.skip == !take => s.row_count += len,
+                Some(s) if s.skip != take => s.row_count += len,
                 _ => selectors.push(if take { RowSelector::select(len) } else { RowSelector::skip(len) }),
             }
         }
@@ -573,7 +573,7 @@ fn read_unit(
     let mut tallies: Vec<UnitTally> = jobs.iter().map(|_| UnitTally { rows: unit.rows_read(), table_rows: unit.rows, nulls: 0, counts: HashMap::new() }).collect();
     // This unit's NULL rows per job, added to the job's when the unit is done (a failed unit
     // fails the whole count).
-    let unit_nulls: Vec<AtomicU64> = jobs.iter().map(|_| AtomicU64::new(0)).collect();
+    let mut unit_nulls = vec![0u64; jobs.len()];
     // String and binary keys straight from their pages where the chunk allows it (see `pages`).
     let mut done = vec![false; jobs.len()];
     if unit.selection.is_none() && std::env::var_os("SKEWJOIN_ARROW_ONLY").is_none() {
@@ -593,7 +593,7 @@ fn read_unit(
             let counted = crate::pages::count_chunk(&f, file_len, chunk, &descr, unit.rows as usize, &mut scratch, &mut sink);
             local.scratch = scratch;
             if let Some(counted) = counted {
-                unit_nulls[j].fetch_add(counted.nulls, Ordering::Relaxed);
+                unit_nulls[j] += counted.nulls;
                 local.settle(j);
                 done[j] = true;
             }
@@ -644,7 +644,7 @@ fn read_unit(
                 }
                 local.agg[j] = agg;
                 local.settle(j);
-                unit_nulls[j].fetch_add(nulls, Ordering::Relaxed);
+                unit_nulls[j] += nulls;
             }
             (Plan::Wide { field }, Counter::Wide(c), Pend::Wide(p)) => {
                 let mut nulls = 0;
@@ -658,18 +658,18 @@ fn read_unit(
                     None => nulls += 1,
                 })
                 .map_err(|m| Error::bad_file(&file.path, format!("column {field}: {m}")))?;
-                unit_nulls[j].fetch_add(nulls, Ordering::Relaxed);
+                unit_nulls[j] += nulls;
             }
             (Plan::Bytes { field }, Counter::Bytes(_), _) => {
                 let array = col(field)?;
-                let nulls = if dicts[j].try_add(array, local, j, &unit_nulls[j], local_tally.as_deref_mut()) {
+                let nulls = if dicts[j].try_add(array, local, j, &mut unit_nulls[j], local_tally.as_deref_mut()) {
                     0
                 } else {
-                    dicts[j].flush(local, j, &unit_nulls[j], local_tally.as_deref_mut());
+                    dicts[j].flush(local, j, &mut unit_nulls[j], local_tally.as_deref_mut());
                     count_bytes(array, local, j, local_tally.as_deref_mut()).map_err(|m| Error::bad_file(&file.path, format!("column {field}: {m}")))?
                 };
                 local.settle(j);
-                unit_nulls[j].fetch_add(nulls, Ordering::Relaxed);
+                unit_nulls[j] += nulls;
             }
             (Plan::Encoded { parts }, Counter::Bytes(_), _) => {
                 let mut cols: Vec<Atoms> = Vec::new();
@@ -681,7 +681,7 @@ fn read_unit(
                 }
                 let nulls = count_encoded(&cols, batch_rows, local, j, local_tally.as_deref_mut());
                 local.settle(j);
-                unit_nulls[j].fetch_add(nulls, Ordering::Relaxed);
+                unit_nulls[j] += nulls;
             }
             _ => return Err(Error::Usage(format!("internal error: no counter for key {}", job.spec.name()))),
         }
@@ -738,12 +738,12 @@ fn read_unit(
             (Counter::Int(_) | Counter::Wide(_), _) => {}
             (Counter::Bytes(_), _) => {
                 let t = if tally { Some(&mut tallies[j].counts) } else { None };
-                dicts[j].flush(local, j, &unit_nulls[j], t);
+                dicts[j].flush(local, j, &mut unit_nulls[j], t);
             }
         }
     }
     for (j, job) in jobs.iter().enumerate() {
-        let n = unit_nulls[j].load(Ordering::Relaxed);
+        let n = unit_nulls[j];
         job.nulls.fetch_add(n, Ordering::Relaxed);
         tallies[j].nulls = n;
     }
@@ -989,7 +989,7 @@ struct DictTally {
 impl DictTally {
     /// Count `array` by dictionary index if it is an Int32 dictionary of strings or binaries;
     /// a batch with a new dictionary first flushes the counts of the old one.
-    fn try_add(&mut self, array: &ArrayRef, local: &mut Local, j: usize, nulls: &AtomicU64, tally: Option<&mut HashMap<Vec<u8>, u64>>) -> bool {
+    fn try_add(&mut self, array: &ArrayRef, local: &mut Local, j: usize, nulls: &mut u64, tally: Option<&mut HashMap<Vec<u8>, u64>>) -> bool {
         let Some(dict) = array.as_dictionary_opt::<Int32Type>() else { return false };
         let values = dict.values();
         let sig = match values.data_type() {
@@ -1032,7 +1032,7 @@ impl DictTally {
         true
     }
 
-    fn flush(&mut self, local: &mut Local, j: usize, nulls: &AtomicU64, mut tally: Option<&mut HashMap<Vec<u8>, u64>>) {
+    fn flush(&mut self, local: &mut Local, j: usize, nulls: &mut u64, mut tally: Option<&mut HashMap<Vec<u8>, u64>>) {
         let Some(values) = self.values.take() else { return };
         let mut null_rows = std::mem::take(&mut self.nulls);
         let tally_min = self.tally_min;
@@ -1057,7 +1057,7 @@ impl DictTally {
             DataType::Utf8 => values.as_string::<i32>().iter().enumerate().for_each(|(i, s)| each(i, s.map(|s| s.as_bytes()))),
             _ => values.as_binary::<i32>().iter().enumerate().for_each(|(i, b)| each(i, b)),
         }
-        nulls.fetch_add(null_rows, Ordering::Relaxed);
+        *nulls += null_rows;
         self.counts.clear();
     }
 }
@@ -1379,16 +1379,22 @@ fn share_error(key: &[Value], types: &[KeyType], tallies: &[&UnitTally], share: 
     };
     let n = n.max(1) as f64;
     let binomial = (share * (1.0 - share) / n).sqrt();
-    if info.method.starts_with("whole") {
-        let m = tallies.len() as f64;
-        if m < 2.0 {
-            return 1.96 * binomial;
+    // The half-width from the spread of the share over `units` taken as clusters (0 under
+    // two): Student's t with m - 1 degrees of freedom for m of them, `fpc` the finite
+    // population correction.
+    let cluster = |units: &[&UnitTally], fpc: f64| -> f64 {
+        let m = units.len();
+        if m < 2 {
+            return 0.0;
         }
-        let nbar = n / m;
-        let ss: f64 = tallies.iter().map(|t| (count_in(t) - share * t.rows as f64).powi(2)).sum();
+        let nbar = n / m as f64;
+        let ss: f64 = units.iter().map(|t| (count_in(t) - share * t.rows as f64).powi(2)).sum();
+        t975(m - 1) * (fpc.max(0.0) * ss / (m as f64 - 1.0) / (m as f64 * nbar * nbar)).sqrt()
+    };
+    if info.method.starts_with("whole") {
         let fpc = 1.0 - info.row_groups_read as f64 / info.row_groups_total.max(1) as f64;
-        // The spread of m row groups, so Student's t with m - 1 degrees of freedom.
-        return t975(tallies.len() - 1) * (fpc.max(0.0) * ss / (m - 1.0) / (m * nbar * nbar)).sqrt().max(binomial);
+        let t = if tallies.len() < 2 { 1.96 } else { t975(tallies.len() - 1) };
+        return cluster(tallies, fpc).max(t * binomial);
     }
     let se = {
         let total: f64 = tallies.iter().map(|t| t.table_rows as f64).sum::<f64>().max(1.0);
@@ -1407,16 +1413,8 @@ fn share_error(key: &[Value], types: &[KeyType], tallies: &[&UnitTally], share: 
     // The runs fall at random across the row groups, and a run's rows are often alike (sorted
     // or clustered data): besides the spread within each row group, the spread between the
     // row groups read (each the cluster of its drawn runs) bounds the error. The larger is used.
-    let read: Vec<&&UnitTally> = tallies.iter().filter(|t| t.rows > 0).collect();
-    let between = if read.len() >= 2 {
-        let m = read.len() as f64;
-        let nbar = n / m;
-        let ss: f64 = read.iter().map(|t| (count_in(t) - share * t.rows as f64).powi(2)).sum();
-        t975(read.len() - 1) * ((1.0 - info.fraction).max(0.0) * ss / (m - 1.0) / (m * nbar * nbar)).sqrt()
-    } else {
-        0.0
-    };
-    (1.96 * se).max(between)
+    let read: Vec<&UnitTally> = tallies.iter().copied().filter(|t| t.rows > 0).collect();
+    (1.96 * se).max(cluster(&read, 1.0 - info.fraction))
 }
 
 /// The 97.5% quantile of Student's t with `df` degrees of freedom (the half-width of a 95%
