@@ -5,7 +5,32 @@ import subprocess
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-CORPUS = (ROOT / ".." / "shared" / "corpus" / "parquet-testing").resolve()
+
+
+def find_corpus():
+    """The parquet-testing corpus: $SKEWJOIN_CORPUS, else ../shared/corpus/parquet-testing beside
+    the repository, else beside the repository this one was cloned from (a CI clone in a
+    temporary folder)."""
+    if os.environ.get("SKEWJOIN_CORPUS"):
+        return pathlib.Path(os.environ["SKEWJOIN_CORPUS"]).resolve()
+    rel = pathlib.Path("..") / "shared" / "corpus" / "parquet-testing"
+    here = (ROOT / rel).resolve()
+    if here.exists():
+        return here
+    try:
+        origin = subprocess.run(["git", "-C", str(ROOT), "config", "--get", "remote.origin.url"],
+                                capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        origin = ""
+    origin = origin.removeprefix("file://")
+    if origin and pathlib.Path(origin).is_dir():
+        there = (pathlib.Path(origin) / rel).resolve()
+        if there.exists():
+            return there
+    return here
+
+
+CORPUS = find_corpus()
 
 
 def binary():
@@ -25,7 +50,7 @@ def run(*args, check=False):
 @pytest.fixture
 def corpus():
     if not CORPUS.exists():
-        pytest.fail(f"corpus not found at {CORPUS}")
+        pytest.fail(f"corpus not found at {CORPUS} (set SKEWJOIN_CORPUS to the parquet-testing folder)")
     return CORPUS
 
 
