@@ -56,6 +56,25 @@ pub struct Scratch {
     counts: Vec<u32>,
     /// Values of pages written without the dictionary.
     plain: HashMap<Vec<u8>, u64>,
+    /// `count_pages`: rows per dictionary index and plain values of the pages read so far
+    /// (`counts` and `plain` then hold the current page's), and the pages' tallies.
+    unit_counts: Vec<u64>,
+    unit_plain: HashMap<Vec<u8>, u64>,
+    tally: Vec<PageTally>,
+    tally_bytes: Vec<u8>,
+}
+
+/// A value's rows in one page, for `Sink::tally`.
+struct PageTally {
+    page: u32,
+    /// A dictionary index, or the (start, end) of a plain value in `tally_bytes`.
+    value: TallyValue,
+    rows: u64,
+}
+
+enum TallyValue {
+    Dict(u32),
+    Plain(u32, u32),
 }
 
 /// The file a thread read last, kept open with its length: a file's row groups come in a run,
@@ -117,6 +136,11 @@ pub trait Sink {
     fn dict(&mut self, dict: &Dict);
     /// One value of the pages written without the dictionary.
     fn one(&mut self, value: &[u8], rows: u64);
+    /// `count_pages`: a value's rows in page `page` (of those asked for), when at least the
+    /// minimum asked for.
+    fn tally(&mut self, _page: usize, _value: &[u8], _rows: u64) {}
+    /// `count_pages`: the NULL rows of page `page`.
+    fn page_nulls(&mut self, _page: usize, _nulls: u64) {}
 }
 
 /// Whether this path can read the column at all (flat BYTE_ARRAY, optional or required).
@@ -175,6 +199,120 @@ pub fn count_chunk(
         sink.one(&v, n);
     }
     Some(Counted { nulls: c.nulls, walked })
+}
+
+/// Count the data pages at `spans` (byte ranges from `data_pages`, in order) of one column chunk,
+/// and its dictionary page: like `count_chunk`, and besides, each page's values of at least
+/// `min` rows and its NULL rows go to `Sink::tally` and `Sink::page_nulls`. Only the pages
+/// asked for are read. The sink is fed once all of them have been read; None (nothing fed)
+/// for a codec or page this module does not read itself.
+pub fn count_pages(
+    file: &Arc<File>,
+    file_len: u64,
+    meta: &ColumnChunkMetaData,
+    descr: &ColumnDescriptor,
+    spans: &[(u64, u64)],
+    min: u64,
+    s: &mut Scratch,
+    sink: &mut dyn Sink,
+) -> Option<Counted> {
+    if !eligible(descr) || spans.len() > u32::MAX as usize {
+        return None;
+    }
+    if !matches!(meta.compression(), Compression::UNCOMPRESSED | Compression::SNAPPY | Compression::ZSTD(_) | Compression::LZ4_RAW) {
+        return None;
+    }
+    s.offs.clear();
+    s.counts.clear();
+    s.plain.clear();
+    s.unit_counts.clear();
+    s.unit_plain.clear();
+    s.tally.clear();
+    s.tally_bytes.clear();
+    let mut c = Counting { has_def: descr.max_def_level() == 1, have_dict: false, nulls: 0, seen: 0 };
+    let (start, len) = chunk_range(meta, file_len)?;
+    let data = u64::try_from(meta.data_page_offset()).ok()?;
+    let mut buf = std::mem::take(&mut s.chunk);
+    let r = (|| {
+        // The dictionary page, between the chunk's start and its first data page.
+        if data > start {
+            let n = usize::try_from(data - start).ok().filter(|&n| n <= MAX_PAGE)?;
+            buf.resize(n.max(buf.len()), 0);
+            read_at(file, &mut buf[..n], start)?;
+            walk_pages(&buf[..n], meta.compression(), i64::MAX, s, &mut c)?;
+            if c.seen != 0 {
+                return None;
+            }
+        }
+        s.unit_counts.resize(s.offs.len(), 0);
+        let mut page_nulls = Vec::with_capacity(spans.len());
+        for (page, &(at, n)) in spans.iter().enumerate() {
+            if at < start || at.checked_add(n)? > start + len {
+                return None;
+            }
+            let n = usize::try_from(n).ok().filter(|&n| n <= MAX_PAGE)?;
+            buf.resize(n.max(buf.len()), 0);
+            read_at(file, &mut buf[..n], at)?;
+            let (seen, nulls) = (c.seen, c.nulls);
+            walk_pages(&buf[..n], meta.compression(), i64::MAX, s, &mut c)?;
+            if c.seen == seen {
+                return None;
+            }
+            page_nulls.push(c.nulls - nulls);
+            // This page's counts into the unit's, its frequent values into its tally.
+            let page = page as u32;
+            if s.counts.get(s.offs.len()..).is_some_and(|pad| pad.iter().any(|&n| n != 0)) {
+                return None;
+            }
+            for (i, n) in s.counts.iter_mut().enumerate().take(s.offs.len()) {
+                if *n != 0 {
+                    s.unit_counts[i] += *n as u64;
+                    if *n as u64 >= min {
+                        s.tally.push(PageTally { page, value: TallyValue::Dict(i as u32), rows: *n as u64 });
+                    }
+                    *n = 0;
+                }
+            }
+            for (v, n) in s.plain.drain() {
+                if n >= min {
+                    let a = u32::try_from(s.tally_bytes.len()).ok()?;
+                    s.tally_bytes.extend_from_slice(&v);
+                    let b = u32::try_from(s.tally_bytes.len()).ok()?;
+                    s.tally.push(PageTally { page, value: TallyValue::Plain(a, b), rows: n });
+                }
+                *s.unit_plain.entry(v).or_insert(0) += n;
+            }
+        }
+        Some(page_nulls)
+    })();
+    s.chunk = buf;
+    let page_nulls = r?;
+    if c.seen > u32::MAX as u64 {
+        return None;
+    }
+    // Feed the sink: the unit's counts as `count_chunk` does, then each page's.
+    if !s.offs.is_empty() {
+        s.counts.clear();
+        s.counts.extend(s.unit_counts.iter().map(|&n| u32::try_from(n).unwrap_or(u32::MAX)));
+        sink.dict(&Dict { bytes: &s.dict[..s.dict_len], offs: &s.offs, counts: &s.counts[..s.offs.len()] });
+    }
+    for (v, n) in s.unit_plain.drain() {
+        sink.one(&v, n);
+    }
+    for t in &s.tally {
+        let value = match t.value {
+            TallyValue::Dict(i) => {
+                let (a, b) = s.offs[i as usize];
+                &s.dict[a as usize..b as usize]
+            }
+            TallyValue::Plain(a, b) => &s.tally_bytes[a as usize..b as usize],
+        };
+        sink.tally(t.page as usize, value, t.rows);
+    }
+    for (page, &n) in page_nulls.iter().enumerate() {
+        sink.page_nulls(page, n);
+    }
+    Some(Counted { nulls: c.nulls, walked: true })
 }
 
 /// The counting state of one chunk, fed page by page.
@@ -257,15 +395,8 @@ const MAX_PAGE: usize = 1 << 30;
 
 /// Read the chunk with one positioned read and walk its pages.
 fn walk_chunk(file: &File, file_len: u64, meta: &ColumnChunkMetaData, s: &mut Scratch, c: &mut Counting) -> Option<()> {
-    // Where the chunk starts, as Arrow C++ reads it: a dictionary page offset of 0, or one past
-    // the first data page, is a writer's mistake for "no separate offset".
-    let data = u64::try_from(meta.data_page_offset()).ok()?;
-    let start = match meta.dictionary_page_offset() {
-        Some(d) if d > 0 && (d as u64) < data => d as u64,
-        _ => data,
-    };
-    let len = u64::try_from(meta.compressed_size()).ok()?;
-    if start.checked_add(len)? > file_len || len as usize > MAX_PAGE {
+    let (start, len) = chunk_range(meta, file_len)?;
+    if len > MAX_PAGE as u64 {
         return None;
     }
     let len = len as usize;
@@ -279,6 +410,75 @@ fn walk_chunk(file: &File, file_len: u64, meta: &ColumnChunkMetaData, s: &mut Sc
     })();
     s.chunk = chunk;
     r
+}
+
+/// The byte range of a column chunk in its file: (start, length), or None when it lies
+/// outside the file.
+fn chunk_range(meta: &ColumnChunkMetaData, file_len: u64) -> Option<(u64, u64)> {
+    // Where the chunk starts, as Arrow C++ reads it: a dictionary page offset of 0, or one past
+    // the first data page, is a writer's mistake for "no separate offset".
+    let data = u64::try_from(meta.data_page_offset()).ok()?;
+    let start = match meta.dictionary_page_offset() {
+        Some(d) if d > 0 && (d as u64) < data => d as u64,
+        _ => data,
+    };
+    let len = u64::try_from(meta.compressed_size()).ok()?;
+    (start.checked_add(len)? <= file_len).then_some((start, len))
+}
+
+/// One data page of a column chunk: its rows, and where it is stored (header included).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PageSpan {
+    pub rows: u64,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// The data pages of a flat column chunk, in order, from their headers alone: one small
+/// positioned read per page, the page bodies are not read. None when the chunk is not flat,
+/// a header does not decode, or the pages do not add up to the chunk's values (the caller then
+/// samples otherwise).
+pub fn data_pages(file: &File, file_len: u64, meta: &ColumnChunkMetaData, descr: &ColumnDescriptor) -> Option<Vec<PageSpan>> {
+    if descr.max_rep_level() != 0 {
+        return None;
+    }
+    let (start, len) = chunk_range(meta, file_len)?;
+    let end = start.checked_add(len)?;
+    let total = u64::try_from(meta.num_values()).ok()?;
+    let mut pages = Vec::new();
+    let mut buf = Vec::new();
+    let (mut pos, mut values) = (start, 0u64);
+    while pos < end && values < total {
+        let left = end - pos;
+        // Most headers fit in 256 bytes; one with large statistics is read again, longer.
+        let mut want = 256u64;
+        let (h, header_len) = loop {
+            let n = want.min(left) as usize;
+            buf.resize(n, 0);
+            read_at(file, &mut buf, pos)?;
+            match thrift::page_header(&buf) {
+                Some(x) => break x,
+                None if want < left && want < 1 << 24 => want *= 16,
+                None => return None,
+            }
+        };
+        let page_end = pos.checked_add(header_len as u64)?.checked_add(u64::try_from(h.compressed).ok()?)?;
+        if page_end > end {
+            return None;
+        }
+        let rows = match h.kind {
+            thrift::DATA_PAGE => u64::try_from(h.v1?.0).ok()?,
+            thrift::DATA_PAGE_V2 => u64::try_from(h.v2?.num_values).ok()?,
+            thrift::DICTIONARY_PAGE | thrift::INDEX_PAGE => 0,
+            _ => return None,
+        };
+        if rows > 0 {
+            pages.push(PageSpan { rows, offset: pos, len: page_end - pos });
+            values += rows;
+        }
+        pos = page_end;
+    }
+    (values == total).then_some(pages)
 }
 
 #[cfg(unix)]

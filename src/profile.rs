@@ -92,12 +92,20 @@ impl Default for ProfileOptions {
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct SampleInfo {
-    /// "whole row groups" or "row selections".
+    /// "whole row groups", "whole pages" or "row selections".
     pub method: String,
     pub rows_read: u64,
     pub fraction: f64,
     pub row_groups_read: usize,
     pub row_groups_total: usize,
+    /// With whole pages: the pages (of the first key column) read, and in the table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pages_read: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pages_total: Option<usize>,
+    /// The column whose pages were sampled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pages_column: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -178,11 +186,20 @@ struct Unit {
     row_group: usize,
     rows: u64,
     selection: Option<(RowSelection, u64)>,
+    /// A sample of whole pages: the rows of each page selected, in order (each is a sampling
+    /// unit of its own), and the byte ranges of those pages. Empty otherwise.
+    pages: Vec<u64>,
+    spans: Vec<(u64, u64)>,
 }
 
 impl Unit {
     fn rows_read(&self) -> u64 {
         self.selection.as_ref().map(|s| s.1).unwrap_or(self.rows)
+    }
+    /// The rows of each cluster of the unit, in the order they are read: its pages, or the
+    /// whole unit as one.
+    fn clusters(&self) -> Vec<u64> {
+        if self.pages.is_empty() { vec![self.rows_read()] } else { self.pages.clone() }
     }
 }
 
@@ -243,13 +260,14 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
         })
         .collect::<Vec<_>>();
 
-    let (units, sample_info) = choose_units(table, opts);
+    let (units, sample_info) = choose_units(table, opts, fields.first().map(String::as_str));
     // A thread's exact table may hold this many values before its chunks are split: none for
     // a sample, whose few row groups would otherwise be counted mostly into that table.
     let switch_at = if sample_info.is_some() { 0 } else { crate::split::SWITCH_KEYS };
     let total_read: u64 = units.iter().map(|u| u.rows_read()).sum();
     let bar = progress_bar(opts.progress, total_read);
     let tally = opts.sample.is_some() && sample_info.is_some();
+    let walked = sample_info.as_ref().and_then(|s| s.pages_column.as_deref());
 
     let want = if opts.top == 0 { usize::MAX } else { opts.top + 1 };
     let locals: Vec<std::sync::Mutex<Local>> = (0..rayon::current_num_threads().max(1)).map(|_| std::sync::Mutex::new(Local::new(&jobs, want, switch_at))).collect();
@@ -266,15 +284,18 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
             let local = &mut *guard;
             let file = &table.files[unit.file];
             let (meta, idx) = &readers[unit.file];
-            crate::guard::no_panic(|| read_unit(file, meta, idx, unit, &jobs, local, tally, &bar))
+            crate::guard::no_panic(|| read_unit(file, meta, idx, unit, &jobs, local, tally, walked, &bar))
                 .map_err(|p| Error::bad_file(&file.path, format!("corrupt data in row group {}: {p}", unit.row_group)))?
                 .map_err(|e| match e {
                     Error::BadFile { .. } => e,
                     other => Error::bad_file(&file.path, format!("row group {}: {other}", unit.row_group)),
                 })
         })
-        .collect::<Result<Vec<_>>>()
-    })?;
+        .collect::<Result<Vec<Vec<Vec<UnitTally>>>>>()
+    })?
+    .into_iter()
+    .flatten()
+    .collect();
     // Hand the staged keys in (Local's drop) before they are counted.
     drop(locals);
     bar.finish_and_clear();
@@ -422,11 +443,13 @@ fn plan_for(spec: &KeySpec) -> Plan {
     }
 }
 
-fn choose_units(table: &Table, opts: &ProfileOptions) -> (Vec<Unit>, Option<SampleInfo>) {
+/// The row groups to read, whole or in part, and how they were sampled. `walk`: the first key
+/// column read from the files, whose pages can be the sampling units.
+fn choose_units(table: &Table, opts: &ProfileOptions, walk: Option<&str>) -> (Vec<Unit>, Option<SampleInfo>) {
     let mut all = Vec::new();
     for (fi, f) in table.files.iter().enumerate() {
         for (ri, rg) in f.meta.metadata().row_groups().iter().enumerate() {
-            all.push(Unit { file: fi, row_group: ri, rows: rg.num_rows().max(0) as u64, selection: None });
+            all.push(Unit { file: fi, row_group: ri, rows: rg.num_rows().max(0) as u64, selection: None, pages: Vec::new(), spans: Vec::new() });
         }
     }
     let total: u64 = all.iter().map(|u| u.rows).sum();
@@ -448,14 +471,13 @@ fn choose_units(table: &Table, opts: &ProfileOptions) -> (Vec<Unit>, Option<Samp
     // Otherwise random 512-row runs (below), whose row groups' pages are still all read and
     // decompressed: with uneven row groups, a few drawn ones could miss most of the rows.
     const MIN_GROUPS: u64 = 4;
-    let even = {
-        let mut sizes: Vec<u64> = all.iter().map(|u| u.rows).collect();
+    let even = |mut sizes: Vec<u64>| {
         let max = sizes.iter().copied().max().unwrap_or(0);
         let mid = sizes.len() / 2;
         let median = if sizes.is_empty() { 0 } else { *sizes.select_nth_unstable(mid).1 };
         max <= median.saturating_mul(4)
     };
-    if groups >= 32 && even {
+    if groups >= 32 && even(all.iter().map(|u| u.rows).collect()) {
         let mut order: Vec<usize> = (0..groups).collect();
         order.shuffle(&mut rng);
         let mut picked = Vec::new();
@@ -468,8 +490,65 @@ fn choose_units(table: &Table, opts: &ProfileOptions) -> (Vec<Unit>, Option<Samp
             picked.push(all[i].clone());
         }
         picked.sort_by_key(|u| (u.file, u.row_group));
-        let info = SampleInfo { method: "whole row groups".into(), rows_read: rows, fraction: rows as f64 / total as f64, row_groups_read: picked.len(), row_groups_total: groups };
+        let info = SampleInfo { method: "whole row groups".into(), rows_read: rows, fraction: rows as f64 / total as f64, row_groups_read: picked.len(), row_groups_total: groups, pages_read: None, pages_total: None, pages_column: None };
         return (picked, Some(info));
+    }
+    // Fewer or uneven row groups: whole pages of the first key column, when there are at least
+    // 32 of roughly even size (their headers say where they are and how many rows each holds).
+    // The reader skips the other pages without decompressing them; each page read is a
+    // sampling unit, as a row group is above. At least MIN_PAGES of them: a page is cheap, and
+    // with fewer a kind of page that is rare (NULL in every row, say) is too often missed,
+    // and with it the spread that its absence hides.
+    const MIN_PAGES: u64 = 30;
+    if let Some(pages) = walk.and_then(|name| table_pages(table, &all, name)) {
+        let sizes: Vec<u64> = pages.iter().flatten().map(|p| p.rows).collect();
+        if sizes.len() >= 32 && even(sizes.clone()) {
+            let mut order: Vec<usize> = (0..sizes.len()).collect();
+            order.shuffle(&mut rng);
+            let mut take = vec![false; sizes.len()];
+            let (mut rows, mut n) = (0u64, 0usize);
+            for i in order {
+                if rows >= target && n as u64 >= MIN_PAGES {
+                    break;
+                }
+                rows += sizes[i];
+                n += 1;
+                take[i] = true;
+            }
+            let mut picked = Vec::new();
+            let mut next = 0usize;
+            for (u, unit_pages) in all.iter().zip(&pages) {
+                let mut selectors: Vec<RowSelector> = Vec::new();
+                let (mut rows_of, mut spans) = (Vec::new(), Vec::new());
+                for p in unit_pages {
+                    let keep = take[next];
+                    next += 1;
+                    if keep {
+                        rows_of.push(p.rows);
+                        spans.push((p.offset, p.len));
+                    }
+                    match selectors.last_mut() {
+                        Some(s) if s.skip != keep => s.row_count += p.rows as usize,
+                        _ => selectors.push(if keep { RowSelector::select(p.rows as usize) } else { RowSelector::skip(p.rows as usize) }),
+                    }
+                }
+                if !rows_of.is_empty() {
+                    let selected = rows_of.iter().sum();
+                    picked.push(Unit { selection: Some((RowSelection::from(selectors), selected)), pages: rows_of, spans, ..u.clone() });
+                }
+            }
+            let info = SampleInfo {
+                method: "whole pages".into(),
+                rows_read: rows,
+                fraction: rows as f64 / total as f64,
+                row_groups_read: picked.len(),
+                row_groups_total: groups,
+                pages_read: Some(n),
+                pages_total: Some(sizes.len()),
+                pages_column: walk.map(str::to_string),
+            };
+            return (picked, Some(info));
+        }
     }
     // 512-row runs drawn without replacement from all the runs of the table: as many as hold
     // the rows asked for, and at least MIN_RUNS. Row groups none of whose runs were drawn are
@@ -511,8 +590,29 @@ fn choose_units(table: &Table, opts: &ProfileOptions) -> (Vec<Unit>, Option<Samp
         fraction: rows_read as f64 / total as f64,
         row_groups_read: picked.len(),
         row_groups_total: groups,
+        pages_read: None,
+        pages_total: None,
+        pages_column: None,
     };
     (picked, Some(info))
+}
+
+/// The data pages of column `name` in each of `units` (whole row groups), from the page
+/// headers; None if any chunk's pages cannot be listed so.
+fn table_pages(table: &Table, units: &[Unit], name: &str) -> Option<Vec<Vec<crate::pages::PageSpan>>> {
+    units
+        .par_iter()
+        .map(|u| {
+            let f = &table.files[u.file];
+            let schema = f.meta.parquet_schema();
+            let leaf = schema.columns().iter().position(|c| c.path().parts().len() == 1 && c.path().parts()[0] == name)?;
+            let file = File::open(&f.path).ok()?;
+            let len = file.metadata().ok()?.len();
+            let chunk = f.meta.metadata().row_group(u.row_group).column(leaf);
+            let pages = crate::pages::data_pages(&file, len, chunk, &schema.column(leaf))?;
+            (pages.iter().map(|p| p.rows).sum::<u64>() == u.rows).then_some(pages)
+        })
+        .collect()
 }
 
 /// Tell the kernel which byte ranges are about to be read (the key columns' chunks of the units),
@@ -530,6 +630,16 @@ fn advise_units(table: &Table, readers: &[(ArrowReaderMetadata, Vec<usize>)], un
                 }
             }
             let Some((_, f)) = &last else { continue };
+            if !u.spans.is_empty() {
+                // Whole pages: those of the first key column (the other columns' chunks are
+                // read in part, where they are not known).
+                for &(start, len) in &u.spans {
+                    if let Some(len) = std::num::NonZeroU64::new(len) {
+                        let _ = rustix::fs::fadvise(f, start, Some(len), rustix::fs::Advice::WillNeed);
+                    }
+                }
+                continue;
+            }
             let rg = meta.metadata().row_group(u.row_group);
             let schema = meta.parquet_schema();
             for (leaf, c) in rg.columns().iter().enumerate() {
@@ -568,18 +678,27 @@ fn read_unit(
     jobs: &[Job],
     local: &mut Local,
     tally: bool,
+    walked: Option<&str>,
     bar: &indicatif::ProgressBar,
-) -> Result<Vec<UnitTally>> {
-    let mut tallies: Vec<UnitTally> = jobs.iter().map(|_| UnitTally { rows: unit.rows_read(), table_rows: unit.rows, nulls: 0, counts: HashMap::new() }).collect();
-    // This unit's NULL rows per job, added to the job's when the unit is done (a failed unit
-    // fails the whole count).
-    let mut unit_nulls = vec![0u64; jobs.len()];
+) -> Result<Vec<Vec<UnitTally>>> {
+    // Per cluster of the unit (see `Unit::clusters`), per job: its rows, NULL rows and frequent
+    // values. The NULL rows are added to the job's when the unit is done (a failed unit fails
+    // the whole count).
+    let clusters = unit.clusters();
+    let table_rows = |rows: u64| if clusters.len() == 1 { unit.rows } else { rows };
+    let mut tallies: Vec<Vec<UnitTally>> =
+        clusters.iter().map(|&rows| jobs.iter().map(|_| UnitTally { rows, table_rows: table_rows(rows), nulls: 0, counts: HashMap::new() }).collect()).collect();
     // String and binary keys straight from their pages where the chunk allows it (see `pages`).
     let mut done = vec![false; jobs.len()];
-    if unit.selection.is_none() && std::env::var_os("SKEWJOIN_ARROW_ONLY").is_none() {
+    // A unit of whole pages has them of one column only (`walked`); other units all pages.
+    let paged = !unit.spans.is_empty();
+    if (unit.selection.is_none() || paged) && std::env::var_os("SKEWJOIN_ARROW_ONLY").is_none() {
         let schema = meta.parquet_schema();
         for (j, job) in jobs.iter().enumerate() {
             let Plan::Bytes { field } = &job.plan else { continue };
+            if paged && walked != Some(field.as_str()) {
+                continue;
+            }
             let Some(leaf) = schema.columns().iter().position(|c| c.path().parts().len() == 1 && c.path().parts()[0] == *field) else { continue };
             let descr = schema.column(leaf);
             if !crate::pages::eligible(&descr) {
@@ -589,11 +708,20 @@ fn read_unit(
             let chunk = meta.metadata().row_group(unit.row_group).column(leaf);
             let mut scratch = std::mem::take(&mut local.scratch);
             let min = unit.rows / 5000;
-            let mut sink = ChunkSink { local: &mut *local, j, file: unit.file, tally: tally.then_some(&mut tallies[j].counts), min };
-            let counted = crate::pages::count_chunk(&f, file_len, chunk, &descr, unit.rows as usize, &mut scratch, &mut sink);
+            let mut sink = ChunkSink { local: &mut *local, j, file: unit.file, tallies: &mut tallies[..], tally, paged, min };
+            let counted = if paged {
+                // A page's rows / 5000 is its minimum; pages are of roughly even size.
+                let min = unit.pages.iter().copied().min().unwrap_or(0) / 5000;
+                crate::pages::count_pages(&f, file_len, chunk, &descr, &unit.spans, min, &mut scratch, &mut sink)
+            } else {
+                crate::pages::count_chunk(&f, file_len, chunk, &descr, unit.rows as usize, &mut scratch, &mut sink)
+            };
             local.scratch = scratch;
             if let Some(counted) = counted {
-                unit_nulls[j] += counted.nulls;
+                // Paged: each page's NULLs are in its tally already.
+                if !paged {
+                    tallies[0][j].nulls += counted.nulls;
+                }
                 local.settle(j);
                 done[j] = true;
             }
@@ -606,14 +734,18 @@ fn read_unit(
             Counter::Int(_) | Counter::Bytes(_) => Pend::Local,
         })
         .collect();
-    let mut dicts: Vec<DictTally> = jobs.iter().map(|_| DictTally { tally_min: unit.rows_read() / 5000, ..Default::default() }).collect();
+    let mut dicts: Vec<DictTally> =
+        jobs.iter().map(|_| DictTally { tally_min: unit.rows_read() / 5000, clustered: tally && clusters.len() > 1, ..Default::default() }).collect();
 
-    let mut sink = |j: usize, batch_rows: usize, batch: Option<&RecordBatch>| -> Result<()> {
+    // Job `j`'s rows of `batch` (None: a unit of partition columns only), all of cluster `c`;
+    // `last`: the cluster ends with them.
+    let mut sink = |j: usize, c: usize, batch_rows: usize, batch: Option<&RecordBatch>, last: bool| -> Result<()> {
         let job = &jobs[j];
         let col = |name: &str| -> Result<&ArrayRef> {
             batch.and_then(|b| b.column_by_name(name)).ok_or_else(|| Error::bad_file(&file.path, format!("column {name} missing")))
         };
-        let mut local_tally = if tally { Some(&mut tallies[j].counts) } else { None };
+        let UnitTally { counts, nulls: cluster_nulls, rows: cluster_rows, .. } = &mut tallies[c][j];
+        let mut local_tally = if tally { Some(counts) } else { None };
         match (&job.plan, &job.counter, &mut pends[j]) {
             (Plan::Int { field, ty }, Counter::Int(_), _) => {
                 let mut nulls = 0;
@@ -644,7 +776,7 @@ fn read_unit(
                 }
                 local.agg[j] = agg;
                 local.settle(j);
-                unit_nulls[j] += nulls;
+                *cluster_nulls += nulls;
             }
             (Plan::Wide { field }, Counter::Wide(c), Pend::Wide(p)) => {
                 let mut nulls = 0;
@@ -658,18 +790,24 @@ fn read_unit(
                     None => nulls += 1,
                 })
                 .map_err(|m| Error::bad_file(&file.path, format!("column {field}: {m}")))?;
-                unit_nulls[j] += nulls;
+                *cluster_nulls += nulls;
             }
             (Plan::Bytes { field }, Counter::Bytes(_), _) => {
                 let array = col(field)?;
-                let nulls = if dicts[j].try_add(array, local, j, &mut unit_nulls[j], local_tally.as_deref_mut()) {
+                // Sample mode: only values above 0.02% of the cluster matter for the error bound
+                // of a top value.
+                dicts[j].tally_min = *cluster_rows / 5000;
+                let nulls = if dicts[j].try_add(array, local, j, cluster_nulls, local_tally.as_deref_mut()) {
                     0
                 } else {
-                    dicts[j].flush(local, j, &mut unit_nulls[j], local_tally.as_deref_mut());
+                    dicts[j].flush(local, j, cluster_nulls, local_tally.as_deref_mut());
                     count_bytes(array, local, j, local_tally.as_deref_mut()).map_err(|m| Error::bad_file(&file.path, format!("column {field}: {m}")))?
                 };
+                if last && dicts[j].clustered {
+                    dicts[j].end_cluster(cluster_nulls, local_tally.as_deref_mut());
+                }
                 local.settle(j);
-                unit_nulls[j] += nulls;
+                *cluster_nulls += nulls;
             }
             (Plan::Encoded { parts }, Counter::Bytes(_), _) => {
                 let mut cols: Vec<Atoms> = Vec::new();
@@ -681,7 +819,7 @@ fn read_unit(
                 }
                 let nulls = count_encoded(&cols, batch_rows, local, j, local_tally.as_deref_mut());
                 local.settle(j);
-                unit_nulls[j] += nulls;
+                *cluster_nulls += nulls;
             }
             _ => return Err(Error::Usage(format!("internal error: no counter for key {}", job.spec.name()))),
         }
@@ -705,9 +843,11 @@ fn read_unit(
         .collect();
     if rest.is_empty() {
         // Only partition columns, or keys already counted from their pages: nothing to read.
-        for j in 0..jobs.len() {
-            if !done[j] {
-                sink(j, unit.rows_read() as usize, None)?;
+        for (c, &rows) in clusters.iter().enumerate() {
+            for j in 0..jobs.len() {
+                if !done[j] {
+                    sink(j, c, rows as usize, None, true)?;
+                }
             }
         }
         bar.inc(unit.rows_read());
@@ -722,12 +862,29 @@ fn read_unit(
             builder = builder.with_row_selection(sel.clone());
         }
         let reader = builder.build().map_err(|e| Error::bad_file(&file.path, e))?;
+        // The rows come in the order of the clusters: a batch is cut where one ends.
+        let (mut c, mut left) = (0usize, clusters[0]);
         for batch in reader {
             let batch = batch.map_err(|e| Error::bad_file(&file.path, format!("row group {}: {e}", unit.row_group)))?;
-            for j in 0..jobs.len() {
-                if !done[j] {
-                    sink(j, batch.num_rows(), Some(&batch))?;
+            let mut at = 0usize;
+            while at < batch.num_rows() {
+                if left == 0 {
+                    if c + 1 >= clusters.len() {
+                        return Err(Error::bad_file(&file.path, format!("row group {}: more rows than selected", unit.row_group)));
+                    }
+                    c += 1;
+                    left = clusters[c];
+                    continue;
                 }
+                let take = (batch.num_rows() - at).min(usize::try_from(left).unwrap_or(usize::MAX));
+                let part = if take == batch.num_rows() { batch.clone() } else { batch.slice(at, take) };
+                left -= take as u64;
+                for j in 0..jobs.len() {
+                    if !done[j] {
+                        sink(j, c, take, Some(&part), left == 0)?;
+                    }
+                }
+                at += take;
             }
             bar.inc(batch.num_rows() as u64);
         }
@@ -737,18 +894,17 @@ fn read_unit(
             (Counter::Wide(c), Pend::Wide(p)) => c.flush(p),
             (Counter::Int(_) | Counter::Wide(_), _) => {}
             (Counter::Bytes(_), _) => {
-                let t = if tally { Some(&mut tallies[j].counts) } else { None };
-                dicts[j].flush(local, j, &mut unit_nulls[j], t);
+                // Whatever is left belongs to the last cluster.
+                let Some(UnitTally { counts, nulls, .. }) = tallies.last_mut().map(|t| &mut t[j]) else { continue };
+                dicts[j].flush(local, j, nulls, if tally { Some(counts) } else { None });
             }
         }
     }
     for (j, job) in jobs.iter().enumerate() {
-        let n = unit_nulls[j];
-        job.nulls.fetch_add(n, Ordering::Relaxed);
-        tallies[j].nulls = n;
+        job.nulls.fetch_add(tallies.iter().map(|t| t[j].nulls).sum(), Ordering::Relaxed);
     }
     if tally {
-        for t in tallies.iter_mut() {
+        for t in tallies.iter_mut().flatten() {
             keep_top(&mut t.counts, 2000);
         }
     }
@@ -772,7 +928,12 @@ struct ChunkSink<'a, 'b> {
     j: usize,
     /// The file of the chunk.
     file: usize,
-    tally: Option<&'a mut HashMap<Vec<u8>, u64>>,
+    /// The unit's tallies, per cluster and job: the first cluster's from the chunk's counts,
+    /// or (`paged`) each page's from `tally`.
+    tallies: &'a mut [Vec<UnitTally>],
+    /// Sample mode: values are tallied (NULLs always are).
+    tally: bool,
+    paged: bool,
     min: u64,
 }
 
@@ -803,7 +964,8 @@ impl crate::pages::Sink for ChunkSink<'_, '_> {
                 local.add_many(j, dict.len(), |i| dict.value(i), |i| dict.rows(i) as u64);
             }
         }
-        if let Some(t) = self.tally.as_mut() {
+        if self.tally && !self.paged {
+            let t = &mut self.tallies[0][self.j].counts;
             for (k, n) in dict.used() {
                 if n as u64 >= self.min {
                     *t.entry_ref(k).or_insert(0) += n as u64;
@@ -813,8 +975,18 @@ impl crate::pages::Sink for ChunkSink<'_, '_> {
     }
     fn one(&mut self, value: &[u8], rows: u64) {
         self.local.add(self.j, value, rows);
-        if let Some(t) = self.tally.as_mut().filter(|_| rows >= self.min) {
-            *t.entry_ref(value).or_insert(0) += rows;
+        if self.tally && !self.paged && rows >= self.min {
+            *self.tallies[0][self.j].counts.entry_ref(value).or_insert(0) += rows;
+        }
+    }
+    fn tally(&mut self, page: usize, value: &[u8], rows: u64) {
+        if let Some(t) = self.tallies.get_mut(page).filter(|_| self.tally) {
+            *t[self.j].counts.entry_ref(value).or_insert(0) += rows;
+        }
+    }
+    fn page_nulls(&mut self, page: usize, nulls: u64) {
+        if let Some(t) = self.tallies.get_mut(page) {
+            t[self.j].nulls += nulls;
         }
     }
 }
@@ -978,11 +1150,16 @@ fn hand_over<B: StageBuf>(mut buf: B, over: bool, stage: &Stage<B>, c: &KeyCount
 /// Counts per dictionary index while consecutive batches share one dictionary.
 #[derive(Default)]
 struct DictTally {
-    /// Smallest count recorded in the unit's sample tally.
+    /// Smallest count recorded in the sample tally of a cluster.
     tally_min: u64,
+    /// The unit is read in several clusters (whole pages) for the sample tallies: their counts
+    /// are kept apart in `cluster` until each ends (see `end_cluster`).
+    clustered: bool,
     values: Option<ArrayRef>,
     sig: (usize, usize, usize),
     counts: Vec<u64>,
+    cluster: Vec<u64>,
+    /// Rows with a NULL dictionary key, of the current cluster.
     nulls: u64,
 }
 
@@ -1011,20 +1188,31 @@ impl DictTally {
             self.sig = sig;
             self.counts.clear();
             self.counts.resize(values.len(), 0);
+            if self.clustered {
+                self.cluster.clear();
+                self.cluster.resize(values.len(), 0);
+            }
         }
         let keys = dict.keys();
         let n = self.counts.len();
+        let clustered = self.clustered;
+        let mut count = |k: usize| {
+            self.counts[k] += 1;
+            if clustered {
+                self.cluster[k] += 1;
+            }
+        };
         if keys.null_count() == 0 {
             for &k in keys.values().iter() {
                 let k = k as usize;
                 if k < n {
-                    self.counts[k] += 1;
+                    count(k);
                 }
             }
         } else {
             for k in keys.iter() {
                 match k {
-                    Some(k) if (k as usize) < n => self.counts[k as usize] += 1,
+                    Some(k) if (k as usize) < n => count(k as usize),
                     _ => self.nulls += 1,
                 }
             }
@@ -1032,32 +1220,56 @@ impl DictTally {
         true
     }
 
-    fn flush(&mut self, local: &mut Local, j: usize, nulls: &mut u64, mut tally: Option<&mut HashMap<Vec<u8>, u64>>) {
-        let Some(values) = self.values.take() else { return };
-        let mut null_rows = std::mem::take(&mut self.nulls);
-        let tally_min = self.tally_min;
-        let mut each = |i: usize, b: Option<&[u8]>| {
-            let n = self.counts[i];
-            if n == 0 {
-                return;
+    /// Value `i` of the dictionary (None for a NULL value).
+    fn value(values: &ArrayRef, i: usize) -> Option<&[u8]> {
+        if values.is_null(i) {
+            return None;
+        }
+        Some(match values.data_type() {
+            DataType::Utf8 => values.as_string::<i32>().value(i).as_bytes(),
+            _ => values.as_binary::<i32>().value(i),
+        })
+    }
+
+    /// The cluster's values into its sample tally (those of at least `tally_min` rows: only
+    /// values above 0.02% of the cluster matter for the error bound of a top value), and its
+    /// NULL rows into `nulls`. Without clusters, the unit is one, ended by `flush`.
+    fn end_cluster(&mut self, nulls: &mut u64, mut tally: Option<&mut HashMap<Vec<u8>, u64>>) {
+        let Some(values) = &self.values else { return };
+        let counts = if self.clustered { &mut self.cluster } else { &mut self.counts };
+        for (i, n) in counts.iter_mut().enumerate() {
+            if *n == 0 {
+                continue;
             }
-            match b {
+            match Self::value(values, i) {
                 Some(b) => {
-                    local.add(j, b, n);
-                    // Sample mode: only values above 0.02% of the unit matter for the error
-                    // bound of a top value; the rest count as 0 there.
-                    if let Some(t) = tally.as_mut().filter(|_| n >= tally_min) {
-                        *t.entry_ref(b).or_insert(0) += n;
+                    if let Some(t) = tally.as_mut().filter(|_| *n >= self.tally_min) {
+                        *t.entry_ref(b).or_insert(0) += *n;
                     }
                 }
-                None => null_rows += n,
+                None => *nulls += *n,
             }
-        };
-        match values.data_type() {
-            DataType::Utf8 => values.as_string::<i32>().iter().enumerate().for_each(|(i, s)| each(i, s.map(|s| s.as_bytes()))),
-            _ => values.as_binary::<i32>().iter().enumerate().for_each(|(i, b)| each(i, b)),
+            if self.clustered {
+                *n = 0;
+            }
         }
-        *nulls += null_rows;
+        *nulls += std::mem::take(&mut self.nulls);
+    }
+
+    /// Everything counted into the thread's keys, and the current cluster as `end_cluster`.
+    fn flush(&mut self, local: &mut Local, j: usize, nulls: &mut u64, tally: Option<&mut HashMap<Vec<u8>, u64>>) {
+        if self.values.is_none() {
+            return;
+        }
+        self.end_cluster(nulls, tally);
+        let Some(values) = self.values.take() else { return };
+        for (i, &n) in self.counts.iter().enumerate() {
+            if n > 0 {
+                if let Some(b) = Self::value(&values, i) {
+                    local.add(j, b, n);
+                }
+            }
+        }
         self.counts.clear();
     }
 }
@@ -1392,7 +1604,11 @@ fn share_error(key: &[Value], types: &[KeyType], tallies: &[&UnitTally], share: 
         t975(m - 1) * (fpc.max(0.0) * ss / (m as f64 - 1.0) / (m as f64 * nbar * nbar)).sqrt()
     };
     if info.method.starts_with("whole") {
-        let fpc = 1.0 - info.row_groups_read as f64 / info.row_groups_total.max(1) as f64;
+        let (read, all) = match (info.pages_read, info.pages_total) {
+            (Some(r), Some(a)) => (r, a),
+            _ => (info.row_groups_read, info.row_groups_total),
+        };
+        let fpc = 1.0 - read as f64 / all.max(1) as f64;
         let t = if tallies.len() < 2 { 1.96 } else { t975(tallies.len() - 1) };
         return cluster(tallies, fpc).max(t * binomial);
     }

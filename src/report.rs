@@ -48,11 +48,15 @@ fn keys_table(report: &KeysReport) -> String {
         );
         if let Some(s) = &c.sample {
             head.push_str(&format!(
-                "\nsampled {} of {} rows ({}) by {}, {} of {} row groups; counts scaled to the table, shares +- 95% interval",
+                "\nsampled {} of {} rows ({}) by {}, {}{} of {} row groups; counts scaled to the table, shares +- 95% interval",
                 fmt_count(s.rows_read),
                 fmt_count(c.rows),
                 fmt_share(s.fraction),
                 s.method,
+                match (s.pages_read, s.pages_total, &s.pages_column) {
+                    (Some(r), Some(t), Some(col)) => format!("{} of {} pages of {col}, in ", fmt_count(r as u64), fmt_count(t as u64)),
+                    _ => String::new(),
+                },
                 s.row_groups_read,
                 s.row_groups_total
             ));

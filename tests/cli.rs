@@ -268,6 +268,100 @@ fn uneven_row_groups_are_sampled_in_row_runs() {
     assert!((share - 100.0 / 139.0).abs() <= c["top"][0]["share_error"].as_f64().unwrap(), "{}", c["top"][0]);
 }
 
+/// 4 row groups of 50,000 rows in pages of 1,000: `k` is 'hot' in 20% of the rows, NULL in
+/// every row of 20 whole pages (10%), else one of 500 values; `n` is k's number.
+fn paged_table(dir: &Path) -> PathBuf {
+    let p = dir.join("paged.parquet");
+    let rows = 200_000usize;
+    let mut next = lcg(7);
+    let k: Vec<Option<String>> = (0..rows)
+        .map(|i| {
+            if (i / 1000) % 10 == 3 {
+                None
+            } else if next() % 5 == 0 {
+                Some("hot".to_string())
+            } else {
+                Some(format!("v{}", next() % 500))
+            }
+        })
+        .collect();
+    let n: Vec<Option<i64>> = k.iter().map(|v| v.as_ref().map(|s| s.len() as i64 * 1000 + s.bytes().map(i64::from).sum::<i64>())).collect();
+    let batch = RecordBatch::try_from_iter([
+        ("k", Arc::new(StringArray::from(k)) as ArrayRef),
+        ("n", Arc::new(Int64Array::from(n)) as ArrayRef),
+    ])
+    .unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(50_000))
+        .set_data_page_row_count_limit(1000)
+        .set_write_batch_size(1000)
+        .build();
+    let mut w = ArrowWriter::try_new(File::create(&p).unwrap(), batch.schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    p
+}
+
+fn lcg(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        state >> 33
+    }
+}
+
+#[test]
+fn few_row_groups_are_sampled_in_whole_pages() {
+    // Four row groups are too few to sample whole (their spread says little), so the sample
+    // takes whole pages of the key column: the headers list 200 of them, 1,000 rows each. The
+    // 5% asked for is 10 pages; at least 30 are read.
+    let dir = tempfile::tempdir().unwrap();
+    let p = paged_table(dir.path());
+    let exact = json(&["keys", p.to_str().unwrap(), "-c", "k", "--top", "1000"]);
+    let truth = |v: &Value| exact["columns"][0]["top"].as_array().unwrap().iter().find(|t| &t["value"] == v).unwrap()["share"].as_f64().unwrap();
+    assert_eq!(exact["columns"][0]["nulls"], 20_000);
+    let (mut inside, mut total) = (0, 0);
+    for seed in 0..10 {
+        let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--sample", "0.05", "--top", "3", "--seed", &seed.to_string()]);
+        let c = &j["columns"][0];
+        let s = &c["sample"];
+        assert_eq!(s["method"], "whole pages", "{s}");
+        assert_eq!((s["pages_total"].as_u64(), s["pages_read"].as_u64(), s["rows_read"].as_u64()), (Some(200), Some(30), Some(30_000)), "{s}");
+        assert_eq!(s["pages_column"], "k");
+        for t in c["top"].as_array().unwrap() {
+            let err = t["share_error"].as_f64().unwrap();
+            assert!(err > 0.0, "{t}");
+            // A value of the 500 near-equal ones is listed for being the luckiest in the sample
+            // (its share is biased up): only 'hot' and NULL are checked.
+            if t["value"] != "hot" && !t["value"].is_null() {
+                continue;
+            }
+            total += 1;
+            if (t["share"].as_f64().unwrap() - truth(&t["value"])).abs() <= err {
+                inside += 1;
+            }
+        }
+        // NULLs fill whole pages: one page in ten is NULL (none of the 30 drawn about one time
+        // in 25), and the interval must say so.
+        if let Some(null) = c["top"].as_array().unwrap().iter().find(|t| t["value"].is_null()) {
+            assert!(null["share_error"].as_f64().unwrap() > 0.05, "{null}");
+        }
+        // The fast page reader and Arrow's reader (whose other pages are skipped) agree.
+        let args = ["keys", p.to_str().unwrap(), "-c", "k", "--sample", "0.05", "--top", "3", "--seed", &seed.to_string(), "--format", "json"];
+        let arrow = skewjoin().env("SKEWJOIN_ARROW_ONLY", "1").args(args).output().unwrap();
+        let arrow: Value = serde_json::from_slice(&arrow.stdout).unwrap();
+        assert_eq!(arrow["columns"][0]["top"], c["top"], "seed {seed}");
+        assert_eq!(arrow["columns"][0]["nulls"], c["nulls"], "seed {seed}");
+    }
+    assert!(inside * 10 >= total * 8, "{inside} of {total} shares inside their interval");
+    // An int key (read through Arrow) and a composite one sample the same pages.
+    for col in ["n", "k,n"] {
+        let j = json(&["keys", p.to_str().unwrap(), "-c", col, "--sample", "0.05", "--top", "3"]);
+        let c = &j["columns"][0];
+        assert_eq!((c["sample"]["method"].as_str(), c["sample"]["pages_read"].as_u64()), (Some("whole pages"), Some(30)), "{col}: {}", c["sample"]);
+        assert_eq!(c["rows_read"], 30_000);
+    }
+}
+
 #[test]
 fn bounded_memory_says_counts_are_bounds() {
     let dir = tempfile::tempdir().unwrap();
