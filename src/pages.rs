@@ -10,6 +10,10 @@
 //! the parquet crate's page reader instead, into the same counting code. Anything else (other
 //! encodings, nested columns, a malformed page) makes `count_chunk` return `None` before it
 //! has reported a single value, and the caller reads the chunk through Arrow instead.
+//!
+//! For a sample of whole pages, `data_pages` lists a chunk's data pages (rows, place) from
+//! their headers alone, and `count_pages` reads only the dictionary page and the pages drawn,
+//! with each page's frequent values and NULLs reported apart for the sample's error bounds.
 
 use std::fs::File;
 use std::sync::Arc;
