@@ -207,7 +207,7 @@ pub fn count_chunk(
 
 /// Count the data pages at `spans` (byte ranges from `data_pages`, in order) of one column chunk,
 /// and its dictionary page: like `count_chunk`, and besides, each page's values of at least
-/// `min` rows and its NULL rows go to `Sink::tally` and `Sink::page_nulls`. Only the pages
+/// `mins[page]` rows and its NULL rows go to `Sink::tally` and `Sink::page_nulls`. Only the pages
 /// asked for are read. The sink is fed once all of them have been read; None (nothing fed)
 /// for a codec or page this module does not read itself.
 pub fn count_pages(
@@ -216,11 +216,11 @@ pub fn count_pages(
     meta: &ColumnChunkMetaData,
     descr: &ColumnDescriptor,
     spans: &[(u64, u64)],
-    min: u64,
+    mins: &[u64],
     s: &mut Scratch,
     sink: &mut dyn Sink,
 ) -> Option<Counted> {
-    if !eligible(descr) || spans.len() > u32::MAX as usize {
+    if !eligible(descr) || spans.len() > u32::MAX as usize || mins.len() != spans.len() {
         return None;
     }
     if !matches!(meta.compression(), Compression::UNCOMPRESSED | Compression::SNAPPY | Compression::ZSTD(_) | Compression::LZ4_RAW) {
@@ -264,6 +264,7 @@ pub fn count_pages(
             }
             page_nulls.push(c.nulls - nulls);
             // This page's counts into the unit's, its frequent values into its tally.
+            let min = mins[page];
             let page = page as u32;
             if s.counts.get(s.offs.len()..).is_some_and(|pad| pad.iter().any(|&n| n != 0)) {
                 return None;

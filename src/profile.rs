@@ -710,9 +710,9 @@ fn read_unit(
             let min = unit.rows / 5000;
             let mut sink = ChunkSink { local: &mut *local, j, file: unit.file, tallies: &mut tallies[..], tally, paged, min };
             let counted = if paged {
-                // A page's rows / 5000 is its minimum; pages are of roughly even size.
-                let min = unit.pages.iter().copied().min().unwrap_or(0) / 5000;
-                crate::pages::count_pages(&f, file_len, chunk, &descr, &unit.spans, min, &mut scratch, &mut sink)
+                // A page's values of at least its rows / 5000 are tallied, as Arrow's path does.
+                let mins: Vec<u64> = unit.pages.iter().map(|r| r / 5000).collect();
+                crate::pages::count_pages(&f, file_len, chunk, &descr, &unit.spans, &mins, &mut scratch, &mut sink)
             } else {
                 crate::pages::count_chunk(&f, file_len, chunk, &descr, unit.rows as usize, &mut scratch, &mut sink)
             };
@@ -1084,7 +1084,11 @@ impl<'a> Local<'a> {
     fn add_many<'k>(&mut self, j: usize, n: usize, key: impl Fn(usize) -> &'k [u8], count: impl Fn(usize) -> u64) {
         let done = if self.over[j] { 0 } else { self.bytes[j].push_many(&self.st, n, &key, &count) };
         for i in done..n {
-            self.add(j, key(i), count(i));
+            // A dictionary's unused values (most of them, for a sample of its pages) are no keys.
+            let c = count(i);
+            if c > 0 {
+                self.add(j, key(i), c);
+            }
         }
     }
 
