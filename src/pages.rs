@@ -235,12 +235,13 @@ pub fn count_pages(
     s.tally_bytes.clear();
     let mut c = Counting { has_def: descr.max_def_level() == 1, have_dict: false, nulls: 0, seen: 0 };
     let (start, len) = chunk_range(meta, file_len)?;
-    let data = u64::try_from(meta.data_page_offset()).ok()?;
     let mut buf = std::mem::take(&mut s.chunk);
     let r = (|| {
-        // The dictionary page, between the chunk's start and its first data page.
-        if data > start {
-            let n = usize::try_from(data - start).ok().filter(|&n| n <= MAX_PAGE)?;
+        // The dictionary page: the chunk's first page if it is one (some writers leave out its
+        // offset and put it at the data page offset).
+        let (h, header_len) = read_header(file, start, start + len, &mut buf)?;
+        if h.kind == thrift::DICTIONARY_PAGE {
+            let n = header_len.checked_add(usize::try_from(h.compressed).ok()?).filter(|&n| n as u64 <= len && n <= MAX_PAGE)?;
             buf.resize(n.max(buf.len()), 0);
             read_at(file, &mut buf[..n], start)?;
             walk_pages(&buf[..n], meta.compression(), i64::MAX, s, &mut c)?;
@@ -454,19 +455,7 @@ pub fn data_pages(file: &File, file_len: u64, meta: &ColumnChunkMetaData, descr:
     let mut buf = Vec::new();
     let (mut pos, mut values) = (start, 0u64);
     while pos < end && values < total {
-        let left = end - pos;
-        // Most headers fit in 256 bytes; one with large statistics is read again, longer.
-        let mut want = 256u64;
-        let (h, header_len) = loop {
-            let n = want.min(left) as usize;
-            buf.resize(n, 0);
-            read_at(file, &mut buf, pos)?;
-            match thrift::page_header(&buf) {
-                Some(x) => break x,
-                None if want < left && want < 1 << 24 => want *= 16,
-                None => return None,
-            }
-        };
+        let (h, header_len) = read_header(file, pos, end, &mut buf)?;
         let page_end = pos.checked_add(header_len as u64)?.checked_add(u64::try_from(h.compressed).ok()?)?;
         if page_end > end {
             return None;
@@ -484,6 +473,24 @@ pub fn data_pages(file: &File, file_len: u64, meta: &ColumnChunkMetaData, descr:
         pos = page_end;
     }
     (values == total).then_some(pages)
+}
+
+/// The page header at `pos` (of a chunk that ends at `end`), and its length. Most headers fit
+/// in 256 bytes; one with large statistics is read again, longer.
+fn read_header(file: &File, pos: u64, end: u64, buf: &mut Vec<u8>) -> Option<(thrift::Header, usize)> {
+    let left = end.checked_sub(pos)?;
+    let mut want = 256u64;
+    loop {
+        let n = want.min(left) as usize;
+        buf.clear();
+        buf.resize(n, 0);
+        read_at(file, buf, pos)?;
+        match thrift::page_header(buf) {
+            Some(x) => return Some(x),
+            None if want < left && want < 1 << 24 => want *= 16,
+            None => return None,
+        }
+    }
 }
 
 #[cfg(unix)]

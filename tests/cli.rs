@@ -272,34 +272,100 @@ fn uneven_row_groups_are_sampled_in_row_runs() {
 /// every row of 20 whole pages (10%), else one of 500 values; `n` is k's number.
 fn paged_table(dir: &Path) -> PathBuf {
     let p = dir.join("paged.parquet");
-    let rows = 200_000usize;
+    write_paged(&p, &paged_batch(0, 200_000, ""), paged_props());
+    p
+}
+
+fn paged_props() -> parquet::file::properties::WriterPropertiesBuilder {
+    WriterProperties::builder().set_max_row_group_row_count(Some(50_000)).set_data_page_row_count_limit(1000).set_write_batch_size(1000)
+}
+
+fn write_paged(p: &Path, batch: &RecordBatch, props: parquet::file::properties::WriterPropertiesBuilder) {
+    let mut w = ArrowWriter::try_new(File::create(p).unwrap(), batch.schema(), Some(props.build())).unwrap();
+    w.write(batch).unwrap();
+    w.close().unwrap();
+}
+
+/// Rows `from..to` of the paged table; each value of `k` has `pad` after it.
+fn paged_batch(from: usize, to: usize, pad: &str) -> RecordBatch {
     let mut next = lcg(7);
-    let k: Vec<Option<String>> = (0..rows)
+    let k: Vec<Option<String>> = (0..to)
         .map(|i| {
             if (i / 1000) % 10 == 3 {
                 None
             } else if next() % 5 == 0 {
-                Some("hot".to_string())
+                Some(format!("hot{pad}"))
             } else {
-                Some(format!("v{}", next() % 500))
+                Some(format!("v{}{pad}", next() % 500))
             }
         })
+        .skip(from)
         .collect();
     let n: Vec<Option<i64>> = k.iter().map(|v| v.as_ref().map(|s| s.len() as i64 * 1000 + s.bytes().map(i64::from).sum::<i64>())).collect();
-    let batch = RecordBatch::try_from_iter([
-        ("k", Arc::new(StringArray::from(k)) as ArrayRef),
-        ("n", Arc::new(Int64Array::from(n)) as ArrayRef),
-    ])
-    .unwrap();
-    let props = WriterProperties::builder()
-        .set_max_row_group_row_count(Some(50_000))
-        .set_data_page_row_count_limit(1000)
-        .set_write_batch_size(1000)
-        .build();
-    let mut w = ArrowWriter::try_new(File::create(&p).unwrap(), batch.schema(), Some(props)).unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
-    p
+    RecordBatch::try_from_iter([("k", Arc::new(StringArray::from(k)) as ArrayRef), ("n", Arc::new(Int64Array::from(n)) as ArrayRef)]).unwrap()
+}
+
+/// `keys` JSON of `args` by the fast page reader and by Arrow's reader alone: the same column
+/// profiles, or the test fails.
+fn same_both_ways(args: &[&str]) -> Value {
+    let fast = json(args);
+    let out = skewjoin().env("SKEWJOIN_ARROW_ONLY", "1").args(args).args(["--format", "json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let arrow: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for (a, b) in fast["columns"].as_array().unwrap().iter().zip(arrow["columns"].as_array().unwrap()) {
+        assert_eq!((&a["top"], &a["nulls"], &a["rows_read"], &a["sample"]), (&b["top"], &b["nulls"], &b["rows_read"], &b["sample"]), "{args:?}");
+    }
+    fast
+}
+
+#[test]
+fn page_samples_of_other_layouts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let check = |p: &Path, what: &str| {
+        let j = same_both_ways(&["keys", p.to_str().unwrap(), "-c", "k", "--sample", "0.05", "--top", "3"]);
+        let c = &j["columns"][0];
+        assert_eq!((c["sample"]["method"].as_str(), c["sample"]["pages_total"].as_u64()), (Some("whole pages"), Some(200)), "{what}: {}", c["sample"]);
+        let hot = c["top"].as_array().unwrap().iter().find(|t| t["value"].as_str().is_some_and(|v| v.starts_with("hot"))).unwrap();
+        let share = hot["share"].as_f64().unwrap();
+        assert!((share - 0.18).abs() < 0.05, "{what}: {hot}");
+        j
+    };
+    // Data pages v2, and a dictionary so small that each chunk falls back to PLAIN pages.
+    let p = d.join("v2.parquet");
+    write_paged(&p, &paged_batch(0, 200_000, ""), paged_props().set_writer_version(parquet::file::properties::WriterVersion::PARQUET_2_0));
+    check(&p, "v2");
+    let p = d.join("plain.parquet");
+    write_paged(&p, &paged_batch(0, 200_000, ""), paged_props().set_dictionary_page_size_limit(1024));
+    check(&p, "plain");
+    // Page headers of over 256 bytes (untruncated statistics of long values): read again.
+    let p = d.join("long.parquet");
+    let pad = "x".repeat(400);
+    write_paged(
+        &p,
+        &paged_batch(0, 200_000, &pad),
+        paged_props().set_statistics_enabled(parquet::file::properties::EnabledStatistics::Page).set_write_page_header_statistics(true).set_statistics_truncate_length(None),
+    );
+    check(&p, "long headers");
+    // Two files of two row groups each, read as one table.
+    let t = d.join("two");
+    std::fs::create_dir_all(&t).unwrap();
+    write_paged(&t.join("a.parquet"), &paged_batch(0, 100_000, ""), paged_props());
+    write_paged(&t.join("b.parquet"), &paged_batch(100_000, 200_000, ""), paged_props());
+    let j = check(&t, "two files");
+    assert_eq!(j["columns"][0]["sample"]["row_groups_total"], 4);
+    // Two keys: the pages drawn are of the first one; the other is read through Arrow on the
+    // same rows (the columns' pages start at the same rows here), so it counts as it does alone.
+    let p = paged_table(d);
+    let alone = json(&["keys", p.to_str().unwrap(), "-c", "k", "--sample", "0.05", "--top", "5"]);
+    for cols in [["-c", "n", "-c", "k"], ["-c", "k", "-c", "n"]] {
+        let mut args = vec!["keys", p.to_str().unwrap(), "--sample", "0.05", "--top", "5"];
+        args.extend(cols);
+        let j = same_both_ways(&args);
+        let k = j["columns"].as_array().unwrap().iter().find(|c| c["column"] == "k").unwrap();
+        assert_eq!((&k["top"], &k["nulls"]), (&alone["columns"][0]["top"], &alone["columns"][0]["nulls"]), "{cols:?}");
+        assert_eq!(k["sample"]["pages_column"], cols[1], "{cols:?}");
+    }
 }
 
 fn lcg(mut state: u64) -> impl FnMut() -> u64 {
