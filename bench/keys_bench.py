@@ -1,7 +1,7 @@
 """Benchmark `skewjoin keys` against DuckDB and Polars on the same 40M-row file.
 
     .venv/bin/python bench/keys_bench.py [--rows 40000000] [--runs 5] [--sample 0.03,0.01]
-                                         [--scale 10] [--bin target/release/skewjoin]
+                                         [--scale 10] [--few 10] [--bin target/release/skewjoin]
 
 Writes bench/data/events_<rows>.parquet once (a Zipf-like dictionary string key `title_id` with
 31% NULL, a ~20M-distinct int64 key `user_id`, plus event_id and hours), then, alternating tool
@@ -9,6 +9,9 @@ by tool in each round, times the exact top-20 of each key and skewjoin's --sampl
 Markdown table: median wall seconds, peak RSS, the ratio to the faster peer. Every tool's top 20
 is checked against the others', and every sampled share against the exact one and its stated
 error. Peers are timed in-process (query only, after import), skewjoin as a whole process.
+
+With --few N (default 10, 0 to skip) both keys are timed again on the same rows written in N
+row groups (the layout of one big file, where --sample reads whole pages).
 
 With --scale K (default 10, 0 to skip) the string key is timed again on a K times larger table:
 K hard links of the file in bench/data/scale<K>/ (no extra disk), read as one table by every
@@ -97,6 +100,7 @@ def main():
     ap.add_argument("--sample", default="0.03,0.01", help="sample fractions or row counts, comma-separated")
     ap.add_argument("--bin", default=str(ROOT / "target" / "release" / "skewjoin"))
     ap.add_argument("--scale", type=int, default=10)
+    ap.add_argument("--few", type=int, default=10, help="also time the same rows written in this many row groups (0 to skip)")
     a = ap.parse_args()
     # One tool per sample fraction: "skewjoin-sample:<fraction>".
     a.samplers = samplers = [f"skewjoin-sample:{x.strip()}" for x in a.sample.split(",") if x.strip()]
@@ -164,6 +168,7 @@ def main():
     checked = sum(min(10, len(c["top"])) for c in sample_checks)
 
     scaled = scale_rounds(a, path, exact) if a.scale > 1 else None
+    few = few_rounds(a, path, exact) if a.few > 0 else None
 
     def med(col, tool):
         xs = results[(col, tool)]
@@ -200,6 +205,8 @@ def main():
                  f"(worst deviation {worst:.2f}x the stated error).")
     if scaled:
         lines += ["", *scaled]
+    if few:
+        lines += ["", *few]
     print("\n".join(lines))
 
 
@@ -270,6 +277,77 @@ def scale_rounds(a, path, exact_top):
             f"Scaled sample check: {checked - misses} of {checked} sampled top-10 shares within their stated 95% error."]
 
 
+REWRITE = r'''
+import os, sys
+import pyarrow.parquet as pq
+src, dst, per = sys.argv[1], sys.argv[2], int(sys.argv[3])
+f = pq.ParquetFile(src)
+with pq.ParquetWriter(dst + ".tmp", f.schema_arrow, compression="snappy") as wr:
+    for b in f.iter_batches(batch_size=per):
+        wr.write_batch(b, row_group_size=per)
+os.replace(dst + ".tmp", dst)
+'''
+
+
+def few_rounds(a, path, exact_top):
+    """Time both keys on the same rows written by pyarrow in a.few large row groups (the layout
+    of one big file: too few row groups to sample whole, so --sample reads whole pages); return
+    table lines."""
+    few = path.parent / f"{path.stem}_rg{a.few}.parquet"
+    if not few.exists():
+        # In a child process: a child's peak RSS as wait4 reports it starts from the parent's
+        # at the fork, and the rewrite holds a row group of 4M rows.
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", REWRITE, str(path), str(few), str(-(-a.rows // a.few))], check=True)
+        print(f"wrote {few} in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+    res, checks, infos, tops = {}, [], {}, {}
+    py = sys.executable
+    for r in range(a.runs):
+        for col in ["title_id", "user_id"]:
+            for tool in ["skewjoin", *a.samplers, "duckdb", "polars"]:
+                if tool.startswith("skewjoin"):
+                    cmd = [a.bin, "keys", str(few), "--column", col, "--top", "20", "--format", "json", "--quiet"]
+                    if tool in a.samplers:
+                        cmd += ["--sample", tool.split(":", 1)[1], "--seed", str(r + 1)]
+                    out, secs, rss = measure(cmd)
+                    c = json.loads(out)["columns"][0]
+                    if tool in a.samplers:
+                        if col == "title_id":
+                            checks.append(c)
+                        infos.setdefault((col, tool), c["sample"])
+                    else:
+                        tops[(col, tool)] = sorted(e["count"] for e in c["top"])
+                else:
+                    out, _, rss = measure([py, "-c", PEER, tool, str(few), col])
+                    j = json.loads(out.strip().splitlines()[-1])
+                    tops[(col, tool)] = sorted(c for _, c in j["top"])
+                    secs = j["seconds"]
+                res.setdefault((col, tool), []).append((secs, rss))
+        print(f"few-row-group round {r + 1}/{a.runs} done", file=sys.stderr)
+    for col in ["title_id", "user_id"]:
+        assert tops[(col, "skewjoin")] == tops[(col, "duckdb")] == tops[(col, "polars")], f"{col}: few-row-group top-20 counts differ"
+    misses = checked = 0
+    for c in checks:
+        for e in c["top"][:10]:
+            k = norm_key(e["value"])
+            if k in exact_top:
+                checked += 1
+                misses += abs(e["share"] - exact_top[k] / a.rows) > e["share_error"]
+    lines = [f"Few large row groups: the same rows written by pyarrow in {a.few} row groups ({few.name}, {few.stat().st_size / 2**20:.0f} MB); median of {a.runs} alternating runs.",
+             "",
+             "| key | tool | seconds | peak RSS MB | skewjoin speed-up |",
+             "|---|---|---:|---:|---:|"]
+    for col in ["title_id", "user_id"]:
+        m = {t: (statistics.median(s for s, _ in xs), max(x for _, x in xs)) for (c, t), xs in res.items() if c == col}
+        sj = m["skewjoin"][0]
+        best = min(m["duckdb"][0], m["polars"][0])
+        lines.append(f"| {col} | skewjoin exact | {sj:.3f} | {m['skewjoin'][1]:.0f} | {best / sj:.1f}x vs faster peer |")
+        lines += [f"| | {t} | {m[t][0]:.3f} | {m[t][1]:.0f} | |" for t in ["duckdb", "polars"]]
+        lines += [sample_row(t, res[(col, "skewjoin")], res[(col, t)], infos[(col, t)]) for t in a.samplers]
+    lines += ["", f"Few-row-group sample check (title_id): {checked - misses} of {checked} sampled top-10 shares within their stated 95% error."]
+    return lines
+
+
 def sample_row(tool, exact, sampled, info):
     """The table row of one sample fraction: `exact` and `sampled` are the rounds' (seconds,
     rss), `info` the sample's JSON (rows and row groups read)."""
@@ -277,7 +355,9 @@ def sample_row(tool, exact, sampled, info):
     rss = max(m for _, m in sampled)
     ratio = statistics.median(s for s, _ in exact) / secs
     per = [e / x for (e, _), (x, _) in zip(exact, sampled)]
-    return (f"| | skewjoin --sample {tool.split(':', 1)[1]} ({info['row_groups_read']} of {info['row_groups_total']} row groups, "
+    what = (f"{info['pages_read']} of {info['pages_total']} pages" if info.get("pages_read") is not None
+            else f"{info['row_groups_read']} of {info['row_groups_total']} row groups")
+    return (f"| | skewjoin --sample {tool.split(':', 1)[1]} ({what}, "
             f"{100 * info['fraction']:.1f}%) | {secs:.3f} | {rss:.0f} | {ratio:.1f}x vs exact (rounds {min(per):.1f}-{max(per):.1f}x) |")
 
 

@@ -961,7 +961,15 @@ impl crate::pages::Sink for ChunkSink<'_, '_> {
                         return self.dict(dict);
                     }
                 }
-                local.add_many(j, dict.len(), |i| dict.value(i), |i| dict.rows(i) as u64);
+                // A dictionary of which few values were counted (a sample of a few of its
+                // pages): only those are hashed and staged.
+                let used = (0..dict.len()).filter(|&i| dict.rows(i) > 0).count();
+                if used * 2 < dict.len() {
+                    let idx: Vec<usize> = (0..dict.len()).filter(|&i| dict.rows(i) > 0).collect();
+                    local.add_many(j, idx.len(), |x| dict.value(idx[x]), |x| dict.rows(idx[x]) as u64);
+                } else {
+                    local.add_many(j, dict.len(), |i| dict.value(i), |i| dict.rows(i) as u64);
+                }
             }
         }
         if self.tally && !self.paged {
