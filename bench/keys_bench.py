@@ -254,13 +254,7 @@ def scale_rounds(a, path, exact_top):
                 secs = j["seconds"]
             res.setdefault(tool, []).append((secs, rss))
         print(f"scale round {r + 1}/{a.runs} done", file=sys.stderr)
-    misses = checked = 0
-    for c in checks:
-        for e in c["top"][:10]:
-            k = norm_key(e["value"])
-            if k in exact_top:
-                checked += 1
-                misses += abs(e["share"] - exact_top[k] / a.rows) > e["share_error"]
+    checked, misses = share_misses(checks, exact_top, a.rows)
     m = {t: (statistics.median(s for s, _ in xs), max(x for _, x in xs)) for t, xs in res.items()}
     sj = m["skewjoin"][0]
     best = min(m["duckdb"][0], m["polars"][0])
@@ -326,13 +320,7 @@ def few_rounds(a, path, exact_top):
         print(f"few-row-group round {r + 1}/{a.runs} done", file=sys.stderr)
     for col in ["title_id", "user_id"]:
         assert tops[(col, "skewjoin")] == tops[(col, "duckdb")] == tops[(col, "polars")], f"{col}: few-row-group top-20 counts differ"
-    misses = checked = 0
-    for c in checks:
-        for e in c["top"][:10]:
-            k = norm_key(e["value"])
-            if k in exact_top:
-                checked += 1
-                misses += abs(e["share"] - exact_top[k] / a.rows) > e["share_error"]
+    checked, misses = share_misses(checks, exact_top, a.rows)
     lines = [f"Few large row groups: the same rows written by pyarrow in {a.few} row groups ({few.name}, {few.stat().st_size / 2**20:.0f} MB); median of {a.runs} alternating runs.",
              "",
              "| key | tool | seconds | peak RSS MB | skewjoin speed-up |",
@@ -346,6 +334,19 @@ def few_rounds(a, path, exact_top):
         lines += [sample_row(t, res[(col, "skewjoin")], res[(col, t)], infos[(col, t)]) for t in a.samplers]
     lines += ["", f"Few-row-group sample check (title_id): {checked - misses} of {checked} sampled top-10 shares within their stated 95% error."]
     return lines
+
+
+def share_misses(checks, exact_top, rows):
+    """(checked, misses): the sampled top-10 shares of `checks` whose value is in `exact_top`
+    (exact counts of a table of `rows` rows), and how many are outside their stated error."""
+    checked = misses = 0
+    for c in checks:
+        for e in c["top"][:10]:
+            k = norm_key(e["value"])
+            if k in exact_top:
+                checked += 1
+                misses += abs(e["share"] - exact_top[k] / rows) > e["share_error"]
+    return checked, misses
 
 
 def sample_row(tool, exact, sampled, info):

@@ -478,18 +478,9 @@ fn choose_units(table: &Table, opts: &ProfileOptions, walk: Option<&str>) -> (Ve
         max <= median.saturating_mul(4)
     };
     if groups >= 32 && even(all.iter().map(|u| u.rows).collect()) {
-        let mut order: Vec<usize> = (0..groups).collect();
-        order.shuffle(&mut rng);
-        let mut picked = Vec::new();
-        let mut rows = 0;
-        for i in order {
-            if rows >= target && picked.len() as u64 >= MIN_GROUPS {
-                break;
-            }
-            rows += all[i].rows;
-            picked.push(all[i].clone());
-        }
-        picked.sort_by_key(|u| (u.file, u.row_group));
+        let sizes: Vec<u64> = all.iter().map(|u| u.rows).collect();
+        let (take, rows) = draw_clusters(&sizes, target, MIN_GROUPS, &mut rng);
+        let picked: Vec<Unit> = all.iter().zip(&take).filter(|(_, &t)| t).map(|(u, _)| u.clone()).collect();
         let info = SampleInfo { method: "whole row groups".into(), rows_read: rows, fraction: rows as f64 / total as f64, row_groups_read: picked.len(), row_groups_total: groups, pages_read: None, pages_total: None, pages_column: None };
         return (picked, Some(info));
     }
@@ -503,18 +494,8 @@ fn choose_units(table: &Table, opts: &ProfileOptions, walk: Option<&str>) -> (Ve
     if let Some(pages) = walk.and_then(|name| table_pages(table, &all, name)) {
         let sizes: Vec<u64> = pages.iter().flatten().map(|p| p.rows).collect();
         if sizes.len() >= 32 && even(sizes.clone()) {
-            let mut order: Vec<usize> = (0..sizes.len()).collect();
-            order.shuffle(&mut rng);
-            let mut take = vec![false; sizes.len()];
-            let (mut rows, mut n) = (0u64, 0usize);
-            for i in order {
-                if rows >= target && n as u64 >= MIN_PAGES {
-                    break;
-                }
-                rows += sizes[i];
-                n += 1;
-                take[i] = true;
-            }
+            let (take, rows) = draw_clusters(&sizes, target, MIN_PAGES, &mut rng);
+            let n = take.iter().filter(|&&t| t).count();
             let mut picked = Vec::new();
             let mut next = 0usize;
             for (u, unit_pages) in all.iter().zip(&pages) {
@@ -527,10 +508,7 @@ fn choose_units(table: &Table, opts: &ProfileOptions, walk: Option<&str>) -> (Ve
                         rows_of.push(p.rows);
                         spans.push((p.offset, p.len));
                     }
-                    match selectors.last_mut() {
-                        Some(s) if s.skip != keep => s.row_count += p.rows as usize,
-                        _ => selectors.push(if keep { RowSelector::select(p.rows as usize) } else { RowSelector::skip(p.rows as usize) }),
-                    }
+                    push_selector(&mut selectors, keep, p.rows as usize);
                 }
                 if !rows_of.is_empty() {
                     let selected = rows_of.iter().sum();
@@ -573,10 +551,7 @@ fn choose_units(table: &Table, opts: &ProfileOptions, walk: Option<&str>) -> (Ve
             if take {
                 selected += len as u64;
             }
-            match selectors.last_mut() {
-                Some(s) if s.skip != take => s.row_count += len,
-                _ => selectors.push(if take { RowSelector::select(len) } else { RowSelector::skip(len) }),
-            }
+            push_selector(&mut selectors, take, len);
         }
         first += runs;
         if selected > 0 {
@@ -595,6 +570,32 @@ fn choose_units(table: &Table, opts: &ProfileOptions, walk: Option<&str>) -> (Ve
         pages_column: None,
     };
     (picked, Some(info))
+}
+
+/// Clusters (row groups or pages) of `sizes` rows drawn at random without replacement: as
+/// many as hold `target` rows, and at least `min`. Which were drawn, and their rows.
+fn draw_clusters(sizes: &[u64], target: u64, min: u64, rng: &mut rand::rngs::SmallRng) -> (Vec<bool>, u64) {
+    let mut order: Vec<usize> = (0..sizes.len()).collect();
+    order.shuffle(rng);
+    let mut take = vec![false; sizes.len()];
+    let (mut rows, mut n) = (0u64, 0u64);
+    for i in order {
+        if rows >= target && n >= min {
+            break;
+        }
+        rows += sizes[i];
+        n += 1;
+        take[i] = true;
+    }
+    (take, rows)
+}
+
+/// `len` more rows, selected or skipped, at the end of `selectors`.
+fn push_selector(selectors: &mut Vec<RowSelector>, select: bool, len: usize) {
+    match selectors.last_mut() {
+        Some(s) if s.skip != select => s.row_count += len,
+        _ => selectors.push(if select { RowSelector::select(len) } else { RowSelector::skip(len) }),
+    }
 }
 
 /// The data pages of column `name` in each of `units` (whole row groups), from the page
@@ -963,9 +964,8 @@ impl crate::pages::Sink for ChunkSink<'_, '_> {
                 }
                 // A dictionary of which few values were counted (a sample of a few of its
                 // pages): only those are hashed and staged.
-                let used = (0..dict.len()).filter(|&i| dict.rows(i) > 0).count();
-                if used * 2 < dict.len() {
-                    let idx: Vec<usize> = (0..dict.len()).filter(|&i| dict.rows(i) > 0).collect();
+                let idx: Vec<usize> = (0..dict.len()).filter(|&i| dict.rows(i) > 0).collect();
+                if idx.len() * 2 < dict.len() {
                     local.add_many(j, idx.len(), |x| dict.value(idx[x]), |x| dict.rows(idx[x]) as u64);
                 } else {
                     local.add_many(j, dict.len(), |i| dict.value(i), |i| dict.rows(i) as u64);
