@@ -19,8 +19,13 @@ fn write(path: &Path, cols: Vec<(&str, ArrayRef)>, row_group: usize) {
     w.close().unwrap();
 }
 
+/// The binary under test: this build's, or $SKEWJOIN_BIN (scripts/same-output points it at a
+/// stand-in that runs two builds and compares them).
 fn skewjoin() -> Command {
-    Command::cargo_bin("skewjoin").unwrap()
+    match std::env::var_os("SKEWJOIN_BIN") {
+        Some(bin) => Command::new(bin),
+        None => Command::cargo_bin("skewjoin").unwrap(),
+    }
 }
 
 fn json(args: &[&str]) -> Value {
