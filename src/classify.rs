@@ -124,9 +124,10 @@ impl Classifier {
                     return Err(Error::Usage(format!("rule {}: class null is built in (SQL NULL); use placeholder", rule.name)));
                 }
                 let regex = match &rule.regex {
-                    Some(r) => Some(regex::Regex::new(r).map_err(|e| {
-                        Error::Usage(format!("rule {}: bad regex: {}", rule.name, e.to_string().lines().last().unwrap_or("")))
-                    })?),
+                    Some(r) => Some(
+                        regex::Regex::new(r)
+                            .map_err(|e| Error::Usage(format!("rule {}: bad regex: {}", rule.name, e.to_string().lines().last().unwrap_or(""))))?,
+                    ),
                     None => None,
                 };
                 let dates = rule
@@ -212,8 +213,7 @@ impl Compiled {
             Value::Date(d) => self.dates.contains(d).then(|| format!("{} is listed", Value::date_string(*d))),
             Value::Timestamp(m) => {
                 let day = m.div_euclid(86_400_000_000);
-                (m.rem_euclid(86_400_000_000) == 0 && self.dates.contains(&(day as i32)))
-                    .then(|| format!("midnight of {}", Value::date_string(day as i32)))
+                (m.rem_euclid(86_400_000_000) == 0 && self.dates.contains(&(day as i32))).then(|| format!("midnight of {}", Value::date_string(day as i32)))
             }
             Value::Binary(b) => (r.zero_bytes && !b.is_empty() && b.iter().all(|x| *x == 0)).then(|| format!("{} zero bytes", b.len())),
             Value::Bool(_) | Value::Null => None,

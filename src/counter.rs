@@ -106,9 +106,7 @@ pub struct Summary<K> {
 impl<K: CountKey> KeyCounter<K> {
     /// A counter that keeps its tables under about `memory_budget` bytes.
     pub fn new(memory_budget: usize) -> Self {
-        let shards = (0..SHARDS)
-            .map(|_| Mutex::new(Shard { table: HashTable::new(), heap_bytes: 0, error: 0, hll: None }))
-            .collect();
+        let shards = (0..SHARDS).map(|_| Mutex::new(Shard { table: HashTable::new(), heap_bytes: 0, error: 0, hll: None })).collect();
         KeyCounter { shards, shard_budget: (memory_budget / SHARDS).max(4096), state: state() }
     }
 

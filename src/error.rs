@@ -11,8 +11,15 @@ pub enum Error {
     NoParquet(String),
     #[error("{path}: {msg}")]
     BadFile { path: PathBuf, msg: String },
+    /// The user's input or options are wrong: the message says what to change.
     #[error("{0}")]
     Usage(String),
+    /// The join keys of the two sides have types that Spark hashes differently.
+    #[error("{0}")]
+    KeyTypes(String),
+    /// A bug in skewjoin, never the user's input: the message says what went wrong inside.
+    #[error("internal error: {0}")]
+    Internal(String),
     #[error("column {column}: {msg}")]
     Column { column: String, msg: String },
     #[error("{path}: cannot read: {source}")]

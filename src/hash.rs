@@ -21,10 +21,7 @@ fn mix_k1(k1: i32) -> i32 {
 
 #[inline]
 fn mix_h1(h1: i32, k1: i32) -> i32 {
-    (h1 ^ k1)
-        .rotate_left(13)
-        .wrapping_mul(5)
-        .wrapping_add(0xe6546b64u32 as i32)
+    (h1 ^ k1).rotate_left(13).wrapping_mul(5).wrapping_add(0xe6546b64u32 as i32)
 }
 
 #[inline]

@@ -145,26 +145,6 @@ fn column_report(p: ColumnProfile, classifier: &Classifier, opts: &KeysOptions) 
     }
 }
 
-pub fn fmt_count(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-pub fn fmt_share(s: f64) -> String {
-    if s >= 0.001 || s == 0.0 {
-        format!("{:.1}%", s * 100.0)
-    } else {
-        format!("{:.3}%", s * 100.0)
-    }
-}
-
 fn verdict(top: &[TopValue], p: &ColumnProfile, even: f64, opts: &KeysOptions) -> Verdict {
     let hot: Vec<&TopValue> = top.iter().filter(|t| t.hot).collect();
     let rule = format!(

@@ -347,7 +347,7 @@ fn run_keys(a: KeysArgs) -> Result<String> {
     std::thread::scope(|scope| {
         let handle = scope.spawn(|| Classifier::with_file(a.rules.as_deref()));
         let join = |h: std::thread::ScopedJoinHandle<'_, Result<Classifier>>| {
-            h.join().unwrap_or_else(|_| Err(Error::Usage("internal error: the rules could not be compiled".into())))
+            h.join().unwrap_or_else(|_| Err(Error::Internal("the rules could not be compiled".into())))
         };
         let table = Table::open(&a.tables);
         enum Rules<C, H> {
@@ -393,7 +393,11 @@ fn default_name(paths: &[String]) -> String {
     let s = stem.map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "t".into());
     // A glob's stem is not a name.
     let s: String = s.chars().map(|c| if c.is_alphanumeric() || c == '_' { c } else { '_' }).collect();
-    if s.is_empty() { "t".into() } else { s }
+    if s.is_empty() {
+        "t".into()
+    } else {
+        s
+    }
 }
 
 fn run_plan(a: PlanArgs) -> Result<String> {

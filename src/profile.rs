@@ -20,9 +20,9 @@ use rand::SeedableRng;
 use rayon::prelude::*;
 
 use crate::counter::{KeyCounter, Pending};
-use crate::stage::{self, ByteBuf, IntBuf, Stage, StageBuf};
 use crate::error::{Error, Result};
 use crate::source::{field_index, read_hint, ColumnSource, ResolvedColumn, Table};
+use crate::stage::{self, ByteBuf, IntBuf, Stage, StageBuf};
 use crate::value::{canonical_f32, canonical_f64, KeyType, Value};
 
 /// A key to count: one column, or several counted as one composite key.
@@ -62,7 +62,13 @@ impl std::str::FromStr for Sample {
             return Err(bad());
         }
         if let Ok(n) = s.replace('_', "").parse::<u64>() {
-            return if n == 0 { Err(bad()) } else if n == 1 { Ok(Sample::Fraction(1.0)) } else { Ok(Sample::Rows(n)) };
+            return if n == 0 {
+                Err(bad())
+            } else if n == 1 {
+                Ok(Sample::Fraction(1.0))
+            } else {
+                Ok(Sample::Rows(n))
+            };
         }
         match s.parse::<f64>() {
             Ok(f) if f > 0.0 && f <= 1.0 => Ok(Sample::Fraction(f)),
@@ -199,7 +205,11 @@ impl Unit {
     /// The rows of each cluster of the unit, in the order they are read: its pages, or the
     /// whole unit as one.
     fn clusters(&self) -> Vec<u64> {
-        if self.pages.is_empty() { vec![self.rows_read()] } else { self.pages.clone() }
+        if self.pages.is_empty() {
+            vec![self.rows_read()]
+        } else {
+            self.pages.clone()
+        }
     }
 }
 
@@ -218,7 +228,7 @@ pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Resul
     match profile_pass(table, specs, opts, split)? {
         Some(out) => Ok(out),
         // The split count could not prove its top values: count again, every value exactly.
-        None => profile_pass(table, specs, opts, false)?.ok_or_else(|| Error::Usage("internal error: exact count left undecided".into())),
+        None => profile_pass(table, specs, opts, false)?.ok_or_else(|| Error::Internal("exact count left undecided".into())),
     }
 }
 
@@ -235,7 +245,16 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
                 _ => Counter::Bytes(KeyCounter::new(budget)),
             };
             let split = split && matches!(plan, Plan::Bytes { .. });
-            Job { spec: spec.clone(), plan, counter, int_stage: Stage::new(budget), byte_stage: Stage::new(budget), nulls: AtomicU64::new(0), split, splits: Default::default() }
+            Job {
+                spec: spec.clone(),
+                plan,
+                counter,
+                int_stage: Stage::new(budget),
+                byte_stage: Stage::new(budget),
+                nulls: AtomicU64::new(0),
+                split,
+                splits: Default::default(),
+            }
         })
         .collect();
 
@@ -253,9 +272,8 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
         .iter()
         .map(|f| {
             let idx: Vec<usize> = fields.iter().filter_map(|n| field_index(f, n)).collect();
-            let hinted = read_hint(&f.meta, &idx).and_then(|schema| {
-                ArrowReaderMetadata::try_new(f.meta.metadata().clone(), ArrowReaderOptions::new().with_schema(schema)).ok()
-            });
+            let hinted = read_hint(&f.meta, &idx)
+                .and_then(|schema| ArrowReaderMetadata::try_new(f.meta.metadata().clone(), ArrowReaderOptions::new().with_schema(schema)).ok());
             (hinted.unwrap_or_else(|| f.meta.clone()), idx)
         })
         .collect::<Vec<_>>();
@@ -270,28 +288,29 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
     let walked = sample_info.as_ref().and_then(|s| s.pages_column.as_deref());
 
     let want = if opts.top == 0 { usize::MAX } else { opts.top + 1 };
-    let locals: Vec<std::sync::Mutex<Local>> = (0..rayon::current_num_threads().max(1)).map(|_| std::sync::Mutex::new(Local::new(&jobs, want, switch_at))).collect();
+    let locals: Vec<std::sync::Mutex<Local>> =
+        (0..rayon::current_num_threads().max(1)).map(|_| std::sync::Mutex::new(Local::new(&jobs, want, switch_at))).collect();
     let tallies: Vec<Vec<UnitTally>> = std::thread::scope(|scope| {
         // Meanwhile, have the kernel read ahead what the units will read.
         scope.spawn(|| advise_units(table, &readers, &units));
         units
-        .par_iter()
-        .map(|unit| {
-            // One Local per worker thread, so that each thread stages (and compacts) its keys
-            // in one place; the lock is never contended.
-            let slot = rayon::current_thread_index().unwrap_or(0) % locals.len();
-            let mut guard = locals[slot].lock().unwrap_or_else(|e| e.into_inner());
-            let local = &mut *guard;
-            let file = &table.files[unit.file];
-            let (meta, idx) = &readers[unit.file];
-            crate::guard::no_panic(|| read_unit(file, meta, idx, unit, &jobs, local, tally, walked, &bar))
-                .map_err(|p| Error::bad_file(&file.path, format!("corrupt data in row group {}: {p}", unit.row_group)))?
-                .map_err(|e| match e {
-                    Error::BadFile { .. } => e,
-                    other => Error::bad_file(&file.path, format!("row group {}: {other}", unit.row_group)),
-                })
-        })
-        .collect::<Result<Vec<Vec<Vec<UnitTally>>>>>()
+            .par_iter()
+            .map(|unit| {
+                // One Local per worker thread, so that each thread stages (and compacts) its keys
+                // in one place; the lock is never contended.
+                let slot = rayon::current_thread_index().unwrap_or(0) % locals.len();
+                let mut guard = locals[slot].lock().unwrap_or_else(|e| e.into_inner());
+                let local = &mut *guard;
+                let file = &table.files[unit.file];
+                let (meta, idx) = &readers[unit.file];
+                crate::guard::no_panic(|| read_unit(file, meta, idx, unit, &jobs, local, tally, walked, &bar))
+                    .map_err(|p| Error::bad_file(&file.path, format!("corrupt data in row group {}: {p}", unit.row_group)))?
+                    .map_err(|e| match e {
+                        Error::BadFile { .. } => e,
+                        other => Error::bad_file(&file.path, format!("row group {}: {other}", unit.row_group)),
+                    })
+            })
+            .collect::<Result<Vec<Vec<Vec<UnitTally>>>>>()
     })?
     .into_iter()
     .flatten()
@@ -481,7 +500,16 @@ fn choose_units(table: &Table, opts: &ProfileOptions, walk: Option<&str>) -> (Ve
         let sizes: Vec<u64> = all.iter().map(|u| u.rows).collect();
         let (take, rows) = draw_clusters(&sizes, target, MIN_GROUPS, &mut rng);
         let picked: Vec<Unit> = all.iter().zip(&take).filter(|(_, &t)| t).map(|(u, _)| u.clone()).collect();
-        let info = SampleInfo { method: "whole row groups".into(), rows_read: rows, fraction: rows as f64 / total as f64, row_groups_read: picked.len(), row_groups_total: groups, pages_read: None, pages_total: None, pages_column: None };
+        let info = SampleInfo {
+            method: "whole row groups".into(),
+            rows_read: rows,
+            fraction: rows as f64 / total as f64,
+            row_groups_read: picked.len(),
+            row_groups_total: groups,
+            pages_read: None,
+            pages_total: None,
+            pages_column: None,
+        };
         return (picked, Some(info));
     }
     // Fewer or uneven row groups: whole pages of the first key column, when there are at least
@@ -687,8 +715,10 @@ fn read_unit(
     // the whole count).
     let clusters = unit.clusters();
     let table_rows = |rows: u64| if clusters.len() == 1 { unit.rows } else { rows };
-    let mut tallies: Vec<Vec<UnitTally>> =
-        clusters.iter().map(|&rows| jobs.iter().map(|_| UnitTally { rows, table_rows: table_rows(rows), nulls: 0, counts: HashMap::new() }).collect()).collect();
+    let mut tallies: Vec<Vec<UnitTally>> = clusters
+        .iter()
+        .map(|&rows| jobs.iter().map(|_| UnitTally { rows, table_rows: table_rows(rows), nulls: 0, counts: HashMap::new() }).collect())
+        .collect();
     // String and binary keys straight from their pages where the chunk allows it (see `pages`).
     let mut done = vec![false; jobs.len()];
     // A unit of whole pages has them of one column only (`walked`); other units all pages.
@@ -822,7 +852,7 @@ fn read_unit(
                 local.settle(j);
                 *cluster_nulls += nulls;
             }
-            _ => return Err(Error::Usage(format!("internal error: no counter for key {}", job.spec.name()))),
+            _ => return Err(Error::Internal(format!("no counter for key {}", job.spec.name()))),
         }
         Ok(())
     };
@@ -1650,8 +1680,8 @@ fn share_error(key: &[Value], types: &[KeyType], tallies: &[&UnitTally], share: 
 /// 0.001 of the exact value there).
 fn t975(df: usize) -> f64 {
     const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110,
-        2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080,
+        2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
     ];
     match df {
         0 => f64::INFINITY,

@@ -3,7 +3,8 @@
 use comfy_table::presets::NOTHING;
 use comfy_table::{CellAlignment, Table};
 
-use crate::keys::{fmt_count, fmt_share, KeysReport};
+use crate::format::{fmt_count, fmt_share};
+use crate::keys::KeysReport;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -61,10 +62,7 @@ fn keys_table(report: &KeysReport) -> String {
                 s.row_groups_total
             ));
         } else if c.count_error > 0 {
-            head.push_str(&format!(
-                "\nmemory bound reached: counts are lower bounds, each at most {} rows below the truth",
-                fmt_count(c.count_error)
-            ));
+            head.push_str(&format!("\nmemory bound reached: counts are lower bounds, each at most {} rows below the truth", fmt_count(c.count_error)));
         }
         out.push_str(&head);
         out.push('\n');

@@ -314,7 +314,8 @@ fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
     if sel.projection.iter().any(|i| matches!(i, SelectItem::Wildcard(_))) {
         let unlisted = done.iter().any(|d| d.2.is_none())
             || sel.from.iter().enumerate().any(|(fi, twj)| {
-                !done.iter().any(|d| d.0 == fi) && twj.joins.iter().any(|j| matches!(join_type(&j.join_operator), Ok((_, JoinConstraint::Using(_) | JoinConstraint::Natural))))
+                !done.iter().any(|d| d.0 == fi)
+                    && twj.joins.iter().any(|j| matches!(join_type(&j.join_operator), Ok((_, JoinConstraint::Using(_) | JoinConstraint::Natural))))
             });
         if unlisted {
             for c in ctx.changes.split_off(saved) {
@@ -630,12 +631,7 @@ impl Prefix {
 /// something to fix. `None` when nothing changed.
 fn process_from(twj: &TableWithJoins, has_where: bool, ctx: &mut Ctx) -> Result<Option<FromDone>> {
     if twj.joins.len() > 1
-        && twj.joins.iter().skip(1).any(|j| {
-            matches!(
-                join_type(&j.join_operator),
-                Ok((_, JoinConstraint::Using(_) | JoinConstraint::Natural))
-            )
-        })
+        && twj.joins.iter().skip(1).any(|j| matches!(join_type(&j.join_operator), Ok((_, JoinConstraint::Using(_) | JoinConstraint::Natural))))
     {
         for j in 0..twj.joins.len() {
             ctx.unchanged.push(Unchanged {
@@ -645,7 +641,15 @@ fn process_from(twj: &TableWithJoins, has_where: bool, ctx: &mut Ctx) -> Result<
         }
         return Ok(None);
     }
-    let mut p = Prefix { cur: TableWithJoins { relation: twj.relation.clone(), joins: vec![] }, slots: vec![], members: vec![], star: vec![], star_ok: true, rewritten: false, broken: None };
+    let mut p = Prefix {
+        cur: TableWithJoins { relation: twj.relation.clone(), joins: vec![] },
+        slots: vec![],
+        members: vec![],
+        star: vec![],
+        star_ok: true,
+        rewritten: false,
+        broken: None,
+    };
     match input_of(&twj.relation, ctx, 0) {
         Ok(inp) => {
             let slots = p.add_member(inp);
@@ -695,7 +699,15 @@ fn process_from(twj: &TableWithJoins, has_where: bool, ctx: &mut Ctx) -> Result<
         Some(
             p.star
                 .iter()
-                .map(|(s, out)| if *s == RAW { parse_item(&format!("{}.*", ident(out))) } else { parse_item(&select_item(&p.slots[*s].qual, &p.slots[*s].name, out)) })
+                .map(
+                    |(s, out)| {
+                        if *s == RAW {
+                            parse_item(&format!("{}.*", ident(out)))
+                        } else {
+                            parse_item(&select_item(&p.slots[*s].qual, &p.slots[*s].name, out))
+                        }
+                    },
+                )
                 .collect::<Result<Vec<_>>>()?,
         )
     } else {
@@ -712,7 +724,7 @@ fn parse_item(text: &str) -> Result<SelectItem> {
     let q = parse_query(&format!("SELECT {text}"))?;
     match *q.body {
         SetExpr::Select(mut s) if s.projection.len() == 1 => Ok(s.projection.remove(0)),
-        _ => Err(Error::Usage(format!("internal error: cannot build select item {text}"))),
+        _ => Err(Error::Internal(format!("cannot build select item {text}"))),
     }
 }
 
@@ -789,7 +801,14 @@ fn input_of(f: &TableFactor, ctx: &Ctx, depth: usize) -> std::result::Result<Inp
 /// The columns of a simple query over one table: `SELECT cols FROM t [WHERE ...]`.
 fn query_input(q: &Query, ctx: &Ctx, depth: usize) -> std::result::Result<Input, String> {
     let SetExpr::Select(s) = q.body.as_ref() else { return Err("a subquery that is not a plain SELECT".into()) };
-    if q.with.is_some() || q.limit_clause.is_some() || s.distinct.is_some() || s.from.len() != 1 || !s.from[0].joins.is_empty() || s.having.is_some() || !s.lateral_views.is_empty() {
+    if q.with.is_some()
+        || q.limit_clause.is_some()
+        || s.distinct.is_some()
+        || s.from.len() != 1
+        || !s.from[0].joins.is_empty()
+        || s.having.is_some()
+        || !s.lateral_views.is_empty()
+    {
         return Err("a subquery that joins, aggregates, limits or de-duplicates: its key values are not a base table's".into());
     }
     if !matches!(&s.group_by, sqlparser::ast::GroupByExpr::Expressions(e, _) if e.is_empty()) {
@@ -843,7 +862,16 @@ fn query_input(q: &Query, ctx: &Ctx, depth: usize) -> std::result::Result<Input,
             _ => return Err("a subquery with a select item the tool cannot read".into()),
         }
     }
-    Ok(Input { alias: String::new(), source: String::new(), columns, base: map, filtered: inner.filtered || s.selection.is_some(), quals: vec![], bare: HashMap::new(), joined: None })
+    Ok(Input {
+        alias: String::new(),
+        source: String::new(),
+        columns,
+        base: map,
+        filtered: inner.filtered || s.selection.is_some(),
+        quals: vec![],
+        bare: HashMap::new(),
+        joined: None,
+    })
 }
 
 /// Split `a AND b AND c`.
@@ -1009,14 +1037,17 @@ fn try_join(l: &Input, r: &Input, join: &Join, text: String, has_where: bool, ct
     let right = SideInput { table: rt, keys: KeySpec { columns: rcols }, name: r.alias.clone() };
     let p: Plan = match plan::plan(&left, &right, ctx.classifier, &opts) {
         Ok(p) => p,
-        Err(Error::Usage(m)) if m.contains("types differ") => return Ok(Err(m)),
+        Err(Error::KeyTypes(m)) => return Ok(Err(m)),
         Err(e) => return Err(e),
     };
     let acts = p.broadcast_side.is_some() || p.hot_keys.iter().any(|h| !matches!(h.strategy, Strategy::Keep { .. }));
     if !acts {
         let reason = match (&p.next, p.hot_keys.is_empty()) {
             (Some(n), _) => format!("{n}"),
-            (None, false) => format!("hot keys, but none can be moved safely: {}", p.hot_keys.iter().map(|h| format!("{}: {}", h.display, h.why)).collect::<Vec<_>>().join("; ")),
+            (None, false) => format!(
+                "hot keys, but none can be moved safely: {}",
+                p.hot_keys.iter().map(|h| format!("{}: {}", h.display, h.why)).collect::<Vec<_>>().join("; ")
+            ),
             (None, true) => "no hot key".into(),
         };
         return Ok(Err(reason));
@@ -1057,7 +1088,9 @@ fn try_join(l: &Input, r: &Input, join: &Join, text: String, has_where: bool, ct
         inp.columns
             .iter()
             .filter(|c| {
-                inp.base.get(&lc(c)).is_some_and(|(t, b)| ctx.tables.get(t).is_some_and(|t| plan::hashable_columns(t).iter().any(|h| h.eq_ignore_ascii_case(b))))
+                inp.base
+                    .get(&lc(c))
+                    .is_some_and(|(t, b)| ctx.tables.get(t).is_some_and(|t| plan::hashable_columns(t).iter().any(|h| h.eq_ignore_ascii_case(b))))
             })
             .cloned()
             .collect()
@@ -1087,7 +1120,7 @@ fn try_join(l: &Input, r: &Input, join: &Join, text: String, has_where: bool, ct
         },
         _ => 1,
     };
-    let SetExpr::Select(mut s) = *derived.body else { return Err(Error::Usage("internal error: derived table".into())) };
+    let SetExpr::Select(mut s) = *derived.body else { return Err(Error::Internal("derived table".into())) };
     let relation = s.from.remove(0).relation;
 
     let mut notes = p.notes.clone();
@@ -1132,7 +1165,7 @@ fn count_branches(body: &SetExpr) -> usize {
 
 /// The rewritten SQL, after `--` lines that explain each change with its numbers.
 pub fn sql_with_comments(r: &Rewritten) -> String {
-    use crate::keys::{fmt_count, fmt_share};
+    use crate::format::{fmt_count, fmt_share};
     let mut o = String::new();
     if r.changes.is_empty() {
         o.push_str("-- skewjoin: no join rewritten (nothing hot, or nothing that can be rewritten safely)\n");
@@ -1143,7 +1176,9 @@ pub fn sql_with_comments(r: &Rewritten) -> String {
             let what = match &h.strategy {
                 Strategy::NullBypass => "skips the join (NULL never matches)".to_string(),
                 Strategy::Drop => "is dropped (--drop-junk: the result changes)".to_string(),
-                Strategy::BroadcastSlice { slice_rows, .. } => format!("joins a broadcast slice of {} row{}", fmt_count(*slice_rows), if *slice_rows == 1 { "" } else { "s" }),
+                Strategy::BroadcastSlice { slice_rows, .. } => {
+                    format!("joins a broadcast slice of {} row{}", fmt_count(*slice_rows), if *slice_rows == 1 { "" } else { "s" })
+                }
                 Strategy::BroadcastKeys => "is checked against the broadcast distinct keys".to_string(),
                 Strategy::Salt { n, .. } => format!("is salted {n} ways"),
                 Strategy::Keep { reason } => format!("stays in the shuffle: {reason}"),

@@ -104,16 +104,18 @@ pub fn scan(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>])
         return Err(Error::Usage("looked-for keys must be non-NULL and have one value per key column".into()));
     }
     let n = partitions.max(1);
-    let all_bits: u64 = if keys.is_empty() { 0 } else if keys.len() == 64 { u64::MAX } else { (1u64 << keys.len()) - 1 };
+    let all_bits: u64 = if keys.is_empty() {
+        0
+    } else if keys.len() == 64 {
+        u64::MAX
+    } else {
+        (1u64 << keys.len()) - 1
+    };
     let types = spec.types();
     let lookups: Vec<Lookup> = (0..spec.columns.len()).map(|c| lookup_for(c, types[c], keys)).collect();
 
-    let units: Vec<(usize, usize)> = table
-        .files
-        .iter()
-        .enumerate()
-        .flat_map(|(f, file)| (0..file.meta.metadata().num_row_groups()).map(move |g| (f, g)))
-        .collect();
+    let units: Vec<(usize, usize)> =
+        table.files.iter().enumerate().flat_map(|(f, file)| (0..file.meta.metadata().num_row_groups()).map(move |g| (f, g))).collect();
 
     // A one-column string or binary key is counted from its pages where the chunk allows it:
     // each dictionary value is hashed once, with the rows its indices count (see `pages`).
@@ -125,7 +127,13 @@ pub fn scan(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>])
         .par_iter()
         .map_init(<(crate::pages::Scratch, crate::pages::LastFile)>::default, |(scratch, last), &(fi, g)| -> Result<PartitionScan> {
             let file = &table.files[fi];
-            let mut out = PartitionScan { rows: 0, null_rows: 0, null_partition_rows: vec![0; n as usize], partition_rows: vec![0; n as usize], key_rows: vec![0; keys.len()] };
+            let mut out = PartitionScan {
+                rows: 0,
+                null_rows: 0,
+                null_partition_rows: vec![0; n as usize],
+                partition_rows: vec![0; n as usize],
+                key_rows: vec![0; keys.len()],
+            };
             if by_pages {
                 if let Lookup::Bytes(m) = &lookups[0] {
                     if let Some(done) = scan_pages(file, fi, g, &spec.columns[0].name, n, m, scratch, last, &mut out) {
@@ -275,7 +283,8 @@ pub fn scan(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>])
         })
         .collect::<Result<Vec<_>>>()?;
 
-    let mut total = PartitionScan { rows: 0, null_rows: 0, null_partition_rows: vec![0; n as usize], partition_rows: vec![0; n as usize], key_rows: vec![0; keys.len()] };
+    let mut total =
+        PartitionScan { rows: 0, null_rows: 0, null_partition_rows: vec![0; n as usize], partition_rows: vec![0; n as usize], key_rows: vec![0; keys.len()] };
     for p in parts {
         total.rows += p.rows;
         total.null_rows += p.null_rows;

@@ -16,22 +16,6 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     Ok((num * mult).round() as u64)
 }
 
-/// 1536 -> "1.5 KB", as Spark's UI writes sizes (powers of 1024).
-pub fn human(bytes: u64) -> String {
-    let units = ["B", "KB", "MB", "GB", "TB"];
-    let mut v = bytes as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i + 1 < units.len() {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", units[i])
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,6 +27,5 @@ mod tests {
         assert_eq!(parse_size("1048576"), Ok(1 << 20));
         assert!(parse_size("ten").is_err());
         assert!(parse_size("5XB").is_err());
-        assert_eq!(human(1536), "1.5 KB");
     }
 }

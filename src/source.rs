@@ -96,30 +96,20 @@ impl Table {
         for (path, parts) in &found {
             let names: Vec<&String> = parts.iter().map(|(k, _)| k).collect();
             if names != part_names.iter().collect::<Vec<_>>() {
-                return Err(Error::bad_file(
-                    path,
-                    format!("partition folders {:?} differ from {:?} of the other files", names, part_names),
-                ));
+                return Err(Error::bad_file(path, format!("partition folders {:?} differ from {:?} of the other files", names, part_names)));
             }
         }
         let partitions: Vec<PartitionColumn> = part_names
             .iter()
             .enumerate()
-            .map(|(i, name)| PartitionColumn {
-                name: name.clone(),
-                key_type: infer_partition_type(found.iter().map(|(_, parts)| parts[i].1.as_str())),
-            })
+            .map(|(i, name)| PartitionColumn { name: name.clone(), key_type: infer_partition_type(found.iter().map(|(_, parts)| parts[i].1.as_str())) })
             .collect();
 
         let files = found
             .into_par_iter()
             .map(|(path, parts)| {
                 let meta = read_footer(&path)?;
-                let partition_values = parts
-                    .iter()
-                    .zip(&partitions)
-                    .map(|((_, raw), col)| parse_partition_value(raw, col.key_type))
-                    .collect();
+                let partition_values = parts.iter().zip(&partitions).map(|((_, raw), col)| parse_partition_value(raw, col.key_type)).collect();
                 Ok(DataFile { path, partition_values, meta })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -147,9 +137,7 @@ impl Table {
     pub fn resolve(&self, name: &str) -> Result<ResolvedColumn> {
         let name = name.trim().trim_matches('`');
         let schema = self.schema();
-        let find = |pred: &dyn Fn(&str) -> bool| -> Vec<usize> {
-            schema.fields().iter().enumerate().filter(|(_, f)| pred(f.name())).map(|(i, _)| i).collect()
-        };
+        let find = |pred: &dyn Fn(&str) -> bool| -> Vec<usize> { schema.fields().iter().enumerate().filter(|(_, f)| pred(f.name())).map(|(i, _)| i).collect() };
         let mut hits = find(&|n| n == name);
         if hits.is_empty() {
             hits = find(&|n| n.eq_ignore_ascii_case(name));
@@ -182,10 +170,7 @@ impl Table {
             let p = &self.partitions[index];
             return Ok(ResolvedColumn { name: p.name.clone(), key_type: p.key_type, source: ColumnSource::Partition { index } });
         }
-        Err(Error::Column {
-            column: name.into(),
-            msg: format!("no such column in {}; available: {}", self.display, self.column_names().join(", ")),
-        })
+        Err(Error::Column { column: name.into(), msg: format!("no such column in {}; available: {}", self.display, self.column_names().join(", ")) })
     }
 }
 
@@ -212,10 +197,7 @@ fn collect(root: &Path, path: &Path, out: &mut Vec<(PathBuf, Vec<(String, String
         out.push((path.to_path_buf(), parts));
         return Ok(());
     }
-    let mut entries: Vec<_> = std::fs::read_dir(path)
-        .map_err(|e| Error::Io { path: path.into(), source: e })?
-        .filter_map(|e| e.ok())
-        .collect();
+    let mut entries: Vec<_> = std::fs::read_dir(path).map_err(|e| Error::Io { path: path.into(), source: e })?.filter_map(|e| e.ok()).collect();
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
         let name = e.file_name().to_string_lossy().into_owned();
@@ -326,7 +308,8 @@ fn read_footer(path: &Path) -> Result<ArrowReaderMetadata> {
     // Statistics are not used here: skip decoding them (a footer of many row groups is mostly
     // statistics).
     use parquet::file::metadata::ParquetStatisticsPolicy as Skip;
-    let options = ArrowReaderOptions::new().with_column_stats_policy(Skip::SkipAll).with_encoding_stats_policy(Skip::SkipAll).with_size_stats_policy(Skip::SkipAll);
+    let options =
+        ArrowReaderOptions::new().with_column_stats_policy(Skip::SkipAll).with_encoding_stats_policy(Skip::SkipAll).with_size_stats_policy(Skip::SkipAll);
     let loaded = crate::guard::no_panic(|| ArrowReaderMetadata::load(&file, options));
     match loaded {
         Ok(Ok(m)) => Ok(fix_row_count(m)),
@@ -352,7 +335,14 @@ fn fix_row_count(m: ArrowReaderMetadata) -> ArrowReaderMetadata {
     if fm.num_rows() == groups {
         return m;
     }
-    let fixed = FileMetaData::new(fm.version(), groups, fm.created_by().map(str::to_string), fm.key_value_metadata().cloned(), fm.schema_descr_ptr(), fm.column_orders().cloned());
+    let fixed = FileMetaData::new(
+        fm.version(),
+        groups,
+        fm.created_by().map(str::to_string),
+        fm.key_value_metadata().cloned(),
+        fm.schema_descr_ptr(),
+        fm.column_orders().cloned(),
+    );
     let meta = ParquetMetaData::new(fixed, md.row_groups().to_vec());
     ArrowReaderMetadata::try_new(Arc::new(meta), ArrowReaderOptions::new()).unwrap_or(m)
 }
@@ -400,9 +390,7 @@ fn data_type_key(dt: &DataType) -> std::result::Result<KeyType, String> {
         | DataType::Struct(_)
         | DataType::Map(_, _)
         | DataType::Union(_, _)
-        | DataType::RunEndEncoded(_, _) => {
-            return Err(format!("is a nested type ({}); a join key must be a flat column", short_type(dt)))
-        }
+        | DataType::RunEndEncoded(_, _) => return Err(format!("is a nested type ({}); a join key must be a flat column", short_type(dt))),
     })
 }
 
@@ -434,7 +422,9 @@ pub fn read_hint(meta: &ArrowReaderMetadata, columns: &[usize]) -> Option<Schema
             let int96 = roots.get(i).is_some_and(|r| r.is_primitive() && r.get_physical_type() == parquet::basic::Type::INT96);
             let new = match f.data_type() {
                 DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Some(DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))),
-                DataType::Binary | DataType::LargeBinary | DataType::BinaryView => Some(DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Binary))),
+                DataType::Binary | DataType::LargeBinary | DataType::BinaryView => {
+                    Some(DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Binary)))
+                }
                 DataType::Timestamp(TimeUnit::Nanosecond, tz) if int96 => Some(DataType::Timestamp(TimeUnit::Microsecond, tz.clone())),
                 _ => None,
             };

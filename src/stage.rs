@@ -83,7 +83,14 @@ impl Default for IntBuf {
 
 impl Default for ByteBuf {
     fn default() -> Self {
-        ByteBuf { arena: (0..PARTS).map(|_| Vec::new()).collect(), ents: (0..PARTS).map(|_| Vec::new()).collect(), front: Front::default(), hashes: Vec::new(), part_bytes: 0, compact_at: COMPACT_AT }
+        ByteBuf {
+            arena: (0..PARTS).map(|_| Vec::new()).collect(),
+            ents: (0..PARTS).map(|_| Vec::new()).collect(),
+            front: Front::default(),
+            hashes: Vec::new(),
+            part_bytes: 0,
+            compact_at: COMPACT_AT,
+        }
     }
 }
 
@@ -630,7 +637,6 @@ pub struct Counted<K> {
     pub top: Vec<(K, u64)>,
     pub distinct: u64,
 }
-
 
 /// Top `want` of a table's entries without sorting all of them.
 fn top_of<K: Ord>(entries: impl Iterator<Item = (K, u64)>, want: usize) -> Vec<(K, u64)> {

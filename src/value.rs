@@ -18,8 +18,13 @@ pub enum KeyType {
     Binary,
     Date,
     /// `utc`: TIMESTAMP (instant) when true, TIMESTAMP_NTZ when false.
-    Timestamp { utc: bool },
-    Decimal { precision: u8, scale: i8 },
+    Timestamp {
+        utc: bool,
+    },
+    Decimal {
+        precision: u8,
+        scale: i8,
+    },
 }
 
 impl KeyType {
@@ -43,16 +48,7 @@ impl KeyType {
     }
 
     pub fn is_numeric(&self) -> bool {
-        matches!(
-            self,
-            KeyType::TinyInt
-                | KeyType::SmallInt
-                | KeyType::Int
-                | KeyType::BigInt
-                | KeyType::Float
-                | KeyType::Double
-                | KeyType::Decimal { .. }
-        )
+        matches!(self, KeyType::TinyInt | KeyType::SmallInt | KeyType::Int | KeyType::BigInt | KeyType::Float | KeyType::Double | KeyType::Decimal { .. })
     }
 }
 
@@ -73,7 +69,11 @@ pub enum Value {
     Date(i32),
     /// Microseconds since 1970-01-01 00:00:00 (UTC for TIMESTAMP, wall clock for NTZ).
     Timestamp(i64),
-    Decimal { unscaled: i128, precision: u8, scale: i8 },
+    Decimal {
+        unscaled: i128,
+        precision: u8,
+        scale: i8,
+    },
 }
 
 impl Value {
@@ -200,7 +200,13 @@ impl Value {
 
 fn float_json(d: f64, f: Option<f32>) -> Json {
     if !d.is_finite() {
-        return Json::String(if d.is_nan() { "NaN".into() } else if d > 0.0 { "Infinity".into() } else { "-Infinity".into() });
+        return Json::String(if d.is_nan() {
+            "NaN".into()
+        } else if d > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        });
     }
     match f {
         // Print a float the way it was written (0.1f32 as 0.1, not 0.10000000149011612).

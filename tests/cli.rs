@@ -165,7 +165,17 @@ fn hive_folders_globs_and_several_paths_are_one_table() {
 fn sample_reports_shares_with_error_bounds() {
     let dir = tempfile::tempdir().unwrap();
     let n = 200_000;
-    let k: Vec<Option<i64>> = (0..n).map(|i| if i % 10 < 3 { None } else if i % 10 == 3 { Some(1) } else { Some(i as i64) }).collect();
+    let k: Vec<Option<i64>> = (0..n)
+        .map(|i| {
+            if i % 10 < 3 {
+                None
+            } else if i % 10 == 3 {
+                Some(1)
+            } else {
+                Some(i as i64)
+            }
+        })
+        .collect();
     let p = dir.path().join("big.parquet");
     write(&p, vec![("k", Arc::new(Int64Array::from(k)) as ArrayRef)], 4096);
     let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--sample", "0.1", "--top", "2"]);
@@ -209,7 +219,17 @@ fn small_samples_read_at_least_four_whole_row_groups() {
     // row groups (not every row group in 512-row runs, which costs more than the exact count).
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("forty.parquet");
-    let k: Vec<Option<&str>> = (0..40_000).map(|i| if i % 3 == 0 { None } else if i % 3 == 1 { Some("hot") } else { Some("cold") }).collect();
+    let k: Vec<Option<&str>> = (0..40_000)
+        .map(|i| {
+            if i % 3 == 0 {
+                None
+            } else if i % 3 == 1 {
+                Some("hot")
+            } else {
+                Some("cold")
+            }
+        })
+        .collect();
     write(&p, vec![("k", Arc::new(StringArray::from(k)) as ArrayRef)], 1000);
     for sample in ["0.01", "400", "3000"] {
         let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--sample", sample]);
@@ -349,7 +369,10 @@ fn page_samples_of_other_layouts() {
     write_paged(
         &p,
         &paged_batch(0, 200_000, &pad),
-        paged_props().set_statistics_enabled(parquet::file::properties::EnabledStatistics::Page).set_write_page_header_statistics(true).set_statistics_truncate_length(None),
+        paged_props()
+            .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Page)
+            .set_write_page_header_statistics(true)
+            .set_statistics_truncate_length(None),
     );
     check(&p, "long headers");
     // Two files of two row groups each, read as one table.
@@ -463,7 +486,10 @@ fn csv_and_table_formats() {
     assert!(lines[1].starts_with("title_id,1,,400,0.400000,,null,true,42,42,"), "{}", lines[1]);
     let out = skewjoin().args(["keys", p.to_str().unwrap(), "-c", "title_id", "--top", "3"]).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("'unknown'") && text.contains("placeholder HOT") && text.contains("verdict: 3 hot values") && text.contains("  - NULL: 400 rows"), "{text}");
+    assert!(
+        text.contains("'unknown'") && text.contains("placeholder HOT") && text.contains("verdict: 3 hot values") && text.contains("  - NULL: 400 rows"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -471,7 +497,8 @@ fn user_rules_file() {
     let dir = tempfile::tempdir().unwrap();
     let p = events(dir.path());
     let rules = dir.path().join("rules.toml");
-    std::fs::write(&rules, "mode = \"extend\"\n[[rule]]\nname = \"house-title\"\nclass = \"junk\"\nreason = \"our own test title\"\nstrings = [\"hot\"]\n").unwrap();
+    std::fs::write(&rules, "mode = \"extend\"\n[[rule]]\nname = \"house-title\"\nclass = \"junk\"\nreason = \"our own test title\"\nstrings = [\"hot\"]\n")
+        .unwrap();
     let j = json(&["keys", p.to_str().unwrap(), "-c", "title_id", "--top", "3", "--rules", rules.to_str().unwrap()]);
     let t = &j["columns"][0]["top"][2];
     assert_eq!(t["class"], "junk");
@@ -544,7 +571,8 @@ fn page_reader_counts_what_arrow_counts() {
     use parquet::file::properties::WriterVersion;
     let dir = tempfile::tempdir().unwrap();
     let n = 60_000;
-    let opt: Vec<Option<String>> = (0..n).map(|i| if i % 7 == 0 { None } else { Some(format!("k{}", (i * 7919) % (if i < 30_000 { 50 } else { 20_000 }))) }).collect();
+    let opt: Vec<Option<String>> =
+        (0..n).map(|i| if i % 7 == 0 { None } else { Some(format!("k{}", (i * 7919) % (if i < 30_000 { 50 } else { 20_000 }))) }).collect();
     let req: Vec<String> = (0..n).map(|i| format!("r{}", i % 300)).collect();
     use parquet::basic::{Compression, ZstdLevel};
     let cases = [
@@ -862,11 +890,16 @@ fn split_counts_see_a_value_repeated_in_a_dictionary() {
     type Extra = fn(usize) -> Vec<(&'static str, usize)>;
     let cases: [(&str, Extra, &str, &str); 2] = [
         ("light.parquet", |_| vec![("cld-000007", 1), ("hot-000002", 500)], "cld-000007", "hot-000001"),
-        ("heavy.parquet", |rg| match rg {
-            0..10 => vec![("hot-000002", 500)],
-            10..20 => vec![("hot-000002", 500), ("cld-000008", 500)],
-            _ => vec![("hot-000002", 1)],
-        }, "cld-000008", "hot-000002"),
+        (
+            "heavy.parquet",
+            |rg| match rg {
+                0..10 => vec![("hot-000002", 500)],
+                10..20 => vec![("hot-000002", 500), ("cld-000008", 500)],
+                _ => vec![("hot-000002", 1)],
+            },
+            "cld-000008",
+            "hot-000002",
+        ),
     ];
     for (name, extra, from, to) in cases {
         let p = dir.path().join(name);
@@ -903,16 +936,39 @@ fn plan_pass_from_pages_equals_the_arrow_pass() {
     let right: Vec<Option<String>> = (0..300).map(|i| Some(format!("k{i}"))).chain([Some("hot".to_string()), None]).collect();
     let r = dir.path().join("right.parquet");
     write(&r, vec![("k", Arc::new(StringArray::from(right)) as ArrayRef)], 1000);
-    for (name, version, dict_limit) in [("v1.parquet", WriterVersion::PARQUET_1_0, 1 << 20), ("v2.parquet", WriterVersion::PARQUET_2_0, 1 << 20), ("plain.parquet", WriterVersion::PARQUET_1_0, 4096)] {
+    for (name, version, dict_limit) in [
+        ("v1.parquet", WriterVersion::PARQUET_1_0, 1 << 20),
+        ("v2.parquet", WriterVersion::PARQUET_2_0, 1 << 20),
+        ("plain.parquet", WriterVersion::PARQUET_1_0, 4096),
+    ] {
         let p = dir.path().join(name);
         let schema = Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new("k", arrow_schema::DataType::Utf8, true)]));
         let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(keys.clone())) as ArrayRef]).unwrap();
-        let props = WriterProperties::builder().set_writer_version(version).set_dictionary_page_size_limit(dict_limit).set_data_page_row_count_limit(2000).set_max_row_group_row_count(Some(15_000)).build();
+        let props = WriterProperties::builder()
+            .set_writer_version(version)
+            .set_dictionary_page_size_limit(dict_limit)
+            .set_data_page_row_count_limit(2000)
+            .set_max_row_group_row_count(Some(15_000))
+            .build();
         let mut w = ArrowWriter::try_new(File::create(&p).unwrap(), schema, Some(props)).unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
         for how in ["left", "inner", "full"] {
-            let args = ["plan", "--left", p.to_str().unwrap(), "--right", r.to_str().unwrap(), "--on", "k", "--how", how, "--shuffle-partitions", "16", "--format", "json"];
+            let args = [
+                "plan",
+                "--left",
+                p.to_str().unwrap(),
+                "--right",
+                r.to_str().unwrap(),
+                "--on",
+                "k",
+                "--how",
+                how,
+                "--shuffle-partitions",
+                "16",
+                "--format",
+                "json",
+            ];
             let pages = skewjoin().args(args).output().unwrap();
             let arrow = skewjoin().args(args).env("SKEWJOIN_ARROW_ONLY", "1").output().unwrap();
             assert!(pages.status.success(), "{}", String::from_utf8_lossy(&pages.stderr));

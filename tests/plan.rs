@@ -51,7 +51,11 @@ fn run(l: &str, r: &str, how: JoinType, f: impl FnOnce(&mut PlanOptions)) -> pla
 }
 
 fn strategy<'a>(p: &'a plan::Plan, display: &str) -> &'a Strategy {
-    &p.hot_keys.iter().find(|h| h.display == display).unwrap_or_else(|| panic!("{display} not hot in {:?}", p.hot_keys.iter().map(|h| &h.display).collect::<Vec<_>>())).strategy
+    &p.hot_keys
+        .iter()
+        .find(|h| h.display == display)
+        .unwrap_or_else(|| panic!("{display} not hot in {:?}", p.hot_keys.iter().map(|h| &h.display).collect::<Vec<_>>()))
+        .strategy
 }
 
 fn dir() -> (tempfile::TempDir, PathBuf) {
@@ -125,10 +129,8 @@ fn salting_when_no_slice_fits() {
     assert!(!decomposed);
     assert!(*n >= 2 && salts.len() == *n as usize);
     // Salt values chosen so that every (key, salt) lands in its own shuffle partition.
-    let parts: std::collections::HashSet<u32> = salts
-        .iter()
-        .map(|s| skewjoin::hash::spark_partition(&[skewjoin::value::Value::Str("hot".into()), skewjoin::value::Value::Int(*s)], 16))
-        .collect();
+    let parts: std::collections::HashSet<u32> =
+        salts.iter().map(|s| skewjoin::hash::spark_partition(&[skewjoin::value::Value::Str("hot".into()), skewjoin::value::Value::Int(*s)], 16)).collect();
     assert_eq!(parts.len(), salts.len());
     assert!(plan.sql.contains("explode(") && plan.sql.contains("pmod(hash("), "{}", plan.sql);
     // Each piece carries all 200 copied rows: pieces no smaller than that, and never worse.

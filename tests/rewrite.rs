@@ -50,7 +50,8 @@ fn rw(sql: &str) -> Rewritten {
 
 #[test]
 fn left_join_with_where_group_order() {
-    let r = rw("SELECT t.name, count(*) AS n FROM events e LEFT JOIN titles t ON e.title_id = t.title_id WHERE e.event_id > 10 GROUP BY t.name ORDER BY n DESC");
+    let r =
+        rw("SELECT t.name, count(*) AS n FROM events e LEFT JOIN titles t ON e.title_id = t.title_id WHERE e.event_id > 10 GROUP BY t.name ORDER BY n DESC");
     assert_eq!(r.changes.len(), 1);
     // The string with a quote is a backslash-escaped literal, never a doubled quote.
     assert!(r.sql.contains(r"'O\'Neil'") && !r.sql.contains("O''Neil"), "{}", r.sql);
@@ -91,17 +92,24 @@ fn left_alone_with_reasons() {
 fn sql_that_does_not_parse_names_line_and_column() {
     let d = tempfile::tempdir().unwrap();
     let t = tables(d.path());
-    let err = rewrite("SELECT *\nFROM events e JOIN titles t ON e.title_id = = t.title_id", &t, &Classifier::builtin().unwrap(), &PlanOptions::default()).err().unwrap().to_string();
+    let err = rewrite("SELECT *\nFROM events e JOIN titles t ON e.title_id = = t.title_id", &t, &Classifier::builtin().unwrap(), &PlanOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
     assert!(err.contains("Line: 2"), "{err}");
 }
 
 #[test]
 fn chain_of_joins_each_planned_on_the_joins_before() {
-    let r = rw("SELECT e.event_id, a.name, b.name AS n2 FROM events e LEFT JOIN titles a ON e.title_id = a.title_id LEFT JOIN titles b ON e.title_id = b.title_id");
+    let r =
+        rw("SELECT e.event_id, a.name, b.name AS n2 FROM events e LEFT JOIN titles a ON e.title_id = a.title_id LEFT JOIN titles b ON e.title_id = b.title_id");
     assert_eq!(r.changes.len(), 2, "{:?}", r.unchanged_joins.iter().map(|u| &u.reason).collect::<Vec<_>>());
     // The second join's left input is the first (rewritten) join; its counts are estimates.
     assert!(r.changes[1].join.starts_with("events e ... LEFT JOIN titles b"), "{}", r.changes[1].join);
-    assert!(r.changes[1].notes.iter().any(|n| n.contains("joins before this one (events e LEFT JOIN titles a ON e.title_id = a.title_id)") && n.contains("estimates")));
+    assert!(r.changes[1]
+        .notes
+        .iter()
+        .any(|n| n.contains("joins before this one (events e LEFT JOIN titles a ON e.title_id = a.title_id)") && n.contains("estimates")));
     insta::assert_snapshot!("chain_two_joins", sql_with_comments(&r));
 }
 
@@ -109,7 +117,10 @@ fn chain_of_joins_each_planned_on_the_joins_before() {
 fn chains_left_alone_with_reasons() {
     for (sql, why) in [
         ("SELECT * FROM events e LEFT JOIN titles a ON e.title_id = a.title_id JOIN titles b USING (title_id)", "USING or NATURAL after its first join"),
-        ("SELECT * FROM events e LEFT JOIN titles a ON e.title_id = a.title_id JOIN titles b ON e.title_id = b.title_id AND a.name = b.name", "come from two tables"),
+        (
+            "SELECT * FROM events e LEFT JOIN titles a ON e.title_id = a.title_id JOIN titles b ON e.title_id = b.title_id AND a.name = b.name",
+            "come from two tables",
+        ),
         ("SELECT * FROM events e LEFT JOIN nope a ON e.title_id = a.title_id JOIN titles b ON e.title_id = b.title_id", "joins before it, cannot be traced"),
     ] {
         let r = rw(sql);

@@ -218,7 +218,11 @@ pub fn read(path: &Path) -> Result<Events> {
                     return Err(Error::bad_file(f, "not a Spark event log: its first line is not a JSON event with an \"Event\" field"));
                 }
                 Ok(_) => warnings.push(format!("{} line {}: a JSON line without an \"Event\" field, skipped", f.display(), li + 1)),
-                Err(_) if li + 1 == total => warnings.push(format!("{} ends in the middle of an event (line {}): the log is cut short; diagnosed as far as it goes", f.display(), li + 1)),
+                Err(_) if li + 1 == total => warnings.push(format!(
+                    "{} ends in the middle of an event (line {}): the log is cut short; diagnosed as far as it goes",
+                    f.display(),
+                    li + 1
+                )),
                 Err(e) => warnings.push(format!("{} line {}: not JSON ({e}), skipped", f.display(), li + 1)),
             }
         }

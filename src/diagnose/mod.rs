@@ -16,8 +16,8 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::keys::fmt_count;
-use crate::size::human;
+use crate::format::fmt_count;
+use crate::format::{fmt_ms, human, human_i64};
 use model::{App, Stage, Task};
 use plan::JoinInfo;
 
@@ -199,23 +199,6 @@ pub struct Diagnosis {
     pub warnings: Vec<String>,
 }
 
-pub fn ms(v: i64) -> String {
-    let v = v.max(0);
-    if v < 1000 {
-        format!("{v} ms")
-    } else if v < 60_000 {
-        format!("{:.1} s", v as f64 / 1000.0)
-    } else if v < 3_600_000 {
-        format!("{} min {} s", v / 60_000, (v % 60_000) / 1000)
-    } else {
-        format!("{} h {} min", v / 3_600_000, (v % 3_600_000) / 60_000)
-    }
-}
-
-pub fn bytes(v: i64) -> String {
-    human(v.max(0) as u64)
-}
-
 fn ratio(a: i64, b: i64) -> f64 {
     a as f64 / (b.max(1)) as f64
 }
@@ -319,7 +302,8 @@ pub fn diagnose(path: &Path, baseline: Option<&Path>) -> Result<Diagnosis> {
     let app_ms = app_sum.duration_ms;
 
     // 1. Locate.
-    let mut all: Vec<StageReport> = app.stages.values().filter(|s| !s.tasks.is_empty() || s.completed.is_some()).map(|s| stage_report(&app, s, app_ms)).collect();
+    let mut all: Vec<StageReport> =
+        app.stages.values().filter(|s| !s.tasks.is_empty() || s.completed.is_some()).map(|s| stage_report(&app, s, app_ms)).collect();
     all.sort_by(|a, b| b.duration_ms.cmp(&a.duration_ms).then(a.stage_id.cmp(&b.stage_id)));
     let locate = locate_text(&all, app_ms, active_ms(&app));
     // The stages worth a diagnosis: those over 10% of the clock (at least the longest).
@@ -348,7 +332,10 @@ pub fn diagnose(path: &Path, baseline: Option<&Path>) -> Result<Diagnosis> {
         if !is_hot {
             let (c, f) = shuffle_volume(&ctx);
             // One finding per job: its map and reduce stages tell the same story.
-            let seen = f.is_some() && findings.iter().any(|x: &Finding| x.kind == Kind::ShuffleVolume && x.stage_id.and_then(|s| app.stages.values().find(|st| st.id == s)).and_then(|st| st.job) == st.job);
+            let seen = f.is_some()
+                && findings.iter().any(|x: &Finding| {
+                    x.kind == Kind::ShuffleVolume && x.stage_id.and_then(|s| app.stages.values().find(|st| st.id == s)).and_then(|st| st.job) == st.job
+                });
             check(&mut checks, &mut findings, (c, if seen { None } else { f }));
         }
         // Too few partitions is the memory pressure's cause, with its own (first) fix.
@@ -392,22 +379,22 @@ fn locate_text(all: &[StageReport], app_ms: i64, active: i64) -> String {
     let Some(first) = all.first() else { return "no stage ran".into() };
     let of_active = ratio(first.duration_ms, active);
     let top3: f64 = all.iter().take(3).map(|s| ratio(s.duration_ms, active)).sum();
-    let idle = if active < app_ms { format!("; stages ran during {} of the {} wall clock", ms(active), ms(app_ms)) } else { String::new() };
+    let idle = if active < app_ms { format!("; stages ran during {} of the {} wall clock", fmt_ms(active), fmt_ms(app_ms)) } else { String::new() };
     if first.share >= 0.5 || of_active >= 0.5 {
         format!(
             "stage {} ({}) owns the time: {}, {} of the {} wall clock and {} of the time stages ran{idle}",
             first.stage_id,
             first.name,
-            ms(first.duration_ms),
+            fmt_ms(first.duration_ms),
             pct(first.share),
-            ms(app_ms),
+            fmt_ms(app_ms),
             pct(of_active)
         )
     } else if all.len() > 5 && top3 < 0.5 {
         format!(
             "the time is spread: the longest stage ({}, {}) is {} of the time stages ran and the top 3 together {}, over {} stages{idle}; no single stage to fix, so look at the job's shape (stage count, gaps, repeated work) rather than one task",
             first.stage_id,
-            ms(first.duration_ms),
+            fmt_ms(first.duration_ms),
             pct(of_active),
             pct(top3),
             all.len()
@@ -417,9 +404,9 @@ fn locate_text(all: &[StageReport], app_ms: i64, active: i64) -> String {
             "the longest stage, {} ({}), takes {}: {} of the {} wall clock and {} of the time stages ran{idle}",
             first.stage_id,
             first.name,
-            ms(first.duration_ms),
+            fmt_ms(first.duration_ms),
             pct(first.share),
-            ms(app_ms),
+            fmt_ms(app_ms),
             pct(of_active)
         )
     }
@@ -464,15 +451,15 @@ fn input_growth(c: &StageCtx, base: &App) -> (Check, Option<Finding>) {
     let numbers = format!(
         "stage {} read {} ({} rows) against {} ({} rows) in the baseline's stage {}: {:.1}x the bytes, {:.1}x the rows; it took {} against {} ({:.1}x)",
         c.sr.stage_id,
-        bytes(read_now),
+        human_i64(read_now),
         fmt_count(rows_now.max(0) as u64),
-        bytes(read_then),
+        human_i64(read_then),
         fmt_count(rows_then.max(0) as u64),
         b.id,
         g_bytes,
         g_rows,
-        ms(c.sr.duration_ms),
-        ms(b.duration()),
+        fmt_ms(c.sr.duration_ms),
+        fmt_ms(b.duration()),
         g_time
     );
     let grew = (g_bytes >= 1.5 || g_rows >= 1.5) && g_time >= 1.3;
@@ -495,7 +482,10 @@ fn hot_key(c: &StageCtx) -> (Check, Option<Finding>) {
     let s = &c.sr.task_summary;
     let tasks = c.ok_tasks();
     if tasks.len() < 2 || (s.shuffle_read_bytes.max == 0 && s.shuffle_read_records.max == 0) {
-        return (c.c(Kind::HotKey, false, format!("stage {} reads no shuffle ({} tasks): no join or aggregate key to skew on", c.sr.stage_id, tasks.len())), None);
+        return (
+            c.c(Kind::HotKey, false, format!("stage {} reads no shuffle ({} tasks): no join or aggregate key to skew on", c.sr.stage_id, tasks.len())),
+            None,
+        );
     }
     let rb = ratio(s.shuffle_read_bytes.max, s.shuffle_read_bytes.median);
     let rr = ratio(s.shuffle_read_records.max, s.shuffle_read_records.median);
@@ -508,15 +498,15 @@ fn hot_key(c: &StageCtx) -> (Check, Option<Finding>) {
         "stage {}: the largest task (partition {}) read {} / {} records against a median of {} / {} ({:.1}x the bytes, {:.1}x the records, {} of the stage's shuffle) and ran {} against a median of {} ({:.1}x)",
         c.sr.stage_id,
         heavy.index,
-        bytes(heavy.shuffle_read_bytes),
+        human_i64(heavy.shuffle_read_bytes),
         fmt_count(heavy.shuffle_read_records.max(0) as u64),
-        bytes(s.shuffle_read_bytes.median),
+        human_i64(s.shuffle_read_bytes.median),
         fmt_count(s.shuffle_read_records.median.max(0) as u64),
         rb,
         rr,
         pct(share_read),
-        ms(heavy.duration),
-        ms(s.duration_ms.median),
+        fmt_ms(heavy.duration),
+        fmt_ms(s.duration_ms.median),
         rd
     );
     let hot = rb.max(rr) >= 5.0 && (heavy.shuffle_read_bytes >= 1 << 20 || heavy.shuffle_read_records >= 10_000);
@@ -546,7 +536,9 @@ fn hot_key(c: &StageCtx) -> (Check, Option<Finding>) {
     if join.is_none() {
         fix.push_str("; the log does not name the join this stage runs (no SQL plan for it), so find it in the SQL tab of the Spark UI and put its tables and key in the commands below");
         next.push(format!("skewjoin keys LEFT_TABLE --column KEY --shuffle-partitions {partitions}"));
-        next.push(format!("skewjoin plan --left LEFT_TABLE --right RIGHT_TABLE --on KEY --how inner|left|right|full|semi|anti --shuffle-partitions {partitions}"));
+        next.push(format!(
+            "skewjoin plan --left LEFT_TABLE --right RIGHT_TABLE --on KEY --how inner|left|right|full|semi|anti --shuffle-partitions {partitions}"
+        ));
     }
     let props = &c.app.properties;
     let aqe = props.get("spark.sql.adaptive.enabled").map(|v| v == "true").unwrap_or(true);
@@ -556,7 +548,10 @@ fn hot_key(c: &StageCtx) -> (Check, Option<Finding>) {
     } else if full {
         "AQE's skew-join split never applies to a full outer join".to_string()
     } else if heavy.shuffle_read_bytes < 256 << 20 {
-        format!("AQE would not split it: it reads {} (< 256 MB, spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes)", bytes(heavy.shuffle_read_bytes))
+        format!(
+            "AQE would not split it: it reads {} (< 256 MB, spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes)",
+            human_i64(heavy.shuffle_read_bytes)
+        )
     } else {
         "AQE's skew-join split did not apply here (not a sort-merge join it can split, or a side it may not split for this join type), and when it does it only acts after the map side has run".to_string()
     };
@@ -602,8 +597,8 @@ fn too_few_partitions(c: &StageCtx) -> (Check, Option<Finding>) {
         c.sr.stage_id,
         big,
         n,
-        bytes(BIG_TASK_BYTES),
-        bytes(c.sr.task_summary.shuffle_read_bytes.median + c.sr.task_summary.input_bytes.median),
+        human_i64(BIG_TASK_BYTES),
+        human_i64(c.sr.task_summary.shuffle_read_bytes.median + c.sr.task_summary.input_bytes.median),
         spilled,
         n
     );
@@ -618,7 +613,7 @@ fn too_few_partitions(c: &StageCtx) -> (Check, Option<Finding>) {
             format!(
                 "more partitions: spark.sql.shuffle.partitions={want} (from {}) puts about {} in each task, which fits the execution memory a task gets",
                 n,
-                bytes(total / want.max(1))
+                human_i64(total / want.max(1))
             ),
             format!("{} more, smaller tasks to schedule; no new hardware", want - n as i64),
             format!("re-run: stage {} with {want} tasks, spill near 0 on most tasks, and a shorter stage", c.sr.stage_id),
@@ -639,15 +634,16 @@ fn tiny_tasks(c: &StageCtx) -> (Check, Option<Finding>) {
         n,
         c.sr.waves,
         c.sr.slots,
-        ms(s.duration_ms.median),
-        ms(s.run_ms.median),
-        ms(s.scheduler_delay_ms.median),
+        fmt_ms(s.duration_ms.median),
+        fmt_ms(s.run_ms.median),
+        fmt_ms(s.scheduler_delay_ms.median),
         pct(overhead),
         pct(busy)
     );
     // Thousands of short tasks: the per-task cost (scheduling, launch, result) is paid in every
     // one of many waves, or it is a large part of each task.
-    let yes = n >= 1000 && s.run_ms.median <= 2000 && (s.scheduler_delay_ms.median * 2 >= s.run_ms.median || overhead >= 0.3 || busy <= 0.5 || c.sr.waves >= 10.0);
+    let yes =
+        n >= 1000 && s.run_ms.median <= 2000 && (s.scheduler_delay_ms.median * 2 >= s.run_ms.median || overhead >= 0.3 || busy <= 0.5 || c.sr.waves >= 10.0);
     let f = yes.then(|| {
         let data = t.input_bytes + t.shuffle_read_bytes;
         let want = ((data as f64 / (128 << 20) as f64).ceil() as i64).max(c.sr.slots * 2).max(1);
@@ -657,7 +653,7 @@ fn tiny_tasks(c: &StageCtx) -> (Check, Option<Finding>) {
             numbers.clone(),
             format!(
                 "fewer, larger tasks: about {want} tasks for {} (coalesce, a larger spark.sql.files.maxPartitionBytes, or compact the small files); the driver schedules every task one by one, so more executors will not help",
-                bytes(data)
+                human_i64(data)
             ),
             "compaction is a job of its own; coalescing lowers parallelism if the data later grows".into(),
             format!("re-run: stage {} with about {want} tasks, each running seconds, not milliseconds, and a scheduler delay well under the run time", c.sr.stage_id),
@@ -686,13 +682,13 @@ fn shuffle_volume(c: &StageCtx) -> (Check, Option<Finding>) {
     let numbers = format!(
         "job {}: {} shuffled against {} read and {} written out ({vs_input}, {:.0}x the output); stage {} tasks even: max {} vs median {}",
         job.map(|j| j.to_string()).unwrap_or("?".into()),
-        bytes(sh),
-        bytes(input),
-        bytes(output),
+        human_i64(sh),
+        human_i64(input),
+        human_i64(output),
         ratio(sh, output),
         c.sr.stage_id,
-        ms(s.duration_ms.max),
-        ms(s.duration_ms.median)
+        fmt_ms(s.duration_ms.max),
+        fmt_ms(s.duration_ms.median)
     );
     let stage_shuffles = c.sr.totals.shuffle_read_bytes + c.sr.totals.shuffle_write_bytes > 0;
     let yes = stage_shuffles && even && sh >= 64 << 20 && sh >= 2 * input && sh >= 10 * output;
@@ -702,7 +698,7 @@ fn shuffle_volume(c: &StageCtx) -> (Check, Option<Finding>) {
         numbers.clone(),
         "shuffle less: select only the columns the join or aggregate needs before it, filter before the shuffle, aggregate before joining, broadcast the small side".into(),
         "a change to the query; nothing to buy".into(),
-        format!("re-run: the job's shuffle write well below {} and stage {} shorter", bytes(sh), c.sr.stage_id),
+        format!("re-run: the job's shuffle write well below {} and stage {} shorter", human_i64(sh), c.sr.stage_id),
     ));
     (c.c(Kind::ShuffleVolume, yes, numbers), f)
 }
@@ -722,14 +718,14 @@ fn memory_pressure(c: &StageCtx, hot: bool) -> (Check, Option<Finding>) {
         c.sr.stage_id,
         t.spilled_tasks,
         n,
-        bytes(t.memory_spill_bytes),
-        bytes(t.disk_spill_bytes),
+        human_i64(t.memory_spill_bytes),
+        human_i64(t.disk_spill_bytes),
         pct(gc),
         if even { "even" } else { "uneven" },
-        bytes(read.max),
-        bytes(read.median),
-        ms(s.duration_ms.max),
-        ms(s.duration_ms.median)
+        human_i64(read.max),
+        human_i64(read.median),
+        fmt_ms(s.duration_ms.max),
+        fmt_ms(s.duration_ms.median)
     );
     let yes = !hot && ((t.spilled_tasks * 2 >= n && even && n >= 2) || (gc > 0.10 && t.run_ms >= 10_000));
     let f = yes.then(|| {
@@ -742,8 +738,8 @@ fn memory_pressure(c: &StageCtx, hot: bool) -> (Check, Option<Finding>) {
             numbers.clone(),
             format!(
                 "first more partitions (free): spark.sql.shuffle.partitions={want} takes each task from about {} to {}; then fewer cores per executor (more memory per task); only then more executor memory",
-                bytes(per_task),
-                bytes(total / want.max(1))
+                human_i64(per_task),
+                human_i64(total / want.max(1))
             ),
             format!("{} more tasks to schedule; fewer cores per executor means fewer tasks at once", want - n as i64),
             format!("re-run: spill near 0 on stage {}'s tasks and GC under 10% of run time", c.sr.stage_id),
@@ -767,9 +763,9 @@ fn slow_code(c: &StageCtx) -> (Check, Option<Finding>) {
         "stage {}: tasks {} (max {} vs median {}), shuffle read {}, {} of {} tasks spilled, JVM CPU {} of run time{}",
         c.sr.stage_id,
         if even { "even" } else { "uneven" },
-        ms(s.duration_ms.max),
-        ms(s.duration_ms.median),
-        bytes(t.shuffle_read_bytes),
+        fmt_ms(s.duration_ms.max),
+        fmt_ms(s.duration_ms.median),
+        human_i64(t.shuffle_read_bytes),
         t.spilled_tasks,
         n,
         pct(cpu),
@@ -788,7 +784,7 @@ fn slow_code(c: &StageCtx) -> (Check, Option<Finding>) {
             None => "the per-row code is the cost: look at the stage's expressions (regexes, JSON parsing, UDFs) and replace them with cheaper built-ins".into(),
         },
         "a code change; more executors only divide the same per-row cost".into(),
-        format!("re-run: stage {}'s median task well under {}", c.sr.stage_id, ms(s.duration_ms.median)),
+        format!("re-run: stage {}'s median task well under {}", c.sr.stage_id, fmt_ms(s.duration_ms.median)),
     ));
     (c.c(Kind::SlowCode, yes, numbers), f)
 }
@@ -815,11 +811,11 @@ fn planning_gap(app: &App) -> (Check, Option<Finding>) {
     let app_ms = (end - start).max(1);
     let numbers = format!(
         "no task ran for {} of the {} wall clock ({}); the longest stretch {} from {} after the start",
-        ms(idle),
-        ms(app_ms),
+        fmt_ms(idle),
+        fmt_ms(app_ms),
         pct(ratio(idle, app_ms)),
-        ms(longest.1 - longest.0),
-        ms(longest.0 - start)
+        fmt_ms(longest.1 - longest.0),
+        fmt_ms(longest.0 - start)
     );
     let yes = longest.1 - longest.0 >= 30_000 && ratio(longest.1 - longest.0, app_ms) >= 0.2;
     let f = yes.then(|| Finding::new(
@@ -828,7 +824,7 @@ fn planning_gap(app: &App) -> (Check, Option<Finding>) {
         numbers.clone(),
         "the driver is the bottleneck in that stretch (planning a long lineage, collecting results, listing files, or Python code on the driver): checkpoint or write out intermediate results to cut the lineage, and keep driver-side work out of the job; more executors will not help".into(),
         "a checkpoint writes the intermediate data once".into(),
-        format!("re-run: no stretch of {} or more with no task running", ms((longest.1 - longest.0) / 4)),
+        format!("re-run: no stretch of {} or more with no task running", fmt_ms((longest.1 - longest.0) / 4)),
     ));
     (Check { kind: Kind::PlanningGap, stage_id: None, confirmed: yes, numbers }, f)
 }
@@ -837,21 +833,33 @@ fn planning_gap(app: &App) -> (Check, Option<Finding>) {
 fn memory_text(s: &StageReport, cause: Option<Kind>) -> String {
     let t = &s.totals;
     let changes = if t.spilled_tasks > 0 {
-        format!("it would shrink the spill ({} in memory, {} to disk over {} of {} tasks)", bytes(t.memory_spill_bytes), bytes(t.disk_spill_bytes), t.spilled_tasks, s.tasks)
+        format!(
+            "it would shrink the spill ({} in memory, {} to disk over {} of {} tasks)",
+            human_i64(t.memory_spill_bytes),
+            human_i64(t.disk_spill_bytes),
+            t.spilled_tasks,
+            s.tasks
+        )
     } else {
         "it would change nothing: no task of this stage spilled".to_string()
     };
     let q = &s.task_summary;
     let reads = if q.shuffle_read_bytes.max > 0 {
-        format!("{} records ({}) shuffled to the largest task against a median of {} ({})", fmt_count(q.shuffle_read_records.max.max(0) as u64), bytes(q.shuffle_read_bytes.max), fmt_count(q.shuffle_read_records.median.max(0) as u64), bytes(q.shuffle_read_bytes.median))
+        format!(
+            "{} records ({}) shuffled to the largest task against a median of {} ({})",
+            fmt_count(q.shuffle_read_records.max.max(0) as u64),
+            human_i64(q.shuffle_read_bytes.max),
+            fmt_count(q.shuffle_read_records.median.max(0) as u64),
+            human_i64(q.shuffle_read_bytes.median)
+        )
     } else {
-        format!("{} read by the largest task against a median of {}", bytes(q.input_bytes.max), bytes(q.input_bytes.median))
+        format!("{} read by the largest task against a median of {}", human_i64(q.input_bytes.max), human_i64(q.input_bytes.median))
     };
     let mut o = format!(
         "more executor memory for stage {}: {changes}; it would not change the rows each task processes ({reads}), the bytes shuffled ({} read, {} written), or the task count ({})",
         s.stage_id,
-        bytes(t.shuffle_read_bytes),
-        bytes(t.shuffle_write_bytes),
+        human_i64(t.shuffle_read_bytes),
+        human_i64(t.shuffle_write_bytes),
         s.tasks
     );
     if cause == Some(Kind::HotKey) {

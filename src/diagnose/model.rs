@@ -272,7 +272,8 @@ impl App {
                         index: i(info, "Index"),
                         executor: s(info, "Executor ID"),
                         host: s(info, "Host"),
-                        success: e.get("Task End Reason").map(|r| s(r, "Reason") == "Success").unwrap_or(true) && !info.get("Failed").and_then(|x| x.as_bool()).unwrap_or(false),
+                        success: e.get("Task End Reason").map(|r| s(r, "Reason") == "Success").unwrap_or(true)
+                            && !info.get("Failed").and_then(|x| x.as_bool()).unwrap_or(false),
                     };
                     // As the Spark UI computes it.
                     t.scheduler_delay = (t.duration - t.run - t.deserialize - t.result_ser - t.getting_result).max(0);

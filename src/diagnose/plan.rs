@@ -63,7 +63,10 @@ const JOINS: [&str; 3] = ["SortMergeJoin", "ShuffledHashJoin", "BroadcastHashJoi
 pub fn python_udf(plan: &Value) -> Option<String> {
     let mut all = Vec::new();
     walk(plan, &mut all);
-    all.iter().map(|n| name(n)).find(|n| n.contains("EvalPython") || n.contains("FlatMapGroupsInPandas") || n.contains("MapInPandas") || n.contains("PythonUDF")).map(str::to_string)
+    all.iter()
+        .map(|n| name(n))
+        .find(|n| n.contains("EvalPython") || n.contains("FlatMapGroupsInPandas") || n.contains("MapInPandas") || n.contains("PythonUDF"))
+        .map(str::to_string)
 }
 
 /// The join of `plan` that the stage with accumulators `accums` ran (its metrics were
@@ -146,7 +149,8 @@ fn parse_join(node: &Value) -> Option<JoinInfo> {
     let (left_keys, rest) = bracket_list(rest)?;
     let rest = rest.trim_start().strip_prefix(',').unwrap_or(rest);
     let (right_keys, rest) = bracket_list(rest)?;
-    let join_type = rest.trim_start().trim_start_matches(',').split(|c: char| c == ',' || c.is_whitespace()).find(|x| !x.is_empty()).unwrap_or("Inner").to_string();
+    let join_type =
+        rest.trim_start().trim_start_matches(',').split(|c: char| c == ',' || c.is_whitespace()).find(|x| !x.is_empty()).unwrap_or("Inner").to_string();
     let kids: Vec<&Value> = children(node).collect();
     let table = |side: usize, keys: &[String]| kids.get(side).and_then(|c| scan_for(c, keys));
     Some(JoinInfo { left_table: table(0, &left_keys), right_table: table(1, &right_keys), operator: op, join_type, left_keys, right_keys })
@@ -202,14 +206,14 @@ mod tests {
     #[test]
     fn join_keys_type_and_tables() {
         let plan = serde_json::json!({
-            "nodeName": "SortMergeJoin", "simpleString": "SortMergeJoin [title_id#1], [title_id#5], LeftOuter",
-            "metrics": [{"name": "number of output rows", "accumulatorId": 77}],
-            "children": [
-                {"nodeName": "Sort", "simpleString": "Sort [title_id#1 ASC NULLS FIRST], false, 0", "children": [
-                    {"nodeName": "Scan parquet ", "simpleString": "FileScan parquet [event_id#0L,title_id#1] Batched: true, Location: InMemoryFileIndex(1 paths)[file:/data/events.parquet], ReadSchema: struct<>",
-                     "metadata": {"Location": "InMemoryFileIndex(1 paths)[file:/data/events.parquet]"}, "children": []}]},
-                {"nodeName": "Scan parquet spark_catalog.default.titles", "simpleString": "FileScan parquet spark_catalog.default.titles[title_id#5,name#6] Batched: true", "children": []}
-            ]});
+        "nodeName": "SortMergeJoin", "simpleString": "SortMergeJoin [title_id#1], [title_id#5], LeftOuter",
+        "metrics": [{"name": "number of output rows", "accumulatorId": 77}],
+        "children": [
+            {"nodeName": "Sort", "simpleString": "Sort [title_id#1 ASC NULLS FIRST], false, 0", "children": [
+                {"nodeName": "Scan parquet ", "simpleString": "FileScan parquet [event_id#0L,title_id#1] Batched: true, Location: InMemoryFileIndex(1 paths)[file:/data/events.parquet], ReadSchema: struct<>",
+                 "metadata": {"Location": "InMemoryFileIndex(1 paths)[file:/data/events.parquet]"}, "children": []}]},
+            {"nodeName": "Scan parquet spark_catalog.default.titles", "simpleString": "FileScan parquet spark_catalog.default.titles[title_id#5,name#6] Batched: true", "children": []}
+        ]});
         let j = join_of_stage(&plan, &HashSet::from([77])).unwrap();
         assert_eq!((j.operator.as_str(), j.join_type.as_str(), j.how()), ("SortMergeJoin", "LeftOuter", "left"));
         assert_eq!(j.left_keys, vec!["title_id#1"]);

@@ -4,7 +4,8 @@
 use comfy_table::presets::NOTHING;
 use comfy_table::{CellAlignment, Table};
 
-use super::{bytes, ms, pct, Diagnosis, Quantiles};
+use super::{pct, Diagnosis, Quantiles};
+use crate::format::{fmt_ms, human_i64};
 
 pub fn json(d: &Diagnosis) -> String {
     serde_json::to_string_pretty(d).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
@@ -34,7 +35,7 @@ pub fn text(d: &Diagnosis) -> String {
         if a.name.is_empty() { "?" } else { &a.name },
         if a.id.is_empty() { "?" } else { &a.id },
         a.spark_version.as_deref().map(|v| format!(", Spark {v}")).unwrap_or_default(),
-        ms(a.duration_ms),
+        fmt_ms(a.duration_ms),
         a.jobs,
         a.stages,
         a.tasks,
@@ -50,13 +51,13 @@ pub fn text(d: &Diagnosis) -> String {
     for s in d.stages.iter().take(6) {
         t.add_row(vec![
             format!("{}{}", s.stage_id, if s.attempt > 0 { format!(".{}", s.attempt) } else { String::new() }),
-            ms(s.duration_ms),
+            fmt_ms(s.duration_ms),
             pct(s.share),
             s.tasks.to_string(),
             format!("{:.1}", s.waves),
-            bytes(s.totals.shuffle_read_bytes),
-            bytes(s.totals.input_bytes),
-            bytes(s.totals.disk_spill_bytes),
+            human_i64(s.totals.shuffle_read_bytes),
+            human_i64(s.totals.input_bytes),
+            human_i64(s.totals.disk_spill_bytes),
             s.name.chars().take(40).collect(),
         ]);
     }
@@ -80,12 +81,12 @@ pub fn text(d: &Diagnosis) -> String {
             if s.failed_tasks > 0 { format!(" (+{} failed)", s.failed_tasks) } else { String::new() },
             s.slots,
             s.waves,
-            ms(s.duration_ms)
+            fmt_ms(s.duration_ms)
         ));
         let mut t = table(&["per task", "min", "25th", "median", "75th", "max"]);
         let ts = &s.task_summary;
         let row = |name: &str, q: &Quantiles, f: &dyn Fn(i64) -> String| vec![name.to_string(), f(q.min), f(q.p25), f(q.median), f(q.p75), f(q.max)];
-        let n = |v: i64| crate::keys::fmt_count(v.max(0) as u64);
+        let n = |v: i64| crate::format::fmt_count(v.max(0) as u64);
         t.add_row(row("duration", &ts.duration_ms, &ms));
         t.add_row(row("run time", &ts.run_ms, &ms));
         t.add_row(row("shuffle read", &ts.shuffle_read_bytes, &bytes));

@@ -95,13 +95,8 @@ impl<'a> Gen<'a> {
         }
     }
     fn eq(&self, alias: &str, side: Side, key: &[Value]) -> String {
-        let parts: Vec<String> = self
-            .keys(side)
-            .iter()
-            .zip(key)
-            .zip(&self.js.key_types)
-            .map(|((c, v), t)| format!("{alias}.{} = {}", ident(c), literal(v, *t)))
-            .collect();
+        let parts: Vec<String> =
+            self.keys(side).iter().zip(key).zip(&self.js.key_types).map(|((c, v), t)| format!("{alias}.{} = {}", ident(c), literal(v, *t))).collect();
         if parts.len() == 1 {
             parts[0].clone()
         } else {
@@ -131,13 +126,7 @@ impl<'a> Gen<'a> {
     }
     fn on(&self) -> String {
         let (l, r) = (&self.js.left_alias, &self.js.right_alias);
-        self.js
-            .left_keys
-            .iter()
-            .zip(&self.js.right_keys)
-            .map(|(a, b)| format!("{l}.{} = {r}.{}", ident(a), ident(b)))
-            .collect::<Vec<_>>()
-            .join(" AND ")
+        self.js.left_keys.iter().zip(&self.js.right_keys).map(|(a, b)| format!("{l}.{} = {r}.{}", ident(a), ident(b))).collect::<Vec<_>>().join(" AND ")
     }
     /// `(SELECT * FROM source __sj_t WHERE pred) alias`, or `source alias` without a predicate.
     fn filtered(&self, side: Side, pred: Option<String>) -> String {
@@ -270,7 +259,11 @@ pub fn emit_sql(js: &JoinSql, plan: &Plan) -> Result<String> {
             let set: Vec<&[Value]> = salted.iter().map(|s| s.0).collect();
             let arr = |salts: &[i32]| format!("array({})", salts.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "));
             let hcols = salt_columns(js, split);
-            let hash_of = if hcols.is_empty() { "monotonically_increasing_id()".to_string() } else { hcols.iter().map(|c| format!("{T}.{}", ident(c))).collect::<Vec<_>>().join(", ") };
+            let hash_of = if hcols.is_empty() {
+                "monotonically_increasing_id()".to_string()
+            } else {
+                hcols.iter().map(|c| format!("{T}.{}", ident(c))).collect::<Vec<_>>().join(", ")
+            };
             let split_case: Vec<String> = salted
                 .iter()
                 .map(|(k, n, salts)| format!("WHEN {} THEN element_at({}, pmod(hash({hash_of}), {n}) + 1)", g.eq(T, split, k), arr(salts)))
@@ -311,6 +304,6 @@ pub fn emit_sql(js: &JoinSql, plan: &Plan) -> Result<String> {
         }
     }
     let text = branches.join("\nUNION ALL\n");
-    let q = parse_query(&text).map_err(|e| crate::Error::Usage(format!("internal error: the generated SQL does not parse ({e}): {text}")))?;
+    let q = parse_query(&text).map_err(|e| crate::Error::Internal(format!("the generated SQL does not parse ({e}): {text}")))?;
     Ok(render_query(&q))
 }

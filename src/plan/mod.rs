@@ -16,6 +16,7 @@ use serde_json::Value as Json;
 
 use crate::classify::{Class, Classifier};
 use crate::error::{Error, Result};
+use crate::format::rows_n;
 use crate::hash::{pmod, spark_partition, SPARK_SEED};
 use crate::profile::{self, KeySpec, ProfileOptions, Sample};
 use crate::scan::{self, PartitionScan, TableSize};
@@ -334,7 +335,7 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
     }
     for (l, r) in left.keys.columns.iter().zip(&right.keys.columns) {
         if !same_hash_type(l.key_type, r.key_type) {
-            return Err(Error::Usage(format!(
+            return Err(Error::KeyTypes(format!(
                 "join key types differ: {}.{} is {} but {}.{} is {}; Spark would cast one side and hash it differently: cast the key in the data first",
                 left.name,
                 l.name,
@@ -349,7 +350,8 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
     let names = left.keys.names();
 
     // 1. Candidates: the most frequent values of each side.
-    let popts = ProfileOptions { top: opts.top.max(1), sample: opts.sample, seed: opts.seed, memory: opts.memory, progress: opts.progress, exact_distinct: false };
+    let popts =
+        ProfileOptions { top: opts.top.max(1), sample: opts.sample, seed: opts.seed, memory: opts.memory, progress: opts.progress, exact_distinct: false };
     let lp = profile::profile(left.table, std::slice::from_ref(&left.keys), &popts)?.remove(0);
     let rp = profile::profile(right.table, std::slice::from_ref(&right.keys), &popts)?.remove(0);
     let mut cands: Vec<Vec<Value>> = Vec::new();
@@ -449,8 +451,8 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
             notes.push(format!(
                 "{} has {} NULL-keyed rows ({}); Spark drops them before the shuffle for a {} join, so they cost nothing",
                 rep.name,
-                crate::keys::fmt_count(sc.null_rows),
-                crate::keys::fmt_share(sc.null_rows as f64 / sc.rows.max(1) as f64),
+                crate::format::fmt_count(sc.null_rows),
+                crate::format::fmt_share(sc.null_rows as f64 / sc.rows.max(1) as f64),
                 how.as_str()
             ));
         }
@@ -458,8 +460,8 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
             notes.push(format!(
                 "{} is {} on disk, under the {} broadcast threshold: Spark broadcasts it by itself (no shuffle) unless spark.sql.autoBroadcastJoinThreshold is lower or -1; the tasks below assume a sort-merge join",
                 rep.name,
-                crate::size::human(rep.disk_bytes),
-                crate::size::human(opts.broadcast_threshold)
+                crate::format::human(rep.disk_bytes),
+                crate::format::human(opts.broadcast_threshold)
             ));
         }
     }
@@ -489,9 +491,9 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
                 why: format!(
                     "a NULL key never matches under =, yet Spark keeps {}'s {} NULL-keyed rows for a {} join and sends {} to partition {np}: they skip the join and come out with the {} side's columns NULL",
                     rep.name,
-                    crate::keys::fmt_count(inn),
+                    crate::format::fmt_count(inn),
                     how.as_str(),
-                    if nrows == inn { "all of them".to_string() } else { format!("{} of them", crate::keys::fmt_count(nrows)) },
+                    if nrows == inn { "all of them".to_string() } else { format!("{} of them", crate::format::fmt_count(nrows)) },
                     side.other().as_str()
                 ),
             });
@@ -529,13 +531,10 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
         let display = display_key(key, &types);
         let (lb, rb) = (bytes(lr, lbpr), bytes(rr, rbpr));
         let thr = opts.broadcast_threshold;
-        let fmtc = crate::keys::fmt_count;
-        let human = crate::size::human;
+        let fmtc = crate::format::fmt_count;
+        let human = crate::format::human;
         let (strategy, why) = if opts.drop_junk && c.class == Class::Junk {
-            (
-                Strategy::Drop,
-                format!("--drop-junk: its {} left and {} right rows are removed before the join; the result changes", fmtc(lr), fmtc(rr)),
-            )
+            (Strategy::Drop, format!("--drop-junk: its {} left and {} right rows are removed before the join; the result changes", fmtc(lr), fmtc(rr)))
         } else if matches!(how, JoinType::Semi | JoinType::Anti) {
             if rb > thr && opts.extra_predicates {
                 (
@@ -545,12 +544,23 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
             } else if rb <= thr {
                 (
                     Strategy::BroadcastSlice { broadcast: Side::Right, slice_rows: rr, slice_bytes: rb, decomposed: false },
-                    format!("the right side's {} for it ({}) are under the {} threshold: broadcast them, the {} left never shuffle", rows_n(rr), human(rb), human(thr), rows_n(lr)),
+                    format!(
+                        "the right side's {} for it ({}) are under the {} threshold: broadcast them, the {} left never shuffle",
+                        rows_n(rr),
+                        human(rb),
+                        human(thr),
+                        rows_n(lr)
+                    ),
                 )
             } else {
                 (
                     Strategy::BroadcastKeys,
-                    format!("a {} join only needs to know whether the right side has the value: broadcast its distinct keys (1 row) instead of its {} ({})", how.as_str(), rows_n(rr), human(rb)),
+                    format!(
+                        "a {} join only needs to know whether the right side has the value: broadcast its distinct keys (1 row) instead of its {} ({})",
+                        how.as_str(),
+                        rows_n(rr),
+                        human(rb)
+                    ),
                 )
             }
         } else {
@@ -587,7 +597,10 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
                     why.push_str(" (no such rows today: the slice is empty and costs nothing, and the query stays right the day one appears)");
                 }
                 if decomposed {
-                    why.push_str(&format!("; a {} join may not broadcast that side, so the branch is an inner join plus an anti join for the unmatched rows", how.as_str()));
+                    why.push_str(&format!(
+                        "; a {} join may not broadcast that side, so the branch is an inner join plus an anti join for the unmatched rows",
+                        how.as_str()
+                    ));
                 }
                 (Strategy::BroadcastSlice { broadcast: b, slice_rows: srows, slice_bytes: sbytes, decomposed }, why)
             } else {
@@ -623,7 +636,7 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
                 "{display} looks like junk ({}): {} rows ({}) are joined as demand; --drop-junk removes them and changes the result",
                 c.reason,
                 fmtc(rows),
-                crate::keys::fmt_share(rows as f64 / of.max(1) as f64)
+                crate::format::fmt_share(rows as f64 / of.max(1) as f64)
             ));
         }
         hot.push(HotKey {
@@ -670,7 +683,8 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
         let mut salted: std::collections::BTreeMap<u32, (u64, f64)> = Default::default();
         for h in &hot {
             if let Strategy::Salt { n, split, salts, .. } = &h.strategy {
-                let (srows, rrows, sb, rb) = if *split == Side::Left { (h.left_rows, h.right_rows, lbpr, rbpr) } else { (h.right_rows, h.left_rows, rbpr, lbpr) };
+                let (srows, rrows, sb, rb) =
+                    if *split == Side::Left { (h.left_rows, h.right_rows, lbpr, rbpr) } else { (h.right_rows, h.left_rows, rbpr, lbpr) };
                 for (j, s) in salts.iter().enumerate() {
                     let mut k = h.key.clone();
                     k.push(Value::Int(*s));
@@ -696,24 +710,24 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
             Some(format!(
                 "no hot key: the largest task is {:.1}x the median, but every task reads about {} (median); raise spark.sql.shuffle.partitions to {} for ~128 MB tasks",
                 before.ratio(),
-                crate::size::human(before.median_task_bytes),
+                crate::format::human(before.median_task_bytes),
                 want
             ))
         } else if before.ratio() > opts.hot_factor {
             Some(format!(
                 "no single hot key: the largest task ({} rows) is {:.1}x the median ({} rows), but no value in it has twice the median's rows: many mid-size keys share one partition; a different spark.sql.shuffle.partitions (say {}) spreads them",
-                crate::keys::fmt_count(before.max_task_rows),
+                crate::format::fmt_count(before.max_task_rows),
                 before.ratio(),
-                crate::keys::fmt_count(before.median_task_rows),
+                crate::format::fmt_count(before.median_task_rows),
                 parts + 1
             ))
         } else {
             Some(format!(
                 "no hot key: the largest task ({} rows, {}) is {:.1}x the median ({} rows); if the stage is still slow, look at the event log (skewjoin diagnose) for spill, GC or a slow executor",
-                crate::keys::fmt_count(before.max_task_rows),
-                crate::size::human(per_task),
+                crate::format::fmt_count(before.max_task_rows),
+                crate::format::human(per_task),
                 before.ratio(),
-                crate::keys::fmt_count(before.median_task_rows)
+                crate::format::fmt_count(before.median_task_rows)
             ))
         }
     } else {
@@ -738,7 +752,8 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
         sql: String::new(),
         sample: opts.sample,
     };
-    let mut js = JoinSql::tables(how, (&left.name, &left.keys.names(), &plan.left.columns), (&right.name, &right.keys.names(), &plan.right.columns), types.clone());
+    let mut js =
+        JoinSql::tables(how, (&left.name, &left.keys.names(), &plan.left.columns), (&right.name, &right.keys.names(), &plan.right.columns), types.clone());
     js.left_hashable = hashable_columns(left.table);
     js.right_hashable = hashable_columns(right.table);
     plan.sql = emit_sql(&js, &plan)?;
@@ -760,11 +775,6 @@ pub fn hashable_columns(t: &Table) -> Vec<String> {
     let mut cols: Vec<String> = t.schema().fields().iter().filter(|f| !has_map(f.data_type())).map(|f| f.name().clone()).collect();
     cols.extend(t.partitions.iter().map(|p| p.name.clone()));
     cols
-}
-
-/// "1 row", "2,000 rows".
-fn rows_n(n: u64) -> String {
-    format!("{} row{}", crate::keys::fmt_count(n), if n == 1 { "" } else { "s" })
 }
 
 pub fn display_key(key: &[Value], types: &[KeyType]) -> String {

@@ -4,8 +4,8 @@
 use std::fmt::Write;
 
 use super::{Plan, Side, Strategy, TaskStats};
-use crate::keys::{fmt_count, fmt_share};
-use crate::size::human;
+use crate::format::human;
+use crate::format::{fmt_count, fmt_share};
 
 pub fn json(plan: &Plan) -> String {
     serde_json::to_string_pretty(plan).unwrap_or_default() + "\n"
@@ -49,12 +49,7 @@ pub fn text(plan: &Plan) -> String {
         let _ = writeln!(o, "note: {n}");
     }
     let _ = writeln!(o);
-    let _ = writeln!(
-        o,
-        "Before: sort-merge join over {} shuffle partitions: {}",
-        plan.shuffle_partitions,
-        stats_line(&plan.before)
-    );
+    let _ = writeln!(o, "Before: sort-merge join over {} shuffle partitions: {}", plan.shuffle_partitions, stats_line(&plan.before));
     if plan.sample.is_some() {
         let _ = writeln!(o, "  (hot candidates found from a sample; every count below is exact)");
     }

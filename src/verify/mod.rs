@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::keys::fmt_count;
+use crate::format::fmt_count;
 use crate::plan::TaskStats;
 use crate::rewrite::Rewritten;
 
@@ -259,7 +259,7 @@ pub fn json(v: &Verification) -> String {
 }
 
 pub fn text(v: &Verification) -> String {
-    use crate::diagnose::{bytes, ms};
+    use crate::format::{fmt_ms, human_i64};
     let mut o = String::new();
     if v.engine == "spark" {
         o.push_str(&format!(
@@ -269,7 +269,10 @@ pub fn text(v: &Verification) -> String {
             v.conf.iter().map(|(k, x)| format!("{k}={x}")).collect::<Vec<_>>().join(", ")
         ));
     } else {
-        o.push_str(&format!("skewjoin verify: engine polars {} (in this process, no Spark); both queries rendered for Polars SQL from the same AST\n", v.engine_version));
+        o.push_str(&format!(
+            "skewjoin verify: engine polars {} (in this process, no Spark); both queries rendered for Polars SQL from the same AST\n",
+            v.engine_version
+        ));
         for c in &v.rendered_for_polars {
             o.push_str(&format!("  rendered: {c}\n"));
         }
@@ -306,12 +309,12 @@ pub fn text(v: &Verification) -> String {
             label.to_string(),
             wall.map(ms).unwrap_or_else(dash),
             s.map(|s| s.stage_id.to_string()).unwrap_or_else(dash),
-            s.map(|s| ms(s.duration_ms)).unwrap_or_else(dash),
+            s.map(|s| fmt_ms(s.duration_ms)).unwrap_or_else(dash),
             s.map(|_| fmt_count(a.max(0) as u64)).unwrap_or_else(dash),
             s.map(|_| fmt_count(b.max(0) as u64)).unwrap_or_else(dash),
             s.map(|_| format!("{:.1}x", a as f64 / b.max(1) as f64)).unwrap_or_else(dash),
-            s.map(|s| bytes(s.max_task_bytes)).unwrap_or_else(dash),
-            s.map(|s| bytes(s.spill_bytes)).unwrap_or_else(dash),
+            s.map(|s| human_i64(s.max_task_bytes)).unwrap_or_else(dash),
+            s.map(|s| human_i64(s.spill_bytes)).unwrap_or_else(dash),
         ]
     };
     let pred_row = |label: &str, p: &TaskStats| -> Vec<String> {
@@ -323,7 +326,7 @@ pub fn text(v: &Verification) -> String {
             fmt_count(p.max_task_rows),
             fmt_count(p.median_task_rows),
             format!("{:.1}x", p.max_task_rows as f64 / p.median_task_rows.max(1) as f64),
-            bytes(p.max_task_bytes as i64),
+            human_i64(p.max_task_bytes as i64),
             dash(),
         ]
     };

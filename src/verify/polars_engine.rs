@@ -183,9 +183,9 @@ fn scan(name: &str, table: &Table, sample: Option<Sample>) -> Result<(LazyFrame,
             (3, _) => "rd",
             _ => "th",
         };
-        format!("{name}: every {step}{th} row, {} of {} rows", crate::keys::fmt_count(rows.div_ceil(step)), crate::keys::fmt_count(rows))
+        format!("{name}: every {step}{th} row, {} of {} rows", crate::format::fmt_count(rows.div_ceil(step)), crate::format::fmt_count(rows))
     } else {
-        format!("{name}: all {} rows", crate::keys::fmt_count(rows))
+        format!("{name}: all {} rows", crate::format::fmt_count(rows))
     };
     let what = if decimals.is_empty() { what } else { format!("{what} (decimal {} read as double)", decimals.join(", ")) };
     Ok((lf.select(cols), what))
@@ -200,7 +200,11 @@ fn cell(v: AnyValue<'_>, digits: usize) -> String {
         } else if x == 0.0 {
             "0".into()
         } else if x.is_infinite() {
-            if x > 0.0 { "inf".into() } else { "-inf".into() }
+            if x > 0.0 {
+                "inf".into()
+            } else {
+                "-inf".into()
+            }
         } else {
             format!("{:.*e}", digits.saturating_sub(1), x)
         }
@@ -233,7 +237,8 @@ fn rows_of(df: &DataFrame, digits: usize) -> Result<HashMap<Vec<String>, i64>> {
 fn run_one(ctx: &mut SQLContext, q: &PolarsSql, frames: &HashMap<String, LazyFrame>, which: &str) -> Result<(DataFrame, i64)> {
     for h in &q.hashed {
         let base = frames.get(&h.table).ok_or_else(|| Error::Usage(format!("the {which} query hashes columns of {}, which no --table names", h.table)))?;
-        let cols: Vec<Expr> = h.columns.iter().enumerate().map(|(i, c)| hash_udf().call(c.iter().map(|x| col(x.as_str())).collect()).alias(format!("{}_{i}", h.name))).collect();
+        let cols: Vec<Expr> =
+            h.columns.iter().enumerate().map(|(i, c)| hash_udf().call(c.iter().map(|x| col(x.as_str())).collect()).alias(format!("{}_{i}", h.name))).collect();
         ctx.register(&h.name, base.clone().with_columns(cols));
     }
     if std::env::var_os("SKEWJOIN_SHOW_POLARS_SQL").is_some() {
@@ -249,7 +254,10 @@ fn run_one(ctx: &mut SQLContext, q: &PolarsSql, frames: &HashMap<String, LazyFra
         Ok(r) => r.map_err(|e| perr(&format!("the {which} query (rendered for Polars SQL) failed"), e))?,
         Err(p) => {
             let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
-            return Err(Error::Usage(format!("polars: the {which} query (rendered for Polars SQL) stopped Polars: {}", msg.lines().next().unwrap_or("a panic"))));
+            return Err(Error::Usage(format!(
+                "polars: the {which} query (rendered for Polars SQL) stopped Polars: {}",
+                msg.lines().next().unwrap_or("a panic")
+            )));
         }
     };
     Ok((df, t0.elapsed().as_millis() as i64))

@@ -278,11 +278,18 @@ impl Render<'_> {
                 let (Some(l), Some(r)) = (first.clone(), factor_name(&twj.joins[j].relation)) else {
                     return Err("USING between inputs with no name".into());
                 };
-                let keys: Vec<String> = cols.iter().map(|c| match c.0.last() {
-                    Some(ObjectNamePart::Identifier(i)) => i.value.to_lowercase(),
-                    _ => c.to_string().to_lowercase(),
-                }).collect();
-                let on = keys.iter().map(|k| bin(col_ref(&l, k), BinaryOperator::Eq, col_ref(&r, k))).reduce(|a, b| bin(a, BinaryOperator::And, b)).ok_or("USING ()")?;
+                let keys: Vec<String> = cols
+                    .iter()
+                    .map(|c| match c.0.last() {
+                        Some(ObjectNamePart::Identifier(i)) => i.value.to_lowercase(),
+                        _ => c.to_string().to_lowercase(),
+                    })
+                    .collect();
+                let on = keys
+                    .iter()
+                    .map(|k| bin(col_ref(&l, k), BinaryOperator::Eq, col_ref(&r, k)))
+                    .reduce(|a, b| bin(a, BinaryOperator::And, b))
+                    .ok_or("USING ()")?;
                 twj.joins[j].join_operator = join_on(kind, JoinConstraint::On(on));
                 for k in &keys {
                     let e = match kind {
@@ -293,7 +300,10 @@ impl Render<'_> {
                             parameters: FunctionArguments::None,
                             args: FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
                                 duplicate_treatment: None,
-                                args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(col_ref(&l, k))), FunctionArg::Unnamed(FunctionArgExpr::Expr(col_ref(&r, k)))],
+                                args: vec![
+                                    FunctionArg::Unnamed(FunctionArgExpr::Expr(col_ref(&l, k))),
+                                    FunctionArg::Unnamed(FunctionArgExpr::Expr(col_ref(&r, k))),
+                                ],
                                 clauses: vec![],
                             }),
                             filter: None,
@@ -509,7 +519,8 @@ impl Render<'_> {
                         }
                     }
                     let pred = preds.iter().map(|p| format!("({})", crate::sql::render_expr(p))).collect::<Vec<_>>().join(" AND ");
-                    let q = parse_query(&format!("SELECT * FROM (SELECT * FROM {inner} WHERE {pred}) {}", crate::sql::ident(&name))).map_err(|e| e.to_string())?;
+                    let q =
+                        parse_query(&format!("SELECT * FROM (SELECT * FROM {inner} WHERE {pred}) {}", crate::sql::ident(&name))).map_err(|e| e.to_string())?;
                     match *q.body {
                         sqlparser::ast::SetExpr::Select(mut sel) if sel.from.len() == 1 => Ok(sel.from.remove(0).relation),
                         _ => Err("an ON condition that cannot be moved".into()),
@@ -549,7 +560,9 @@ impl Render<'_> {
         let _ = sqlparser::ast::visit_expressions_mut(&mut s.projection, |e: &mut Expr| {
             if let Expr::Function(f) = e {
                 if name_of(&f.name) == "hash" {
-                    if let Some(cols) = args_of(f).and_then(|a| (!a.is_empty()).then_some(a)).and_then(|a| a.iter().map(|x| column_of(x, &qual)).collect::<Option<Vec<_>>>()) {
+                    if let Some(cols) =
+                        args_of(f).and_then(|a| (!a.is_empty()).then_some(a)).and_then(|a| a.iter().map(|x| column_of(x, &qual)).collect::<Option<Vec<_>>>())
+                    {
                         let i = lists.iter().position(|l| *l == cols).unwrap_or_else(|| {
                             lists.push(cols);
                             lists.len() - 1
@@ -791,7 +804,13 @@ impl VisitorMut for Render<'_> {
 
 fn other_join_name(j: &JoinOperator) -> &'static str {
     let c = match j {
-        JoinOperator::Join(c) | JoinOperator::Inner(c) | JoinOperator::Left(c) | JoinOperator::LeftOuter(c) | JoinOperator::Right(c) | JoinOperator::RightOuter(c) | JoinOperator::FullOuter(c) => c,
+        JoinOperator::Join(c)
+        | JoinOperator::Inner(c)
+        | JoinOperator::Left(c)
+        | JoinOperator::LeftOuter(c)
+        | JoinOperator::Right(c)
+        | JoinOperator::RightOuter(c)
+        | JoinOperator::FullOuter(c) => c,
         JoinOperator::Semi(c) | JoinOperator::LeftSemi(c) | JoinOperator::Anti(c) | JoinOperator::LeftAnti(c) => c,
         _ => return "of a kind Polars SQL does not take",
     };
@@ -816,7 +835,11 @@ fn requote(spark_sql: &str) -> Result<String> {
             },
             Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => out.push_str(&lit(&s)),
             Token::Whitespace(Whitespace::SingleLineComment { .. } | Whitespace::MultiLineComment(_)) => out.push(' '),
-            Token::SingleQuotedByteStringLiteral(_) | Token::DoubleQuotedByteStringLiteral(_) | Token::EscapedStringLiteral(_) | Token::NationalStringLiteral(_) | Token::UnicodeStringLiteral(_) => {
+            Token::SingleQuotedByteStringLiteral(_)
+            | Token::DoubleQuotedByteStringLiteral(_)
+            | Token::EscapedStringLiteral(_)
+            | Token::NationalStringLiteral(_)
+            | Token::UnicodeStringLiteral(_) => {
                 return Err(Error::Usage(format!("the literal {t} has no Polars SQL form")));
             }
             other => out.push_str(&other.to_string()),
@@ -878,7 +901,10 @@ mod tests {
         assert!(sql.contains("from __sj_hashed_0 t where"), "{sql}");
         assert_eq!(p.hashed.len(), 1);
         assert_eq!((p.hashed[0].table.as_str(), &p.hashed[0].columns), ("l", &vec![vec!["v".to_string(), "w".to_string()]]));
-        assert!(sql.contains("from r t cross join __sj_salts where (t.k in ('a')) and (case when t.k = 'a' then __sj_salts.salt in (0, 1, 2) else false end)"), "{sql}");
+        assert!(
+            sql.contains("from r t cross join __sj_salts where (t.k in ('a')) and (case when t.k = 'a' then __sj_salts.salt in (0, 1, 2) else false end)"),
+            "{sql}"
+        );
         assert!(sql.contains("select t.*, __sj_salts.salt as s"), "{sql}");
         assert!(!sql.contains("explode") && !sql.contains("element_at") && !sql.contains("pmod"), "{sql}");
     }
