@@ -3,7 +3,8 @@
 
 use std::fmt::Write;
 
-use super::{Plan, Side, Strategy, TaskStats};
+use super::strategy::broadcast_side;
+use super::{Plan, TaskStats};
 use crate::format::human;
 use crate::format::{fmt_count, fmt_share};
 
@@ -80,40 +81,12 @@ pub fn text(plan: &Plan) -> String {
                 h.spark_partition
             );
             let _ = writeln!(o, "    what: {}", h.reason);
-            let fix = match &h.strategy {
-                Strategy::NullBypass => "skip the join (NULL never matches)".to_string(),
-                Strategy::Drop => "drop its rows (--drop-junk)".to_string(),
-                Strategy::BroadcastSlice { broadcast, slice_rows, slice_bytes, .. } => format!(
-                    "broadcast {}'s slice: {} row{}, {}",
-                    if *broadcast == Side::Left { &l.name } else { &r.name },
-                    fmt_count(*slice_rows),
-                    if *slice_rows == 1 { "" } else { "s" },
-                    human(*slice_bytes)
-                ),
-                Strategy::BroadcastKeys => "broadcast the right side's distinct keys".to_string(),
-                Strategy::Keep { reason } => format!("none, left in the shuffle: {reason}"),
-                Strategy::Salt { n, split, salts, .. } => format!(
-                    "salt: split {} {n} ways (salts {}), copy the other side {n} times",
-                    if *split == Side::Left { &l.name } else { &r.name },
-                    if salts.len() <= 12 {
-                        salts.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(",")
-                    } else {
-                        format!("{},... ({} values)", salts[..10].iter().map(|s| s.to_string()).collect::<Vec<_>>().join(","), salts.len())
-                    }
-                ),
-            };
+            let fix = h.strategy.fix([&l.name, &r.name]);
             let _ = writeln!(o, "    fix: {fix}");
             let _ = writeln!(o, "    why: {}", h.why);
         }
         if let Some(b) = plan.broadcast_side {
-            let s = if b == Side::Left { l } else { r };
-            let _ = writeln!(
-                o,
-                "  Simplest fix: {} is {} in memory, under the {} broadcast threshold: broadcast all of it and nothing shuffles.",
-                s.name,
-                human(s.memory_bytes),
-                human(plan.broadcast_threshold)
-            );
+            let _ = writeln!(o, "{}", broadcast_side::fix(plan, b));
         }
         let _ = writeln!(o);
         if plan.after.tasks == 0 {
