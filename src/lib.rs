@@ -38,3 +38,9 @@ pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
         state
     }
 }
+
+/// The counting engine's public face (moving to its own folder on another branch).
+pub mod count {
+    pub use crate::profile::*;
+    pub use crate::scan::*;
+}

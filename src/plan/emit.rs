@@ -4,7 +4,8 @@
 //! parsed with sqlparser and printed from the AST, so that what comes out is one query that
 //! parses, whatever the key values contain.
 
-use super::{JoinType, Plan, Side, Strategy};
+use super::strategy::{broadcast_keys, broadcast_side, broadcast_slice, null_bypass, salt};
+use super::{decompose, HotKey, JoinType, Plan, Side, Strategy};
 use crate::error::Result;
 use crate::sql::{ident, literal, parse_query, render_query};
 use crate::value::{KeyType, Value};
@@ -33,7 +34,7 @@ pub struct JoinSql {
 }
 
 /// The name of the salt column added to both sides of a salted branch.
-const SALT: &str = "__skewjoin_salt";
+pub const SALT_COLUMN: &str = "__skewjoin_salt";
 
 /// A table name as SQL: `db.table` is a qualified name; each part is quoted.
 pub fn table_name(name: &str) -> String {
@@ -67,34 +68,42 @@ impl JoinSql {
 }
 
 // Aliases of the helper subqueries: unlikely to clash with a user's.
-const T: &str = "__sj_t";
-const U: &str = "__sj_u";
-const D: &str = "__sj_d";
+pub(crate) const T: &str = "__sj_t";
+pub(crate) const U: &str = "__sj_u";
+pub(crate) const D: &str = "__sj_d";
+/// Every alias of a helper subquery, reused at each level of nesting (verify's Polars renderer
+/// makes them unique).
+pub const HELPER_ALIASES: [&str; 3] = [T, U, D];
 
-struct Gen<'a> {
-    js: &'a JoinSql,
+/// The SQL text of the pieces every branch is made of.
+pub(crate) struct Gen<'a> {
+    pub js: &'a JoinSql,
 }
 
 impl<'a> Gen<'a> {
-    fn keys(&self, side: Side) -> &[String] {
+    /// The keys of the hot keys whose strategy `f` selects.
+    pub fn set_of<'h>(&self, hot: &[&'h HotKey], f: impl Fn(&Strategy) -> bool) -> Vec<&'h [Value]> {
+        hot.iter().filter(|h| f(&h.strategy)).map(|h| h.key.as_slice()).collect()
+    }
+    pub fn keys(&self, side: Side) -> &[String] {
         match side {
             Side::Left => &self.js.left_keys,
             Side::Right => &self.js.right_keys,
         }
     }
-    fn table(&self, side: Side) -> String {
+    pub fn table(&self, side: Side) -> String {
         match side {
             Side::Left => self.js.left_source.clone(),
             Side::Right => self.js.right_source.clone(),
         }
     }
-    fn alias(&self, side: Side) -> &str {
+    pub fn alias(&self, side: Side) -> &str {
         match side {
             Side::Left => &self.js.left_alias,
             Side::Right => &self.js.right_alias,
         }
     }
-    fn eq(&self, alias: &str, side: Side, key: &[Value]) -> String {
+    pub fn eq(&self, alias: &str, side: Side, key: &[Value]) -> String {
         let parts: Vec<String> =
             self.keys(side).iter().zip(key).zip(&self.js.key_types).map(|((c, v), t)| format!("{alias}.{} = {}", ident(c), literal(v, *t))).collect();
         if parts.len() == 1 {
@@ -104,7 +113,7 @@ impl<'a> Gen<'a> {
         }
     }
     /// The row's key is one of `set` (never true for a NULL key).
-    fn in_set(&self, alias: &str, side: Side, set: &[&[Value]]) -> String {
+    pub fn in_set(&self, alias: &str, side: Side, set: &[&[Value]]) -> String {
         if self.keys(side).len() == 1 {
             let c = &self.keys(side)[0];
             let lits: Vec<String> = set.iter().map(|k| literal(&k[0], self.js.key_types[0])).collect();
@@ -113,7 +122,7 @@ impl<'a> Gen<'a> {
             format!("({})", set.iter().map(|k| self.eq(alias, side, k)).collect::<Vec<_>>().join(" OR "))
         }
     }
-    fn is_null(&self, alias: &str, side: Side) -> String {
+    pub fn is_null(&self, alias: &str, side: Side) -> String {
         let p: Vec<String> = self.keys(side).iter().map(|c| format!("{alias}.{} IS NULL", ident(c))).collect();
         if p.len() == 1 {
             p[0].clone()
@@ -121,21 +130,21 @@ impl<'a> Gen<'a> {
             format!("({})", p.join(" OR "))
         }
     }
-    fn not_null(&self, alias: &str, side: Side) -> String {
+    pub fn not_null(&self, alias: &str, side: Side) -> String {
         self.keys(side).iter().map(|c| format!("{alias}.{} IS NOT NULL", ident(c))).collect::<Vec<_>>().join(" AND ")
     }
-    fn on(&self) -> String {
+    pub fn on(&self) -> String {
         let (l, r) = (&self.js.left_alias, &self.js.right_alias);
         self.js.left_keys.iter().zip(&self.js.right_keys).map(|(a, b)| format!("{l}.{} = {r}.{}", ident(a), ident(b))).collect::<Vec<_>>().join(" AND ")
     }
     /// `(SELECT * FROM source __sj_t WHERE pred) alias`, or `source alias` without a predicate.
-    fn filtered(&self, side: Side, pred: Option<String>) -> String {
+    pub fn filtered(&self, side: Side, pred: Option<String>) -> String {
         match pred {
             None => format!("{} {}", self.table(side), self.alias(side)),
             Some(p) => format!("(SELECT * FROM {} {T} WHERE {p}) {}", self.table(side), self.alias(side)),
         }
     }
-    fn hint(aliases: &[&str]) -> String {
+    pub fn hint(aliases: &[&str]) -> String {
         if aliases.is_empty() {
             String::new()
         } else {
@@ -143,18 +152,18 @@ impl<'a> Gen<'a> {
         }
     }
     /// A join of two inputs with the join's output columns (and its extra ON predicates).
-    fn join(&self, how: JoinType, hint: &[Side], l: String, r: String, extra_on: &str) -> String {
+    pub fn join(&self, how: JoinType, hint: &[Side], l: String, r: String, extra_on: &str) -> String {
         let hint: Vec<&str> = hint.iter().map(|s| self.alias(*s)).collect();
         let extra = self.js.extra_on.as_ref().map(|e| format!(" AND ({e})")).unwrap_or_default();
         format!("SELECT {}{} FROM {l} {} {r} ON {}{extra}{extra_on}", Self::hint(&hint), self.js.select_list, how.sql(), self.on())
     }
     /// A padding join: no extra predicates (one side is empty).
-    fn pad_join(&self, how: JoinType, hint: Side, l: String, r: String) -> String {
+    pub fn pad_join(&self, how: JoinType, hint: Side, l: String, r: String) -> String {
         format!("SELECT {}{} FROM {l} {} {r} ON {}", Self::hint(&[self.alias(hint)]), self.js.select_list, how.sql(), self.on())
     }
     /// Rows of `side` (already chosen by `input`) padded with NULLs for the other side, with no
     /// shuffle: an outer join against an empty, broadcast other side.
-    fn padded(&self, side: Side, input: String) -> String {
+    pub fn padded(&self, side: Side, input: String) -> String {
         let empty = |s: Side| format!("(SELECT * FROM {} {T} WHERE FALSE) {}", self.table(s), self.alias(s));
         if !self.js.how.outputs_right() {
             // Semi and anti joins output the left columns only.
@@ -165,145 +174,44 @@ impl<'a> Gen<'a> {
             Side::Right => self.pad_join(JoinType::Right, Side::Left, empty(Side::Left), input),
         }
     }
-    /// Rows of `side` whose key is in `set` and has no row on the other side.
-    fn unmatched(&self, side: Side, set: &[&[Value]]) -> String {
-        let other = side.other();
-        let dk: Vec<String> = self.keys(other).iter().map(|c| ident(c)).collect();
-        let on: Vec<String> = self.keys(side).iter().zip(self.keys(other)).map(|(a, b)| format!("{T}.{} = {D}.{}", ident(a), ident(b))).collect();
-        format!(
-            "(SELECT /*+ BROADCAST({D}) */ {T}.* FROM (SELECT * FROM {} {U} WHERE {}) {T} LEFT ANTI JOIN (SELECT DISTINCT {} FROM {} {U} WHERE {}) {D} ON {}) {}",
-            self.table(side),
-            self.in_set(U, side, set),
-            dk.join(", "),
-            self.table(other),
-            self.in_set(U, other, set),
-            on.join(" AND "),
-            self.alias(side)
-        )
-    }
 }
 
-/// The hash columns of a salt: every column of the split side that is not a key (and that
-/// Spark can hash: not a map).
-fn salt_columns(js: &JoinSql, side: Side) -> Vec<String> {
-    let (cols, keys) = match side {
-        Side::Left => (&js.left_hashable, &js.left_keys),
-        Side::Right => (&js.right_hashable, &js.right_keys),
-    };
-    cols.iter().filter(|c| !keys.iter().any(|k| k.eq_ignore_ascii_case(c))).cloned().collect()
-}
-
+/// The plan's SQL: one branch per part of the split, in a fixed order (the rest through the
+/// ordinary shuffle join, the slices broadcast into the join type, the semi/anti distinct
+/// keys, the decomposed inner joins and salted pieces, the kept sides' unmatched rows, the
+/// NULL bypasses), joined by UNION ALL.
 pub fn emit_sql(js: &JoinSql, plan: &Plan) -> Result<String> {
     let g = Gen { js };
-    let how = js.how;
-    let (la, ra) = (js.left_alias.as_str(), js.right_alias.as_str());
-    let mut branches: Vec<String> = Vec::new();
-    let hot: Vec<&super::HotKey> = plan.hot_keys.iter().collect();
-    let set_of = |f: &dyn Fn(&Strategy) -> bool| -> Vec<&[Value]> { hot.iter().filter(|h| f(&h.strategy)).map(|h| h.key.as_slice()).collect() };
-    let moved = set_of(&|s| !matches!(s, Strategy::NullBypass | Strategy::Keep { .. }));
-    let dropped = set_of(&|s| matches!(s, Strategy::Drop));
-    let bypass = |side: Side| hot.iter().any(|h| matches!(h.strategy, Strategy::NullBypass) && h.side == side.as_str());
-
-    if let Some(b) = plan.broadcast_side {
-        let pred = |side: Side| (!dropped.is_empty()).then(|| format!("{} OR NOT ({})", g.is_null(T, side), g.in_set(T, side, &dropped)));
-        branches.push(g.join(how, &[b], g.filtered(Side::Left, pred(Side::Left)), g.filtered(Side::Right, pred(Side::Right)), ""));
-    } else {
-        // 1. The rest: every key that is not hot, through the ordinary shuffle join.
-        let rest = |side: Side| -> Option<String> {
-            match (moved.is_empty(), bypass(side)) {
-                (true, false) => None,
-                (true, true) => Some(g.not_null(T, side)),
-                (false, true) => Some(format!("{} AND NOT ({})", g.not_null(T, side), g.in_set(T, side, &moved))),
-                (false, false) => Some(format!("{} OR NOT ({})", g.is_null(T, side), g.in_set(T, side, &moved))),
-            }
-        };
-        branches.push(g.join(how, &[], g.filtered(Side::Left, rest(Side::Left)), g.filtered(Side::Right, rest(Side::Right)), ""));
-
-        // 2. Hot slices broadcast straight into the join type.
-        for b in [Side::Right, Side::Left] {
-            let set = set_of(&|s| matches!(s, Strategy::BroadcastSlice { broadcast, decomposed: false, .. } if *broadcast == b));
-            if !set.is_empty() {
-                let l = g.filtered(Side::Left, Some(g.in_set(T, Side::Left, &set)));
-                let r = g.filtered(Side::Right, Some(g.in_set(T, Side::Right, &set)));
-                branches.push(g.join(how, &[b], l, r, ""));
-            }
-        }
-        // 3. Semi and anti joins: the distinct right keys, broadcast.
-        let keys_set = set_of(&|s| matches!(s, Strategy::BroadcastKeys));
-        if !keys_set.is_empty() {
-            let l = g.filtered(Side::Left, Some(g.in_set(T, Side::Left, &keys_set)));
-            let rk: Vec<String> = js.right_keys.iter().map(|c| ident(c)).collect();
-            let r = format!("(SELECT DISTINCT {} FROM {} {T} WHERE {}) {ra}", rk.join(", "), g.table(Side::Right), g.in_set(T, Side::Right, &keys_set));
-            branches.push(g.join(how, &[Side::Right], l, r, ""));
-        }
-        // 4. Decomposed: the inner join of the hot rows (broadcast or salted) ...
-        for b in [Side::Right, Side::Left] {
-            let set = set_of(&|s| matches!(s, Strategy::BroadcastSlice { broadcast, decomposed: true, .. } if *broadcast == b));
-            if !set.is_empty() {
-                let l = g.filtered(Side::Left, Some(g.in_set(T, Side::Left, &set)));
-                let r = g.filtered(Side::Right, Some(g.in_set(T, Side::Right, &set)));
-                branches.push(g.join(JoinType::Inner, &[b], l, r, ""));
-            }
-        }
-        for split in [Side::Left, Side::Right] {
-            let salted: Vec<(&[Value], u32, &Vec<i32>)> = hot
-                .iter()
-                .filter_map(|h| match &h.strategy {
-                    Strategy::Salt { n, split: s, salts, .. } if *s == split => Some((h.key.as_slice(), *n, salts)),
-                    _ => None,
-                })
-                .collect();
-            if salted.is_empty() {
-                continue;
-            }
-            let set: Vec<&[Value]> = salted.iter().map(|s| s.0).collect();
-            let arr = |salts: &[i32]| format!("array({})", salts.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "));
-            let hcols = salt_columns(js, split);
-            let hash_of = if hcols.is_empty() {
-                "monotonically_increasing_id()".to_string()
-            } else {
-                hcols.iter().map(|c| format!("{T}.{}", ident(c))).collect::<Vec<_>>().join(", ")
-            };
-            let split_case: Vec<String> = salted
-                .iter()
-                .map(|(k, n, salts)| format!("WHEN {} THEN element_at({}, pmod(hash({hash_of}), {n}) + 1)", g.eq(T, split, k), arr(salts)))
-                .collect();
-            let rep_case: Vec<String> = salted.iter().map(|(k, _, salts)| format!("WHEN {} THEN {}", g.eq(T, split.other(), k), arr(salts))).collect();
-            let split_t = format!(
-                "(SELECT {T}.*, CASE {} END AS {SALT} FROM {} {T} WHERE {}) {}",
-                split_case.join(" "),
-                g.table(split),
-                g.in_set(T, split, &set),
-                g.alias(split)
-            );
-            let rep_t = format!(
-                "(SELECT {T}.*, explode(CASE {} END) AS {SALT} FROM {} {T} WHERE {}) {}",
-                rep_case.join(" "),
-                g.table(split.other()),
-                g.in_set(T, split.other(), &set),
-                g.alias(split.other())
-            );
-            let (l, r) = if split == Side::Left { (split_t, rep_t) } else { (rep_t, split_t) };
-            branches.push(g.join(JoinType::Inner, &[], l, r, &format!(" AND {la}.{SALT} = {ra}.{SALT}")));
-        }
-        // ... plus the rows of a kept side that match nothing, padded with NULLs.
-        let decomposed = set_of(&|s| matches!(s, Strategy::BroadcastSlice { decomposed: true, .. } | Strategy::Salt { decomposed: true, .. }));
-        if !decomposed.is_empty() {
-            for side in [Side::Left, Side::Right] {
-                if how.preserves(side) {
-                    branches.push(g.padded(side, g.unmatched(side, &decomposed)));
-                }
-            }
-        }
-        // 5. NULL keys on a kept side: no join at all.
-        for side in [Side::Left, Side::Right] {
-            if bypass(side) {
-                let input = format!("(SELECT * FROM {} {T} WHERE {}) {}", g.table(side), g.is_null(T, side), g.alias(side));
-                branches.push(g.padded(side, input));
-            }
-        }
-    }
+    let hot: Vec<&HotKey> = plan.hot_keys.iter().collect();
+    let branches: Vec<String> = match plan.broadcast_side {
+        Some(b) => vec![broadcast_side::branch(&g, &hot, b)],
+        None => [
+            vec![rest(&g, &hot)],
+            broadcast_slice::direct_branches(&g, &hot),
+            broadcast_keys::branches(&g, &hot),
+            broadcast_slice::decomposed_branches(&g, &hot),
+            salt::branches(&g, &hot),
+            decompose::branches(&g, &hot),
+            null_bypass::branches(&g, &hot),
+        ]
+        .concat(),
+    };
     let text = branches.join("\nUNION ALL\n");
     let q = parse_query(&text).map_err(|e| crate::Error::Internal(format!("the generated SQL does not parse ({e}): {text}")))?;
     Ok(render_query(&q))
+}
+
+/// Every key that is not moved, through the ordinary shuffle join; a side whose NULL keys
+/// bypass the join brings only its non-NULL keys.
+fn rest(g: &Gen, hot: &[&HotKey]) -> String {
+    let moved = g.set_of(hot, Strategy::moves);
+    let pred = |side: Side| -> Option<String> {
+        match (moved.is_empty(), null_bypass::bypasses(hot.iter().copied(), side)) {
+            (true, false) => None,
+            (true, true) => Some(g.not_null(T, side)),
+            (false, true) => Some(format!("{} AND NOT ({})", g.not_null(T, side), g.in_set(T, side, &moved))),
+            (false, false) => Some(format!("{} OR NOT ({})", g.is_null(T, side), g.in_set(T, side, &moved))),
+        }
+    };
+    g.join(g.js.how, &[], g.filtered(Side::Left, pred(Side::Left)), g.filtered(Side::Right, pred(Side::Right)), "")
 }

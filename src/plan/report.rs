@@ -3,12 +3,36 @@
 
 use std::fmt::Write;
 
-use super::{Plan, Side, Strategy, TaskStats};
-use crate::format::human;
-use crate::format::{fmt_count, fmt_share};
+use super::strategy::broadcast_side;
+use super::{HotKey, Plan, TaskStats};
+use crate::format::{fmt_count, fmt_share, human};
 
 pub fn json(plan: &Plan) -> String {
     serde_json::to_string_pretty(plan).unwrap_or_default() + "\n"
+}
+
+pub fn text(plan: &Plan) -> String {
+    let mut o = String::new();
+    header(&mut o, plan);
+    before(&mut o, plan);
+    if plan.hot_keys.is_empty() {
+        if let Some(n) = &plan.next {
+            let _ = writeln!(o, "{n}");
+        }
+    } else {
+        hot_keys(&mut o, plan);
+        after(&mut o, plan);
+    }
+    for w in &plan.warnings {
+        let _ = writeln!(o, "warning: {w}");
+    }
+    if plan.results_change {
+        let _ = writeln!(o, "warning: --drop-junk removes rows: the result differs from the original query's");
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "-- SQL (Spark 3.5 and 4.x)");
+    let _ = writeln!(o, "{};", plan.sql);
+    o
 }
 
 fn stats_line(s: &TaskStats) -> String {
@@ -22,17 +46,11 @@ fn stats_line(s: &TaskStats) -> String {
     )
 }
 
-pub fn text(plan: &Plan) -> String {
-    let mut o = String::new();
+/// The join, each side's size, and the notes.
+fn header(o: &mut String, plan: &Plan) {
     let (l, r) = (&plan.left, &plan.right);
-    let _ = writeln!(
-        o,
-        "{} {} JOIN {} ON {}",
-        l.name,
-        plan.how.as_str().to_uppercase(),
-        r.name,
-        l.keys.iter().zip(&r.keys).map(|(a, b)| format!("{}.{a} = {}.{b}", l.name, r.name)).collect::<Vec<_>>().join(" AND ")
-    );
+    let on: Vec<String> = l.keys.iter().zip(&r.keys).map(|(a, b)| format!("{}.{a} = {}.{b}", l.name, r.name)).collect();
+    let _ = writeln!(o, "{} {} JOIN {} ON {}", l.name, plan.how.as_str().to_uppercase(), r.name, on.join(" AND "));
     for s in [l, r] {
         let _ = writeln!(
             o,
@@ -49,105 +67,73 @@ pub fn text(plan: &Plan) -> String {
         let _ = writeln!(o, "note: {n}");
     }
     let _ = writeln!(o);
+}
+
+fn before(o: &mut String, plan: &Plan) {
     let _ = writeln!(o, "Before: sort-merge join over {} shuffle partitions: {}", plan.shuffle_partitions, stats_line(&plan.before));
     if plan.sample.is_some() {
         let _ = writeln!(o, "  (hot candidates found from a sample; every count below is exact)");
     }
     let _ = writeln!(o);
-    if plan.hot_keys.is_empty() {
-        if let Some(n) = &plan.next {
-            let _ = writeln!(o, "{n}");
-        }
-    } else {
-        let _ = writeln!(
-            o,
-            "Hot keys ({} rows in one task is more than {}x the median task of {} rows):",
-            fmt_count((plan.hot_factor * plan.before.median_task_rows.max(1) as f64) as u64),
-            plan.hot_factor,
-            fmt_count(plan.before.median_task_rows)
-        );
-        for h in &plan.hot_keys {
-            let _ = writeln!(
-                o,
-                "  {} [{}] hot on {}: {} rows ({} of that side); rows left {}, right {}; Spark partition {}",
-                h.display,
-                h.class.as_str(),
-                h.side,
-                fmt_count(h.rows),
-                fmt_share(h.share),
-                fmt_count(h.left_rows),
-                fmt_count(h.right_rows),
-                h.spark_partition
-            );
-            let _ = writeln!(o, "    what: {}", h.reason);
-            let fix = match &h.strategy {
-                Strategy::NullBypass => "skip the join (NULL never matches)".to_string(),
-                Strategy::Drop => "drop its rows (--drop-junk)".to_string(),
-                Strategy::BroadcastSlice { broadcast, slice_rows, slice_bytes, .. } => format!(
-                    "broadcast {}'s slice: {} row{}, {}",
-                    if *broadcast == Side::Left { &l.name } else { &r.name },
-                    fmt_count(*slice_rows),
-                    if *slice_rows == 1 { "" } else { "s" },
-                    human(*slice_bytes)
-                ),
-                Strategy::BroadcastKeys => "broadcast the right side's distinct keys".to_string(),
-                Strategy::Keep { reason } => format!("none, left in the shuffle: {reason}"),
-                Strategy::Salt { n, split, salts, .. } => format!(
-                    "salt: split {} {n} ways (salts {}), copy the other side {n} times",
-                    if *split == Side::Left { &l.name } else { &r.name },
-                    if salts.len() <= 12 {
-                        salts.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(",")
-                    } else {
-                        format!("{},... ({} values)", salts[..10].iter().map(|s| s.to_string()).collect::<Vec<_>>().join(","), salts.len())
-                    }
-                ),
-            };
-            let _ = writeln!(o, "    fix: {fix}");
-            let _ = writeln!(o, "    why: {}", h.why);
-        }
-        if let Some(b) = plan.broadcast_side {
-            let s = if b == Side::Left { l } else { r };
-            let _ = writeln!(
-                o,
-                "  Simplest fix: {} is {} in memory, under the {} broadcast threshold: broadcast all of it and nothing shuffles.",
-                s.name,
-                human(s.memory_bytes),
-                human(plan.broadcast_threshold)
-            );
-        }
-        let _ = writeln!(o);
-        if plan.after.tasks == 0 {
-            let _ = writeln!(o, "After: no shuffle join (broadcast). largest task {} rows -> no shuffle read", fmt_count(plan.before.max_task_rows));
-        } else {
-            let _ = writeln!(o, "After: {}", stats_line(&plan.after));
-            let _ = writeln!(
-                o,
-                "  largest task {} rows -> {} (median {})",
-                fmt_count(plan.before.max_task_rows),
-                fmt_count(plan.after.max_task_rows),
-                fmt_count(plan.after.median_task_rows)
-            );
-        }
-        if plan.after.tasks > 0 {
-            let _ = writeln!(
-                o,
-                "  verify on the real job: run the SQL below with spark.sql.adaptive.enabled=false and check the join stage (Spark UI, Stages, Shuffle Read Records): the largest task should read about {} records, {:.1}x the median{}",
-                fmt_count(plan.after.max_task_rows),
-                plan.after.ratio(),
-                if plan.after.ratio() <= 2.0 { "" } else { " (what is left is many mid-size keys sharing partitions, not one hot key)" }
-            );
-        } else {
-            let _ = writeln!(o, "  verify on the real job: the join stage should show a broadcast hash join and no shuffle read for the join");
-        }
+}
+
+/// Each hot key: its rows, what it is, the fix and why; then the whole-side broadcast.
+fn hot_keys(o: &mut String, plan: &Plan) {
+    let _ = writeln!(
+        o,
+        "Hot keys ({} rows in one task is more than {}x the median task of {} rows):",
+        fmt_count((plan.hot_factor * plan.before.median_task_rows.max(1) as f64) as u64),
+        plan.hot_factor,
+        fmt_count(plan.before.median_task_rows)
+    );
+    for h in &plan.hot_keys {
+        hot_key(o, plan, h);
     }
-    for w in &plan.warnings {
-        let _ = writeln!(o, "warning: {w}");
-    }
-    if plan.results_change {
-        let _ = writeln!(o, "warning: --drop-junk removes rows: the result differs from the original query's");
+    if let Some(b) = plan.broadcast_side {
+        let _ = writeln!(o, "{}", broadcast_side::fix(plan, b));
     }
     let _ = writeln!(o);
-    let _ = writeln!(o, "-- SQL (Spark 3.5 and 4.x)");
-    let _ = writeln!(o, "{};", plan.sql);
-    o
+}
+
+fn hot_key(o: &mut String, plan: &Plan, h: &HotKey) {
+    let _ = writeln!(
+        o,
+        "  {} [{}] hot on {}: {} rows ({} of that side); rows left {}, right {}; Spark partition {}",
+        h.display,
+        h.class.as_str(),
+        h.side,
+        fmt_count(h.rows),
+        fmt_share(h.share),
+        fmt_count(h.left_rows),
+        fmt_count(h.right_rows),
+        h.spark_partition
+    );
+    let _ = writeln!(o, "    what: {}", h.reason);
+    let _ = writeln!(o, "    fix: {}", h.strategy.fix([&plan.left.name, &plan.right.name]));
+    let _ = writeln!(o, "    why: {}", h.why);
+}
+
+/// The stage after the plan and how to check it on the real job.
+fn after(o: &mut String, plan: &Plan) {
+    let (before, after) = (&plan.before, &plan.after);
+    if after.tasks == 0 {
+        let _ = writeln!(o, "After: no shuffle join (broadcast). largest task {} rows -> no shuffle read", fmt_count(before.max_task_rows));
+        let _ = writeln!(o, "  verify on the real job: the join stage should show a broadcast hash join and no shuffle read for the join");
+        return;
+    }
+    let _ = writeln!(o, "After: {}", stats_line(after));
+    let _ = writeln!(
+        o,
+        "  largest task {} rows -> {} (median {})",
+        fmt_count(before.max_task_rows),
+        fmt_count(after.max_task_rows),
+        fmt_count(after.median_task_rows)
+    );
+    let _ = writeln!(
+        o,
+        "  verify on the real job: run the SQL below with spark.sql.adaptive.enabled=false and check the join stage (Spark UI, Stages, Shuffle Read Records): the largest task should read about {} records, {:.1}x the median{}",
+        fmt_count(after.max_task_rows),
+        after.ratio(),
+        if after.ratio() <= 2.0 { "" } else { " (what is left is many mid-size keys sharing partitions, not one hot key)" }
+    );
 }

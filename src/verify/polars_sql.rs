@@ -396,7 +396,7 @@ impl Render<'_> {
                     let old = a.name.value.to_lowercase();
                     // A subquery named like a table the query reads (`(...) accounts`, as the
                     // rewrite names its inputs) hides that table inside other subqueries too.
-                    if matches!(old.as_str(), "__sj_t" | "__sj_u" | "__sj_d") || (derived && (self.columns_of)(&old).is_some()) {
+                    if crate::plan::HELPER_ALIASES.contains(&old.as_str()) || (derived && (self.columns_of)(&old).is_some()) {
                         self.renamed += 1;
                         let new = format!("{old}{}", self.renamed);
                         a.name = Ident::new(new.clone());

@@ -1,0 +1,224 @@
+//! Deciding: a pure function from a measured join and the options to the plan. The stage
+//! before, the hot keys, a strategy for each (see `strategy::choose`), the stage after, and
+//! the SQL. Nothing here reads a file, so a test can state a join's counts and pin the plan.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value as Json;
+
+use super::measure::{Measured, SideMeasure};
+use super::strategy::{self, broadcast_side, null_bypass, salt, KeyFacts};
+use super::tasks::{JoinStage, TaskStats};
+use super::{advice, display_key, emit_sql, hot, HotKey, HotSide, JoinSql, JoinType, Plan, PlanOptions, Side, SideReport, Strategy};
+use crate::classify::{Class, Classifier};
+use crate::error::Result;
+use crate::format::{fmt_count, fmt_share, human};
+use crate::hash::spark_partition;
+
+pub fn decide(m: &Measured, classifier: &Classifier, opts: &PlanOptions) -> Result<Plan> {
+    let how = opts.how;
+    let stage = JoinStage::new(m, how);
+    let before_tasks = stage.tasks(&m.left.scan.partition_rows, &m.right.scan.partition_rows, [false, false]);
+    let before = TaskStats::of(&before_tasks, m.partitions as usize);
+    let found = hot::find(m, &stage, &before_tasks, opts.hot_factor);
+    let [left, right] = [side_report(&m.left, Side::Left, how), side_report(&m.right, Side::Right, how)];
+    let notes = notes(&[(&m.left, &left, Side::Left), (&m.right, &right, Side::Right)], opts);
+    let mut hot_keys = null_keys(m, &stage, &found, classifier, how);
+    let mut warnings = Vec::new();
+    hot_keys.extend(hot_values(m, &found.keys, classifier, opts, before.median_task_rows.max(1) as f64, &mut warnings));
+    let broadcast_side = broadcast_side::choose(how, &hot_keys, [&left, &right], opts.broadcast_threshold);
+    let after = if broadcast_side.is_some() { TaskStats::default() } else { after_stage(m, &stage, &hot_keys) };
+    let next = hot_keys.is_empty().then(|| advice::next_step(&before, &before_tasks, m.partitions, opts.hot_factor));
+    let mut plan = Plan {
+        how,
+        shuffle_partitions: m.partitions,
+        broadcast_threshold: opts.broadcast_threshold,
+        hot_factor: opts.hot_factor,
+        left,
+        right,
+        results_change: hot_keys.iter().any(|h| matches!(h.strategy, Strategy::Drop)),
+        hot_keys,
+        broadcast_side,
+        before,
+        after,
+        notes,
+        warnings,
+        next,
+        sql: String::new(),
+        sample: opts.sample,
+    };
+    plan.sql = emit_sql(&join_sql(m, how), &plan)?;
+    Ok(plan)
+}
+
+fn side_report(s: &SideMeasure, side: Side, how: JoinType) -> SideReport {
+    SideReport {
+        name: s.name.clone(),
+        table: s.table.clone(),
+        keys: s.keys.clone(),
+        key_types: s.key_types.iter().map(|t| t.spark_name()).collect(),
+        rows: s.scan.rows,
+        null_key_rows: s.scan.null_rows,
+        disk_bytes: s.size.disk_bytes,
+        memory_bytes: s.size.memory_bytes,
+        bytes_per_row: s.bytes_per_row(),
+        columns: s.columns.clone(),
+        spark_drops_nulls: how.spark_drops_nulls(side),
+        preserved: how.preserves(side),
+        may_broadcast: how.may_broadcast(side),
+    }
+}
+
+/// Facts that change nothing: NULL keys Spark drops itself, a side Spark broadcasts itself.
+fn notes(sides: &[(&SideMeasure, &SideReport, Side)], opts: &PlanOptions) -> Vec<String> {
+    let (how, thr) = (opts.how, opts.broadcast_threshold);
+    let mut notes = Vec::new();
+    for (s, rep, side) in sides {
+        let (nulls, rows) = (s.scan.null_rows, s.scan.rows);
+        if nulls > 0 && how.spark_drops_nulls(*side) {
+            notes.push(format!(
+                "{} has {} NULL-keyed rows ({}); Spark drops them before the shuffle for a {} join, so they cost nothing",
+                rep.name,
+                fmt_count(nulls),
+                fmt_share(nulls as f64 / rows.max(1) as f64),
+                how.as_str()
+            ));
+        }
+        if how.may_broadcast(*side) && rep.disk_bytes <= thr {
+            notes.push(format!(
+                "{} is {} on disk, under the {} broadcast threshold: Spark broadcasts it by itself (no shuffle) unless spark.sql.autoBroadcastJoinThreshold is lower or -1; the tasks below assume a sort-merge join",
+                rep.name,
+                human(rep.disk_bytes),
+                human(thr)
+            ));
+        }
+    }
+    notes
+}
+
+/// The NULL keys found hot, one per side: they bypass the join.
+fn null_keys(m: &Measured, stage: &JoinStage, found: &hot::HotSet, classifier: &Classifier, how: JoinType) -> Vec<HotKey> {
+    [Side::Left, Side::Right]
+        .into_iter()
+        .filter(|s| found.nulls[*s as usize])
+        .map(|side| null_bypass::hot_key(m, side, how, classifier, stage.null_rows_in(side, m), hot::null_max(m, side)))
+        .collect()
+}
+
+fn bytes(rows: u64, per_row: f64) -> u64 {
+    (rows as f64 * per_row).round() as u64
+}
+
+/// The hot candidates, each with its strategy; a junk key joined as demand gets a warning.
+fn hot_values(m: &Measured, hot: &[bool], classifier: &Classifier, opts: &PlanOptions, median: f64, warnings: &mut Vec<String>) -> Vec<HotKey> {
+    let bpr = [m.left.bytes_per_row(), m.right.bytes_per_row()];
+    let (types, names) = (&m.left.key_types, &m.left.keys);
+    let class_of = |k: &[_]| classifier.classify_key(k, types, names);
+    let rows_of = |i: usize| [m.left.scan.key_rows[i], m.right.scan.key_rows[i]];
+    let hot_idx: Vec<usize> = (0..m.candidates.len()).filter(|i| hot[*i]).collect();
+    let salted = hot_idx
+        .iter()
+        .filter(|&&i| {
+            let drops = strategy::drop_junk::applies(opts.drop_junk, class_of(&m.candidates[i]).class);
+            let r = rows_of(i);
+            salt::will_salt(opts.how, drops, [bytes(r[0], bpr[0]), bytes(r[1], bpr[1])], opts.broadcast_threshold)
+        })
+        .count();
+    let mut salting = salt::Salting::new(salted as u32);
+    let mut out = Vec::new();
+    for i in hot_idx {
+        let key = &m.candidates[i];
+        let c = class_of(key);
+        let rows = rows_of(i);
+        let facts = KeyFacts {
+            key,
+            class: c.class,
+            opts,
+            rows,
+            bytes: [bytes(rows[0], bpr[0]), bytes(rows[1], bpr[1])],
+            bytes_per_row: bpr,
+            names: [&m.left.name, &m.right.name],
+            median,
+            partitions: m.partitions,
+        };
+        let (strategy, why) = strategy::choose(&facts, &mut salting);
+        let h = hot_key(m, key, rows, opts.hot_factor * median, c, strategy, why);
+        if h.class == Class::Junk && !opts.drop_junk {
+            warnings.push(junk_warning(&h, m));
+        }
+        out.push(h);
+    }
+    out
+}
+
+fn hot_key(
+    m: &Measured,
+    key: &[crate::value::Value],
+    [lr, rr]: [u64; 2],
+    threshold: f64,
+    c: crate::classify::Classification,
+    strategy: Strategy,
+    why: String,
+) -> HotKey {
+    let types = &m.left.key_types;
+    let side = if lr as f64 > threshold && rr as f64 > threshold {
+        HotSide::Both
+    } else if lr >= rr {
+        HotSide::Left
+    } else {
+        HotSide::Right
+    };
+    let (rows, of, other) = if lr >= rr { (lr, m.left.scan.rows, rr) } else { (rr, m.right.scan.rows, lr) };
+    HotKey {
+        value: if key.len() == 1 { key[0].to_json(types[0]) } else { Json::Array(key.iter().zip(types).map(|(v, t)| v.to_json(*t)).collect()) },
+        key: key.to_vec(),
+        display: display_key(key, types),
+        side,
+        rows,
+        share: rows as f64 / of.max(1) as f64,
+        left_rows: lr,
+        right_rows: rr,
+        class: c.class,
+        reason: c.reason,
+        other_side_rows: other,
+        spark_partition: spark_partition(key, m.partitions),
+        strategy,
+        why,
+    }
+}
+
+fn junk_warning(h: &HotKey, m: &Measured) -> String {
+    let of = if h.left_rows >= h.right_rows { m.left.scan.rows } else { m.right.scan.rows };
+    format!(
+        "{} looks like junk ({}): {} rows ({}) are joined as demand; --drop-junk removes them and changes the result",
+        h.display,
+        h.reason,
+        fmt_count(h.rows),
+        fmt_share(h.rows as f64 / of.max(1) as f64)
+    )
+}
+
+/// The stage after the plan: the rest without the moved keys and the bypassed NULLs, plus one
+/// task per salted piece (its own shuffle).
+fn after_stage(m: &Measured, stage: &JoinStage, hot: &[HotKey]) -> TaskStats {
+    let moved: Vec<bool> = m.candidates.iter().map(|k| hot.iter().any(|h| &h.key == k && h.strategy.moves())).collect();
+    let lrest = m.left.scan.without(&m.candidates, &moved, m.partitions);
+    let rrest = m.right.scan.without(&m.candidates, &moved, m.partitions);
+    let bypassed = [null_bypass::bypasses(hot, Side::Left), null_bypass::bypasses(hot, Side::Right)];
+    let mut tasks = stage.tasks(&lrest, &rrest, bypassed);
+    let mut salted = BTreeMap::new();
+    for h in hot {
+        salt::add_tasks(h, [stage.left_bpr, stage.right_bpr], m.partitions, &mut salted);
+    }
+    tasks.extend(salted.into_values());
+    TaskStats::of(&tasks, m.partitions as usize)
+}
+
+/// The join as SQL over the two tables by name.
+fn join_sql(m: &Measured, how: JoinType) -> JoinSql {
+    let (l, r) = (&m.left, &m.right);
+    let mut js = JoinSql::tables(how, (&l.name, &l.keys, &l.columns), (&r.name, &r.keys, &r.columns), l.key_types.clone());
+    js.left_hashable = l.hashable.clone();
+    js.right_hashable = r.hashable.clone();
+    js
+}

@@ -1,0 +1,57 @@
+//! Outer-join decomposition, shared by the strategies that need it. A hot key's branch is
+//! run as an inner join when the join type cannot run it as written (a broadcast slice of a
+//! side the join type may not broadcast; any salted branch). The rows of a kept side that
+//! then match nothing are found apart: the side's rows for those keys, anti-joined with the
+//! other side's distinct keys (broadcast), padded with NULLs. That test sees keys only, so
+//! it is not safe when ON has predicates beyond the key equalities.
+
+use super::emit::{Gen, D, T, U};
+use super::{HotKey, JoinType, Side, Strategy};
+use crate::sql::ident;
+use crate::value::Value;
+
+/// A slice broadcast from `side` runs as the join itself only where the join type may
+/// broadcast that side.
+pub(crate) fn slice_is_decomposed(how: JoinType, side: Side) -> bool {
+    !how.may_broadcast(side)
+}
+
+/// A salted branch is always an inner join (a kept side is never copied).
+pub(crate) fn salt_is_decomposed(how: JoinType) -> bool {
+    how != JoinType::Inner
+}
+
+/// A decomposed branch is safe unless ON has predicates beyond the keys.
+pub(crate) fn is_safe(decomposed: bool, extra_predicates: bool) -> bool {
+    !(decomposed && extra_predicates)
+}
+
+fn is_decomposed(s: &Strategy) -> bool {
+    matches!(s, Strategy::BroadcastSlice { decomposed: true, .. } | Strategy::Salt { decomposed: true, .. })
+}
+
+/// The unmatched rows of every kept side for the decomposed keys, one branch per kept side.
+pub(crate) fn branches(g: &Gen, hot: &[&HotKey]) -> Vec<String> {
+    let set = g.set_of(hot, is_decomposed);
+    if set.is_empty() {
+        return vec![];
+    }
+    [Side::Left, Side::Right].into_iter().filter(|s| g.js.how.preserves(*s)).map(|side| g.padded(side, unmatched(g, side, &set))).collect()
+}
+
+/// Rows of `side` whose key is in `set` and has no row on the other side.
+fn unmatched(g: &Gen, side: Side, set: &[&[Value]]) -> String {
+    let other = side.other();
+    let dk: Vec<String> = g.keys(other).iter().map(|c| ident(c)).collect();
+    let on: Vec<String> = g.keys(side).iter().zip(g.keys(other)).map(|(a, b)| format!("{T}.{} = {D}.{}", ident(a), ident(b))).collect();
+    format!(
+        "(SELECT /*+ BROADCAST({D}) */ {T}.* FROM (SELECT * FROM {} {U} WHERE {}) {T} LEFT ANTI JOIN (SELECT DISTINCT {} FROM {} {U} WHERE {}) {D} ON {}) {}",
+        g.table(side),
+        g.in_set(U, side, set),
+        dk.join(", "),
+        g.table(other),
+        g.in_set(U, other, set),
+        on.join(" AND "),
+        g.alias(side)
+    )
+}

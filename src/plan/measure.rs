@@ -1,0 +1,200 @@
+//! Measuring a join: everything the decision needs, read from the two tables into one plain
+//! value. The most frequent key values of each side (the hot candidates), then one exact pass
+//! per side for the rows every shuffle partition receives and the rows of each candidate, and
+//! the sides' sizes from their footers. `Measured` can also be built in memory from key counts
+//! (`SideMeasure::from_counts`), which is how the planner's tests describe a join.
+
+use crate::count::{self, PartitionScan, ProfileOptions, TableSize};
+use crate::error::{Error, Result};
+use crate::hash::spark_partition;
+use crate::source::Table;
+use crate::value::{KeyType, Value};
+
+use super::{PlanOptions, SideInput};
+
+/// One side of the join as measured.
+#[derive(Debug, Clone)]
+pub struct SideMeasure {
+    /// The name used in the emitted SQL and the report.
+    pub name: String,
+    /// The table as given (paths), for the report.
+    pub table: String,
+    pub keys: Vec<String>,
+    pub key_types: Vec<KeyType>,
+    /// Every column, in order (the select list of the emitted SQL).
+    pub columns: Vec<String>,
+    /// The columns Spark's `hash()` accepts, for a salt.
+    pub hashable: Vec<String>,
+    pub size: TableSize,
+    /// Rows per shuffle partition, NULL-keyed rows, and the rows of each candidate.
+    pub scan: PartitionScan,
+}
+
+/// Both sides, measured for the same candidates and partition count.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    pub partitions: u32,
+    /// The hot candidates, in the order `scan.key_rows` counts them: the most frequent
+    /// non-NULL values of the left side, then the right side's not already listed.
+    pub candidates: Vec<Vec<Value>>,
+    pub left: SideMeasure,
+    pub right: SideMeasure,
+}
+
+impl SideMeasure {
+    pub fn bytes_per_row(&self) -> f64 {
+        self.size.bytes_per_row()
+    }
+
+    /// A side described by its key counts (a NULL in any key column makes a NULL-keyed row):
+    /// its partitions are Spark's for those values, its size `bytes_per_row` for each row on
+    /// disk and in memory, and its columns the key columns and one value column `v`.
+    pub fn from_counts(
+        name: &str,
+        keys: &[(&str, KeyType)],
+        counts: &[(Vec<Value>, u64)],
+        candidates: &[Vec<Value>],
+        partitions: u32,
+        bytes_per_row: u64,
+    ) -> SideMeasure {
+        let n = partitions.max(1) as usize;
+        let mut scan =
+            PartitionScan { rows: 0, null_rows: 0, null_partition_rows: vec![0; n], partition_rows: vec![0; n], key_rows: vec![0; candidates.len()] };
+        for (key, rows) in counts {
+            let part = spark_partition(key, n as u32) as usize;
+            scan.rows += rows;
+            if key.iter().any(Value::is_null) {
+                scan.null_rows += rows;
+                scan.null_partition_rows[part] += rows;
+                continue;
+            }
+            scan.partition_rows[part] += rows;
+            if let Some(i) = candidates.iter().position(|c| c == key) {
+                scan.key_rows[i] += rows;
+            }
+        }
+        let columns: Vec<String> = keys.iter().map(|k| k.0.to_string()).chain(std::iter::once("v".to_string())).collect();
+        let bytes = scan.rows * bytes_per_row;
+        SideMeasure {
+            name: name.into(),
+            table: format!("{name}.parquet"),
+            keys: keys.iter().map(|k| k.0.to_string()).collect(),
+            key_types: keys.iter().map(|k| k.1).collect(),
+            hashable: columns.clone(),
+            columns,
+            size: TableSize { rows: scan.rows, disk_bytes: bytes, memory_bytes: bytes },
+            scan,
+        }
+    }
+}
+
+impl Measured {
+    /// Both sides from their key counts, the candidates chosen as `measure` chooses them from
+    /// each side's `top` most frequent values.
+    pub fn from_counts(left: (&str, &[(Vec<Value>, u64)]), right: (&str, &[(Vec<Value>, u64)]), key_type: KeyType, partitions: u32, top: usize) -> Measured {
+        let most = |c: &[(Vec<Value>, u64)]| -> Vec<Vec<Value>> {
+            let mut c: Vec<&(Vec<Value>, u64)> = c.iter().collect();
+            c.sort_by(|a, b| b.1.cmp(&a.1));
+            c.into_iter().take(top).map(|x| x.0.clone()).collect()
+        };
+        let cands = candidates(&most(left.1), &most(right.1));
+        let keys = [("k", key_type)];
+        Measured {
+            partitions: partitions.max(1),
+            left: SideMeasure::from_counts(left.0, &keys, left.1, &cands, partitions, 20),
+            right: SideMeasure::from_counts(right.0, &keys, right.1, &cands, partitions, 20),
+            candidates: cands,
+        }
+    }
+}
+
+/// Read both tables: candidates from each side's most frequent values, then each side's exact
+/// partition scan for them, and the sizes.
+pub fn measure(left: &SideInput, right: &SideInput, opts: &PlanOptions) -> Result<Measured> {
+    check_keys(left, right)?;
+    let parts = opts.partitions.max(1);
+    let popts =
+        ProfileOptions { top: opts.top.max(1), sample: opts.sample, seed: opts.seed, memory: opts.memory, progress: opts.progress, exact_distinct: false };
+    let top = |s: &SideInput| -> Result<Vec<Vec<Value>>> {
+        let p = count::profile(s.table, std::slice::from_ref(&s.keys), &popts)?.remove(0);
+        Ok(p.top.into_iter().map(|kc| kc.key).collect())
+    };
+    let (ltop, rtop) = (top(left)?, top(right)?);
+    let cands = candidates(&ltop, &rtop);
+    let lscan = count::scan(left.table, &left.keys, parts, &cands)?;
+    let rscan = count::scan(right.table, &right.keys, parts, &cands)?;
+    Ok(Measured { partitions: parts, left: side(left, lscan), right: side(right, rscan), candidates: cands })
+}
+
+fn side(s: &SideInput, scan: PartitionScan) -> SideMeasure {
+    SideMeasure {
+        name: s.name.clone(),
+        table: s.table.display.clone(),
+        keys: s.keys.names(),
+        key_types: s.keys.types(),
+        columns: s.table.column_names(),
+        hashable: hashable_columns(s.table),
+        size: TableSize::of(s.table),
+        scan,
+    }
+}
+
+/// The hot candidates: the non-NULL values of `left` then `right`, each once, at most as many
+/// as one scan can look for.
+fn candidates(left: &[Vec<Value>], right: &[Vec<Value>]) -> Vec<Vec<Value>> {
+    let mut cands: Vec<Vec<Value>> = Vec::new();
+    for key in left.iter().chain(right) {
+        if key.iter().any(Value::is_null) || cands.contains(key) {
+            continue;
+        }
+        if cands.len() < count::MAX_LOOKUP {
+            cands.push(key.clone());
+        }
+    }
+    cands
+}
+
+/// Both sides have the same number of key columns, of types Spark hashes alike.
+fn check_keys(left: &SideInput, right: &SideInput) -> Result<()> {
+    if left.keys.columns.len() != right.keys.columns.len() || left.keys.columns.is_empty() {
+        return Err(Error::Usage("give the same number of key columns on both sides".into()));
+    }
+    for (l, r) in left.keys.columns.iter().zip(&right.keys.columns) {
+        if !same_hash_type(l.key_type, r.key_type) {
+            return Err(Error::KeyTypes(format!(
+                "join key types differ: {}.{} is {} but {}.{} is {}; Spark would cast one side and hash it differently: cast the key in the data first",
+                left.name,
+                l.name,
+                l.key_type.spark_name(),
+                right.name,
+                r.name,
+                r.key_type.spark_name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Spark hashes tinyint, smallint and int alike; every other type must match exactly, or
+/// Spark casts one side and the hash (so the partition) changes.
+fn same_hash_type(a: KeyType, b: KeyType) -> bool {
+    let small = |t: KeyType| matches!(t, KeyType::TinyInt | KeyType::SmallInt | KeyType::Int);
+    a == b || (small(a) && small(b))
+}
+
+/// Columns Spark's `hash()` accepts: everything but maps (and structs or arrays holding one).
+pub fn hashable_columns(t: &Table) -> Vec<String> {
+    fn has_map(dt: &arrow_schema::DataType) -> bool {
+        use arrow_schema::DataType::*;
+        match dt {
+            Map(_, _) => true,
+            List(f) | LargeList(f) | FixedSizeList(f, _) | ListView(f) | LargeListView(f) => has_map(f.data_type()),
+            Struct(fs) => fs.iter().any(|f| has_map(f.data_type())),
+            Dictionary(_, v) => has_map(v),
+            _ => false,
+        }
+    }
+    let mut cols: Vec<String> = t.schema().fields().iter().filter(|f| !has_map(f.data_type())).map(|f| f.name().clone()).collect();
+    cols.extend(t.partitions.iter().map(|p| p.name.clone()));
+    cols
+}
