@@ -11,6 +11,7 @@ pub mod model;
 pub mod plan;
 pub mod report;
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use serde::Serialize;
@@ -274,6 +275,34 @@ pub fn diagnose(path: &Path, baseline: Option<&Path>) -> Result<Diagnosis> {
         }
         None => None,
     };
+    warnings.extend(unfinished_warnings(&app));
+    let app_sum = app_summary(&app, &ev);
+    let app_ms = app_sum.duration_ms;
+
+    // 1. Locate.
+    let all = stage_reports(&app, app_ms);
+    let locate = locate_text(&all, app_ms, active_ms(&app));
+    let top = worth_diagnosing(&all);
+
+    // 2-3. Measure and diagnose.
+    let mut verdicts = Verdicts::default();
+    let shuffle_partitions = app_sum.shuffle_partitions.unwrap_or(200);
+    for sr in &top {
+        let st = &app.stages[&(sr.stage_id, sr.attempt)];
+        let ctx = StageCtx { app: &app, st, sr, shuffle_partitions };
+        verdicts.check_stage(&ctx, base.as_ref().map(|(b, _)| b));
+    }
+    verdicts.add(planning_gap(&app));
+    let Verdicts { checks, findings } = verdicts;
+    let memory = top.first().map(|s| memory_text(s, findings.iter().find(|f| f.stage_id == Some(s.stage_id)).map(|f| f.kind)));
+    let stages: Vec<StageReport> = all.into_iter().take(10).collect();
+    let baseline = base.as_ref().map(|(a, e)| app_summary(a, e));
+    Ok(Diagnosis { app: app_sum, locate, stages, checks, findings, memory, baseline, warnings })
+}
+
+/// The warnings for a log whose application or stages did not finish.
+fn unfinished_warnings(app: &App) -> Vec<String> {
+    let mut warnings = Vec::new();
     if app.end.is_none() {
         warnings.push("no application end event: the application was still running, crashed, or the log is cut short; times run to the last event".into());
     }
@@ -285,7 +314,11 @@ pub fn diagnose(path: &Path, baseline: Option<&Path>) -> Result<Diagnosis> {
             running.iter().map(|s| s.id.to_string()).collect::<Vec<_>>().join(", ")
         ));
     }
-    let summary = |a: &App, e: &eventlog::Events| AppSummary {
+    warnings
+}
+
+fn app_summary(a: &App, e: &eventlog::Events) -> AppSummary {
+    AppSummary {
         name: a.name.clone(),
         id: a.id.clone(),
         spark_version: a.spark_version.clone(),
@@ -297,63 +330,71 @@ pub fn diagnose(path: &Path, baseline: Option<&Path>) -> Result<Diagnosis> {
         shuffle_partitions: a.properties.get("spark.sql.shuffle.partitions").and_then(|x| x.parse().ok()),
         codec: e.codec.to_string(),
         files: e.files.len(),
-    };
-    let app_sum = summary(&app, &ev);
-    let app_ms = app_sum.duration_ms;
+    }
+}
 
-    // 1. Locate.
+/// Every stage that ran or completed, the longest first (ties by stage ID).
+fn stage_reports(app: &App, app_ms: i64) -> Vec<StageReport> {
     let mut all: Vec<StageReport> =
-        app.stages.values().filter(|s| !s.tasks.is_empty() || s.completed.is_some()).map(|s| stage_report(&app, s, app_ms)).collect();
+        app.stages.values().filter(|s| !s.tasks.is_empty() || s.completed.is_some()).map(|s| stage_report(app, s, app_ms)).collect();
     all.sort_by(|a, b| b.duration_ms.cmp(&a.duration_ms).then(a.stage_id.cmp(&b.stage_id)));
-    let locate = locate_text(&all, app_ms, active_ms(&app));
-    // The stages worth a diagnosis: those over 10% of the clock (at least the longest).
+    all
+}
+
+/// The stages worth a diagnosis: those over 10% of the clock (at least the longest).
+fn worth_diagnosing(all: &[StageReport]) -> Vec<StageReport> {
     let mut top: Vec<StageReport> = all.iter().filter(|s| s.share >= 0.10).take(3).cloned().collect();
     if top.is_empty() {
         top.extend(all.first().cloned());
     }
-
-    // 2-3. Measure and diagnose.
-    let mut checks = Vec::new();
-    let mut findings = Vec::new();
-    let shuffle_partitions = app_sum.shuffle_partitions.unwrap_or(200);
-    for sr in &top {
-        let st = &app.stages[&(sr.stage_id, sr.attempt)];
-        let ctx = StageCtx { app: &app, st, sr, shuffle_partitions };
-        if let Some((b, _)) = &base {
-            check(&mut checks, &mut findings, input_growth(&ctx, b));
-        }
-        let hot = hot_key(&ctx);
-        let is_hot = hot.1.is_some();
-        check(&mut checks, &mut findings, hot);
-        let few = too_few_partitions(&ctx);
-        let is_few = few.1.is_some();
-        check(&mut checks, &mut findings, few);
-        check(&mut checks, &mut findings, tiny_tasks(&ctx));
-        if !is_hot {
-            let (c, f) = shuffle_volume(&ctx);
-            // One finding per job: its map and reduce stages tell the same story.
-            let seen = f.is_some()
-                && findings.iter().any(|x: &Finding| {
-                    x.kind == Kind::ShuffleVolume && x.stage_id.and_then(|s| app.stages.values().find(|st| st.id == s)).and_then(|st| st.job) == st.job
-                });
-            check(&mut checks, &mut findings, (c, if seen { None } else { f }));
-        }
-        // Too few partitions is the memory pressure's cause, with its own (first) fix.
-        let (mc, mf) = memory_pressure(&ctx, is_hot);
-        check(&mut checks, &mut findings, (mc, if is_few { None } else { mf }));
-        if !is_hot {
-            check(&mut checks, &mut findings, slow_code(&ctx));
-        }
-    }
-    check(&mut checks, &mut findings, planning_gap(&app));
-    let memory = top.first().map(|s| memory_text(s, findings.iter().find(|f| f.stage_id == Some(s.stage_id)).map(|f| f.kind)));
-    let stages: Vec<StageReport> = all.into_iter().take(10).collect();
-    Ok(Diagnosis { app: app_sum, locate, stages, checks, findings, memory, baseline: base.as_ref().map(|(a, e)| summary(a, e)), warnings })
+    top
 }
 
-fn check(checks: &mut Vec<Check>, findings: &mut Vec<Finding>, r: (Check, Option<Finding>)) {
-    checks.push(r.0);
-    findings.extend(r.1);
+/// The suspects checked so far, and the findings among them.
+#[derive(Default)]
+struct Verdicts {
+    checks: Vec<Check>,
+    findings: Vec<Finding>,
+}
+
+impl Verdicts {
+    fn add(&mut self, r: (Check, Option<Finding>)) {
+        self.checks.push(r.0);
+        self.findings.extend(r.1);
+    }
+
+    /// Check one stage's suspects in order; one cause can rule out or take over another's finding.
+    fn check_stage(&mut self, ctx: &StageCtx, base: Option<&App>) {
+        if let Some(b) = base {
+            self.add(input_growth(ctx, b));
+        }
+        let hot = hot_key(ctx);
+        let is_hot = hot.1.is_some();
+        self.add(hot);
+        let few = too_few_partitions(ctx);
+        let is_few = few.1.is_some();
+        self.add(few);
+        self.add(tiny_tasks(ctx));
+        if !is_hot {
+            let (c, f) = shuffle_volume(ctx);
+            // One finding per job: its map and reduce stages tell the same story.
+            let seen = f.is_some() && self.has_shuffle_volume_in_job(ctx.app, ctx.st.job);
+            self.add((c, if seen { None } else { f }));
+        }
+        // Too few partitions is the memory pressure's cause, with its own (first) fix.
+        let (mc, mf) = memory_pressure(ctx, is_hot);
+        self.add((mc, if is_few { None } else { mf }));
+        if !is_hot {
+            self.add(slow_code(ctx));
+        }
+    }
+
+    /// Whether a shuffle-volume finding already names a stage of `job`.
+    fn has_shuffle_volume_in_job(&self, app: &App, job: Option<i64>) -> bool {
+        self.findings
+            .iter()
+            .any(|x| x.kind == Kind::ShuffleVolume && x.stage_id.and_then(|s| app.stages.values().find(|st| st.id == s)).and_then(|st| st.job) == job)
+    }
 }
 
 /// Milliseconds during which at least one stage was running.
@@ -478,6 +519,23 @@ fn input_growth(c: &StageCtx, base: &App) -> (Check, Option<Finding>) {
     (c.c(Kind::InputGrowth, grew, numbers), f)
 }
 
+/// How far a stage's largest shuffle reader stands out from the median task.
+struct Skew<'a> {
+    /// The task that read the most shuffle bytes (then records).
+    heavy: &'a Task,
+    /// Largest over median: shuffle bytes, shuffle records, duration.
+    bytes: f64,
+    records: f64,
+    duration: f64,
+}
+
+impl Skew<'_> {
+    /// One task reads 5x the median or more, and enough to matter.
+    fn is_hot(&self) -> bool {
+        self.bytes.max(self.records) >= 5.0 && (self.heavy.shuffle_read_bytes >= 1 << 20 || self.heavy.shuffle_read_records >= 10_000)
+    }
+}
+
 fn hot_key(c: &StageCtx) -> (Check, Option<Finding>) {
     let s = &c.sr.task_summary;
     let tasks = c.ok_tasks();
@@ -487,14 +545,27 @@ fn hot_key(c: &StageCtx) -> (Check, Option<Finding>) {
             None,
         );
     }
-    let rb = ratio(s.shuffle_read_bytes.max, s.shuffle_read_bytes.median);
-    let rr = ratio(s.shuffle_read_records.max, s.shuffle_read_records.median);
-    let rd = ratio(s.duration_ms.max, s.duration_ms.median);
     let Some(heavy) = tasks.iter().max_by_key(|t| (t.shuffle_read_bytes, t.shuffle_read_records)) else {
         return (c.c(Kind::HotKey, false, "no task".into()), None);
     };
-    let share_read = ratio(heavy.shuffle_read_bytes, c.sr.totals.shuffle_read_bytes);
-    let numbers = format!(
+    let skew = Skew {
+        heavy,
+        bytes: ratio(s.shuffle_read_bytes.max, s.shuffle_read_bytes.median),
+        records: ratio(s.shuffle_read_records.max, s.shuffle_read_records.median),
+        duration: ratio(s.duration_ms.max, s.duration_ms.median),
+    };
+    let numbers = hot_key_numbers(c, &skew);
+    if !skew.is_hot() {
+        return (c.c(Kind::HotKey, false, numbers), None);
+    }
+    let f = hot_key_finding(c, &skew, numbers.clone());
+    (c.c(Kind::HotKey, true, numbers), Some(f))
+}
+
+fn hot_key_numbers(c: &StageCtx, skew: &Skew) -> String {
+    let s = &c.sr.task_summary;
+    let heavy = skew.heavy;
+    format!(
         "stage {}: the largest task (partition {}) read {} / {} records against a median of {} / {} ({:.1}x the bytes, {:.1}x the records, {} of the stage's shuffle) and ran {} against a median of {} ({:.1}x)",
         c.sr.stage_id,
         heavy.index,
@@ -502,22 +573,42 @@ fn hot_key(c: &StageCtx) -> (Check, Option<Finding>) {
         fmt_count(heavy.shuffle_read_records.max(0) as u64),
         human_i64(s.shuffle_read_bytes.median),
         fmt_count(s.shuffle_read_records.median.max(0) as u64),
-        rb,
-        rr,
-        pct(share_read),
+        skew.bytes,
+        skew.records,
+        pct(ratio(heavy.shuffle_read_bytes, c.sr.totals.shuffle_read_bytes)),
         fmt_ms(heavy.duration),
         fmt_ms(s.duration_ms.median),
-        rd
-    );
-    let hot = rb.max(rr) >= 5.0 && (heavy.shuffle_read_bytes >= 1 << 20 || heavy.shuffle_read_records >= 10_000);
-    if !hot {
-        return (c.c(Kind::HotKey, false, numbers), None);
-    }
+        skew.duration
+    )
+}
+
+fn hot_key_finding(c: &StageCtx, skew: &Skew, numbers: String) -> Finding {
     let join = c.sql_plan().and_then(|p| plan::join_of_stage(p, &c.st.accums));
-    let partitions = c.shuffle_partitions;
+    let (fix, next) = hot_key_fix(join.as_ref(), c.shuffle_partitions);
+    let aqe_note = aqe_note(&c.app.properties, join.as_ref(), skew.heavy);
+    Finding {
+        kind: Kind::HotKey,
+        stage_id: Some(c.sr.stage_id),
+        evidence: format!("{numbers}; {aqe_note}"),
+        fix,
+        cost: "the rewrite's extra branches scan the inputs again and broadcast a few hot rows; more executors or memory would not help: one key's rows still meet in one task".into(),
+        verify: format!(
+            "re-run on the same input: stage {}'s largest task within 2x of the median (now {:.1}x by duration, {:.1}x by shuffle read); skewjoin verify runs both queries and compares the rows",
+            c.sr.stage_id,
+            skew.duration,
+            skew.bytes.max(skew.records)
+        ),
+        join,
+        next_commands: next,
+    }
+}
+
+/// The hot-key fix, and the skewjoin commands that measure the keys and plan the rewrite: for
+/// the join the plan names, or with placeholders when the log names none.
+fn hot_key_fix(join: Option<&JoinInfo>, partitions: i64) -> (String, Vec<String>) {
     let mut next = Vec::new();
     let mut fix = String::from("take the hot key(s) out of the shuffle: NULL keys skip the join, other hot values meet a broadcast slice of the other side, or salt a value hot on both sides");
-    if let Some(j) = &join {
+    if let Some(j) = join {
         let lk: Vec<String> = j.left_keys.iter().map(|k| plan::attr_name(k)).collect();
         let rk: Vec<String> = j.right_keys.iter().map(|k| plan::attr_name(k)).collect();
         let l = j.left_table.clone().unwrap_or_else(|| "LEFT_TABLE".into());
@@ -540,10 +631,14 @@ fn hot_key(c: &StageCtx) -> (Check, Option<Finding>) {
             "skewjoin plan --left LEFT_TABLE --right RIGHT_TABLE --on KEY --how inner|left|right|full|semi|anti --shuffle-partitions {partitions}"
         ));
     }
-    let props = &c.app.properties;
+    (fix, next)
+}
+
+/// Why Spark's adaptive execution did not split the hot task.
+fn aqe_note(props: &HashMap<String, String>, join: Option<&JoinInfo>, heavy: &Task) -> String {
     let aqe = props.get("spark.sql.adaptive.enabled").map(|v| v == "true").unwrap_or(true);
-    let full = join.as_ref().is_some_and(|j| j.join_type == "FullOuter");
-    let aqe_note = if !aqe {
+    let full = join.is_some_and(|j| j.join_type == "FullOuter");
+    if !aqe {
         "AQE is off in this run (spark.sql.adaptive.enabled=false), so nothing split the task".to_string()
     } else if full {
         "AQE's skew-join split never applies to a full outer join".to_string()
@@ -554,24 +649,7 @@ fn hot_key(c: &StageCtx) -> (Check, Option<Finding>) {
         )
     } else {
         "AQE's skew-join split did not apply here (not a sort-merge join it can split, or a side it may not split for this join type), and when it does it only acts after the map side has run".to_string()
-    };
-    let evidence = format!("{numbers}; {aqe_note}");
-    let f = Finding {
-        kind: Kind::HotKey,
-        stage_id: Some(c.sr.stage_id),
-        evidence,
-        fix,
-        cost: "the rewrite's extra branches scan the inputs again and broadcast a few hot rows; more executors or memory would not help: one key's rows still meet in one task".into(),
-        verify: format!(
-            "re-run on the same input: stage {}'s largest task within 2x of the median (now {:.1}x by duration, {:.1}x by shuffle read); skewjoin verify runs both queries and compares the rows",
-            c.sr.stage_id,
-            rd,
-            rb.max(rr)
-        ),
-        join,
-        next_commands: next,
-    };
-    (c.c(Kind::HotKey, true, numbers), Some(f))
+    }
 }
 
 fn shell(s: &str) -> String {

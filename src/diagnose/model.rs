@@ -164,149 +164,65 @@ fn stage_entry<'a>(app: &'a mut App, info: &Value) -> &'a mut Stage {
     st
 }
 
+/// The last part of an event's class name (`SparkListenerTaskEnd`, also for the SQL events
+/// that Spark names with their package).
+fn event_kind(e: &Value) -> &str {
+    let kind = e.get("Event").and_then(|x| x.as_str()).unwrap_or("");
+    kind.rsplit('.').next().unwrap_or(kind)
+}
+
+/// A task's times and metrics from its `SparkListenerTaskEnd` event (`info` its "Task Info",
+/// `m` its "Task Metrics").
+fn task_of_end(e: &Value, info: &Value, m: &Value) -> Task {
+    let sr = m.get("Shuffle Read Metrics").cloned().unwrap_or_default();
+    let sw = m.get("Shuffle Write Metrics").cloned().unwrap_or_default();
+    let inp = m.get("Input Metrics").cloned().unwrap_or_default();
+    let out = m.get("Output Metrics").cloned().unwrap_or_default();
+    let launch = i(info, "Launch Time");
+    let finish = i(info, "Finish Time");
+    let getting = i(info, "Getting Result Time");
+    let mut t = Task {
+        launch,
+        finish,
+        duration: (finish - launch).max(0),
+        run: i(m, "Executor Run Time"),
+        cpu_ms: i(m, "Executor CPU Time") / 1_000_000,
+        deserialize: i(m, "Executor Deserialize Time"),
+        result_ser: i(m, "Result Serialization Time"),
+        getting_result: if getting > 0 { (finish - getting).max(0) } else { 0 },
+        gc: i(m, "JVM GC Time"),
+        scheduler_delay: 0,
+        shuffle_read_bytes: i(&sr, "Remote Bytes Read") + i(&sr, "Local Bytes Read"),
+        shuffle_read_records: i(&sr, "Total Records Read"),
+        fetch_wait: i(&sr, "Fetch Wait Time"),
+        shuffle_write_bytes: i(&sw, "Shuffle Bytes Written"),
+        shuffle_write_records: i(&sw, "Shuffle Records Written"),
+        input_bytes: i(&inp, "Bytes Read"),
+        input_records: i(&inp, "Records Read"),
+        output_bytes: i(&out, "Bytes Written"),
+        output_records: i(&out, "Records Written"),
+        memory_spill: i(m, "Memory Bytes Spilled"),
+        disk_spill: i(m, "Disk Bytes Spilled"),
+        result_size: i(m, "Result Size"),
+        index: i(info, "Index"),
+        executor: s(info, "Executor ID"),
+        host: s(info, "Host"),
+        success: e.get("Task End Reason").map(|r| s(r, "Reason") == "Success").unwrap_or(true)
+            && !info.get("Failed").and_then(|x| x.as_bool()).unwrap_or(false),
+    };
+    // As the Spark UI computes it.
+    t.scheduler_delay = (t.duration - t.run - t.deserialize - t.result_ser - t.getting_result).max(0);
+    t
+}
+
 impl App {
     pub fn from_events(events: &[Value]) -> App {
         let mut app = App { events: events.len(), ..Default::default() };
+        // Stage ID to job, from the job starts: for stages whose own events do not say.
         let mut stage_job: HashMap<i64, i64> = HashMap::new();
         for e in events {
-            let kind = e.get("Event").and_then(|x| x.as_str()).unwrap_or("");
-            let short = kind.rsplit('.').next().unwrap_or(kind);
-            for k in ["Timestamp", "time", "Completion Time", "Submission Time"] {
-                if let Some(t) = oi(e, k) {
-                    app.last_time = Some(app.last_time.map_or(t, |l| l.max(t)));
-                }
-            }
-            match short {
-                "SparkListenerLogStart" => app.spark_version = e.get("Spark Version").and_then(|x| x.as_str()).map(str::to_string),
-                "SparkListenerApplicationStart" => {
-                    app.name = s(e, "App Name");
-                    app.id = s(e, "App ID");
-                    app.start = oi(e, "Timestamp");
-                }
-                "SparkListenerApplicationEnd" => app.end = oi(e, "Timestamp"),
-                "SparkListenerEnvironmentUpdate" => app.properties.extend(props(e.get("Spark Properties"))),
-                "SparkListenerExecutorAdded" => {
-                    let info = e.get("Executor Info").cloned().unwrap_or_default();
-                    app.executors.push(Executor { id: s(e, "Executor ID"), cores: i(&info, "Total Cores"), added: i(e, "Timestamp"), removed: None });
-                }
-                "SparkListenerExecutorRemoved" => {
-                    let id = s(e, "Executor ID");
-                    if let Some(x) = app.executors.iter_mut().rev().find(|x| x.id == id && x.removed.is_none()) {
-                        x.removed = oi(e, "Timestamp");
-                    }
-                }
-                "SparkListenerJobStart" => {
-                    let id = i(e, "Job ID");
-                    let p = props(e.get("Properties"));
-                    let stages: Vec<i64> = e.get("Stage IDs").and_then(|x| x.as_array()).into_iter().flatten().filter_map(|x| x.as_i64()).collect();
-                    for &st in &stages {
-                        stage_job.insert(st, id);
-                    }
-                    for info in e.get("Stage Infos").and_then(|x| x.as_array()).into_iter().flatten() {
-                        let st = stage_entry(&mut app, info);
-                        st.job = Some(id);
-                    }
-                    let job = app.jobs.entry(id).or_default();
-                    job.id = id;
-                    job.submitted = oi(e, "Submission Time");
-                    job.stages = stages;
-                    job.sql = p.get("spark.sql.execution.id").and_then(|x| x.parse().ok());
-                }
-                "SparkListenerJobEnd" => {
-                    let job = app.jobs.entry(i(e, "Job ID")).or_default();
-                    job.completed = oi(e, "Completion Time");
-                    job.succeeded = e.get("Job Result").map(|r| s(r, "Result") == "JobSucceeded");
-                }
-                "SparkListenerStageSubmitted" => {
-                    if let Some(info) = e.get("Stage Info") {
-                        let sub = oi(info, "Submission Time");
-                        let st = stage_entry(&mut app, info);
-                        st.submitted = sub.or(st.submitted);
-                    }
-                }
-                "SparkListenerStageCompleted" => {
-                    if let Some(info) = e.get("Stage Info") {
-                        let ids: Vec<i64> = accum_ids(info).collect();
-                        let (sub, done) = (oi(info, "Submission Time"), oi(info, "Completion Time"));
-                        let failure = info.get("Failure Reason").and_then(|x| x.as_str()).map(|x| x.lines().next().unwrap_or("").to_string());
-                        let st = stage_entry(&mut app, info);
-                        st.submitted = sub.or(st.submitted);
-                        st.completed = done;
-                        st.failure = failure;
-                        st.accums.extend(ids);
-                    }
-                }
-                "SparkListenerTaskEnd" => {
-                    let (Some(info), Some(m)) = (e.get("Task Info"), e.get("Task Metrics")) else { continue };
-                    let key = (i(e, "Stage ID"), i(e, "Stage Attempt ID"));
-                    let sr = m.get("Shuffle Read Metrics").cloned().unwrap_or_default();
-                    let sw = m.get("Shuffle Write Metrics").cloned().unwrap_or_default();
-                    let inp = m.get("Input Metrics").cloned().unwrap_or_default();
-                    let out = m.get("Output Metrics").cloned().unwrap_or_default();
-                    let launch = i(info, "Launch Time");
-                    let finish = i(info, "Finish Time");
-                    let getting = i(info, "Getting Result Time");
-                    let mut t = Task {
-                        launch,
-                        finish,
-                        duration: (finish - launch).max(0),
-                        run: i(m, "Executor Run Time"),
-                        cpu_ms: i(m, "Executor CPU Time") / 1_000_000,
-                        deserialize: i(m, "Executor Deserialize Time"),
-                        result_ser: i(m, "Result Serialization Time"),
-                        getting_result: if getting > 0 { (finish - getting).max(0) } else { 0 },
-                        gc: i(m, "JVM GC Time"),
-                        scheduler_delay: 0,
-                        shuffle_read_bytes: i(&sr, "Remote Bytes Read") + i(&sr, "Local Bytes Read"),
-                        shuffle_read_records: i(&sr, "Total Records Read"),
-                        fetch_wait: i(&sr, "Fetch Wait Time"),
-                        shuffle_write_bytes: i(&sw, "Shuffle Bytes Written"),
-                        shuffle_write_records: i(&sw, "Shuffle Records Written"),
-                        input_bytes: i(&inp, "Bytes Read"),
-                        input_records: i(&inp, "Records Read"),
-                        output_bytes: i(&out, "Bytes Written"),
-                        output_records: i(&out, "Records Written"),
-                        memory_spill: i(m, "Memory Bytes Spilled"),
-                        disk_spill: i(m, "Disk Bytes Spilled"),
-                        result_size: i(m, "Result Size"),
-                        index: i(info, "Index"),
-                        executor: s(info, "Executor ID"),
-                        host: s(info, "Host"),
-                        success: e.get("Task End Reason").map(|r| s(r, "Reason") == "Success").unwrap_or(true)
-                            && !info.get("Failed").and_then(|x| x.as_bool()).unwrap_or(false),
-                    };
-                    // As the Spark UI computes it.
-                    t.scheduler_delay = (t.duration - t.run - t.deserialize - t.result_ser - t.getting_result).max(0);
-                    app.last_time = Some(app.last_time.map_or(finish, |l| l.max(finish)));
-                    let ids: Vec<i64> = accum_ids(info).collect();
-                    let st = app.stages.entry(key).or_default();
-                    st.id = key.0;
-                    st.attempt = key.1;
-                    st.accums.extend(ids);
-                    st.tasks.push(t);
-                }
-                "SparkListenerSQLExecutionStart" => {
-                    let id = i(e, "executionId");
-                    let x = app.sql.entry(id).or_default();
-                    x.id = id;
-                    x.description = s(e, "description");
-                    x.start = oi(e, "time");
-                    x.plan = e.get("sparkPlanInfo").cloned();
-                }
-                "SparkListenerSQLAdaptiveExecutionUpdate" => {
-                    let id = i(e, "executionId");
-                    let x = app.sql.entry(id).or_default();
-                    x.id = id;
-                    if let Some(p) = e.get("sparkPlanInfo") {
-                        x.plan = Some(p.clone());
-                    }
-                }
-                "SparkListenerSQLExecutionEnd" => {
-                    let x = app.sql.entry(i(e, "executionId")).or_default();
-                    x.end = oi(e, "time");
-                }
-                _ => {}
-            }
+            app.note_time(e);
+            app.apply(e, &mut stage_job);
         }
         for st in app.stages.values_mut() {
             if st.job.is_none() {
@@ -314,6 +230,134 @@ impl App {
             }
         }
         app
+    }
+
+    /// Move `last_time` to the latest of the event's timestamps.
+    fn note_time(&mut self, e: &Value) {
+        for k in ["Timestamp", "time", "Completion Time", "Submission Time"] {
+            if let Some(t) = oi(e, k) {
+                self.last_time = Some(self.last_time.map_or(t, |l| l.max(t)));
+            }
+        }
+    }
+
+    /// Take one event into the application; events of other kinds are ignored.
+    fn apply(&mut self, e: &Value, stage_job: &mut HashMap<i64, i64>) {
+        match event_kind(e) {
+            "SparkListenerLogStart" => self.spark_version = e.get("Spark Version").and_then(|x| x.as_str()).map(str::to_string),
+            "SparkListenerApplicationStart" => {
+                self.name = s(e, "App Name");
+                self.id = s(e, "App ID");
+                self.start = oi(e, "Timestamp");
+            }
+            "SparkListenerApplicationEnd" => self.end = oi(e, "Timestamp"),
+            "SparkListenerEnvironmentUpdate" => self.properties.extend(props(e.get("Spark Properties"))),
+            "SparkListenerExecutorAdded" => self.executor_added(e),
+            "SparkListenerExecutorRemoved" => self.executor_removed(e),
+            "SparkListenerJobStart" => self.job_start(e, stage_job),
+            "SparkListenerJobEnd" => self.job_end(e),
+            "SparkListenerStageSubmitted" => self.stage_submitted(e),
+            "SparkListenerStageCompleted" => self.stage_completed(e),
+            "SparkListenerTaskEnd" => self.task_end(e),
+            "SparkListenerSQLExecutionStart" => self.sql_start(e),
+            "SparkListenerSQLAdaptiveExecutionUpdate" => self.sql_adaptive_update(e),
+            "SparkListenerSQLExecutionEnd" => self.sql_end(e),
+            _ => {}
+        }
+    }
+
+    fn executor_added(&mut self, e: &Value) {
+        let info = e.get("Executor Info").cloned().unwrap_or_default();
+        self.executors.push(Executor { id: s(e, "Executor ID"), cores: i(&info, "Total Cores"), added: i(e, "Timestamp"), removed: None });
+    }
+
+    fn executor_removed(&mut self, e: &Value) {
+        let id = s(e, "Executor ID");
+        if let Some(x) = self.executors.iter_mut().rev().find(|x| x.id == id && x.removed.is_none()) {
+            x.removed = oi(e, "Timestamp");
+        }
+    }
+
+    fn job_start(&mut self, e: &Value, stage_job: &mut HashMap<i64, i64>) {
+        let id = i(e, "Job ID");
+        let p = props(e.get("Properties"));
+        let stages: Vec<i64> = e.get("Stage IDs").and_then(|x| x.as_array()).into_iter().flatten().filter_map(|x| x.as_i64()).collect();
+        for &st in &stages {
+            stage_job.insert(st, id);
+        }
+        for info in e.get("Stage Infos").and_then(|x| x.as_array()).into_iter().flatten() {
+            let st = stage_entry(self, info);
+            st.job = Some(id);
+        }
+        let job = self.jobs.entry(id).or_default();
+        job.id = id;
+        job.submitted = oi(e, "Submission Time");
+        job.stages = stages;
+        job.sql = p.get("spark.sql.execution.id").and_then(|x| x.parse().ok());
+    }
+
+    fn job_end(&mut self, e: &Value) {
+        let job = self.jobs.entry(i(e, "Job ID")).or_default();
+        job.completed = oi(e, "Completion Time");
+        job.succeeded = e.get("Job Result").map(|r| s(r, "Result") == "JobSucceeded");
+    }
+
+    fn stage_submitted(&mut self, e: &Value) {
+        if let Some(info) = e.get("Stage Info") {
+            let sub = oi(info, "Submission Time");
+            let st = stage_entry(self, info);
+            st.submitted = sub.or(st.submitted);
+        }
+    }
+
+    fn stage_completed(&mut self, e: &Value) {
+        if let Some(info) = e.get("Stage Info") {
+            let ids: Vec<i64> = accum_ids(info).collect();
+            let (sub, done) = (oi(info, "Submission Time"), oi(info, "Completion Time"));
+            let failure = info.get("Failure Reason").and_then(|x| x.as_str()).map(|x| x.lines().next().unwrap_or("").to_string());
+            let st = stage_entry(self, info);
+            st.submitted = sub.or(st.submitted);
+            st.completed = done;
+            st.failure = failure;
+            st.accums.extend(ids);
+        }
+    }
+
+    /// A finished task: added to its stage (created if the log has not named it yet).
+    fn task_end(&mut self, e: &Value) {
+        let (Some(info), Some(m)) = (e.get("Task Info"), e.get("Task Metrics")) else { return };
+        let key = (i(e, "Stage ID"), i(e, "Stage Attempt ID"));
+        let t = task_of_end(e, info, m);
+        self.last_time = Some(self.last_time.map_or(t.finish, |l| l.max(t.finish)));
+        let ids: Vec<i64> = accum_ids(info).collect();
+        let st = self.stages.entry(key).or_default();
+        st.id = key.0;
+        st.attempt = key.1;
+        st.accums.extend(ids);
+        st.tasks.push(t);
+    }
+
+    fn sql_start(&mut self, e: &Value) {
+        let id = i(e, "executionId");
+        let x = self.sql.entry(id).or_default();
+        x.id = id;
+        x.description = s(e, "description");
+        x.start = oi(e, "time");
+        x.plan = e.get("sparkPlanInfo").cloned();
+    }
+
+    fn sql_adaptive_update(&mut self, e: &Value) {
+        let id = i(e, "executionId");
+        let x = self.sql.entry(id).or_default();
+        x.id = id;
+        if let Some(p) = e.get("sparkPlanInfo") {
+            x.plan = Some(p.clone());
+        }
+    }
+
+    fn sql_end(&mut self, e: &Value) {
+        let x = self.sql.entry(i(e, "executionId")).or_default();
+        x.end = oi(e, "time");
     }
 
     /// Executor cores (task slots) alive at time `t`; all executors when the log has no times.

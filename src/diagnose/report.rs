@@ -4,7 +4,7 @@
 use comfy_table::presets::NOTHING;
 use comfy_table::{CellAlignment, Table};
 
-use super::{pct, Diagnosis, Quantiles};
+use super::{pct, Diagnosis, Quantiles, TaskSummary};
 use crate::format::{fmt_ms, human_i64};
 
 pub fn json(d: &Diagnosis) -> String {
@@ -29,6 +29,17 @@ fn indent(s: &str, by: &str) -> String {
 
 pub fn text(d: &Diagnosis) -> String {
     let mut o = String::new();
+    push_headline(&mut o, d);
+    push_locate(&mut o, d);
+    push_measure(&mut o, d);
+    push_diagnose(&mut o, d);
+    push_fix(&mut o, d);
+    push_verify(&mut o, d);
+    o
+}
+
+/// The application in one line, then the log's warnings.
+fn push_headline(o: &mut String, d: &Diagnosis) {
     let a = &d.app;
     o.push_str(&format!(
         "skewjoin diagnose: {} ({}){}: {} wall clock, {} job(s), {} stage(s), {} tasks, {} executor cores\n",
@@ -44,7 +55,10 @@ pub fn text(d: &Diagnosis) -> String {
     for w in &d.warnings {
         o.push_str(&format!("warning: {w}\n"));
     }
+}
 
+/// 1. Where the time went, and the longest stages.
+fn push_locate(o: &mut String, d: &Diagnosis) {
     o.push_str("\n1. Locate\n");
     o.push_str(&format!("   {}\n", d.locate));
     let mut t = table(&["stage", "duration", "share", "tasks", "waves", "shuffle read", "input", "spill (disk)", "name"]);
@@ -63,15 +77,21 @@ pub fn text(d: &Diagnosis) -> String {
     }
     o.push_str(&indent(&t.to_string(), "  "));
     o.push('\n');
+}
 
-    let top: Vec<i64> = {
-        let mut v: Vec<i64> = d.findings.iter().filter_map(|f| f.stage_id).collect();
-        if v.is_empty() {
-            v.extend(d.stages.first().map(|s| s.stage_id));
-        }
-        v.dedup();
-        v
-    };
+/// The stages the measure step shows: those with a finding, else the longest.
+fn measured_stages(d: &Diagnosis) -> Vec<i64> {
+    let mut v: Vec<i64> = d.findings.iter().filter_map(|f| f.stage_id).collect();
+    if v.is_empty() {
+        v.extend(d.stages.first().map(|s| s.stage_id));
+    }
+    v.dedup();
+    v
+}
+
+/// 2. Each measured stage's tasks, cores and waves, and its per-task quantiles.
+fn push_measure(o: &mut String, d: &Diagnosis) {
+    let top = measured_stages(d);
     o.push_str("\n2. Measure\n");
     for s in d.stages.iter().filter(|s| top.contains(&s.stage_id)) {
         o.push_str(&format!(
@@ -83,23 +103,30 @@ pub fn text(d: &Diagnosis) -> String {
             s.waves,
             fmt_ms(s.duration_ms)
         ));
-        let mut t = table(&["per task", "min", "25th", "median", "75th", "max"]);
-        let ts = &s.task_summary;
-        let row = |name: &str, q: &Quantiles, f: &dyn Fn(i64) -> String| vec![name.to_string(), f(q.min), f(q.p25), f(q.median), f(q.p75), f(q.max)];
-        let n = |v: i64| crate::format::fmt_count(v.max(0) as u64);
-        t.add_row(row("duration", &ts.duration_ms, &fmt_ms));
-        t.add_row(row("run time", &ts.run_ms, &fmt_ms));
-        t.add_row(row("shuffle read", &ts.shuffle_read_bytes, &human_i64));
-        t.add_row(row("shuffle records", &ts.shuffle_read_records, &n));
-        t.add_row(row("input", &ts.input_bytes, &human_i64));
-        t.add_row(row("spill (memory)", &ts.memory_spill_bytes, &human_i64));
-        t.add_row(row("spill (disk)", &ts.disk_spill_bytes, &human_i64));
-        t.add_row(row("GC time", &ts.gc_ms, &fmt_ms));
-        t.add_row(row("scheduler delay", &ts.scheduler_delay_ms, &fmt_ms));
-        o.push_str(&indent(&t.to_string(), "  "));
+        o.push_str(&indent(&quantile_table(&s.task_summary).to_string(), "  "));
         o.push('\n');
     }
+}
 
+/// The Spark UI's summary metrics table: one row per metric, min to max.
+fn quantile_table(ts: &TaskSummary) -> Table {
+    let mut t = table(&["per task", "min", "25th", "median", "75th", "max"]);
+    let row = |name: &str, q: &Quantiles, f: &dyn Fn(i64) -> String| vec![name.to_string(), f(q.min), f(q.p25), f(q.median), f(q.p75), f(q.max)];
+    let n = |v: i64| crate::format::fmt_count(v.max(0) as u64);
+    t.add_row(row("duration", &ts.duration_ms, &fmt_ms));
+    t.add_row(row("run time", &ts.run_ms, &fmt_ms));
+    t.add_row(row("shuffle read", &ts.shuffle_read_bytes, &human_i64));
+    t.add_row(row("shuffle records", &ts.shuffle_read_records, &n));
+    t.add_row(row("input", &ts.input_bytes, &human_i64));
+    t.add_row(row("spill (memory)", &ts.memory_spill_bytes, &human_i64));
+    t.add_row(row("spill (disk)", &ts.disk_spill_bytes, &human_i64));
+    t.add_row(row("GC time", &ts.gc_ms, &fmt_ms));
+    t.add_row(row("scheduler delay", &ts.scheduler_delay_ms, &fmt_ms));
+    t
+}
+
+/// 3. Every suspect checked, confirmed or not, with its numbers.
+fn push_diagnose(o: &mut String, d: &Diagnosis) {
     o.push_str("\n3. Diagnose (suspects in the order they are cheapest to check)\n");
     for c in &d.checks {
         o.push_str(&format!("   [{}] {}: {}\n", if c.confirmed { "x" } else { " " }, c.kind.as_str(), c.numbers));
@@ -107,7 +134,10 @@ pub fn text(d: &Diagnosis) -> String {
     if d.findings.is_empty() {
         o.push_str("   none of the usual suspects is confirmed by the numbers above\n");
     }
+}
 
+/// 4. Each finding's fix, its cost, the join and the next commands; then "just add memory?".
+fn push_fix(o: &mut String, d: &Diagnosis) {
     o.push_str("\n4. Fix\n");
     for f in &d.findings {
         o.push_str(&format!("   {}{}: {}\n", f.kind.as_str(), f.stage_id.map(|s| format!(" (stage {s})")).unwrap_or_default(), f.fix));
@@ -130,7 +160,10 @@ pub fn text(d: &Diagnosis) -> String {
     if let Some(m) = &d.memory {
         o.push_str(&format!("   just add memory? {m}\n"));
     }
+}
 
+/// 5. The measurement that proves each fix.
+fn push_verify(o: &mut String, d: &Diagnosis) {
     o.push_str("\n5. Verify\n");
     for f in &d.findings {
         o.push_str(&format!("   {}: {}\n", f.kind.as_str(), f.verify));
@@ -138,5 +171,4 @@ pub fn text(d: &Diagnosis) -> String {
     if d.findings.is_empty() {
         o.push_str("   re-run with the event log on and compare the stage table above\n");
     }
-    o
 }
