@@ -44,12 +44,13 @@ pub struct HotKeyArgs {
 }
 
 impl HotKeyArgs {
-    /// `--hot-factor`, checked.
+    /// `--hot-factor`, checked (NaN is not above 0 either).
     pub fn hot_factor(&self) -> Result<f64> {
-        if !(self.hot_factor > 0.0) {
-            return Err(Error::Usage("--hot-factor must be above 0".into()));
+        if self.hot_factor > 0.0 {
+            Ok(self.hot_factor)
+        } else {
+            Err(Error::Usage("--hot-factor must be above 0".into()))
         }
-        Ok(self.hot_factor)
     }
 }
 
