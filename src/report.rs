@@ -6,7 +6,7 @@ use comfy_table::{CellAlignment, Table};
 use crate::format::{fmt_count, fmt_share};
 use crate::keys::KeysReport;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Table,
     Json,

@@ -40,7 +40,7 @@ use crate::error::Result;
 use crate::source::Table;
 use crate::value::{KeyType, Value};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum JoinType {
     Inner,

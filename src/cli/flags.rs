@@ -1,0 +1,199 @@
+//! The flags that two or more commands share, each defined once with one meaning, as groups the
+//! commands flatten: how hot keys are found (`keys` and the planner's commands), the planner's
+//! own options (`plan`, `rewrite`, `verify`), the query and its `--table`s (`rewrite`, `verify`),
+//! `--threads`, `--quiet`, and `--format text|json` (`plan`, `verify`, `diagnose`). A flag only
+//! one command has lives in that command's file.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use skewjoin::plan::{JoinType, PlanOptions};
+use skewjoin::profile::Sample;
+use skewjoin::source::Table;
+use skewjoin::{Error, Result};
+
+/// How the frequent values are found and which of them are hot: `keys`, `plan`, `rewrite`, `verify`.
+#[derive(Args)]
+pub struct HotKeyArgs {
+    /// Shuffle partitions of the join (spark.sql.shuffle.partitions): they give each value its Spark partition and the join its tasks
+    #[arg(long, default_value_t = 200, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub shuffle_partitions: u32,
+    /// A key is hot when its rows exceed F times a typical shuffle task: the join's median task
+    /// where both sides' partitions are scanned (plan, rewrite, verify: AQE's
+    /// skewedPartitionFactor), or an even share, rows / shuffle partitions, where one table is
+    /// counted (keys). The planner also takes out a key with twice the median's rows from a task
+    /// over that line
+    #[arg(long, default_value_t = 5.0, value_name = "F")]
+    pub hot_factor: f64,
+    /// Find the frequent values in a sample instead of every row: a fraction (0.05), a percentage
+    /// (5%) or a row count. keys scales the sample's counts to the table; plan, rewrite and verify
+    /// then count those candidates exactly
+    #[arg(long, value_name = "FRACTION|ROWS")]
+    pub sample: Option<Sample>,
+    /// Seed of the sample
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Most frequent values per key column: the ones keys shows (0: all), the hot candidates of each side for plan, rewrite and verify
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub top: usize,
+    /// Classification rules (TOML or JSON) that extend or replace the built-in ones
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+}
+
+impl HotKeyArgs {
+    /// `--hot-factor`, checked (NaN is not above 0 either).
+    pub fn hot_factor(&self) -> Result<f64> {
+        if self.hot_factor > 0.0 {
+            Ok(self.hot_factor)
+        } else {
+            Err(Error::Usage("--hot-factor must be above 0".into()))
+        }
+    }
+}
+
+/// The planner's options: `plan`, `rewrite`, `verify`.
+#[derive(Args)]
+pub struct PlannerArgs {
+    #[command(flatten)]
+    pub hot: HotKeyArgs,
+    /// Largest slice or side to broadcast (spark.sql.autoBroadcastJoinThreshold): 64KB, 10MB, 1GB or bytes
+    #[arg(long, default_value = "10MB", value_name = "SIZE", value_parser = parse_size)]
+    pub broadcast_threshold: u64,
+    /// Size of a salted piece to aim for when it is larger than the median task
+    #[arg(long, default_value = "128MB", value_name = "SIZE", value_parser = parse_size)]
+    pub target_task_size: u64,
+    /// Remove junk-class keys (test, QA, bot accounts) before the join: the result changes
+    #[arg(long)]
+    pub drop_junk: bool,
+}
+
+impl PlannerArgs {
+    pub fn options(&self, how: JoinType, quiet: &Quiet) -> Result<PlanOptions> {
+        Ok(PlanOptions {
+            how,
+            partitions: self.hot.shuffle_partitions,
+            broadcast_threshold: self.broadcast_threshold,
+            target_task_size: self.target_task_size,
+            hot_factor: self.hot.hot_factor()?,
+            sample: self.hot.sample,
+            seed: self.hot.seed,
+            drop_junk: self.drop_junk,
+            top: self.hot.top,
+            memory: 2 << 30,
+            progress: quiet.progress(),
+            extra_predicates: false,
+        })
+    }
+}
+
+/// The query and the tables it names: `rewrite`, `verify`.
+#[derive(Args)]
+pub struct QueryArgs {
+    /// The query as written (a file, or - for stdin; default stdin)
+    #[arg(value_name = "QUERY_FILE")]
+    query: Option<String>,
+    /// A table the query names, and its Parquet data: NAME=TABLE (file, folder or glob); repeat
+    #[arg(long = "table", value_name = "NAME=TABLE", required = true)]
+    tables: Vec<String>,
+}
+
+impl QueryArgs {
+    /// The query's text, from its file or stdin.
+    pub fn read(&self) -> Result<String> {
+        use std::io::Read;
+        match self.query.as_deref() {
+            None | Some("-") => {
+                let mut s = String::new();
+                std::io::stdin().read_to_string(&mut s).map_err(|e| Error::Usage(format!("cannot read the query from stdin: {e}")))?;
+                Ok(s)
+            }
+            Some(path) => std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.into(), source: e }),
+        }
+    }
+
+    /// The `--table NAME=TABLE` arguments: (name in lower case, path).
+    pub fn named(&self) -> Result<Vec<(String, String)>> {
+        let mut out = Vec::new();
+        for t in &self.tables {
+            let (name, path) = t.split_once('=').ok_or_else(|| Error::Usage(format!("--table {t:?}: write NAME=TABLE, e.g. events=data/events/")))?;
+            let name = name.trim().trim_matches('`').to_ascii_lowercase();
+            if name.is_empty() {
+                return Err(Error::Usage(format!("--table {t:?}: empty table name")));
+            }
+            out.push((name, path.trim().to_string()));
+        }
+        Ok(out)
+    }
+}
+
+/// The named tables, opened (a name given twice keeps its last table).
+pub fn open_tables(named: &[(String, String)]) -> Result<HashMap<String, Table>> {
+    let mut tables = HashMap::new();
+    for (name, path) in named {
+        tables.insert(name.clone(), Table::open(std::slice::from_ref(path))?);
+    }
+    Ok(tables)
+}
+
+/// `--threads`: `keys`, `plan`, `rewrite`.
+#[derive(Args)]
+pub struct Threads {
+    /// Worker threads (default: all cores)
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+}
+
+impl Threads {
+    /// Sizes rayon's global pool, when `--threads` is given.
+    pub fn apply(&self) {
+        if let Some(n) = self.threads {
+            let _ = rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global();
+        }
+    }
+}
+
+/// `--quiet`: `keys`, `plan`, `rewrite`, `verify`.
+#[derive(Args)]
+pub struct Quiet {
+    /// No progress bar
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+impl Quiet {
+    pub fn progress(&self) -> bool {
+        !self.quiet
+    }
+}
+
+/// `--format text|json`: `plan`, `verify`, `diagnose`.
+#[derive(Args)]
+pub struct TextOrJson {
+    /// Output format
+    #[arg(long, value_enum, default_value_t = TextOrJsonFormat::Text)]
+    format: TextOrJsonFormat,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TextOrJsonFormat {
+    Text,
+    Json,
+}
+
+impl TextOrJson {
+    /// `value` rendered by the renderer of the chosen format.
+    pub fn render<T>(&self, value: &T, text: fn(&T) -> String, json: fn(&T) -> String) -> String {
+        match self.format {
+            TextOrJsonFormat::Text => text(value),
+            TextOrJsonFormat::Json => json(value),
+        }
+    }
+}
+
+/// A size flag: 64KB, 10MB, 1GB or bytes.
+pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
+    skewjoin::size::parse_size(s)
+}

@@ -1,0 +1,111 @@
+//! `skewjoin keys`: the top values of one or more key columns of one table, counted.
+
+use clap::{Args, ValueEnum};
+
+use skewjoin::classify::Classifier;
+use skewjoin::keys::{self, KeysOptions};
+use skewjoin::profile::{self, ColumnProfile, KeySpec, ProfileOptions};
+use skewjoin::report::{self, Format};
+use skewjoin::source::Table;
+use skewjoin::{Error, Result};
+
+use super::flags::{parse_size, HotKeyArgs, Quiet, Threads};
+
+/// Top key values of one or more columns: counts, NULLs, shares, classes and Spark partitions
+#[derive(Args)]
+pub struct KeysArgs {
+    /// Parquet file, folder (recursive, Hive k=v folders understood) or glob; several are read as one table
+    #[arg(required = true, value_name = "TABLE")]
+    tables: Vec<String>,
+    /// Key column to count; `a,b` counts the composite key (a, b). Repeat for several keys
+    #[arg(short, long = "column", value_name = "COL", required = true)]
+    columns: Vec<String>,
+    #[command(flatten)]
+    hot: HotKeyArgs,
+    /// Memory for the counting tables; past it, counts become bounded lower bounds (said in the output)
+    #[arg(long, default_value = "2GB", value_name = "SIZE", value_parser = parse_size)]
+    memory: u64,
+    /// Count the distinct values exactly. Without it, a string key with many distinct values
+    /// gets exact top counts and an estimated distinct count (HyperLogLog, said in the
+    /// output), which is much faster
+    #[arg(long)]
+    exact_distinct: bool,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = KeysFormat::Table)]
+    format: KeysFormat,
+    #[command(flatten)]
+    threads: Threads,
+    #[command(flatten)]
+    quiet: Quiet,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum KeysFormat {
+    Table,
+    Json,
+    Csv,
+}
+
+impl From<KeysFormat> for Format {
+    fn from(f: KeysFormat) -> Format {
+        match f {
+            KeysFormat::Table => Format::Table,
+            KeysFormat::Json => Format::Json,
+            KeysFormat::Csv => Format::Csv,
+        }
+    }
+}
+
+pub fn run(a: KeysArgs) -> Result<String> {
+    a.threads.apply();
+    let hot_factor = a.hot.hot_factor()?;
+    // The rules compile while the footers are read, and the built-in ones (which cannot fail)
+    // while the keys are counted too; a --rules file is checked before the count starts.
+    std::thread::scope(|scope| {
+        let handle = scope.spawn(|| Classifier::with_file(a.hot.rules.as_deref()));
+        let join = |h: std::thread::ScopedJoinHandle<'_, Result<Classifier>>| {
+            h.join().unwrap_or_else(|_| Err(Error::Internal("the rules could not be compiled".into())))
+        };
+        let table = Table::open(&a.tables);
+        enum Rules<C, H> {
+            Ready(C),
+            Compiling(H),
+        }
+        let rules = if a.hot.rules.is_some() || table.is_err() { Rules::Ready(join(handle)?) } else { Rules::Compiling(handle) };
+        let table = table?;
+        let profiles = count_keys(&a, &table);
+        // Joined on every path: a scope re-raises the panic of a thread nobody joined.
+        let classifier = match rules {
+            Rules::Ready(c) => Ok(c),
+            Rules::Compiling(h) => join(h),
+        };
+        let (profiles, classifier) = (profiles?, classifier?);
+        let rep = keys::report(profiles, &classifier, &KeysOptions { partitions: a.hot.shuffle_partitions, hot_factor });
+        Ok(report::keys(&rep, a.format.into()))
+    })
+}
+
+/// The key columns, counted.
+fn count_keys(a: &KeysArgs, table: &Table) -> Result<Vec<ColumnProfile>> {
+    let specs = a
+        .columns
+        .iter()
+        .map(|c| {
+            let names: Vec<&str> = c.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+            if names.is_empty() {
+                return Err(Error::Usage(format!("empty --column {c:?}")));
+            }
+            let columns = names.iter().map(|n| table.resolve(n)).collect::<Result<Vec<_>>>()?;
+            Ok(KeySpec { columns })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let opts = ProfileOptions {
+        top: a.hot.top,
+        sample: a.hot.sample,
+        seed: a.hot.seed,
+        memory: a.memory as usize,
+        progress: a.quiet.progress(),
+        exact_distinct: a.exact_distinct,
+    };
+    profile::profile(table, &specs, &opts)
+}

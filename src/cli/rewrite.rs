@@ -1,0 +1,57 @@
+//! `skewjoin rewrite`: a Spark SQL query in, the same query with its skewed joins rewritten out.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use skewjoin::classify::Classifier;
+use skewjoin::plan::JoinType;
+use skewjoin::rewrite;
+use skewjoin::{Error, Result};
+
+use super::flags::{open_tables, PlannerArgs, QueryArgs, Quiet, Threads};
+
+/// A Spark SQL query in, the same query with its skewed joins rewritten out
+#[derive(Args)]
+pub struct RewriteArgs {
+    #[command(flatten)]
+    query: QueryArgs,
+    #[command(flatten)]
+    planner: PlannerArgs,
+    /// Output: the SQL with explaining comments, or JSON {"sql", "changes", "unchanged_joins"}
+    #[arg(long, value_enum, default_value_t = RewriteFormat::Sql)]
+    format: RewriteFormat,
+    /// Write the output to FILE instead of stdout
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    threads: Threads,
+    #[command(flatten)]
+    quiet: Quiet,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum RewriteFormat {
+    Sql,
+    Json,
+}
+
+pub fn run(a: RewriteArgs) -> Result<String> {
+    a.threads.apply();
+    let opts = a.planner.options(JoinType::Inner, &a.quiet)?;
+    let sql = a.query.read()?;
+    let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
+    let tables = open_tables(&a.query.named()?)?;
+    let r = rewrite::rewrite(&sql, &tables, &classifier, &opts)?;
+    let out = match a.format {
+        RewriteFormat::Json => serde_json::to_string_pretty(&r).unwrap_or_default() + "\n",
+        RewriteFormat::Sql => rewrite::sql_with_comments(&r),
+    };
+    match a.output {
+        Some(path) => {
+            std::fs::write(&path, &out).map_err(|e| Error::Io { path: path.clone(), source: e })?;
+            Ok(String::new())
+        }
+        None => Ok(out),
+    }
+}

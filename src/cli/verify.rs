@@ -1,0 +1,133 @@
+//! `skewjoin verify`: run the original query and its rewrite side by side; the same rows, and
+//! the largest task before and after.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use skewjoin::classify::Classifier;
+use skewjoin::plan::JoinType;
+use skewjoin::rewrite::{self, Rewritten};
+use skewjoin::source::Table;
+use skewjoin::verify::{self, SparkOptions, Verification};
+use skewjoin::{Error, Result};
+
+use super::flags::{open_tables, PlannerArgs, QueryArgs, Quiet, TextOrJson};
+
+/// Run the original query and the rewrite side by side: same rows, and the largest task before and after
+#[derive(Args)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    query: QueryArgs,
+    /// Check this rewrite (e.g. one edited by hand) instead of rewriting the query
+    #[arg(long, value_name = "FILE")]
+    rewritten: Option<PathBuf>,
+    /// The engine that runs both queries (default: polars in a build with the `polars` feature,
+    /// else spark). With polars, --sample also samples the tables the queries run on
+    #[arg(long, value_enum)]
+    engine: Option<Engine>,
+    /// Python with pyspark, for the Spark engine (default: $SKEWJOIN_PYTHON, else python3)
+    #[arg(long, value_name = "PYTHON")]
+    python: Option<String>,
+    /// Spark master for the Spark engine
+    #[arg(long, default_value = "local[2]", value_name = "MASTER")]
+    master: String,
+    /// A Spark setting for both runs (repeat); the defaults are the planner's partitions and
+    /// broadcast threshold, with AQE off so that the measured stage is the predicted one
+    #[arg(long = "conf", value_name = "KEY=VALUE")]
+    conf: Vec<String>,
+    /// Relative tolerance when comparing floating-point values
+    #[arg(long, default_value_t = 1e-9, value_name = "REL")]
+    tolerance: f64,
+    #[command(flatten)]
+    planner: PlannerArgs,
+    #[command(flatten)]
+    format: TextOrJson,
+    #[command(flatten)]
+    quiet: Quiet,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Engine {
+    /// The user's Spark, through pyspark (local mode unless --master)
+    Spark,
+    /// Polars, in this process (a build with the `polars` cargo feature)
+    Polars,
+}
+
+/// The output, and whether both queries gave the same rows (false: exit code 1).
+pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
+    let engine = a.engine.unwrap_or(if cfg!(feature = "polars") { Engine::Polars } else { Engine::Spark });
+    if engine == Engine::Polars && !cfg!(feature = "polars") {
+        return Err(Error::Usage(
+            "this skewjoin was built without the polars engine: use --engine spark (pyspark), or build with `cargo build --release --features polars`".into(),
+        ));
+    }
+    if !(a.tolerance > 0.0 && a.tolerance < 1.0) {
+        return Err(Error::Usage("--tolerance must be between 0 and 1".into()));
+    }
+    let opts = a.planner.options(JoinType::Inner, &a.quiet)?;
+    let sql = a.query.read()?;
+    let named = a.query.named()?;
+    let tables = open_tables(&named)?;
+    let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
+    let r = rewrite::rewrite(&sql, &tables, &classifier, &opts)?;
+    let rewritten = match &a.rewritten {
+        Some(p) => std::fs::read_to_string(p).map_err(|e| Error::Io { path: p.clone(), source: e })?,
+        None => r.sql.clone(),
+    };
+    let planned = if a.rewritten.is_some() { None } else { Some(&r) };
+    let v = match engine {
+        Engine::Polars => verify_polars(&sql, &rewritten, planned, &named, &tables, &a)?,
+        Engine::Spark => verify_spark(&sql, &rewritten, planned, &named, &a)?,
+    };
+    Ok((a.format.render(&v, verify::text, verify::json), v.identical))
+}
+
+/// Both queries on the user's Spark, with the planner's partitions and broadcast threshold and
+/// AQE off unless `--conf` says otherwise.
+fn verify_spark(sql: &str, rewritten: &str, planned: Option<&Rewritten>, named: &[(String, String)], a: &VerifyArgs) -> Result<Verification> {
+    let mut conf: Vec<(String, String)> = vec![
+        ("spark.sql.shuffle.partitions".into(), a.planner.hot.shuffle_partitions.to_string()),
+        ("spark.sql.autoBroadcastJoinThreshold".into(), a.planner.broadcast_threshold.to_string()),
+        ("spark.sql.adaptive.enabled".into(), "false".into()),
+    ];
+    for c in &a.conf {
+        let (k, v) = c.split_once('=').ok_or_else(|| Error::Usage(format!("--conf {c:?}: write KEY=VALUE")))?;
+        conf.retain(|(x, _)| x != k.trim());
+        conf.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let python = a.python.clone().or_else(|| std::env::var("SKEWJOIN_PYTHON").ok()).unwrap_or_else(|| "python3".into());
+    let sopts = SparkOptions { python, master: a.master.clone(), tolerance: a.tolerance, conf };
+    let mut v = verify::spark(sql, rewritten, planned, named, &sopts)?;
+    if a.planner.hot.sample.is_some() {
+        v.notes.push("--sample: the planner counted a sample; the Spark engine ran both queries on the full tables".into());
+    }
+    Ok(v)
+}
+
+#[cfg(feature = "polars")]
+fn verify_polars(
+    sql: &str,
+    rewritten: &str,
+    planned: Option<&Rewritten>,
+    named: &[(String, String)],
+    tables: &HashMap<String, Table>,
+    a: &VerifyArgs,
+) -> Result<Verification> {
+    let list: Vec<(String, &Table)> = named.iter().filter_map(|(n, _)| tables.get(n).map(|t| (n.clone(), t))).collect();
+    verify::polars(sql, rewritten, planned, &list, a.planner.hot.sample, a.tolerance)
+}
+
+#[cfg(not(feature = "polars"))]
+fn verify_polars(
+    _sql: &str,
+    _rewritten: &str,
+    _planned: Option<&Rewritten>,
+    _named: &[(String, String)],
+    _tables: &HashMap<String, Table>,
+    _a: &VerifyArgs,
+) -> Result<Verification> {
+    Err(Error::Usage("this skewjoin was built without the polars engine".into()))
+}
