@@ -248,7 +248,7 @@ fn rewrite_notes(r: Option<&Rewritten>) -> Vec<String> {
             notes.push("nothing was rewritten: the two queries are the same query".into());
         }
         if let Some(c) = r.changes.first() {
-            notes.extend(c.notes.iter().filter(|n| n.contains("WHERE") || n.contains("estimates") || n.contains("filter")).cloned());
+            notes.extend(c.notes.iter().filter(|n| n.on_counts()).map(ToString::to_string));
         }
     }
     notes
@@ -307,7 +307,7 @@ pub fn text(v: &Verification) -> String {
         let (a, b) = s.map(|s| (s.max_task_records, s.median_task_records)).unwrap_or((0, 0));
         vec![
             label.to_string(),
-            wall.map(ms).unwrap_or_else(dash),
+            wall.map(fmt_ms).unwrap_or_else(dash),
             s.map(|s| s.stage_id.to_string()).unwrap_or_else(dash),
             s.map(|s| fmt_ms(s.duration_ms)).unwrap_or_else(dash),
             s.map(|_| fmt_count(a.max(0) as u64)).unwrap_or_else(dash),
