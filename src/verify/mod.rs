@@ -248,7 +248,7 @@ fn rewrite_notes(r: Option<&Rewritten>) -> Vec<String> {
             notes.push("nothing was rewritten: the two queries are the same query".into());
         }
         if let Some(c) = r.changes.first() {
-            notes.extend(c.notes.iter().filter(|n| n.contains("WHERE") || n.contains("estimates") || n.contains("filter")).cloned());
+            notes.extend(c.notes.iter().filter(|n| n.on_counts()).map(ToString::to_string));
         }
     }
     notes

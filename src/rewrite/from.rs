@@ -1,0 +1,89 @@
+//! One FROM item's joins, left to right: each equi-join whose inputs trace to tables is
+//! planned (a later join's left input is the joins before it) and rewritten if it has
+//! something to fix; every other join is recorded with the reason it stays.
+
+use sqlparser::ast::{JoinConstraint, SelectItem, TableWithJoins};
+
+use super::chain::Prefix;
+use super::condition::join_type;
+use super::input::{input_of, Input};
+use super::join::{try_join, Outcome};
+use super::names::join_text;
+use super::reason::{LeftAlone, Untraced};
+use super::scope::Remap;
+use super::{Ctx, Unchanged};
+use crate::error::Result;
+
+/// A FROM item with a join rewritten.
+pub(super) struct FromDone {
+    pub twj: TableWithJoins,
+    pub remaps: Vec<Remap>,
+    /// `*` of the FROM item; None when it cannot be listed.
+    pub star: Option<Vec<SelectItem>>,
+}
+
+/// Whether a join of the chain after the first has USING or NATURAL.
+pub(super) fn merges_later(twj: &TableWithJoins) -> bool {
+    twj.joins.len() > 1 && twj.joins.iter().skip(1).any(|j| merges(&j.join_operator))
+}
+
+/// Whether a join has USING or NATURAL (its output merges the keys).
+pub(super) fn merges(op: &sqlparser::ast::JoinOperator) -> bool {
+    matches!(join_type(op), Ok((_, JoinConstraint::Using(_) | JoinConstraint::Natural)))
+}
+
+/// The FROM item with its joins rewritten; `None` when nothing changed.
+pub(super) fn process_from(twj: &TableWithJoins, has_where: bool, ctx: &mut Ctx) -> Result<Option<FromDone>> {
+    if merges_later(twj) {
+        for j in 0..twj.joins.len() {
+            ctx.unchanged.push(Unchanged { join: join_text(twj, j), reason: LeftAlone::UsingInChain });
+        }
+        return Ok(None);
+    }
+    let mut p = Prefix::start(twj, input_of(&twj.relation, ctx, 0).map_err(LeftAlone::LeftInput));
+    for (j, join) in twj.joins.iter().enumerate() {
+        let right = input_of(&join.relation, ctx, 0);
+        if let Some(reason) = join_next(&mut p, twj, j, &right, has_where, ctx)? {
+            ctx.unchanged.push(Unchanged { join: join_text(twj, j), reason });
+            p.append(join, right.ok());
+        }
+    }
+    if !p.rewritten {
+        return Ok(None);
+    }
+    let star = p.star_items()?;
+    Ok(Some(FromDone { remaps: p.remaps(), twj: p.cur, star }))
+}
+
+/// Plan the `j`-th join on the joins before it (`p`) and `right`: rewritten into `p`, or the
+/// reason it stays as written (the caller appends it to `p` then).
+fn join_next(
+    p: &mut Prefix,
+    twj: &TableWithJoins,
+    j: usize,
+    right: &std::result::Result<Input, Untraced>,
+    has_where: bool,
+    ctx: &mut Ctx,
+) -> Result<Option<LeftAlone>> {
+    let r = match (&p.broken, right) {
+        (Some(why), _) if j == 0 => return Ok(Some(why.clone())),
+        (Some(why), _) => return Ok(Some(LeftAlone::ChainUntraced(Box::new(why.clone())))),
+        (None, Err(why)) => return Ok(Some(LeftAlone::RightInput(why.clone()))),
+        (None, Ok(r)) => r,
+    };
+    let join = &twj.joins[j];
+    let right_out = join_type(&join.join_operator).map(|x| x.0.outputs_right()).unwrap_or(true);
+    let mut l = p.as_input(r, right_out, ctx);
+    if l.joined.is_some() {
+        let mut before = TableWithJoins { relation: twj.relation.clone(), joins: twj.joins[..j].to_vec() };
+        crate::sql::fix_literals(&mut before);
+        l.joined = Some(before.to_string().split_whitespace().collect::<Vec<_>>().join(" "));
+    }
+    match try_join(&l, r, join, join_text(twj, j), has_where, ctx)? {
+        Outcome::Rewritten(joined) => {
+            p.absorb(&l, r, *joined);
+            Ok(None)
+        }
+        Outcome::LeftAlone(why) => Ok(Some(why)),
+    }
+}

@@ -1,0 +1,215 @@
+//! One join planned and, if the plan moves something, replaced by a derived table `__sjN`
+//! that produces every column of both inputs: the steps of `try_join`.
+
+use std::collections::HashMap;
+
+use sqlparser::ast::{Join, SetExpr, TableFactor};
+
+use super::condition::{condition_of, Condition};
+use super::input::Input;
+use super::names::{lc, select_item};
+use super::note::Note;
+use super::reason::LeftAlone;
+use super::{Change, Ctx};
+use crate::error::{Error, Result};
+use crate::plan::{self, emit_sql, JoinSql, JoinType, Plan, SideInput, Strategy};
+use crate::profile::KeySpec;
+use crate::source::Table;
+use crate::sql::{ident, parse_query};
+
+/// A join rewritten: the derived table that replaces it and where each input column went.
+pub(super) struct Joined {
+    pub alias: String,
+    pub relation: TableFactor,
+    pub how: JoinType,
+    /// Input column (lower case) -> its name in the derived table.
+    pub left: HashMap<String, String>,
+    pub right: HashMap<String, String>,
+    /// USING keys, merged into one column each (named as the key).
+    pub using: Vec<String>,
+}
+
+/// What became of a join.
+pub(super) enum Outcome {
+    Rewritten(Box<Joined>),
+    LeftAlone(LeftAlone),
+}
+
+/// Each side as the planner takes it: its base table and the key columns there.
+struct Sides<'a> {
+    left: SideInput<'a>,
+    right: SideInput<'a>,
+    /// The `--table` name of the left side's base table.
+    left_table: String,
+}
+
+/// The columns the derived table exposes: its select list, and where each input column went.
+struct Exposed {
+    select: Vec<String>,
+    left: HashMap<String, String>,
+    right: HashMap<String, String>,
+    merged: Vec<String>,
+}
+
+/// Plan the join of `l` and `r` (written as `text`) and rewrite it if the plan moves a key or
+/// broadcasts a side; the change is recorded in `ctx`.
+pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, has_where: bool, ctx: &mut Ctx) -> Result<Outcome> {
+    let tables = ctx.tables;
+    let (cond, sides) = match condition_of(&join.join_operator, l, r).and_then(|c| trace_sides(l, r, &c, tables).map(|s| (c, s))) {
+        Ok(x) => x,
+        Err(why) => return Ok(Outcome::LeftAlone(why)),
+    };
+    let p = match plan_join(&sides, &cond, ctx) {
+        Ok(p) => p,
+        Err(Error::KeyTypes(m)) => return Ok(Outcome::LeftAlone(LeftAlone::KeyTypes(m))),
+        Err(e) => return Err(e),
+    };
+    if let Some(why) = nothing_to_move(&p) {
+        return Ok(Outcome::LeftAlone(why));
+    }
+    let exposed = exposed_columns(l, r, &cond);
+    let alias = format!("__sj{}", ctx.next_id);
+    ctx.next_id += 1;
+    let js = join_sql(l, r, &cond, &sides, &exposed.select, ctx);
+    let (relation, branches) = derived_table(&js, &p, &alias)?;
+    ctx.changes.push(Change {
+        join: text,
+        how: cond.how,
+        keys: cond.key_text.clone(),
+        alias: alias.clone(),
+        hot_keys: p.hot_keys.clone(),
+        broadcast_side: p.broadcast_side,
+        before: p.before.clone(),
+        after: p.after.clone(),
+        notes: notes(&p, l, r, &sides.left_table, branches, has_where),
+        warnings: p.warnings.clone(),
+        results_change: p.results_change,
+    });
+    Ok(Outcome::Rewritten(Box::new(Joined { alias, relation, how: cond.how, left: exposed.left, right: exposed.right, using: exposed.merged })))
+}
+
+/// Each side's keys traced to their base table.
+fn trace_sides<'a>(l: &Input, r: &Input, cond: &Condition, tables: &'a HashMap<String, Table>) -> std::result::Result<Sides<'a>, LeftAlone> {
+    let (left_table, left) = l.key_base(&cond.left_keys(), tables)?;
+    let (right_table, right) = r.key_base(&cond.right_keys(), tables)?;
+    Ok(Sides {
+        left: SideInput { table: &tables[&left_table], keys: KeySpec { columns: left }, name: l.display().to_string() },
+        right: SideInput { table: &tables[&right_table], keys: KeySpec { columns: right }, name: r.alias.clone() },
+        left_table,
+    })
+}
+
+fn plan_join(sides: &Sides, cond: &Condition, ctx: &Ctx) -> Result<Plan> {
+    let mut opts = ctx.opts.clone();
+    opts.how = cond.how;
+    opts.extra_predicates = !cond.extras.is_empty();
+    plan::plan(&sides.left, &sides.right, ctx.classifier, &opts)
+}
+
+/// Why a plan that moves no key and broadcasts no side leaves the join alone.
+fn nothing_to_move(p: &Plan) -> Option<LeftAlone> {
+    if p.broadcast_side.is_some() || p.hot_keys.iter().any(|h| !matches!(h.strategy, Strategy::Keep { .. })) {
+        return None;
+    }
+    Some(match (&p.next, p.hot_keys.is_empty()) {
+        (Some(n), _) => LeftAlone::NothingHot(n.clone()),
+        (None, false) => LeftAlone::NoneMovable(p.hot_keys.iter().map(|h| (h.display.clone(), h.why.clone())).collect()),
+        (None, true) => LeftAlone::NoHotKey,
+    })
+}
+
+/// Every column of both inputs (of the left only for SEMI and ANTI), under a name unique in
+/// the derived table: a name both sides have, or a merged USING key's, is `alias__name`.
+fn exposed_columns(l: &Input, r: &Input, cond: &Condition) -> Exposed {
+    let how = cond.how;
+    let dup = |c: &str, other: &Input| other.column(c).is_some();
+    let mut x = Exposed { select: Vec::new(), left: HashMap::new(), right: HashMap::new(), merged: Vec::new() };
+    let using_keys: Vec<String> = if cond.using { cond.keys.iter().map(|k| lc(&k.0)).collect() } else { vec![] };
+    if cond.using {
+        for (a, b) in &cond.keys {
+            x.select.push(match how {
+                JoinType::Right => select_item(&r.alias, b, a),
+                JoinType::Full => format!("coalesce({}.{}, {}.{}) AS {}", ident(&l.alias), ident(a), ident(&r.alias), ident(b), ident(a)),
+                _ => select_item(&l.alias, a, a),
+            });
+            x.merged.push(a.clone());
+        }
+    }
+    for c in &l.columns {
+        let exposed = if (how.outputs_right() && dup(c, r)) || using_keys.contains(&lc(c)) { format!("{}__{}", l.alias, c) } else { c.clone() };
+        x.select.push(select_item(&l.alias, c, &exposed));
+        x.left.insert(lc(c), exposed);
+    }
+    if how.outputs_right() {
+        for c in &r.columns {
+            let exposed = if dup(c, l) || using_keys.contains(&lc(c)) { format!("{}__{}", r.alias, c) } else { c.clone() };
+            x.select.push(select_item(&r.alias, c, &exposed));
+            x.right.insert(lc(c), exposed);
+        }
+    }
+    x
+}
+
+/// The columns of an input that salting may hash (their base column is hashable).
+fn hashable(inp: &Input, ctx: &Ctx) -> Vec<String> {
+    let is_hashable = |(t, b): &(String, String)| ctx.tables.get(t).is_some_and(|t| plan::hashable_columns(t).iter().any(|h| h.eq_ignore_ascii_case(b)));
+    inp.columns.iter().filter(|c| inp.base.get(&lc(c)).is_some_and(is_hashable)).cloned().collect()
+}
+
+/// What the planner's SQL needs to know of the join and its inputs.
+fn join_sql(l: &Input, r: &Input, cond: &Condition, sides: &Sides, select: &[String], ctx: &Ctx) -> JoinSql {
+    JoinSql {
+        how: cond.how,
+        left_source: l.source.clone(),
+        right_source: r.source.clone(),
+        left_alias: ident(&l.alias),
+        right_alias: ident(&r.alias),
+        select_list: select.join(", "),
+        extra_on: if cond.extras.is_empty() { None } else { Some(cond.extras.iter().map(crate::sql::render_expr).collect::<Vec<_>>().join(" AND ")) },
+        left_keys: cond.left_keys(),
+        right_keys: cond.right_keys(),
+        key_types: sides.left.keys.types(),
+        left_columns: l.columns.clone(),
+        right_columns: r.columns.clone(),
+        left_hashable: hashable(l, ctx),
+        right_hashable: hashable(r, ctx),
+    }
+}
+
+/// The planner's SQL as the derived table `alias`, and how many branches its UNION ALL has.
+fn derived_table(js: &JoinSql, p: &Plan, alias: &str) -> Result<(TableFactor, usize)> {
+    let union = emit_sql(js, p)?;
+    let derived = parse_query(&format!("SELECT * FROM ({union}) AS {}", ident(alias)))?;
+    let SetExpr::Select(mut s) = *derived.body else { return Err(Error::Internal("derived table".into())) };
+    let relation = s.from.remove(0).relation;
+    let branches = match &relation {
+        TableFactor::Derived { subquery, .. } => count_branches(&subquery.body),
+        _ => 1,
+    };
+    Ok((relation, branches))
+}
+
+/// How many SELECTs a UNION ALL of branches has.
+fn count_branches(body: &SetExpr) -> usize {
+    match body {
+        SetExpr::SetOperation { left, right, .. } => count_branches(left) + count_branches(right),
+        _ => 1,
+    }
+}
+
+/// The planner's notes, then the rewrite's own on what the counts do not see.
+fn notes(p: &Plan, l: &Input, r: &Input, left_table: &str, branches: usize, has_where: bool) -> Vec<Note> {
+    let mut notes: Vec<Note> = p.notes.iter().cloned().map(Note::Plan).collect();
+    if let Some(prefix) = &l.joined {
+        notes.push(Note::ChainEstimate { prefix: prefix.clone(), table: left_table.to_string(), branches });
+    }
+    if has_where {
+        notes.push(Note::WholeTables);
+    }
+    for inp in [l, r] {
+        if inp.filtered {
+            notes.push(Note::SubqueryFilter { input: inp.display(), tables: inp.base_tables().into_iter().map(String::from).collect() });
+        }
+    }
+    notes
+}

@@ -1,0 +1,148 @@
+//! `skewjoin rewrite`: a Spark SQL query in, the same query with its skewed joins split into
+//! branches (see `plan`) out.
+//!
+//! Each equi-join whose two inputs trace back to tables given with `--table` (directly, by
+//! alias, through a CTE or a subquery in FROM that selects columns of one table) is planned with
+//! the planner. A join with hot keys becomes one derived table `__sjN` that produces every
+//! column of both inputs (a name both sides share is exposed as `alias__name`); the rest of the
+//! SELECT is re-pointed at it, and `*` / `alias.*` are expanded to the same columns under their
+//! original names, so WHERE, GROUP BY, HAVING, ORDER BY, windows and the output keep their
+//! meaning. What cannot be rewritten safely is left as it was, with the reason ([`LeftAlone`]).
+//!
+//! The parts: `input` traces a FROM item to its table; `condition` reads a join's keys;
+//! `join` plans one join and builds its derived table; `chain` and `from` handle the joins of
+//! one FROM item left to right; `select` and `scope` re-point the rest of the SELECT; `reason`
+//! and `note` are what the reports say; `comments` prints the SQL with them.
+
+mod chain;
+mod comments;
+mod condition;
+mod from;
+mod input;
+mod join;
+mod names;
+mod note;
+mod reason;
+mod scope;
+mod select;
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use sqlparser::ast::{Query, SetExpr, Statement};
+
+use crate::classify::Classifier;
+use crate::error::{Error, Result};
+use crate::plan::{self, JoinType, PlanOptions};
+use crate::source::Table;
+use crate::sql::render;
+pub use comments::sql_with_comments;
+use names::lc;
+pub use note::Note;
+pub use reason::{LeftAlone, Untraced};
+use scope::{repoint_all, Remap};
+
+#[derive(Debug, Serialize)]
+pub struct Change {
+    /// The join as written, e.g. `e LEFT JOIN t ON e.k = t.k`.
+    pub join: String,
+    pub how: JoinType,
+    pub keys: Vec<String>,
+    pub alias: String,
+    pub hot_keys: Vec<plan::HotKey>,
+    pub broadcast_side: Option<plan::Side>,
+    pub before: plan::TaskStats,
+    pub after: plan::TaskStats,
+    pub notes: Vec<Note>,
+    pub warnings: Vec<String>,
+    pub results_change: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Unchanged {
+    pub join: String,
+    pub reason: LeftAlone,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Rewritten {
+    pub sql: String,
+    pub changes: Vec<Change>,
+    pub unchanged_joins: Vec<Unchanged>,
+}
+
+/// What the rewrite knows and has done so far.
+struct Ctx<'a> {
+    tables: &'a HashMap<String, Table>,
+    /// The CTEs in scope, by name (lower case), as rewritten.
+    ctes: HashMap<String, Query>,
+    classifier: &'a Classifier,
+    opts: &'a PlanOptions,
+    changes: Vec<Change>,
+    unchanged: Vec<Unchanged>,
+    /// The number of the next derived table (`__sjN`, `__sjpN`).
+    next_id: usize,
+}
+
+/// Rewrite `sql` (one query). `tables` maps the names used in the query (lower case) to tables.
+/// Several statements (`;`-separated) are rewritten one by one; INSERT ... SELECT and
+/// CREATE TABLE ... AS SELECT have their query rewritten.
+pub fn rewrite(sql: &str, tables: &HashMap<String, Table>, classifier: &Classifier, opts: &PlanOptions) -> Result<Rewritten> {
+    let mut stmts = crate::sql::parse(sql)?;
+    if stmts.is_empty() {
+        return Err(Error::Usage("no SQL statement found".into()));
+    }
+    let mut ctx = Ctx { tables, ctes: HashMap::new(), classifier, opts, changes: Vec::new(), unchanged: Vec::new(), next_id: 1 };
+    for stmt in &mut stmts {
+        match stmt {
+            Statement::Query(q) => process_query(q, &mut ctx)?,
+            Statement::Insert(ins) => {
+                if let Some(q) = &mut ins.source {
+                    process_query(q, &mut ctx)?;
+                }
+            }
+            Statement::CreateTable(ct) => {
+                if let Some(q) = &mut ct.query {
+                    process_query(q, &mut ctx)?;
+                }
+            }
+            other => ctx.unchanged.push(Unchanged { join: other.to_string().chars().take(60).collect(), reason: LeftAlone::NotAQuery }),
+        }
+    }
+    let out = stmts.iter().map(render).collect::<Vec<_>>().join(";\n\n");
+    Ok(Rewritten { sql: out, changes: ctx.changes, unchanged_joins: ctx.unchanged })
+}
+
+fn process_query(q: &mut Query, ctx: &mut Ctx) -> Result<()> {
+    let saved = ctx.ctes.clone();
+    if let Some(with) = &mut q.with {
+        for cte in &mut with.cte_tables {
+            process_query(&mut cte.query, ctx)?;
+            // Later CTEs and the body see this one (as rewritten: same rows, same columns).
+            ctx.ctes.insert(lc(&cte.alias.name.value), (*cte.query).clone());
+        }
+    }
+    let remaps = process_set(&mut q.body, ctx)?;
+    // ORDER BY of a query whose body is one SELECT sees that SELECT's FROM.
+    if let (Some(ob), false) = (&mut q.order_by, remaps.is_empty()) {
+        repoint_all(ob, &remaps);
+    }
+    ctx.ctes = saved;
+    Ok(())
+}
+
+fn process_set(body: &mut SetExpr, ctx: &mut Ctx) -> Result<Vec<Remap>> {
+    match body {
+        SetExpr::Select(s) => select::process_select(s, ctx),
+        SetExpr::Query(q) => {
+            process_query(q, ctx)?;
+            Ok(vec![])
+        }
+        SetExpr::SetOperation { left, right, .. } => {
+            process_set(left, ctx)?;
+            process_set(right, ctx)?;
+            Ok(vec![])
+        }
+        _ => Ok(vec![]),
+    }
+}

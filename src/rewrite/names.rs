@@ -1,0 +1,64 @@
+//! Names and small SQL pieces the rewrite reads and builds: the name a FROM item goes by,
+//! select items made from text, a join as the reports show it.
+
+use sqlparser::ast::{Ident, ObjectName, ObjectNamePart, SelectItem, SetExpr, TableFactor, TableWithJoins};
+
+use crate::error::{Error, Result};
+use crate::sql::{ident, parse_query};
+
+/// A name as the rewrite compares it.
+pub(super) fn lc(s: &str) -> String {
+    s.to_ascii_lowercase()
+}
+
+pub(super) fn last_ident(name: &ObjectName) -> Option<&Ident> {
+    match name.0.last() {
+        Some(ObjectNamePart::Identifier(i)) => Some(i),
+        _ => None,
+    }
+}
+
+/// The name a FROM item goes by: its alias, or the table's name.
+pub(super) fn factor_alias(f: &TableFactor) -> Option<String> {
+    match f {
+        TableFactor::Table { name, alias, .. } => alias.as_ref().map(|a| a.name.value.clone()).or_else(|| last_ident(name).map(|i| i.value.clone())),
+        TableFactor::Derived { alias, .. } => alias.as_ref().map(|a| a.name.value.clone()),
+        _ => None,
+    }
+}
+
+/// `alias.col`, renamed only when the exposed name differs: Spark 4.3's optimizer
+/// (RemoveRedundantAliases) fails on a UNION of `x AS x` items under a window function.
+pub(super) fn select_item(alias: &str, col: &str, exposed: &str) -> String {
+    if col == exposed {
+        format!("{}.{}", ident(alias), ident(col))
+    } else {
+        format!("{}.{} AS {}", ident(alias), ident(col), ident(exposed))
+    }
+}
+
+/// `alias.exposed AS original` for each column.
+pub(super) fn star_items(alias: &str, cols: &[(String, String)]) -> Result<Vec<SelectItem>> {
+    cols.iter().map(|(exposed, original)| parse_item(&format!("{}.{} AS {}", ident(alias), ident(exposed), ident(original)))).collect()
+}
+
+pub(super) fn parse_item(text: &str) -> Result<SelectItem> {
+    let q = parse_query(&format!("SELECT {text}"))?;
+    match *q.body {
+        SetExpr::Select(mut s) if s.projection.len() == 1 => Ok(s.projection.remove(0)),
+        _ => Err(Error::Internal(format!("cannot build select item {text}"))),
+    }
+}
+
+/// The `j`-th join of a FROM item as the reports show it: `a JOIN b ON ...`, or
+/// `a ... JOIN c ON ...` for a later one.
+pub(super) fn join_text(twj: &TableWithJoins, j: usize) -> String {
+    let mut twj = twj.clone();
+    crate::sql::fix_literals(&mut twj);
+    let t = match twj.joins.get(j) {
+        Some(x) if j == 0 => format!("{} {}", twj.relation, x),
+        Some(x) => format!("{} ... {}", twj.relation, x),
+        None => twj.relation.to_string(),
+    };
+    t.split_whitespace().collect::<Vec<_>>().join(" ")
+}

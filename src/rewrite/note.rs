@@ -1,0 +1,52 @@
+//! The notes of a rewritten join: the planner's, as it wrote them, and the rewrite's own
+//! caveats on the counts behind the plan. The text report and the JSON (`changes[].notes`)
+//! both render a note with `Display`.
+
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+
+/// One note on a rewritten join.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Note {
+    /// A note of the planner.
+    Plan(String),
+    /// The left input is the joins before this one (`prefix`, as written): its counts are of
+    /// the base `table`, so the task sizes are estimates; the joins run in each of `branches`.
+    ChainEstimate { prefix: String, table: String, branches: usize },
+    /// The query has a WHERE: the counts are of whole tables.
+    WholeTables,
+    /// The input `input` is a subquery with a filter that the counts of `tables` do not apply.
+    SubqueryFilter { input: String, tables: Vec<String> },
+}
+
+impl Note {
+    /// Whether the note says the counts differ from the rows the join will see (the figures
+    /// that `verify` measures may differ from the prediction).
+    pub fn on_counts(&self) -> bool {
+        !matches!(self, Note::Plan(_))
+    }
+}
+
+impl fmt::Display for Note {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Note::Plan(text) => f.write_str(text),
+            Note::ChainEstimate { prefix, table, branches } => write!(
+                f,
+                "the left input is the joins before this one ({prefix}); its key counts are those of the base table {table}, before those joins, which may drop or repeat rows, so the task sizes are estimates; the joins before run once in each of the {branches} branches (Spark reuses identical shuffles)"
+            ),
+            Note::WholeTables => f.write_str("the counts are of whole tables; Spark pushes the query's WHERE below the join, so the real tasks may be smaller"),
+            Note::SubqueryFilter { input, tables } => {
+                write!(f, "{input}: the counts are of the whole table {}; the subquery's filter was not applied to them", tables.join(", "))
+            }
+        }
+    }
+}
+
+/// In JSON, a note is its text.
+impl Serialize for Note {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}

@@ -1,0 +1,150 @@
+//! Why a join (or a statement) is left as written: one value per reason, with the data its
+//! message needs. The text report and the JSON (`unchanged_joins[].reason`) both render it
+//! with `Display`.
+
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+
+/// Why the rewrite left a join or a statement as written.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LeftAlone {
+    /// A statement other than a query, INSERT ... SELECT or CREATE TABLE ... AS SELECT.
+    NotAQuery,
+    /// The SELECT's `*` covers columns the tool cannot list, so its joins are put back.
+    StarUnlisted,
+    /// `a JOIN b ... JOIN c USING (k)`: the later merged columns are not rewritten.
+    UsingInChain,
+    /// The left input cannot be traced to a table.
+    LeftInput(Untraced),
+    /// The right input cannot be traced to a table.
+    RightInput(Untraced),
+    /// The joins before this one cannot be made one input, for the reason inside.
+    ChainUntraced(Box<LeftAlone>),
+    /// A join before this one has an input that is not a traced table.
+    InputBeforeUntraced,
+    /// A FULL JOIN ... USING before this one: its merged key is an expression.
+    FullUsingBefore,
+    /// A NATURAL JOIN before this one.
+    NaturalBefore,
+    /// A CROSS JOIN has no key.
+    CrossJoin,
+    /// A join operator the rewrite does not handle, as sqlparser shows it.
+    UnsupportedOperator(String),
+    /// Both inputs answer to the same name.
+    SameName,
+    /// A USING column that one of the inputs does not have.
+    UsingNotOnBothSides(String),
+    /// NATURAL JOIN: the keys are implicit.
+    Natural,
+    /// A join without ON or USING.
+    NoCondition,
+    /// ON has no equality between a column of each side.
+    NonEqui,
+    /// A key of `input` is an expression, not a column of its table.
+    KeyExpression { key: String, input: String },
+    /// The keys of `input` come from two base tables.
+    KeysFromTwoTables { input: String, first: String, second: String },
+    /// The base table cannot read a key column: the table's message.
+    KeyColumn(String),
+    /// The key types of the two sides are hashed differently by Spark: the planner's message.
+    KeyTypes(String),
+    /// Nothing is hot: the planner's advice on what to do next.
+    NothingHot(String),
+    /// Hot keys, but none can be moved: each key as shown and why it stays.
+    NoneMovable(Vec<(String, String)>),
+    /// No hot key and no advice.
+    NoHotKey,
+}
+
+/// Why an input of a join (a FROM item) cannot be traced to a `--table`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Untraced {
+    TooDeep,
+    AliasWithColumns,
+    Tablesample,
+    Versioned,
+    ByPartition,
+    UnreadableName,
+    /// A CTE that cannot be traced, by its name.
+    InCte {
+        name: String,
+        why: Box<Untraced>,
+    },
+    /// A table that was not given with `--table`, as written.
+    NotGiven(String),
+    SubqueryColumnAliases,
+    SubqueryWithoutAlias,
+    /// Neither a table nor a subquery: the start of the input as written.
+    NotATable(String),
+    NotPlainSelect,
+    NotRowsOfOneTable,
+    Aggregates,
+    UnnamedExpression,
+    UnreadableItem,
+}
+
+impl fmt::Display for LeftAlone {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        use LeftAlone::*;
+        match self {
+            NotAQuery => f.write_str("not a query, an INSERT ... SELECT or a CREATE TABLE ... AS SELECT"),
+            StarUnlisted => f.write_str(
+                "the SELECT's `*` covers an input or a USING/NATURAL join whose columns the tool cannot list: left as written (name the columns to have it rewritten)",
+            ),
+            UsingInChain => f.write_str("a chain of joins with USING or NATURAL after its first join: the merged columns of the later joins are not rewritten"),
+            LeftInput(why) => write!(f, "left input: {why}"),
+            RightInput(why) => write!(f, "right input: {why}"),
+            ChainUntraced(why) => write!(f, "its left input, the joins before it, cannot be traced: {why}"),
+            InputBeforeUntraced => f.write_str("an input before it is not a traced table"),
+            FullUsingBefore => f.write_str("a FULL JOIN ... USING before it (its merged key is an expression)"),
+            NaturalBefore => f.write_str("a NATURAL JOIN before it"),
+            CrossJoin => f.write_str("a CROSS JOIN has no key to skew on: left alone"),
+            UnsupportedOperator(op) => f.write_str(&format!("join operator {op} is not supported").chars().take(120).collect::<String>()),
+            SameName => f.write_str("both inputs go by the same name"),
+            UsingNotOnBothSides(name) => write!(f, "USING column {name} is not on both sides"),
+            Natural => f.write_str("NATURAL JOIN: the keys are implicit; write them out with USING or ON"),
+            NoCondition => f.write_str("no join condition"),
+            NonEqui => f.write_str("no equality between a column of each side in ON (a non-equi join)"),
+            KeyExpression { key, input } => write!(f, "key {key} of {input} is an expression the tool cannot trace to a table column"),
+            KeysFromTwoTables { input, first, second } => write!(f, "the keys of {input} come from two tables ({first} and {second})"),
+            KeyColumn(message) | KeyTypes(message) | NothingHot(message) => f.write_str(message),
+            NoneMovable(keys) => {
+                let keys: Vec<String> = keys.iter().map(|(key, why)| format!("{key}: {why}")).collect();
+                write!(f, "hot keys, but none can be moved safely: {}", keys.join("; "))
+            }
+            NoHotKey => f.write_str("no hot key"),
+        }
+    }
+}
+
+impl fmt::Display for Untraced {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        use Untraced::*;
+        match self {
+            TooDeep => f.write_str("too many nested subqueries to trace"),
+            AliasWithColumns => f.write_str("a table alias with column names"),
+            Tablesample => f.write_str("a TABLESAMPLE input"),
+            Versioned => f.write_str("a table read at a version or time"),
+            ByPartition => f.write_str("a table read by partition"),
+            UnreadableName => f.write_str("a table name the tool cannot read"),
+            InCte { name, why } => write!(f, "CTE {name}: {why}"),
+            NotGiven(name) => write!(f, "table {name} was not given with --table"),
+            SubqueryColumnAliases => f.write_str("a subquery with column aliases"),
+            SubqueryWithoutAlias => f.write_str("a subquery without an alias"),
+            NotATable(input) => write!(f, "the input {input} is not a table or a subquery of one"),
+            NotPlainSelect => f.write_str("a subquery that is not a plain SELECT"),
+            NotRowsOfOneTable => f.write_str("a subquery that joins, aggregates, limits or de-duplicates: its key values are not a base table's"),
+            Aggregates => f.write_str("a subquery that aggregates: its key values are not a base table's"),
+            UnnamedExpression => f.write_str("a subquery with an unnamed expression in its select list"),
+            UnreadableItem => f.write_str("a subquery with a select item the tool cannot read"),
+        }
+    }
+}
+
+/// In JSON, a reason is its message.
+impl Serialize for LeftAlone {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}

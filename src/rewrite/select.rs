@@ -1,0 +1,129 @@
+//! One SELECT: its FROM items' joins rewritten, then every expression of the SELECT
+//! re-pointed at the derived tables, and `*` / `alias.*` listed as the same columns under
+//! their original names, so WHERE, GROUP BY, HAVING, ORDER BY, windows and the output keep
+//! their meaning.
+
+use sqlparser::ast::{Expr, Select, SelectItem, SelectItemQualifiedWildcardKind, TableFactor, TableWithJoins};
+
+use super::condition::join_type;
+use super::from::{merges, process_from};
+use super::names::{factor_alias, last_ident, lc, parse_item, star_items};
+use super::reason::LeftAlone;
+use super::scope::{repoint_all, Remap};
+use super::{process_query, Ctx, Unchanged};
+use crate::error::Result;
+use crate::plan::JoinType;
+use crate::sql::ident;
+
+/// A FROM item rewritten: its index, the new item, and the items of its `*` (None when they
+/// cannot be listed).
+type Done = (usize, TableWithJoins, Option<Vec<SelectItem>>);
+
+/// Rewrite the joins of `sel`; returns the re-pointings, for an ORDER BY outside the SELECT.
+pub(super) fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
+    // Subqueries in FROM first: their joins are rewritten in their own scope.
+    for twj in &mut sel.from {
+        let factors = std::iter::once(&mut twj.relation).chain(twj.joins.iter_mut().map(|j| &mut j.relation));
+        for f in factors {
+            if let TableFactor::Derived { subquery, .. } = f {
+                process_query(subquery, ctx)?;
+            }
+        }
+    }
+    let mut remaps: Vec<Remap> = Vec::new();
+    let saved = ctx.changes.len();
+    let mut done: Vec<Done> = Vec::new();
+    for fi in 0..sel.from.len() {
+        if sel.from[fi].joins.is_empty() {
+            continue;
+        }
+        if let Some(d) = process_from(&sel.from[fi], sel.selection.is_some(), ctx)? {
+            remaps.extend(d.remaps);
+            done.push((fi, d.twj, d.star));
+        }
+    }
+    if remaps.is_empty() {
+        return Ok(remaps);
+    }
+    if star_unlisted(sel, &done) {
+        for c in ctx.changes.split_off(saved) {
+            ctx.unchanged.push(Unchanged { join: c.join, reason: LeftAlone::StarUnlisted });
+        }
+        return Ok(vec![]);
+    }
+    keep_output_names(sel, &remaps);
+    // Re-point every expression of this SELECT, then put the new FROM items in place (their
+    // derived tables are not re-pointed: inside them the original aliases are still valid).
+    repoint_all(sel, &remaps);
+    let mut stars: Vec<(usize, Vec<SelectItem>)> = Vec::new();
+    for (fi, twj, star) in done {
+        sel.from[fi] = twj;
+        stars.push((fi, star.unwrap_or_default()));
+    }
+    expand_stars(sel, &remaps, &stars)?;
+    Ok(remaps)
+}
+
+/// `*` must list the same columns after the rewrite: whether it covers a rewritten FROM item
+/// whose `*` cannot be listed, or a USING/NATURAL join left as written.
+fn star_unlisted(sel: &Select, done: &[Done]) -> bool {
+    if !sel.projection.iter().any(|i| matches!(i, SelectItem::Wildcard(_))) {
+        return false;
+    }
+    done.iter().any(|d| d.2.is_none())
+        || sel.from.iter().enumerate().any(|(fi, twj)| !done.iter().any(|d| d.0 == fi) && twj.joins.iter().any(|j| merges(&j.join_operator)))
+}
+
+/// A bare `alias.col` in the select list keeps its output name (as written) once re-pointed.
+fn keep_output_names(sel: &mut Select, remaps: &[Remap]) {
+    for item in sel.projection.iter_mut() {
+        if let SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) = item {
+            if parts.len() == 2 && remaps.iter().any(|r| r.alias.eq_ignore_ascii_case(&parts[0].value) && r.columns.contains_key(&lc(&parts[1].value))) {
+                let alias = parts[1].clone();
+                *item = SelectItem::ExprWithAlias { expr: Expr::CompoundIdentifier(parts.clone()), alias };
+            }
+        }
+    }
+}
+
+/// `*` and `alias.*`: the same columns, under their original names.
+fn expand_stars(sel: &mut Select, remaps: &[Remap], stars: &[(usize, Vec<SelectItem>)]) -> Result<()> {
+    let mut projection = Vec::new();
+    for item in std::mem::take(&mut sel.projection) {
+        match &item {
+            SelectItem::Wildcard(_) => projection.extend(star_of_from(&sel.from, stars)?),
+            SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(name), _) if name.0.len() == 1 => {
+                let q = last_ident(name).map(|i| i.value.clone()).unwrap_or_default();
+                match remaps.iter().find(|r| r.alias.eq_ignore_ascii_case(&q)) {
+                    Some(r) => projection.extend(star_items(&r.new_alias, &r.star)?),
+                    None => projection.push(item),
+                }
+            }
+            _ => projection.push(item),
+        }
+    }
+    sel.projection = projection;
+    Ok(())
+}
+
+/// `*` over the whole FROM: each rewritten item's listed columns, `alias.*` of the others
+/// (not of the right input of a SEMI or ANTI join, which outputs none).
+fn star_of_from(from: &[TableWithJoins], stars: &[(usize, Vec<SelectItem>)]) -> Result<Vec<SelectItem>> {
+    let mut out = Vec::new();
+    for (fi, twj) in from.iter().enumerate() {
+        if let Some((_, star)) = stars.iter().find(|s| s.0 == fi) {
+            out.extend(star.iter().cloned());
+            continue;
+        }
+        if let Some(a) = factor_alias(&twj.relation) {
+            out.push(parse_item(&format!("{}.*", ident(&a)))?);
+        }
+        for j in &twj.joins {
+            let outputs_right = !matches!(join_type(&j.join_operator), Ok((JoinType::Semi | JoinType::Anti, _)));
+            if let (Some(a), true) = (factor_alias(&j.relation), outputs_right) {
+                out.push(parse_item(&format!("{}.*", ident(&a)))?);
+            }
+        }
+    }
+    Ok(out)
+}
