@@ -3,7 +3,7 @@
 
 use super::{Change, Rewritten};
 use crate::format::{fmt_count, fmt_share};
-use crate::plan::Strategy;
+use crate::plan::BROADCAST_SIDE_COMMENT;
 
 /// The rewritten SQL, after `--` lines that explain each change with its numbers.
 pub fn sql_with_comments(r: &Rewritten) -> String {
@@ -34,11 +34,11 @@ fn change_comments(c: &Change, o: &mut String) {
             fmt_count(h.rows),
             fmt_share(h.share),
             h.side,
-            strategy_words(&h.strategy)
+            h.strategy.comment()
         ));
     }
     if c.broadcast_side.is_some() {
-        o.push_str("--   one side fits under the broadcast threshold: broadcast whole, no shuffle\n");
+        o.push_str(&format!("--   {BROADCAST_SIDE_COMMENT}\n"));
     }
     o.push_str(&format!(
         "--   largest task {} rows -> {} (median {} -> {})\n",
@@ -50,20 +50,6 @@ fn change_comments(c: &Change, o: &mut String) {
     let notes = c.warnings.iter().cloned().chain(c.notes.iter().map(ToString::to_string));
     for w in notes {
         o.push_str(&format!("--   note: {}\n", one_line(&w)));
-    }
-}
-
-/// What the rewrite does with a hot key, after the key's figures.
-fn strategy_words(s: &Strategy) -> String {
-    match s {
-        Strategy::NullBypass => "skips the join (NULL never matches)".to_string(),
-        Strategy::Drop => "is dropped (--drop-junk: the result changes)".to_string(),
-        Strategy::BroadcastSlice { slice_rows, .. } => {
-            format!("joins a broadcast slice of {} row{}", fmt_count(*slice_rows), if *slice_rows == 1 { "" } else { "s" })
-        }
-        Strategy::BroadcastKeys => "is checked against the broadcast distinct keys".to_string(),
-        Strategy::Salt { n, .. } => format!("is salted {n} ways"),
-        Strategy::Keep { reason } => format!("stays in the shuffle: {reason}"),
     }
 }
 

@@ -12,7 +12,7 @@ use super::note::Note;
 use super::reason::LeftAlone;
 use super::{Change, Ctx};
 use crate::error::{Error, Result};
-use crate::plan::{self, emit_sql, JoinSql, JoinType, Plan, SideInput, Strategy};
+use crate::plan::{self, emit_sql, JoinSql, JoinType, Plan, SideInput};
 use crate::profile::KeySpec;
 use crate::source::Table;
 use crate::sql::{ident, parse_query};
@@ -108,7 +108,7 @@ fn plan_join(sides: &Sides, cond: &Condition, ctx: &Ctx) -> Result<Plan> {
 
 /// Why a plan that moves no key and broadcasts no side leaves the join alone.
 fn nothing_to_move(p: &Plan) -> Option<LeftAlone> {
-    if p.broadcast_side.is_some() || p.hot_keys.iter().any(|h| !matches!(h.strategy, Strategy::Keep { .. })) {
+    if p.acts() {
         return None;
     }
     Some(match (&p.next, p.hot_keys.is_empty()) {
