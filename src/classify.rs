@@ -195,7 +195,7 @@ impl Compiled {
                     return Some(if s.is_empty() { "empty string".into() } else { format!("{} blank characters", s.chars().count()) });
                 }
                 let low = s.trim().to_lowercase();
-                if self.strings.iter().any(|x| *x == low) {
+                if self.strings.contains(&low) {
                     return Some(format!("{:?} is listed", s.trim()));
                 }
                 if let Some(re) = &self.regex {

@@ -210,7 +210,7 @@ fn float_json(d: f64, f: Option<f32>) -> Json {
     }
     match f {
         // Print a float the way it was written (0.1f32 as 0.1, not 0.10000000149011612).
-        Some(f) => f.to_string().parse::<f64>().ok().and_then(|v| serde_json::Number::from_f64(v)).map(Json::Number).unwrap_or(Json::Null),
+        Some(f) => f.to_string().parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Json::Number).unwrap_or(Json::Null),
         None => serde_json::Number::from_f64(d).map(Json::Number).unwrap_or(Json::Null),
     }
 }

@@ -94,7 +94,7 @@ impl Measured {
     pub fn from_counts(left: (&str, &[(Vec<Value>, u64)]), right: (&str, &[(Vec<Value>, u64)]), key_type: KeyType, partitions: u32, top: usize) -> Measured {
         let most = |c: &[(Vec<Value>, u64)]| -> Vec<Vec<Value>> {
             let mut c: Vec<&(Vec<Value>, u64)> = c.iter().collect();
-            c.sort_by(|a, b| b.1.cmp(&a.1));
+            c.sort_by_key(|x| std::cmp::Reverse(x.1));
             c.into_iter().take(top).map(|x| x.0.clone()).collect()
         };
         let cands = candidates(&most(left.1), &most(right.1));
