@@ -1,28 +1,23 @@
 //! skewjoin: find the hot keys of a Spark join and take them out of the shuffle.
 //!
-//! Data flows one way: `source` (files, footers, columns) -> `profile` (count keys) ->
+//! Data flows one way: `source` (files, footers, columns) -> `count` (count keys) ->
 //! `classify` (null / placeholder / junk / demand) -> `keys` (the report of one command)
 //! -> `report` (text, JSON, CSV). `hash` is Spark's own Murmur3, for the partition of a key.
 
 pub mod classify;
-pub mod counter;
+pub mod count;
 pub mod diagnose;
 pub mod error;
 pub mod format;
 pub mod guard;
 pub mod hash;
 pub mod keys;
-pub mod pages;
 pub mod plan;
-pub mod profile;
 pub mod report;
 pub mod rewrite;
-pub mod scan;
 pub mod size;
 pub mod source;
-pub mod split;
 pub mod sql;
-pub mod stage;
 pub mod value;
 pub mod verify;
 

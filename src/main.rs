@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use skewjoin::classify::Classifier;
+use skewjoin::count::{self, KeySpec, ProfileOptions, Sample};
 use skewjoin::keys::{self, KeysOptions};
 use skewjoin::plan::{self, JoinType, PlanOptions, SideInput};
-use skewjoin::profile::{self, KeySpec, ProfileOptions, Sample};
 use skewjoin::report::{self, Format};
 use skewjoin::source::Table;
 use skewjoin::{Error, Result};
@@ -369,7 +369,7 @@ fn run_keys(a: KeysArgs) -> Result<String> {
 }
 
 /// The key columns of `keys`, counted.
-fn count_keys(a: &KeysArgs, table: &Table) -> Result<Vec<profile::ColumnProfile>> {
+fn count_keys(a: &KeysArgs, table: &Table) -> Result<Vec<count::ColumnProfile>> {
     let specs = a
         .columns
         .iter()
@@ -383,7 +383,7 @@ fn count_keys(a: &KeysArgs, table: &Table) -> Result<Vec<profile::ColumnProfile>
         })
         .collect::<Result<Vec<_>>>()?;
     let opts = ProfileOptions { top: a.top, sample: a.sample, seed: a.seed, memory: a.memory as usize, progress: !a.quiet, exact_distinct: a.exact_distinct };
-    profile::profile(table, &specs, &opts)
+    count::profile(table, &specs, &opts)
 }
 
 /// The name a table goes by in SQL: the file stem, or the folder name.

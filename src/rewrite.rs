@@ -19,9 +19,9 @@ use sqlparser::ast::{
 };
 
 use crate::classify::Classifier;
+use crate::count::KeySpec;
 use crate::error::{Error, Result};
 use crate::plan::{self, emit_sql, JoinSql, JoinType, Plan, PlanOptions, SideInput, Strategy};
-use crate::profile::KeySpec;
 use crate::source::Table;
 use crate::sql::{ident, parse_query, render};
 

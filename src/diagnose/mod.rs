@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::format::fmt_count;
-use crate::format::{fmt_ms, human, human_i64};
+use crate::format::{fmt_ms, human_i64};
 use model::{App, Stage, Task};
 use plan::JoinInfo;
 

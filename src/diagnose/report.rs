@@ -87,15 +87,15 @@ pub fn text(d: &Diagnosis) -> String {
         let ts = &s.task_summary;
         let row = |name: &str, q: &Quantiles, f: &dyn Fn(i64) -> String| vec![name.to_string(), f(q.min), f(q.p25), f(q.median), f(q.p75), f(q.max)];
         let n = |v: i64| crate::format::fmt_count(v.max(0) as u64);
-        t.add_row(row("duration", &ts.duration_ms, &ms));
-        t.add_row(row("run time", &ts.run_ms, &ms));
-        t.add_row(row("shuffle read", &ts.shuffle_read_bytes, &bytes));
+        t.add_row(row("duration", &ts.duration_ms, &fmt_ms));
+        t.add_row(row("run time", &ts.run_ms, &fmt_ms));
+        t.add_row(row("shuffle read", &ts.shuffle_read_bytes, &human_i64));
         t.add_row(row("shuffle records", &ts.shuffle_read_records, &n));
-        t.add_row(row("input", &ts.input_bytes, &bytes));
-        t.add_row(row("spill (memory)", &ts.memory_spill_bytes, &bytes));
-        t.add_row(row("spill (disk)", &ts.disk_spill_bytes, &bytes));
-        t.add_row(row("GC time", &ts.gc_ms, &ms));
-        t.add_row(row("scheduler delay", &ts.scheduler_delay_ms, &ms));
+        t.add_row(row("input", &ts.input_bytes, &human_i64));
+        t.add_row(row("spill (memory)", &ts.memory_spill_bytes, &human_i64));
+        t.add_row(row("spill (disk)", &ts.disk_spill_bytes, &human_i64));
+        t.add_row(row("GC time", &ts.gc_ms, &fmt_ms));
+        t.add_row(row("scheduler delay", &ts.scheduler_delay_ms, &fmt_ms));
         o.push_str(&indent(&t.to_string(), "  "));
         o.push('\n');
     }

@@ -15,11 +15,10 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::classify::{Class, Classifier};
+use crate::count::{self, KeySpec, PartitionScan, ProfileOptions, Sample, TableSize};
 use crate::error::{Error, Result};
 use crate::format::rows_n;
 use crate::hash::{pmod, spark_partition, SPARK_SEED};
-use crate::profile::{self, KeySpec, ProfileOptions, Sample};
-use crate::scan::{self, PartitionScan, TableSize};
 use crate::source::Table;
 use crate::value::{KeyType, Value};
 
@@ -352,21 +351,21 @@ pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: 
     // 1. Candidates: the most frequent values of each side.
     let popts =
         ProfileOptions { top: opts.top.max(1), sample: opts.sample, seed: opts.seed, memory: opts.memory, progress: opts.progress, exact_distinct: false };
-    let lp = profile::profile(left.table, std::slice::from_ref(&left.keys), &popts)?.remove(0);
-    let rp = profile::profile(right.table, std::slice::from_ref(&right.keys), &popts)?.remove(0);
+    let lp = count::profile(left.table, std::slice::from_ref(&left.keys), &popts)?.remove(0);
+    let rp = count::profile(right.table, std::slice::from_ref(&right.keys), &popts)?.remove(0);
     let mut cands: Vec<Vec<Value>> = Vec::new();
     for kc in lp.top.iter().chain(rp.top.iter()) {
         if kc.key.iter().any(Value::is_null) || cands.contains(&kc.key) {
             continue;
         }
-        if cands.len() < scan::MAX_LOOKUP {
+        if cands.len() < count::MAX_LOOKUP {
             cands.push(kc.key.clone());
         }
     }
 
     // 2. Exact rows per partition and per candidate, both sides.
-    let ls = scan::scan(left.table, &left.keys, parts, &cands)?;
-    let rs = scan::scan(right.table, &right.keys, parts, &cands)?;
+    let ls = count::scan(left.table, &left.keys, parts, &cands)?;
+    let rs = count::scan(right.table, &right.keys, parts, &cands)?;
     let lsize = TableSize::of(left.table);
     let rsize = TableSize::of(right.table);
     let (lbpr, rbpr) = (lsize.bytes_per_row(), rsize.bytes_per_row());

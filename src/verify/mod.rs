@@ -196,7 +196,7 @@ pub fn polars(
     rewritten: &str,
     r: Option<&Rewritten>,
     tables: &[(String, &crate::source::Table)],
-    sample: Option<crate::profile::Sample>,
+    sample: Option<crate::count::Sample>,
     tolerance: f64,
 ) -> Result<Verification> {
     let original = one_query(original, "query")?;
@@ -307,7 +307,7 @@ pub fn text(v: &Verification) -> String {
         let (a, b) = s.map(|s| (s.max_task_records, s.median_task_records)).unwrap_or((0, 0));
         vec![
             label.to_string(),
-            wall.map(ms).unwrap_or_else(dash),
+            wall.map(fmt_ms).unwrap_or_else(dash),
             s.map(|s| s.stage_id.to_string()).unwrap_or_else(dash),
             s.map(|s| fmt_ms(s.duration_ms)).unwrap_or_else(dash),
             s.map(|_| fmt_count(a.max(0) as u64)).unwrap_or_else(dash),

@@ -19,10 +19,10 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rayon::prelude::*;
 
-use crate::counter::{KeyCounter, Pending};
+use super::counter::{KeyCounter, Pending};
+use super::stage::{self, ByteBuf, IntBuf, Stage, StageBuf};
 use crate::error::{Error, Result};
 use crate::source::{field_index, read_hint, ColumnSource, ResolvedColumn, Table};
-use crate::stage::{self, ByteBuf, IntBuf, Stage, StageBuf};
 use crate::value::{canonical_f32, canonical_f64, KeyType, Value};
 
 /// A key to count: one column, or several counted as one composite key.
@@ -182,7 +182,7 @@ struct Job {
     /// Dictionary chunks may be split once a thread's table is large (see `split`).
     split: bool,
     /// The threads' splits, handed in when they finish.
-    splits: std::sync::Mutex<Vec<crate::split::Split>>,
+    splits: std::sync::Mutex<Vec<super::split::Split>>,
 }
 
 /// One row group of one file, maybe with a row selection.
@@ -281,7 +281,7 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
     let (units, sample_info) = choose_units(table, opts, fields.first().map(String::as_str));
     // A thread's exact table may hold this many values before its chunks are split: none for
     // a sample, whose few row groups would otherwise be counted mostly into that table.
-    let switch_at = if sample_info.is_some() { 0 } else { crate::split::SWITCH_KEYS };
+    let switch_at = if sample_info.is_some() { 0 } else { super::split::SWITCH_KEYS };
     let total_read: u64 = units.iter().map(|u| u.rows_read()).sum();
     let bar = progress_bar(opts.progress, total_read);
     let tally = opts.sample.is_some() && sample_info.is_some();
@@ -357,7 +357,7 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
                 let splits = job.splits.into_inner().unwrap_or_else(|e| e.into_inner());
                 let mut distinct_exact = true;
                 let s = if !splits.is_empty() {
-                    let bounds = crate::split::Bounds::merge(splits);
+                    let bounds = super::split::Bounds::merge(splits);
                     // A few more than shown, to check that none left out could pass the last.
                     let listed = want.saturating_add(256);
                     let s = stage::count_bytes(&mut bufs, listed);
@@ -372,13 +372,13 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
                     distinct_exact = false;
                     let mut top = s.top;
                     top.truncate(want);
-                    crate::counter::Summary { top, distinct: hll.estimate(), exact: true, error: 0 }
+                    super::counter::Summary { top, distinct: hll.estimate(), exact: true, error: 0 }
                 } else if over {
                     bufs.iter_mut().for_each(|b| b.drain_into(&c));
                     c.summary(want)
                 } else {
                     let s = stage::count_bytes(&mut bufs, want);
-                    crate::counter::Summary { top: s.top, distinct: s.distinct, exact: true, error: 0 }
+                    super::counter::Summary { top: s.top, distinct: s.distinct, exact: true, error: 0 }
                 };
                 drop(bufs);
                 let top = s
@@ -628,7 +628,7 @@ fn push_selector(selectors: &mut Vec<RowSelector>, select: bool, len: usize) {
 
 /// The data pages of column `name` in each of `units` (whole row groups), from the page
 /// headers; None if any chunk's pages cannot be listed so.
-fn table_pages(table: &Table, units: &[Unit], name: &str) -> Option<Vec<Vec<crate::pages::PageSpan>>> {
+fn table_pages(table: &Table, units: &[Unit], name: &str) -> Option<Vec<Vec<super::pages::PageSpan>>> {
     units
         .par_iter()
         .map(|u| {
@@ -638,7 +638,7 @@ fn table_pages(table: &Table, units: &[Unit], name: &str) -> Option<Vec<Vec<crat
             let file = File::open(&f.path).ok()?;
             let len = file.metadata().ok()?.len();
             let chunk = f.meta.metadata().row_group(u.row_group).column(leaf);
-            let pages = crate::pages::data_pages(&file, len, chunk, &schema.column(leaf))?;
+            let pages = super::pages::data_pages(&file, len, chunk, &schema.column(leaf))?;
             (pages.iter().map(|p| p.rows).sum::<u64>() == u.rows).then_some(pages)
         })
         .collect()
@@ -732,7 +732,7 @@ fn read_unit(
             }
             let Some(leaf) = schema.columns().iter().position(|c| c.path().parts().len() == 1 && c.path().parts()[0] == *field) else { continue };
             let descr = schema.column(leaf);
-            if !crate::pages::eligible(&descr) {
+            if !super::pages::eligible(&descr) {
                 continue;
             }
             let (f, file_len) = local.open.open(unit.file, &file.path).map_err(|e| Error::Io { path: file.path.clone(), source: e })?;
@@ -743,9 +743,9 @@ fn read_unit(
             let counted = if paged {
                 // A page's values of at least its rows / 5000 are tallied, as Arrow's path does.
                 let mins: Vec<u64> = unit.pages.iter().map(|r| r / 5000).collect();
-                crate::pages::count_pages(&f, file_len, chunk, &descr, &unit.spans, &mins, &mut scratch, &mut sink)
+                super::pages::count_pages(&f, file_len, chunk, &descr, &unit.spans, &mins, &mut scratch, &mut sink)
             } else {
-                crate::pages::count_chunk(&f, file_len, chunk, &descr, unit.rows as usize, &mut scratch, &mut sink)
+                super::pages::count_chunk(&f, file_len, chunk, &descr, unit.rows as usize, &mut scratch, &mut sink)
             };
             local.scratch = scratch;
             if let Some(counted) = counted {
@@ -968,8 +968,8 @@ struct ChunkSink<'a, 'b> {
     min: u64,
 }
 
-impl crate::pages::Sink for ChunkSink<'_, '_> {
-    fn dict(&mut self, dict: &crate::pages::Dict) {
+impl super::pages::Sink for ChunkSink<'_, '_> {
+    fn dict(&mut self, dict: &super::pages::Dict) {
         let (j, local) = (self.j, &mut *self.local);
         match &mut local.split[j] {
             SplitState::On(s) if !local.over[j] => {
@@ -984,7 +984,7 @@ impl crate::pages::Sink for ChunkSink<'_, '_> {
                 // Decide before this chunk would take the exact table past its size.
                 if matches!(state, SplitState::Exact) && !local.over[j] && local.bytes[j].staged_keys() + dict.len() > local.switch_at {
                     let mut counts: Vec<u32> = dict.used().map(|(_, n)| n).collect();
-                    local.split[j] = match crate::split::Split::start(&mut counts, local.want) {
+                    local.split[j] = match super::split::Split::start(&mut counts, local.want) {
                         Some(s) => SplitState::On(s),
                         None => SplitState::Never,
                     };
@@ -1053,9 +1053,9 @@ struct Local<'a> {
     raw_ints: Vec<bool>,
     agg: Vec<HashMap<i64, u64>>,
     /// Buffers for reading column chunks page by page.
-    scratch: crate::pages::Scratch,
+    scratch: super::pages::Scratch,
     /// The file this thread read last, kept open.
-    open: crate::pages::LastFile,
+    open: super::pages::LastFile,
     /// Per job: whether its dictionary chunks are split, may be later, or never will be.
     split: Vec<SplitState>,
     /// The `want` most frequent values are asked for.
@@ -1067,7 +1067,7 @@ struct Local<'a> {
 enum SplitState {
     Exact,
     Never,
-    On(crate::split::Split),
+    On(super::split::Split),
 }
 
 impl<'a> Local<'a> {

@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use hashbrown::hash_table::{Entry, HashTable};
 use rayon::prelude::*;
 
-use crate::counter::{KeyCounter, Pending, TopK};
+use super::counter::{KeyCounter, Pending, TopK};
 
 pub const PARTS: usize = 256;
 
@@ -31,7 +31,7 @@ fn part_of(h: u64) -> usize {
 
 /// A thread's staged keys of one kind, which can be handed to the bounded counter.
 pub trait StageBuf {
-    type Key: crate::counter::CountKey;
+    type Key: super::counter::CountKey;
     fn drain_into(&mut self, c: &KeyCounter<Self::Key>);
 }
 

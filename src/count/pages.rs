@@ -114,9 +114,6 @@ impl<'a> Dict<'a> {
     pub fn len(&self) -> usize {
         self.offs.len()
     }
-    pub fn is_empty(&self) -> bool {
-        self.offs.is_empty()
-    }
     /// Value `i` of the dictionary.
     #[inline]
     pub fn value(&self, i: usize) -> &'a [u8] {

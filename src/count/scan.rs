@@ -13,9 +13,9 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, Parq
 use parquet::arrow::ProjectionMask;
 use rayon::prelude::*;
 
+use super::profile::{each_bytes, each_i128, each_i64, KeySpec};
 use crate::error::{Error, Result};
 use crate::hash::{hash_bytes, hash_value, pmod, SPARK_SEED};
-use crate::profile::{each_bytes, each_i128, each_i64, KeySpec};
 use crate::source::{field_index, read_hint, ColumnSource, Table};
 use crate::value::{canonical_f32, canonical_f64, KeyType, Value};
 
@@ -125,7 +125,7 @@ pub fn scan(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>])
         && std::env::var_os("SKEWJOIN_ARROW_ONLY").is_none();
     let parts: Vec<PartitionScan> = units
         .par_iter()
-        .map_init(<(crate::pages::Scratch, crate::pages::LastFile)>::default, |(scratch, last), &(fi, g)| -> Result<PartitionScan> {
+        .map_init(<(super::pages::Scratch, super::pages::LastFile)>::default, |(scratch, last), &(fi, g)| -> Result<PartitionScan> {
             let file = &table.files[fi];
             let mut out = PartitionScan {
                 rows: 0,
@@ -305,14 +305,14 @@ fn scan_pages(
     name: &str,
     n: u32,
     m: &HashMap<Vec<u8>, u64>,
-    scratch: &mut crate::pages::Scratch,
-    last: &mut crate::pages::LastFile,
+    scratch: &mut super::pages::Scratch,
+    last: &mut super::pages::LastFile,
     out: &mut PartitionScan,
 ) -> Option<Result<()>> {
     let schema = file.meta.parquet_schema();
     let leaf = schema.columns().iter().position(|c| c.path().parts().len() == 1 && c.path().parts()[0] == name)?;
     let descr = schema.column(leaf);
-    if !crate::pages::eligible(&descr) {
+    if !super::pages::eligible(&descr) {
         return None;
     }
     let (f, len) = match last.open(fi, &file.path) {
@@ -338,8 +338,8 @@ fn scan_pages(
             }
         }
     }
-    impl crate::pages::Sink for Parts<'_> {
-        fn dict(&mut self, d: &crate::pages::Dict) {
+    impl super::pages::Sink for Parts<'_> {
+        fn dict(&mut self, d: &super::pages::Dict) {
             for (v, rows) in d.used() {
                 self.add(v, rows as u64);
             }
@@ -349,7 +349,7 @@ fn scan_pages(
         }
     }
     let mut sink = Parts { n, m, out };
-    let counted = crate::pages::count_chunk(&f, len, rg.column(leaf), &descr, rows, scratch, &mut sink)?;
+    let counted = super::pages::count_chunk(&f, len, rg.column(leaf), &descr, rows, scratch, &mut sink)?;
     let out = sink.out;
     out.rows += rows as u64;
     out.null_rows += counted.nulls;

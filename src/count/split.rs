@@ -29,8 +29,8 @@
 
 use hashbrown::HashMap;
 
-use crate::counter::Hll;
-use crate::stage::{digest, key_hash, ByteBuf};
+use super::counter::Hll;
+use super::stage::{digest, key_hash, ByteBuf};
 
 /// Values in a thread's exact table before its row groups are split.
 pub const SWITCH_KEYS: usize = 1 << 14;
@@ -84,7 +84,7 @@ impl Split {
     /// light ones into the HyperLogLog. `file` is the file the row group is in. Returns false
     /// when `buf` refused a key (its arena is full): the caller then treats the column as
     /// overflowed, as `ByteBuf::push` callers do.
-    pub fn chunk(&mut self, st: &crate::stage::State, dict: &crate::pages::Dict, file: usize, buf: &mut ByteBuf) -> bool {
+    pub fn chunk(&mut self, st: &super::stage::State, dict: &super::pages::Dict, file: usize, buf: &mut ByteBuf) -> bool {
         if !self.checked.contains(&file) {
             self.checked.push(file);
             let hashes: Vec<u64> = dict.used().map(|(k, _)| key_hash(st, k)).collect();
@@ -308,7 +308,7 @@ mod tests {
     /// 0.8% standard error says.
     #[test]
     fn distinct_estimates_from_key_hash_are_within_the_stated_error() {
-        let st = crate::stage::hasher();
+        let st = crate::count::stage::hasher();
         let shapes: [fn(u64) -> String; 5] = [
             |i| format!("tt{i:07}"),
             |i| format!("{i}"),
