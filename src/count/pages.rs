@@ -23,7 +23,7 @@ use parquet::basic::{Compression, Encoding, Type as PhysicalType};
 use parquet::column::page::Page;
 use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::serialized_reader::SerializedPageReader;
-use parquet::schema::types::ColumnDescriptor;
+use parquet::schema::types::{ColumnDescriptor, SchemaDescriptor};
 
 /// Parquet's encoding numbers (parquet.thrift), as page headers carry them.
 mod enc {
@@ -147,6 +147,11 @@ pub trait Sink {
 /// Whether this path can read the column at all (flat BYTE_ARRAY, optional or required).
 pub fn eligible(descr: &ColumnDescriptor) -> bool {
     descr.physical_type() == PhysicalType::BYTE_ARRAY && descr.max_rep_level() == 0 && descr.max_def_level() <= 1
+}
+
+/// The leaf of the top-level column `name` if it is flat (a leaf of its own, not nested).
+pub(crate) fn flat_leaf(schema: &SchemaDescriptor, name: &str) -> Option<usize> {
+    schema.columns().iter().position(|c| c.path().parts().len() == 1 && c.path().parts()[0] == name)
 }
 
 /// What `count_chunk` read.

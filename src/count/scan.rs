@@ -13,7 +13,8 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, Parq
 use parquet::arrow::ProjectionMask;
 use rayon::prelude::*;
 
-use super::profile::{each_bytes, each_i128, each_i64, KeySpec};
+use super::arrays::{each_bytes, each_i128, each_i64};
+use super::KeySpec;
 use crate::error::{Error, Result};
 use crate::hash::{hash_bytes, hash_value, pmod, SPARK_SEED};
 use crate::source::{field_index, read_hint, ColumnSource, Table};
