@@ -20,7 +20,7 @@
 //!    from a sample with the error bounds of `stats`.
 //!
 //! `scan` makes one exact pass over a join key: the rows of each shuffle partition, by Spark's
-//! hash, and the rows of a few looked-for keys. `TableSize` reads a table's sizes from its
+//! hash, and the rows of a few looked-for keys. `table_size` reads a table's sizes from its
 //! footers.
 
 mod arrays;
@@ -36,6 +36,7 @@ mod scan;
 mod split;
 mod stage;
 mod stats;
+mod table_size;
 mod tally;
 mod units;
 
@@ -43,7 +44,8 @@ mod units;
 mod page_reader_tests;
 
 pub use profile::profile;
-pub use scan::{scan, PartitionScan, TableSize, MAX_LOOKUP};
+pub use scan::{scan, PartitionScan, MAX_LOOKUP};
+pub use table_size::TableSize;
 
 use crate::source::ResolvedColumn;
 use crate::value::{KeyType, Value};
