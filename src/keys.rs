@@ -6,8 +6,8 @@ use serde_json::Value as Json;
 
 use crate::classify::Classifier;
 use crate::format::{fmt_count, fmt_share};
+use crate::count::{ColumnProfile, SampleInfo};
 use crate::hash::{pmod, spark_hash};
-use crate::profile::{ColumnProfile, SampleInfo};
 use crate::value::Value;
 
 #[derive(Debug, Serialize)]

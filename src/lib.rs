@@ -1,28 +1,23 @@
 //! skewjoin: find the hot keys of a Spark join and take them out of the shuffle.
 //!
-//! Data flows one way: `source` (files, footers, columns) -> `profile` (count keys) ->
+//! Data flows one way: `source` (files, footers, columns) -> `count` (count keys) ->
 //! `classify` (null / placeholder / junk / demand) -> `keys` (the report of one command)
 //! -> `report` (text, JSON, CSV). `hash` is Spark's own Murmur3, for the partition of a key.
 
 pub mod classify;
-pub mod counter;
+pub mod count;
 pub mod diagnose;
 pub mod error;
 pub mod format;
 pub mod guard;
 pub mod hash;
 pub mod keys;
-pub mod pages;
 pub mod plan;
-pub mod profile;
 pub mod report;
 pub mod rewrite;
-pub mod scan;
 pub mod size;
 pub mod source;
-pub mod split;
 pub mod sql;
-pub mod stage;
 pub mod value;
 pub mod verify;
 
@@ -37,10 +32,4 @@ pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
         state ^= state << 17;
         state
     }
-}
-
-/// The counting engine's public face (moving to its own folder on another branch).
-pub mod count {
-    pub use crate::profile::*;
-    pub use crate::scan::*;
 }

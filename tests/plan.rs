@@ -10,8 +10,8 @@ use arrow_array::{ArrayRef, Int64Array, StringArray};
 mod common;
 use common::write;
 use skewjoin::classify::Classifier;
+use skewjoin::count::KeySpec;
 use skewjoin::plan::{self, JoinType, PlanOptions, SideInput, Strategy};
-use skewjoin::profile::KeySpec;
 use skewjoin::source::Table;
 
 /// Left: 2100 rows; key NULL x600, 'unknown' x300, 'hot' x400, 'qa_test_user_01' x300, and

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use skewjoin::plan::{JoinType, PlanOptions};
-use skewjoin::profile::Sample;
+use skewjoin::count::Sample;
 use skewjoin::source::Table;
 use skewjoin::{Error, Result};
 

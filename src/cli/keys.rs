@@ -4,7 +4,7 @@ use clap::{Args, ValueEnum};
 
 use skewjoin::classify::Classifier;
 use skewjoin::keys::{self, KeysOptions};
-use skewjoin::profile::{self, ColumnProfile, KeySpec, ProfileOptions};
+use skewjoin::count::{self, ColumnProfile, KeySpec, ProfileOptions};
 use skewjoin::report::{self, Format};
 use skewjoin::source::Table;
 use skewjoin::{Error, Result};
@@ -107,5 +107,5 @@ fn count_keys(a: &KeysArgs, table: &Table) -> Result<Vec<ColumnProfile>> {
         progress: a.quiet.progress(),
         exact_distinct: a.exact_distinct,
     };
-    profile::profile(table, &specs, &opts)
+    count::profile(table, &specs, &opts)
 }

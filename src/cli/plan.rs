@@ -5,7 +5,7 @@ use clap::{Args, ValueEnum};
 
 use skewjoin::classify::Classifier;
 use skewjoin::plan::{self, JoinType, SideInput};
-use skewjoin::profile::KeySpec;
+use skewjoin::count::KeySpec;
 use skewjoin::source::Table;
 use skewjoin::{Error, Result};
 

@@ -13,7 +13,7 @@ use super::reason::LeftAlone;
 use super::{Change, Ctx};
 use crate::error::{Error, Result};
 use crate::plan::{self, emit_sql, JoinSql, JoinType, Plan, SideInput};
-use crate::profile::KeySpec;
+use crate::count::KeySpec;
 use crate::source::Table;
 use crate::sql::{ident, parse_query};
 

@@ -196,7 +196,7 @@ pub fn polars(
     rewritten: &str,
     r: Option<&Rewritten>,
     tables: &[(String, &crate::source::Table)],
-    sample: Option<crate::profile::Sample>,
+    sample: Option<crate::count::Sample>,
     tolerance: f64,
 ) -> Result<Verification> {
     let original = one_query(original, "query")?;

@@ -12,9 +12,9 @@ use polars::sql::{FunctionRegistry, SQLContext};
 
 use super::polars_sql::{self, PolarsSql, HASH_FN, SALTS_COLUMN, SALTS_TABLE};
 use super::RunStats;
+use crate::count::Sample;
 use crate::error::{Error, Result};
 use crate::hash::{hash_value, SPARK_SEED};
-use crate::profile::Sample;
 use crate::source::Table;
 use crate::value::Value;
 

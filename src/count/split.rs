@@ -29,11 +29,11 @@
 
 use hashbrown::HashMap;
 
-use crate::counter::Hll;
-use crate::stage::{digest, key_hash, ByteBuf};
+use super::counter::Hll;
+use super::stage::{digest, key_hash, ByteBuf};
 
 /// Values in a thread's exact table before its row groups are split.
-pub const SWITCH_KEYS: usize = 1 << 14;
+pub(crate) const SWITCH_KEYS: usize = 1 << 14;
 /// About this many of a row group's most frequent values are heavy.
 const HEAVY: usize = 256;
 /// Heavy values a thread may track before splitting is given up (the column is then counted
@@ -45,25 +45,25 @@ pub(crate) struct Split {
     /// Rows at or above which an entry is heavy.
     t: u32,
     /// Sum of `t - 1` over this thread's split row groups.
-    pub slack: u64,
+    pub(crate) slack: u64,
     /// Split row groups so far.
     chunks: u64,
     /// Per value heavy at least once: the sum of `t - 1` over the row groups where it was, and
     /// the last of those row groups.
-    pub credit: HashMap<Box<[u8]>, (u64, u64)>,
+    pub(crate) credit: HashMap<Box<[u8]>, (u64, u64)>,
     /// Files whose first split dictionary was checked for repeated values.
     checked: Vec<usize>,
     /// Every light value.
-    pub hll: Hll,
+    pub(crate) hll: Hll,
     /// Too many heavy values to track: the result cannot be trusted.
-    pub failed: bool,
+    pub(crate) failed: bool,
 }
 
 impl Split {
     /// Whether to split from now on, judged on a row group's entries (rows of each value
     /// present): the `want`-th largest count must stand well clear of the heavy threshold, or
     /// the check at the end would fail and the column be read twice.
-    pub fn start(counts: &mut Vec<u32>, want: usize) -> Option<Split> {
+    pub(crate) fn start(counts: &mut Vec<u32>, want: usize) -> Option<Split> {
         if counts.len() <= HEAVY || want == 0 || want >= HEAVY {
             return None;
         }
@@ -84,7 +84,7 @@ impl Split {
     /// light ones into the HyperLogLog. `file` is the file the row group is in. Returns false
     /// when `buf` refused a key (its arena is full): the caller then treats the column as
     /// overflowed, as `ByteBuf::push` callers do.
-    pub fn chunk(&mut self, st: &crate::stage::State, dict: &crate::pages::Dict, file: usize, buf: &mut ByteBuf) -> bool {
+    pub(crate) fn chunk(&mut self, st: &super::stage::State, dict: &super::pages::Dict, file: usize, buf: &mut ByteBuf) -> bool {
         if !self.checked.contains(&file) {
             self.checked.push(file);
             let hashes: Vec<u64> = dict.used().map(|(k, _)| key_hash(st, k)).collect();
@@ -164,14 +164,14 @@ fn has_repeat(hashes: &[u64]) -> bool {
 
 /// The threads' splits of one key, merged: the total slack and each value's total credit.
 pub(crate) struct Bounds {
-    pub slack: u64,
+    pub(crate) slack: u64,
     credit: HashMap<Box<[u8]>, u64>,
-    pub hll: Hll,
-    pub failed: bool,
+    pub(crate) hll: Hll,
+    pub(crate) failed: bool,
 }
 
 impl Bounds {
-    pub fn merge(splits: Vec<Split>) -> Bounds {
+    pub(crate) fn merge(splits: Vec<Split>) -> Bounds {
         let mut out = Bounds { slack: 0, credit: HashMap::new(), hll: Hll::new(), failed: false };
         for s in splits {
             out.slack += s.slack;
@@ -185,14 +185,14 @@ impl Bounds {
     }
 
     /// Rows value `k` may have beyond its count in the exact table.
-    pub fn missing(&self, k: &[u8]) -> u64 {
+    pub(crate) fn missing(&self, k: &[u8]) -> u64 {
         self.slack - self.credit.get(k).copied().unwrap_or(0).min(self.slack)
     }
 
     /// Whether the first `want` of `top` (count descending, the exact table's top values, with
     /// `complete` true when `top` holds every value of the table) are certainly the top
     /// `want` values with their exact counts.
-    pub fn certain(&self, top: &[(Box<[u8]>, u64)], want: usize, complete: bool) -> bool {
+    pub(crate) fn certain(&self, top: &[(Box<[u8]>, u64)], want: usize, complete: bool) -> bool {
         if self.failed {
             return false;
         }
@@ -308,7 +308,7 @@ mod tests {
     /// 0.8% standard error says.
     #[test]
     fn distinct_estimates_from_key_hash_are_within_the_stated_error() {
-        let st = crate::stage::hasher();
+        let st = crate::count::stage::hasher();
         let shapes: [fn(u64) -> String; 5] = [
             |i| format!("tt{i:07}"),
             |i| format!("{i}"),

@@ -14,13 +14,13 @@ use std::sync::Mutex;
 use hashbrown::hash_table::{Entry, HashTable};
 use rayon::prelude::*;
 
-use crate::counter::{KeyCounter, Pending, TopK};
+use super::counter::{KeyCounter, Pending, TopK};
 
-pub const PARTS: usize = 256;
+pub(crate) const PARTS: usize = 256;
 
-pub type State = foldhash::quality::FixedState;
+pub(crate) type State = foldhash::quality::FixedState;
 
-pub fn hasher() -> State {
+pub(crate) fn hasher() -> State {
     State::with_seed(0x0005_ca1e_d00d)
 }
 
@@ -30,8 +30,8 @@ fn part_of(h: u64) -> usize {
 }
 
 /// A thread's staged keys of one kind, which can be handed to the bounded counter.
-pub trait StageBuf {
-    type Key: crate::counter::CountKey;
+pub(crate) trait StageBuf {
+    type Key: super::counter::CountKey;
     fn drain_into(&mut self, c: &KeyCounter<Self::Key>);
 }
 
@@ -50,16 +50,16 @@ impl StageBuf for ByteBuf {
 }
 
 /// One thread's staged fixed-width keys.
-pub struct IntBuf {
+pub(crate) struct IntBuf {
     raw: Vec<Vec<i64>>,
     pairs: Vec<Vec<(i64, u64)>>,
-    pub bytes: usize,
+    pub(crate) bytes: usize,
     compact_at: usize,
 }
 
 /// One thread's staged byte keys: per partition an arena and (hash, offset, length, count),
 /// behind an aggregating table (`Front`) that takes repeated keys first.
-pub struct ByteBuf {
+pub(crate) struct ByteBuf {
     arena: Vec<Vec<u8>>,
     ents: Vec<Vec<(u64, u32, u32, u64)>>,
     front: Front,
@@ -96,7 +96,7 @@ impl Default for ByteBuf {
 
 impl IntBuf {
     #[inline]
-    pub fn push(&mut self, st: &State, k: i64, n: u64) {
+    pub(crate) fn push(&mut self, st: &State, k: i64, n: u64) {
         let p = part_of(st.hash_one(k));
         if n == 1 {
             self.raw[p].push(k);
@@ -107,7 +107,7 @@ impl IntBuf {
         }
     }
     /// Aggregate repeated keys in place once the buffer is large (see `COMPACT_AT`).
-    pub fn maybe_compact(&mut self, st: &State) {
+    pub(crate) fn maybe_compact(&mut self, st: &State) {
         if self.bytes < self.compact_at {
             return;
         }
@@ -139,7 +139,7 @@ impl IntBuf {
         self.bytes = bytes;
     }
 
-    pub fn drain_into(&mut self, c: &KeyCounter<i64>) {
+    pub(crate) fn drain_into(&mut self, c: &KeyCounter<i64>) {
         let mut pend: Pending<i64> = c.pending();
         for v in self.raw.iter_mut() {
             for k in v.drain(..) {
@@ -161,7 +161,7 @@ impl IntBuf {
 impl ByteBuf {
     /// Returns false when the partition's arena would pass 4 GiB (the caller overflows).
     #[inline]
-    pub fn push(&mut self, st: &State, k: &[u8], n: u64) -> bool {
+    pub(crate) fn push(&mut self, st: &State, k: &[u8], n: u64) -> bool {
         let (h, form) = digest(st, k);
         self.push_digested(h, &form, k, n)
     }
@@ -169,7 +169,7 @@ impl ByteBuf {
     /// Push many keys at once: `key(i)` with count `count(i)` for i in 0..n. The keys are
     /// hashed first, then added to the front table with their slots prefetched. Returns how
     /// many were pushed: fewer than n only where `push` would return false.
-    pub fn push_many<'k>(&mut self, st: &State, n: usize, key: impl Fn(usize) -> &'k [u8], count: impl Fn(usize) -> u64) -> usize {
+    pub(crate) fn push_many<'k>(&mut self, st: &State, n: usize, key: impl Fn(usize) -> &'k [u8], count: impl Fn(usize) -> u64) -> usize {
         let mut done = 0;
         if self.front.on {
             let mut hashes = std::mem::take(&mut self.hashes);
@@ -208,7 +208,7 @@ impl ByteBuf {
 
     /// `push` for a key already digested (see `digest`).
     #[inline]
-    pub fn push_digested(&mut self, h: u64, form: &[u8; INLINE], k: &[u8], n: u64) -> bool {
+    pub(crate) fn push_digested(&mut self, h: u64, form: &[u8; INLINE], k: &[u8], n: u64) -> bool {
         if n == 0 {
             return true;
         }
@@ -230,17 +230,17 @@ impl ByteBuf {
     }
 
     /// Bytes staged: the partitions' and the front table's.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.part_bytes + self.front.bytes()
     }
 
     /// Keys staged, the front table's included (a key may be counted more than once).
-    pub fn staged_keys(&self) -> usize {
+    pub(crate) fn staged_keys(&self) -> usize {
         self.front.len + self.ents.iter().map(Vec::len).sum::<usize>()
     }
 
     /// The hash of every staged key (repeats included), for a HyperLogLog.
-    pub fn each_hash(&self, mut f: impl FnMut(u64)) {
+    pub(crate) fn each_hash(&self, mut f: impl FnMut(u64)) {
         self.front.each(|h, _, _| f(h));
         self.ents.iter().flatten().for_each(|e| f(e.0));
     }
@@ -259,7 +259,7 @@ impl ByteBuf {
         true
     }
     /// Aggregate repeated keys in place once the buffer is large (see `COMPACT_AT`).
-    pub fn maybe_compact(&mut self) {
+    pub(crate) fn maybe_compact(&mut self) {
         if self.part_bytes < self.compact_at {
             return;
         }
@@ -288,7 +288,7 @@ impl ByteBuf {
         self.part_bytes = bytes;
     }
 
-    pub fn drain_into(&mut self, c: &KeyCounter<Box<[u8]>>) {
+    pub(crate) fn drain_into(&mut self, c: &KeyCounter<Box<[u8]>>) {
         let mut pend: Pending<Box<[u8]>> = c.pending();
         let front = std::mem::take(&mut self.front);
         front.each(|_, k, n| c.add(&mut pend, Box::from(k), n));
@@ -325,7 +325,7 @@ struct Slot {
 /// to 16 bytes is read as two words with overlapping loads and hashed from them and its length
 /// (two folded multiplies, as foldhash hashes short input); a longer one by foldhash.
 #[inline]
-pub fn key_hash(st: &State, k: &[u8]) -> u64 {
+pub(crate) fn key_hash(st: &State, k: &[u8]) -> u64 {
     const K: [u64; 4] = [0x243f_6a88_85a3_08d3, 0x1319_8a2e_0370_7344, 0xa409_3822_299f_31d0, 0x082e_fa98_ec4e_6c89];
     let len = k.len();
     let (lo, hi) = if len > 16 {
@@ -345,7 +345,7 @@ pub fn key_hash(st: &State, k: &[u8]) -> u64 {
 /// A byte key's hash (`key_hash`) and its inline form: its bytes zero-padded to 12 for a short
 /// key, else 4 zero bytes (the arena offset's place) and its first 8 bytes.
 #[inline]
-pub fn digest(st: &State, k: &[u8]) -> (u64, [u8; INLINE]) {
+pub(crate) fn digest(st: &State, k: &[u8]) -> (u64, [u8; INLINE]) {
     let len = k.len();
     let mut form = [0u8; INLINE];
     if len > INLINE {
@@ -599,7 +599,7 @@ impl Front {
 }
 
 /// The staged keys of one counted column, shared by all threads.
-pub struct Stage<B> {
+pub(crate) struct Stage<B> {
     handed_in: Mutex<Vec<B>>,
     bytes: AtomicUsize,
     budget: usize,
@@ -607,14 +607,14 @@ pub struct Stage<B> {
 }
 
 impl<B> Stage<B> {
-    pub fn new(budget: usize) -> Self {
+    pub(crate) fn new(budget: usize) -> Self {
         Stage { handed_in: Mutex::new(Vec::new()), bytes: AtomicUsize::new(0), budget, overflow: AtomicBool::new(false) }
     }
-    pub fn overflowed(&self) -> bool {
+    pub(crate) fn overflowed(&self) -> bool {
         self.overflow.load(Ordering::Relaxed)
     }
     /// Account `grow` more and `shrink` fewer staged bytes; true once the budget was exceeded.
-    pub fn account(&self, grow: usize, shrink: usize) -> bool {
+    pub(crate) fn account(&self, grow: usize, shrink: usize) -> bool {
         if shrink > 0 {
             self.bytes.fetch_sub(shrink.min(self.bytes.load(Ordering::Relaxed)), Ordering::Relaxed);
         }
@@ -624,18 +624,18 @@ impl<B> Stage<B> {
         }
         self.overflowed()
     }
-    pub fn hand_in(&self, b: B) {
+    pub(crate) fn hand_in(&self, b: B) {
         self.handed_in.lock().unwrap_or_else(|e| e.into_inner()).push(b);
     }
-    pub fn take(self) -> Vec<B> {
+    pub(crate) fn take(self) -> Vec<B> {
         self.handed_in.into_inner().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 /// Top keys (count descending, key ascending) and the exact distinct count.
-pub struct Counted<K> {
-    pub top: Vec<(K, u64)>,
-    pub distinct: u64,
+pub(crate) struct Counted<K> {
+    pub(crate) top: Vec<(K, u64)>,
+    pub(crate) distinct: u64,
 }
 
 /// Top `want` of a table's entries without sorting all of them.
@@ -657,7 +657,7 @@ fn add_int(t: &mut HashTable<(i64, u64)>, st: &State, k: i64, c: u64) {
     }
 }
 
-pub fn count_ints(bufs: &[IntBuf], want: usize) -> Counted<i64> {
+pub(crate) fn count_ints(bufs: &[IntBuf], want: usize) -> Counted<i64> {
     let st = hasher();
     let per: Vec<(Vec<(i64, u64)>, u64)> = (0..PARTS)
         .into_par_iter()
@@ -682,7 +682,7 @@ pub fn count_ints(bufs: &[IntBuf], want: usize) -> Counted<i64> {
     Counted { top: top_of(all.into_iter(), want), distinct }
 }
 
-pub fn count_bytes(bufs: &mut [ByteBuf], want: usize) -> Counted<Box<[u8]>> {
+pub(crate) fn count_bytes(bufs: &mut [ByteBuf], want: usize) -> Counted<Box<[u8]>> {
     if bufs.iter().all(|b| b.ents.iter().all(Vec::is_empty)) {
         // Only front tables (each already aggregated): merge them into the largest.
         let Some(big) = (0..bufs.len()).max_by_key(|&i| bufs[i].front.len) else {

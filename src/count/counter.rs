@@ -15,11 +15,11 @@ use std::sync::Mutex;
 use hashbrown::hash_table::{Entry, HashTable};
 
 const SHARD_BITS: u32 = 8;
-pub const SHARDS: usize = 1 << SHARD_BITS;
+pub(crate) const SHARDS: usize = 1 << SHARD_BITS;
 /// Keys a thread buffers before inserting them.
 const FLUSH_AT: usize = 1 << 19;
 
-pub trait CountKey: Hash + Eq + Ord + Clone + Send + Sync {
+pub(crate) trait CountKey: Hash + Eq + Ord + Clone + Send + Sync {
     /// Bytes this key owns on the heap.
     fn heap_size(&self) -> usize {
         0
@@ -37,18 +37,18 @@ type State = foldhash::fast::FixedState;
 
 /// The `want` most frequent keys of a stream of (key, count): count descending, ties by key
 /// ascending, without sorting everything.
-pub struct TopK<K: Ord> {
+pub(crate) struct TopK<K: Ord> {
     want: usize,
     heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, std::cmp::Reverse<K>)>>,
 }
 
 impl<K: Ord> TopK<K> {
-    pub fn new(want: usize) -> Self {
+    pub(crate) fn new(want: usize) -> Self {
         TopK { want, heap: std::collections::BinaryHeap::with_capacity(want.min(1 << 20) + 1) }
     }
 
     #[inline]
-    pub fn push(&mut self, k: K, c: u64) {
+    pub(crate) fn push(&mut self, k: K, c: u64) {
         use std::cmp::Reverse;
         if self.want == 0 {
             return;
@@ -63,7 +63,7 @@ impl<K: Ord> TopK<K> {
         }
     }
 
-    pub fn into_sorted(self) -> Vec<(K, u64)> {
+    pub(crate) fn into_sorted(self) -> Vec<(K, u64)> {
         let mut v: Vec<(K, u64)> = self.heap.into_iter().map(|std::cmp::Reverse((c, std::cmp::Reverse(k)))| (k, c)).collect();
         v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         v
@@ -82,40 +82,40 @@ struct Shard<K> {
     hll: Option<Hll>,
 }
 
-pub struct KeyCounter<K: CountKey> {
+pub(crate) struct KeyCounter<K: CountKey> {
     shards: Vec<Mutex<Shard<K>>>,
     shard_budget: usize,
     state: State,
 }
 
 /// A thread's buffer of keys waiting to be inserted, grouped by shard.
-pub struct Pending<K> {
+pub(crate) struct Pending<K> {
     buckets: Vec<Vec<(u64, K, u64)>>,
     len: usize,
 }
 
-pub struct Summary<K> {
+pub(crate) struct Summary<K> {
     /// Top keys by count (descending), ties by key (ascending).
-    pub top: Vec<(K, u64)>,
-    pub distinct: u64,
-    pub exact: bool,
+    pub(crate) top: Vec<(K, u64)>,
+    pub(crate) distinct: u64,
+    pub(crate) exact: bool,
     /// Upper bound of how far below the truth any count may be (0 when exact).
-    pub error: u64,
+    pub(crate) error: u64,
 }
 
 impl<K: CountKey> KeyCounter<K> {
     /// A counter that keeps its tables under about `memory_budget` bytes.
-    pub fn new(memory_budget: usize) -> Self {
+    pub(crate) fn new(memory_budget: usize) -> Self {
         let shards = (0..SHARDS).map(|_| Mutex::new(Shard { table: HashTable::new(), heap_bytes: 0, error: 0, hll: None })).collect();
         KeyCounter { shards, shard_budget: (memory_budget / SHARDS).max(4096), state: state() }
     }
 
-    pub fn pending(&self) -> Pending<K> {
+    pub(crate) fn pending(&self) -> Pending<K> {
         Pending { buckets: (0..SHARDS).map(|_| Vec::new()).collect(), len: 0 }
     }
 
     #[inline]
-    pub fn add(&self, p: &mut Pending<K>, key: K, n: u64) {
+    pub(crate) fn add(&self, p: &mut Pending<K>, key: K, n: u64) {
         let h = self.state.hash_one(&key);
         let shard = ((h >> 40) as usize) & (SHARDS - 1);
         p.buckets[shard].push((h, key, n));
@@ -125,7 +125,7 @@ impl<K: CountKey> KeyCounter<K> {
         }
     }
 
-    pub fn flush(&self, p: &mut Pending<K>) {
+    pub(crate) fn flush(&self, p: &mut Pending<K>) {
         if p.len == 0 {
             return;
         }
@@ -153,7 +153,7 @@ impl<K: CountKey> KeyCounter<K> {
     }
 
     /// The `n` most frequent keys, the distinct count and the error bound.
-    pub fn summary(self, n: usize) -> Summary<K> {
+    pub(crate) fn summary(self, n: usize) -> Summary<K> {
         let st = self.state;
         let mut top = TopK::new(n);
         let mut distinct = 0u64;

@@ -23,7 +23,7 @@ use parquet::basic::{Compression, Encoding, Type as PhysicalType};
 use parquet::column::page::Page;
 use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::serialized_reader::SerializedPageReader;
-use parquet::schema::types::ColumnDescriptor;
+use parquet::schema::types::{ColumnDescriptor, SchemaDescriptor};
 
 /// Parquet's encoding numbers (parquet.thrift), as page headers carry them.
 mod enc {
@@ -45,7 +45,7 @@ fn enc_number(e: Encoding) -> i32 {
 
 /// Buffers a worker thread reuses from chunk to chunk.
 #[derive(Default)]
-pub struct Scratch {
+pub(crate) struct Scratch {
     /// The chunk as stored (compressed pages and their headers).
     chunk: Vec<u8>,
     /// The current data page, decompressed.
@@ -84,12 +84,12 @@ enum TallyValue {
 /// The file a thread read last, kept open with its length: a file's row groups come in a run,
 /// so a thread mostly reads the same file again.
 #[derive(Default)]
-pub struct LastFile(Option<(usize, Arc<File>, u64)>);
+pub(crate) struct LastFile(Option<(usize, Arc<File>, u64)>);
 
 impl LastFile {
     /// File number `index` at `path`, and its length: the one kept if it is that file, else
     /// opened (and kept instead).
-    pub fn open(&mut self, index: usize, path: &std::path::Path) -> std::io::Result<(Arc<File>, u64)> {
+    pub(crate) fn open(&mut self, index: usize, path: &std::path::Path) -> std::io::Result<(Arc<File>, u64)> {
         if let Some((i, f, len)) = &self.0 {
             if *i == index {
                 return Ok((f.clone(), *len));
@@ -103,7 +103,7 @@ impl LastFile {
 }
 
 /// A chunk's dictionary and the rows of each of its values (0 for a value not used).
-pub struct Dict<'a> {
+pub(crate) struct Dict<'a> {
     bytes: &'a [u8],
     offs: &'a [(u32, u32)],
     counts: &'a [u32],
@@ -111,31 +111,28 @@ pub struct Dict<'a> {
 
 impl<'a> Dict<'a> {
     /// Values in the dictionary, used or not.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.offs.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.offs.is_empty()
     }
     /// Value `i` of the dictionary.
     #[inline]
-    pub fn value(&self, i: usize) -> &'a [u8] {
+    pub(crate) fn value(&self, i: usize) -> &'a [u8] {
         let (a, b) = self.offs[i];
         &self.bytes[a as usize..b as usize]
     }
     /// Rows of value `i`.
     #[inline]
-    pub fn rows(&self, i: usize) -> u32 {
+    pub(crate) fn rows(&self, i: usize) -> u32 {
         self.counts[i]
     }
     /// The values used, with their rows.
-    pub fn used(&self) -> impl Iterator<Item = (&'a [u8], u32)> + '_ {
+    pub(crate) fn used(&self) -> impl Iterator<Item = (&'a [u8], u32)> + '_ {
         self.offs.iter().zip(self.counts).filter(|(_, n)| **n > 0).map(|(&(a, b), &n)| (&self.bytes[a as usize..b as usize], n))
     }
 }
 
 /// Where a chunk's counts go once it has been read whole.
-pub trait Sink {
+pub(crate) trait Sink {
     /// The chunk's dictionary values and their rows.
     fn dict(&mut self, dict: &Dict);
     /// One value of the pages written without the dictionary.
@@ -148,22 +145,27 @@ pub trait Sink {
 }
 
 /// Whether this path can read the column at all (flat BYTE_ARRAY, optional or required).
-pub fn eligible(descr: &ColumnDescriptor) -> bool {
+pub(crate) fn eligible(descr: &ColumnDescriptor) -> bool {
     descr.physical_type() == PhysicalType::BYTE_ARRAY && descr.max_rep_level() == 0 && descr.max_def_level() <= 1
+}
+
+/// The leaf of the top-level column `name` if it is flat (a leaf of its own, not nested).
+pub(crate) fn flat_leaf(schema: &SchemaDescriptor, name: &str) -> Option<usize> {
+    schema.columns().iter().position(|c| c.path().parts().len() == 1 && c.path().parts()[0] == name)
 }
 
 /// What `count_chunk` read.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Counted {
-    pub nulls: u64,
+pub(crate) struct Counted {
+    pub(crate) nulls: u64,
     /// Read by this module's own page walk (false: through the parquet crate's page reader).
-    pub walked: bool,
+    pub(crate) walked: bool,
 }
 
 /// Count one column chunk of `rows` rows into `sink`, and return its NULL rows. The sink is
 /// fed only once the whole chunk has been read, so a `None` (the caller falls back to Arrow)
 /// never leaves a partial count behind.
-pub fn count_chunk(
+pub(crate) fn count_chunk(
     file: &Arc<File>,
     file_len: u64,
     meta: &ColumnChunkMetaData,
@@ -210,7 +212,7 @@ pub fn count_chunk(
 /// `mins[page]` rows and its NULL rows go to `Sink::tally` and `Sink::page_nulls`. Only the pages
 /// asked for are read. The sink is fed once all of them have been read; None (nothing fed)
 /// for a codec or page this module does not read itself.
-pub fn count_pages(
+pub(crate) fn count_pages(
     file: &Arc<File>,
     file_len: u64,
     meta: &ColumnChunkMetaData,
@@ -434,17 +436,17 @@ fn chunk_range(meta: &ColumnChunkMetaData, file_len: u64) -> Option<(u64, u64)> 
 
 /// One data page of a column chunk: its rows, and where it is stored (header included).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PageSpan {
-    pub rows: u64,
-    pub offset: u64,
-    pub len: u64,
+pub(crate) struct PageSpan {
+    pub(crate) rows: u64,
+    pub(crate) offset: u64,
+    pub(crate) len: u64,
 }
 
 /// The data pages of a flat column chunk, in order, from their headers alone: one small
 /// positioned read per page, the page bodies are not read. None when the chunk is not flat,
 /// a header does not decode, or the pages do not add up to the chunk's values (the caller then
 /// samples otherwise).
-pub fn data_pages(file: &File, file_len: u64, meta: &ColumnChunkMetaData, descr: &ColumnDescriptor) -> Option<Vec<PageSpan>> {
+pub(crate) fn data_pages(file: &File, file_len: u64, meta: &ColumnChunkMetaData, descr: &ColumnDescriptor) -> Option<Vec<PageSpan>> {
     if descr.max_rep_level() != 0 {
         return None;
     }

@@ -1,0 +1,36 @@
+//! A table's sizes from its footers, before any data is read.
+
+use crate::source::Table;
+
+/// Sizes of a table from its footers, before any data is read.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct TableSize {
+    pub rows: u64,
+    /// Compressed bytes of every column chunk (what Spark's planner sees as the table size).
+    pub disk_bytes: u64,
+    /// Uncompressed bytes of every column chunk: what the rows weigh once decoded.
+    pub memory_bytes: u64,
+}
+
+impl TableSize {
+    pub fn of(table: &Table) -> TableSize {
+        let mut s = TableSize { rows: 0, disk_bytes: 0, memory_bytes: 0 };
+        for f in &table.files {
+            for rg in f.meta.metadata().row_groups() {
+                s.rows += rg.num_rows().max(0) as u64;
+                for c in rg.columns() {
+                    s.disk_bytes += c.compressed_size().max(0) as u64;
+                    s.memory_bytes += c.uncompressed_size().max(0) as u64;
+                }
+            }
+        }
+        s
+    }
+    pub fn bytes_per_row(&self) -> f64 {
+        if self.rows == 0 {
+            0.0
+        } else {
+            self.memory_bytes as f64 / self.rows as f64
+        }
+    }
+}
