@@ -318,7 +318,7 @@ fn paged_batch(from: usize, to: usize, pad: &str) -> RecordBatch {
         .map(|i| {
             if (i / 1000) % 10 == 3 {
                 None
-            } else if next() % 5 == 0 {
+            } else if next().is_multiple_of(5) {
                 Some(format!("hot{pad}"))
             } else {
                 Some(format!("v{}{pad}", next() % 500))
