@@ -162,18 +162,20 @@ pub(crate) struct Counted {
     pub(crate) walked: bool,
 }
 
+/// A column chunk to count: its file (and the file's length), its metadata and its column.
+#[derive(Clone, Copy)]
+pub(crate) struct ColumnChunk<'a> {
+    pub(crate) file: &'a Arc<File>,
+    pub(crate) file_len: u64,
+    pub(crate) meta: &'a ColumnChunkMetaData,
+    pub(crate) descr: &'a ColumnDescriptor,
+}
+
 /// Count one column chunk of `rows` rows into `sink`, and return its NULL rows. The sink is
 /// fed only once the whole chunk has been read, so a `None` (the caller falls back to Arrow)
 /// never leaves a partial count behind.
-pub(crate) fn count_chunk(
-    file: &Arc<File>,
-    file_len: u64,
-    meta: &ColumnChunkMetaData,
-    descr: &ColumnDescriptor,
-    rows: usize,
-    s: &mut Scratch,
-    sink: &mut dyn Sink,
-) -> Option<Counted> {
+pub(crate) fn count_chunk(chunk: ColumnChunk, rows: usize, s: &mut Scratch, sink: &mut dyn Sink) -> Option<Counted> {
+    let ColumnChunk { file, file_len, meta, descr } = chunk;
     if !eligible(descr) || rows > u32::MAX as usize {
         return None;
     }
@@ -212,16 +214,8 @@ pub(crate) fn count_chunk(
 /// `mins[page]` rows and its NULL rows go to `Sink::tally` and `Sink::page_nulls`. Only the pages
 /// asked for are read. The sink is fed once all of them have been read; None (nothing fed)
 /// for a codec or page this module does not read itself.
-pub(crate) fn count_pages(
-    file: &Arc<File>,
-    file_len: u64,
-    meta: &ColumnChunkMetaData,
-    descr: &ColumnDescriptor,
-    spans: &[(u64, u64)],
-    mins: &[u64],
-    s: &mut Scratch,
-    sink: &mut dyn Sink,
-) -> Option<Counted> {
+pub(crate) fn count_pages(chunk: ColumnChunk, spans: &[(u64, u64)], mins: &[u64], s: &mut Scratch, sink: &mut dyn Sink) -> Option<Counted> {
+    let ColumnChunk { file, file_len, meta, descr } = chunk;
     if !eligible(descr) || spans.len() > u32::MAX as usize || mins.len() != spans.len() {
         return None;
     }
