@@ -69,7 +69,7 @@ pub(crate) fn each_i64(a: &ArrayRef, ty: KeyType, f: &mut dyn FnMut(Option<i64>)
 /// Call `f` with each row's 128-bit counting key, a wide decimal unscaled (None for NULL).
 pub(crate) fn each_i128(a: &ArrayRef, f: &mut dyn FnMut(Option<i128>)) -> std::result::Result<(), String> {
     match a.data_type() {
-        DataType::Decimal128(..) => a.as_primitive::<Decimal128Type>().iter().for_each(|v| f(v)),
+        DataType::Decimal128(..) => a.as_primitive::<Decimal128Type>().iter().for_each(&mut *f),
         DataType::Decimal256(..) => {
             for v in a.as_primitive::<Decimal256Type>().iter() {
                 f(v.and_then(|x| x.to_i128()));
@@ -96,10 +96,10 @@ pub(crate) fn each_bytes<'a>(a: &'a ArrayRef, f: &mut dyn FnMut(Option<&'a [u8]>
         DataType::Utf8 => a.as_string::<i32>().iter().for_each(|v| f(v.map(str::as_bytes))),
         DataType::LargeUtf8 => a.as_string::<i64>().iter().for_each(|v| f(v.map(str::as_bytes))),
         DataType::Utf8View => a.as_string_view().iter().for_each(|v| f(v.map(str::as_bytes))),
-        DataType::Binary => a.as_binary::<i32>().iter().for_each(|v| f(v)),
-        DataType::LargeBinary => a.as_binary::<i64>().iter().for_each(|v| f(v)),
-        DataType::BinaryView => a.as_binary_view().iter().for_each(|v| f(v)),
-        DataType::FixedSizeBinary(_) => a.as_fixed_size_binary().iter().for_each(|v| f(v)),
+        DataType::Binary => a.as_binary::<i32>().iter().for_each(&mut *f),
+        DataType::LargeBinary => a.as_binary::<i64>().iter().for_each(&mut *f),
+        DataType::BinaryView => a.as_binary_view().iter().for_each(&mut *f),
+        DataType::FixedSizeBinary(_) => a.as_fixed_size_binary().iter().for_each(&mut *f),
         DataType::Dictionary(_, _) => {
             let dict = a.as_any_dictionary();
             let mut values: Vec<Option<&'a [u8]>> = Vec::with_capacity(dict.values().len());

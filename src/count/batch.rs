@@ -102,7 +102,7 @@ impl<'a, 'l> BatchSink<'a, 'l> {
             count_bytes(array, local, j, tally.as_deref_mut())?
         };
         if last && dict.clustered {
-            dict.end_cluster(cluster_nulls, tally.as_deref_mut());
+            dict.end_cluster(cluster_nulls, tally);
         }
         local.settle(j);
         *cluster_nulls += nulls;

@@ -12,7 +12,7 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{WriterProperties, WriterVersion};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 
-use super::pages::{count_chunk, Dict, Scratch, Sink};
+use super::pages::{count_chunk, ColumnChunk, Dict, Scratch, Sink};
 
 /// A page reader sink that adds up the rows it is given.
 struct Rows(u64);
@@ -82,7 +82,8 @@ fn page_reader_takes_every_chunk_it_can_read() {
             for col in 0..2 {
                 let descr = md.file_metadata().schema_descr().column(col);
                 let mut sink = Rows(0);
-                let got = count_chunk(&f, len, rg.column(col), &descr, rg.num_rows() as usize, &mut scratch, &mut sink);
+                let got =
+                    count_chunk(ColumnChunk { file: &f, file_len: len, meta: rg.column(col), descr: &descr }, rg.num_rows() as usize, &mut scratch, &mut sink);
                 // A v2 writer falls back to DELTA_BYTE_ARRAY, which the page reader leaves to
                 // Arrow; every other chunk here it must read itself.
                 let Some(got) = got else {
@@ -100,7 +101,7 @@ fn page_reader_takes_every_chunk_it_can_read() {
                 rows += sink.0;
             }
         }
-        assert_eq!((nulls, rows + nulls), ((n as u64 + 6) / 7, 2 * n as u64), "{name}");
+        assert_eq!((nulls, rows + nulls), ((n as u64).div_ceil(7), 2 * n as u64), "{name}");
         assert!(refused < 6, "{name}: {refused} chunks refused");
     }
 }
@@ -134,12 +135,14 @@ fn page_reader_survives_damaged_chunks() {
             let state = rnd();
             let at = start + (state as usize % len);
             let mut bad = good.clone();
-            bad[at] ^= 1 << (state >> 32) % 8;
+            bad[at] ^= 1 << ((state >> 32) % 8);
             let q = dir.path().join("bad.parquet");
             std::fs::write(&q, &bad).unwrap();
             let f = Arc::new(File::open(&q).unwrap());
             let mut sink = Rows(0);
-            if let Some(got) = count_chunk(&f, bad.len() as u64, c, &descr, rg.num_rows() as usize, &mut scratch, &mut sink) {
+            if let Some(got) =
+                count_chunk(ColumnChunk { file: &f, file_len: bad.len() as u64, meta: c, descr: &descr }, rg.num_rows() as usize, &mut scratch, &mut sink)
+            {
                 assert_eq!(got.nulls + sink.0, rg.num_rows() as u64, "{codec:?} byte {at}");
             }
         }

@@ -162,18 +162,20 @@ pub(crate) struct Counted {
     pub(crate) walked: bool,
 }
 
+/// A column chunk to count: its file (and the file's length), its metadata and its column.
+#[derive(Clone, Copy)]
+pub(crate) struct ColumnChunk<'a> {
+    pub(crate) file: &'a Arc<File>,
+    pub(crate) file_len: u64,
+    pub(crate) meta: &'a ColumnChunkMetaData,
+    pub(crate) descr: &'a ColumnDescriptor,
+}
+
 /// Count one column chunk of `rows` rows into `sink`, and return its NULL rows. The sink is
 /// fed only once the whole chunk has been read, so a `None` (the caller falls back to Arrow)
 /// never leaves a partial count behind.
-pub(crate) fn count_chunk(
-    file: &Arc<File>,
-    file_len: u64,
-    meta: &ColumnChunkMetaData,
-    descr: &ColumnDescriptor,
-    rows: usize,
-    s: &mut Scratch,
-    sink: &mut dyn Sink,
-) -> Option<Counted> {
+pub(crate) fn count_chunk(chunk: ColumnChunk, rows: usize, s: &mut Scratch, sink: &mut dyn Sink) -> Option<Counted> {
+    let ColumnChunk { file, file_len, meta, descr } = chunk;
     if !eligible(descr) || rows > u32::MAX as usize {
         return None;
     }
@@ -212,16 +214,8 @@ pub(crate) fn count_chunk(
 /// `mins[page]` rows and its NULL rows go to `Sink::tally` and `Sink::page_nulls`. Only the pages
 /// asked for are read. The sink is fed once all of them have been read; None (nothing fed)
 /// for a codec or page this module does not read itself.
-pub(crate) fn count_pages(
-    file: &Arc<File>,
-    file_len: u64,
-    meta: &ColumnChunkMetaData,
-    descr: &ColumnDescriptor,
-    spans: &[(u64, u64)],
-    mins: &[u64],
-    s: &mut Scratch,
-    sink: &mut dyn Sink,
-) -> Option<Counted> {
+pub(crate) fn count_pages(chunk: ColumnChunk, spans: &[(u64, u64)], mins: &[u64], s: &mut Scratch, sink: &mut dyn Sink) -> Option<Counted> {
+    let ColumnChunk { file, file_len, meta, descr } = chunk;
     if !eligible(descr) || spans.len() > u32::MAX as usize || mins.len() != spans.len() {
         return None;
     }
@@ -237,68 +231,103 @@ pub(crate) fn count_pages(
     s.tally_bytes.clear();
     let mut c = Counting { has_def: descr.max_def_level() == 1, have_dict: false, nulls: 0, seen: 0 };
     let (start, len) = chunk_range(meta, file_len)?;
+    let chunk = ChunkAt { file, codec: meta.compression(), start, len };
     let mut buf = std::mem::take(&mut s.chunk);
-    let r = (|| {
-        // The dictionary page: the chunk's first page if it is one (some writers leave out its
-        // offset and put it at the data page offset).
-        let (h, header_len) = read_header(file, start, start + len, &mut buf)?;
-        if h.kind == thrift::DICTIONARY_PAGE {
-            let n = header_len.checked_add(usize::try_from(h.compressed).ok()?).filter(|&n| n as u64 <= len && n <= MAX_PAGE)?;
-            buf.resize(n.max(buf.len()), 0);
-            read_at(file, &mut buf[..n], start)?;
-            walk_pages(&buf[..n], meta.compression(), i64::MAX, s, &mut c)?;
-            if c.seen != 0 {
-                return None;
-            }
-        }
-        s.unit_counts.resize(s.offs.len(), 0);
-        let mut page_nulls = Vec::with_capacity(spans.len());
-        for (page, &(at, n)) in spans.iter().enumerate() {
-            if at < start || at.checked_add(n)? > start + len {
-                return None;
-            }
-            let n = usize::try_from(n).ok().filter(|&n| n <= MAX_PAGE)?;
-            buf.resize(n.max(buf.len()), 0);
-            read_at(file, &mut buf[..n], at)?;
-            let (seen, nulls) = (c.seen, c.nulls);
-            walk_pages(&buf[..n], meta.compression(), i64::MAX, s, &mut c)?;
-            if c.seen == seen {
-                return None;
-            }
-            page_nulls.push(c.nulls - nulls);
-            // This page's counts into the unit's, its frequent values into its tally.
-            let min = mins[page];
-            let page = page as u32;
-            if s.counts.get(s.offs.len()..).is_some_and(|pad| pad.iter().any(|&n| n != 0)) {
-                return None;
-            }
-            for (i, n) in s.counts.iter_mut().enumerate().take(s.offs.len()) {
-                if *n != 0 {
-                    s.unit_counts[i] += *n as u64;
-                    if *n as u64 >= min {
-                        s.tally.push(PageTally { page, value: TallyValue::Dict(i as u32), rows: *n as u64 });
-                    }
-                    *n = 0;
-                }
-            }
-            for (v, n) in s.plain.drain() {
-                if n >= min {
-                    let a = u32::try_from(s.tally_bytes.len()).ok()?;
-                    s.tally_bytes.extend_from_slice(&v);
-                    let b = u32::try_from(s.tally_bytes.len()).ok()?;
-                    s.tally.push(PageTally { page, value: TallyValue::Plain(a, b), rows: n });
-                }
-                *s.unit_plain.entry(v).or_insert(0) += n;
-            }
-        }
-        Some(page_nulls)
-    })();
+    let r = chunk.read_pages(spans, mins, &mut buf, s, &mut c);
     s.chunk = buf;
     let page_nulls = r?;
     if c.seen > u32::MAX as u64 {
         return None;
     }
-    // Feed the sink: the unit's counts as `count_chunk` does, then each page's.
+    feed_pages(s, &page_nulls, sink);
+    Some(Counted { nulls: c.nulls, walked: true })
+}
+
+/// Where a column chunk is in its file, and its codec.
+struct ChunkAt<'f> {
+    file: &'f File,
+    codec: Compression,
+    start: u64,
+    len: u64,
+}
+
+impl ChunkAt<'_> {
+    /// The dictionary page and the data pages at `spans`, read into `buf`: each page's counts
+    /// into the unit's, its values of at least `mins[page]` rows into its tally (see
+    /// `page_into_unit`). The NULL rows of each page.
+    fn read_pages(&self, spans: &[(u64, u64)], mins: &[u64], buf: &mut Vec<u8>, s: &mut Scratch, c: &mut Counting) -> Option<Vec<u64>> {
+        self.dictionary_page(buf, s, c)?;
+        s.unit_counts.resize(s.offs.len(), 0);
+        let mut page_nulls = Vec::with_capacity(spans.len());
+        for (page, &(at, n)) in spans.iter().enumerate() {
+            let (seen, nulls) = (c.seen, c.nulls);
+            self.data_page(at, n, buf, s, c)?;
+            if c.seen == seen {
+                return None;
+            }
+            page_nulls.push(c.nulls - nulls);
+            page_into_unit(s, page as u32, mins[page])?;
+        }
+        Some(page_nulls)
+    }
+
+    /// The dictionary page: the chunk's first page if it is one (some writers leave out its
+    /// offset and put it at the data page offset).
+    fn dictionary_page(&self, buf: &mut Vec<u8>, s: &mut Scratch, c: &mut Counting) -> Option<()> {
+        let (h, header_len) = read_header(self.file, self.start, self.start + self.len, buf)?;
+        if h.kind == thrift::DICTIONARY_PAGE {
+            let n = header_len.checked_add(usize::try_from(h.compressed).ok()?).filter(|&n| n as u64 <= self.len && n <= MAX_PAGE)?;
+            buf.resize(n.max(buf.len()), 0);
+            read_at(self.file, &mut buf[..n], self.start)?;
+            walk_pages(&buf[..n], self.codec, i64::MAX, s, c)?;
+            if c.seen != 0 {
+                return None;
+            }
+        }
+        Some(())
+    }
+
+    /// The data page of `n` bytes (header included) at `at`, counted.
+    fn data_page(&self, at: u64, n: u64, buf: &mut Vec<u8>, s: &mut Scratch, c: &mut Counting) -> Option<()> {
+        if at < self.start || at.checked_add(n)? > self.start + self.len {
+            return None;
+        }
+        let n = usize::try_from(n).ok().filter(|&n| n <= MAX_PAGE)?;
+        buf.resize(n.max(buf.len()), 0);
+        read_at(self.file, &mut buf[..n], at)?;
+        walk_pages(&buf[..n], self.codec, i64::MAX, s, c)
+    }
+}
+
+/// The counts of page `page` (in `s.counts` and `s.plain`) into the unit's, and its values of
+/// at least `min` rows into its tally.
+fn page_into_unit(s: &mut Scratch, page: u32, min: u64) -> Option<()> {
+    if s.counts.get(s.offs.len()..).is_some_and(|pad| pad.iter().any(|&n| n != 0)) {
+        return None;
+    }
+    for (i, n) in s.counts.iter_mut().enumerate().take(s.offs.len()) {
+        if *n != 0 {
+            s.unit_counts[i] += *n as u64;
+            if *n as u64 >= min {
+                s.tally.push(PageTally { page, value: TallyValue::Dict(i as u32), rows: *n as u64 });
+            }
+            *n = 0;
+        }
+    }
+    for (v, n) in s.plain.drain() {
+        if n >= min {
+            let a = u32::try_from(s.tally_bytes.len()).ok()?;
+            s.tally_bytes.extend_from_slice(&v);
+            let b = u32::try_from(s.tally_bytes.len()).ok()?;
+            s.tally.push(PageTally { page, value: TallyValue::Plain(a, b), rows: n });
+        }
+        *s.unit_plain.entry(v).or_insert(0) += n;
+    }
+    Some(())
+}
+
+/// Feed the sink: the unit's counts as `count_chunk` does, then each page's tally and NULLs.
+fn feed_pages(s: &mut Scratch, page_nulls: &[u64], sink: &mut dyn Sink) {
     if !s.offs.is_empty() {
         s.counts.clear();
         s.counts.extend(s.unit_counts.iter().map(|&n| u32::try_from(n).unwrap_or(u32::MAX)));
@@ -320,7 +349,6 @@ pub(crate) fn count_pages(
     for (page, &n) in page_nulls.iter().enumerate() {
         sink.page_nulls(page, n);
     }
-    Some(Counted { nulls: c.nulls, walked: true })
 }
 
 /// The counting state of one chunk, fed page by page.

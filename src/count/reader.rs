@@ -16,7 +16,7 @@ use super::batch::{BatchSink, Pend};
 use super::encode::{atom_of, Atoms};
 use super::job::{Counter, Job, Part, Plan};
 use super::local::Local;
-use super::pages::{self, flat_leaf};
+use super::pages::{self, flat_leaf, ColumnChunk};
 use super::tally::{keep_top, ChunkSink, DictTally, UnitTally};
 use super::units::Unit;
 use crate::error::{Error, Result};
@@ -70,7 +70,7 @@ impl<'a> UnitReader<'a> {
     /// is done (a failed unit fails the whole count).
     pub(crate) fn read(&self, unit: &Unit, local: &mut Local) -> Result<Vec<Vec<UnitTally>>> {
         let mut read = UnitRead::new(self, unit);
-        read.from_pages(local)?;
+        read.count_from_pages(local)?;
         read.rest(local)?;
         Ok(read.finish(local))
     }
@@ -175,7 +175,7 @@ impl<'r, 'a> UnitRead<'r, 'a> {
     /// String and binary keys straight from their pages where the chunk allows it (see
     /// `pages`). A unit of whole pages has them of one column only (`walked`); other units
     /// all pages.
-    fn from_pages(&mut self, local: &mut Local) -> Result<()> {
+    fn count_from_pages(&mut self, local: &mut Local) -> Result<()> {
         let paged = !self.unit.spans.is_empty();
         if !(self.unit.selection.is_none() || paged) || std::env::var_os("SKEWJOIN_ARROW_ONLY").is_some() {
             return Ok(());
@@ -201,16 +201,16 @@ impl<'r, 'a> UnitRead<'r, 'a> {
             return Ok(false);
         }
         let (f, file_len) = local.open.open(unit.file, &file.path).map_err(|e| Error::Io { path: file.path.clone(), source: e })?;
-        let chunk = meta.metadata().row_group(unit.row_group).column(leaf);
+        let chunk = ColumnChunk { file: &f, file_len, meta: meta.metadata().row_group(unit.row_group).column(leaf), descr: &descr };
         let mut scratch = std::mem::take(&mut local.scratch);
         let min = unit.rows / 5000;
         let mut sink = ChunkSink { local: &mut *local, j, file: unit.file, tallies: &mut self.tallies[..], tally: self.reader.tally, paged, min };
         let counted = if paged {
             // A page's values of at least its rows / 5000 are tallied, as Arrow's path does.
             let mins: Vec<u64> = unit.pages.iter().map(|r| r / 5000).collect();
-            pages::count_pages(&f, file_len, chunk, &descr, &unit.spans, &mins, &mut scratch, &mut sink)
+            pages::count_pages(chunk, &unit.spans, &mins, &mut scratch, &mut sink)
         } else {
-            pages::count_chunk(&f, file_len, chunk, &descr, unit.rows as usize, &mut scratch, &mut sink)
+            pages::count_chunk(chunk, unit.rows as usize, &mut scratch, &mut sink)
         };
         local.scratch = scratch;
         let Some(counted) = counted else { return Ok(false) };

@@ -16,7 +16,7 @@ use parquet::arrow::ProjectionMask;
 use rayon::prelude::*;
 
 use super::arrays::{each_bytes, each_i128, each_i64};
-use super::pages::{self, flat_leaf, Dict, LastFile, Scratch, Sink};
+use super::pages::{self, flat_leaf, ColumnChunk, Dict, LastFile, Scratch, Sink};
 use super::reader::hinted_meta;
 use super::KeySpec;
 use crate::error::{Error, Result};
@@ -198,7 +198,7 @@ impl<'a> Scanner<'a> {
     fn row_group(&self, fi: usize, g: usize, scratch: &mut Scratch, last: &mut LastFile) -> Result<PartitionScan> {
         let file = &self.table.files[fi];
         let mut out = PartitionScan::empty(self.n, self.keys);
-        if let Some(done) = self.from_pages(fi, g, scratch, last, &mut out) {
+        if let Some(done) = self.count_from_pages(fi, g, scratch, last, &mut out) {
             done?;
             return Ok(out);
         }
@@ -252,7 +252,7 @@ impl<'a> Scanner<'a> {
 
     /// Row group `g` of file number `fi` counted from the pages of its key chunk into `out`;
     /// `None` when the chunk must be read through Arrow instead (nothing was counted then).
-    fn from_pages(&self, fi: usize, g: usize, scratch: &mut Scratch, last: &mut LastFile, out: &mut PartitionScan) -> Option<Result<()>> {
+    fn count_from_pages(&self, fi: usize, g: usize, scratch: &mut Scratch, last: &mut LastFile, out: &mut PartitionScan) -> Option<Result<()>> {
         if !self.by_pages {
             return None;
         }
@@ -272,7 +272,7 @@ impl<'a> Scanner<'a> {
         let rows = rg.num_rows().max(0) as usize;
         let n = self.n;
         let mut sink = PageRows { n, m, out };
-        let counted = pages::count_chunk(&f, len, rg.column(leaf), &descr, rows, scratch, &mut sink)?;
+        let counted = pages::count_chunk(ColumnChunk { file: &f, file_len: len, meta: rg.column(leaf), descr: &descr }, rows, scratch, &mut sink)?;
         let out = sink.out;
         out.rows += rows as u64;
         out.null_rows += counted.nulls;

@@ -63,7 +63,7 @@ impl Split {
     /// Whether to split from now on, judged on a row group's entries (rows of each value
     /// present): the `want`-th largest count must stand well clear of the heavy threshold, or
     /// the check at the end would fail and the column be read twice.
-    pub(crate) fn start(counts: &mut Vec<u32>, want: usize) -> Option<Split> {
+    pub(crate) fn start(counts: &mut [u32], want: usize) -> Option<Split> {
         if counts.len() <= HEAVY || want == 0 || want >= HEAVY {
             return None;
         }

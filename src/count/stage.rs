@@ -682,6 +682,9 @@ pub(crate) fn count_ints(bufs: &[IntBuf], want: usize) -> Counted<i64> {
     Counted { top: top_of(all.into_iter(), want), distinct }
 }
 
+/// One partition's top byte keys and its distinct count.
+type PartCount = (Vec<(Box<[u8]>, u64)>, u64);
+
 pub(crate) fn count_bytes(bufs: &mut [ByteBuf], want: usize) -> Counted<Box<[u8]>> {
     if bufs.iter().all(|b| b.ents.iter().all(Vec::is_empty)) {
         // Only front tables (each already aggregated): merge them into the largest.
@@ -707,7 +710,7 @@ pub(crate) fn count_bytes(bufs: &mut [ByteBuf], want: usize) -> Counted<Box<[u8]
     for b in bufs {
         b.front.each(|h, k, c| fronts[part_of(h)].push((h, k, c)));
     }
-    let per: Vec<(Vec<(Box<[u8]>, u64)>, u64)> = (0..PARTS)
+    let per: Vec<PartCount> = (0..PARTS)
         .into_par_iter()
         .map(|p| {
             let n: usize = bufs.iter().map(|b| b.ents[p].len()).sum::<usize>() + fronts[p].len();
