@@ -5,8 +5,8 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::classify::Classifier;
-use crate::format::{fmt_count, fmt_share};
 use crate::count::{ColumnProfile, SampleInfo};
+use crate::format::{fmt_count, fmt_share};
 use crate::hash::{pmod, spark_hash};
 use crate::value::Value;
 

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use skewjoin::plan::{JoinType, PlanOptions};
 use skewjoin::count::Sample;
+use skewjoin::plan::{JoinType, PlanOptions};
 use skewjoin::source::Table;
 use skewjoin::{Error, Result};
 

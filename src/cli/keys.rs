@@ -3,8 +3,8 @@
 use clap::{Args, ValueEnum};
 
 use skewjoin::classify::Classifier;
-use skewjoin::keys::{self, KeysOptions};
 use skewjoin::count::{self, ColumnProfile, KeySpec, ProfileOptions};
+use skewjoin::keys::{self, KeysOptions};
 use skewjoin::report::{self, Format};
 use skewjoin::source::Table;
 use skewjoin::{Error, Result};

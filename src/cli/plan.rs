@@ -4,8 +4,8 @@
 use clap::{Args, ValueEnum};
 
 use skewjoin::classify::Classifier;
-use skewjoin::plan::{self, JoinType, SideInput};
 use skewjoin::count::KeySpec;
+use skewjoin::plan::{self, JoinType, SideInput};
 use skewjoin::source::Table;
 use skewjoin::{Error, Result};
 

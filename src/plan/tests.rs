@@ -68,7 +68,14 @@ fn cases() -> Vec<Case> {
 }
 
 fn options(c: &Case, how: JoinType) -> PlanOptions {
-    PlanOptions { how, partitions: PARTITIONS, broadcast_threshold: c.threshold, drop_junk: c.drop_junk, extra_predicates: c.extra_predicates, ..Default::default() }
+    PlanOptions {
+        how,
+        partitions: PARTITIONS,
+        broadcast_threshold: c.threshold,
+        drop_junk: c.drop_junk,
+        extra_predicates: c.extra_predicates,
+        ..Default::default()
+    }
 }
 
 fn decide_case(c: &Case, how: JoinType) -> Plan {
@@ -168,8 +175,7 @@ fn salted_pieces_share_no_partition() {
     let p = decide_case(c, JoinType::Inner);
     let Strategy::Salt { salts, n, .. } = &p.hot_keys[0].strategy else { panic!("{:?}", p.hot_keys[0].strategy) };
     assert_eq!(salts.len(), *n as usize);
-    let parts: std::collections::HashSet<u32> =
-        salts.iter().map(|s| spark_partition(&[Value::Str("hot".into()), Value::Int(*s)], PARTITIONS)).collect();
+    let parts: std::collections::HashSet<u32> = salts.iter().map(|s| spark_partition(&[Value::Str("hot".into()), Value::Int(*s)], PARTITIONS)).collect();
     assert_eq!(parts.len(), salts.len());
 }
 

@@ -11,9 +11,9 @@ use super::names::{lc, select_item};
 use super::note::Note;
 use super::reason::LeftAlone;
 use super::{Change, Ctx};
+use crate::count::KeySpec;
 use crate::error::{Error, Result};
 use crate::plan::{self, emit_sql, JoinSql, JoinType, Plan, SideInput};
-use crate::count::KeySpec;
 use crate::source::Table;
 use crate::sql::{ident, parse_query};
 
