@@ -4,7 +4,8 @@ use comfy_table::presets::NOTHING;
 use comfy_table::{CellAlignment, Table};
 
 use crate::format::{fmt_count, fmt_share};
-use crate::keys::KeysReport;
+use crate::keys::{ColumnReport, KeysReport};
+use crate::profile::SampleInfo;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -24,82 +25,109 @@ pub fn keys(report: &KeysReport, format: Format) -> String {
 fn keys_table(report: &KeysReport) -> String {
     let mut out = String::new();
     for c in &report.columns {
-        let mut head = format!(
-            "{} ({}): {} rows, {} NULL ({}), {} distinct{}",
-            c.column,
-            c.types.join(", "),
-            fmt_count(c.rows),
-            fmt_count(c.nulls),
-            fmt_share(if c.rows == 0 { 0.0 } else { c.nulls as f64 / c.rows as f64 }),
-            fmt_count(c.distinct),
-            if c.distinct_exact {
-                ""
-            } else if c.sample.is_some() {
-                if c.distinct_estimate {
-                    " in the sample (estimate)"
-                } else {
-                    " in the sample"
-                }
-            } else if c.counts_exact {
-                // Exact top counts, HyperLogLog distinct (see `split`).
-                " (estimate +-1.6%; exact with --exact-distinct)"
-            } else {
-                " (estimate)"
-            },
-        );
-        if let Some(s) = &c.sample {
-            head.push_str(&format!(
-                "\nsampled {} of {} rows ({}) by {}, {}{} of {} row groups; counts scaled to the table, shares +- 95% interval",
-                fmt_count(s.rows_read),
-                fmt_count(c.rows),
-                fmt_share(s.fraction),
-                s.method,
-                match (s.pages_read, s.pages_total, &s.pages_column) {
-                    (Some(r), Some(t), Some(col)) => format!("{} of {} pages of {col}, in ", fmt_count(r as u64), fmt_count(t as u64)),
-                    _ => String::new(),
-                },
-                s.row_groups_read,
-                s.row_groups_total
-            ));
-        } else if c.count_error > 0 {
-            head.push_str(&format!("\nmemory bound reached: counts are lower bounds, each at most {} rows below the truth", fmt_count(c.count_error)));
-        }
-        out.push_str(&head);
+        out.push_str(&column_heading(c));
         out.push('\n');
-        let mut t = Table::new();
-        t.load_preset(NOTHING);
-        let sampled = c.sample.is_some();
-        let mut header = vec!["#", "value", "count", "share"];
-        if sampled {
-            header.push("+-");
-        }
-        header.extend(["class", "partition", "reason"]);
-        t.set_header(header);
-        for (i, v) in c.top.iter().enumerate() {
-            let mut row = vec![(i + 1).to_string(), truncate(&v.display, 40), fmt_count(v.count), fmt_share(v.share)];
-            if sampled {
-                row.push(v.share_error.map(fmt_share).unwrap_or_default());
-            }
-            let class = if v.hot { format!("{} HOT", v.class) } else { v.class.clone() };
-            row.extend([class, v.spark_partition.to_string(), v.reason.clone()]);
-            t.add_row(row);
-        }
-        for col in [0usize, 2, 3] {
-            if let Some(c) = t.column_mut(col) {
-                c.set_cell_alignment(CellAlignment::Right);
-            }
-        }
-        for line in t.to_string().lines() {
+        for line in top_values_table(c).to_string().lines() {
             out.push_str(line.trim_end());
             out.push('\n');
         }
-        out.push_str(&format!("verdict: {}\n", c.verdict.text));
-        for d in &c.verdict.details {
-            out.push_str(&format!("  - {d}\n"));
-        }
+        out.push_str(&verdict_lines(c));
         out.push('\n');
     }
     out.trim_end().to_string() + "\n"
+}
+
+/// A column's first lines: its type and counts, then how it was sampled or how far its counts
+/// may be off.
+fn column_heading(c: &ColumnReport) -> String {
+    let mut head = format!(
+        "{} ({}): {} rows, {} NULL ({}), {} distinct{}",
+        c.column,
+        c.types.join(", "),
+        fmt_count(c.rows),
+        fmt_count(c.nulls),
+        fmt_share(if c.rows == 0 { 0.0 } else { c.nulls as f64 / c.rows as f64 }),
+        fmt_count(c.distinct),
+        distinct_qualifier(c),
+    );
+    if let Some(s) = &c.sample {
+        head.push_str(&sample_line(c, s));
+    } else if c.count_error > 0 {
+        head.push_str(&format!("\nmemory bound reached: counts are lower bounds, each at most {} rows below the truth", fmt_count(c.count_error)));
+    }
+    head
+}
+
+/// What the distinct count is, when it is not exact.
+fn distinct_qualifier(c: &ColumnReport) -> &'static str {
+    if c.distinct_exact {
+        ""
+    } else if c.sample.is_some() {
+        if c.distinct_estimate {
+            " in the sample (estimate)"
+        } else {
+            " in the sample"
+        }
+    } else if c.counts_exact {
+        // Exact top counts, HyperLogLog distinct (see `split`).
+        " (estimate +-1.6%; exact with --exact-distinct)"
+    } else {
+        " (estimate)"
+    }
+}
+
+/// The line that says what a sample read (it starts with a line break).
+fn sample_line(c: &ColumnReport, s: &SampleInfo) -> String {
+    format!(
+        "\nsampled {} of {} rows ({}) by {}, {}{} of {} row groups; counts scaled to the table, shares +- 95% interval",
+        fmt_count(s.rows_read),
+        fmt_count(c.rows),
+        fmt_share(s.fraction),
+        s.method,
+        match (s.pages_read, s.pages_total, &s.pages_column) {
+            (Some(r), Some(t), Some(col)) => format!("{} of {} pages of {col}, in ", fmt_count(r as u64), fmt_count(t as u64)),
+            _ => String::new(),
+        },
+        s.row_groups_read,
+        s.row_groups_total
+    )
+}
+
+/// The column's top values, one row each, with the share's interval when sampled.
+fn top_values_table(c: &ColumnReport) -> Table {
+    let mut t = Table::new();
+    t.load_preset(NOTHING);
+    let sampled = c.sample.is_some();
+    let mut header = vec!["#", "value", "count", "share"];
+    if sampled {
+        header.push("+-");
+    }
+    header.extend(["class", "partition", "reason"]);
+    t.set_header(header);
+    for (i, v) in c.top.iter().enumerate() {
+        let mut row = vec![(i + 1).to_string(), truncate(&v.display, 40), fmt_count(v.count), fmt_share(v.share)];
+        if sampled {
+            row.push(v.share_error.map(fmt_share).unwrap_or_default());
+        }
+        let class = if v.hot { format!("{} HOT", v.class) } else { v.class.clone() };
+        row.extend([class, v.spark_partition.to_string(), v.reason.clone()]);
+        t.add_row(row);
+    }
+    for col in [0usize, 2, 3] {
+        if let Some(c) = t.column_mut(col) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t
+}
+
+/// The verdict and its details, one line each.
+fn verdict_lines(c: &ColumnReport) -> String {
+    let mut out = format!("verdict: {}\n", c.verdict.text);
+    for d in &c.verdict.details {
+        out.push_str(&format!("  - {d}\n"));
+    }
+    out
 }
 
 fn truncate(s: &str, n: usize) -> String {

@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::format::fmt_count;
+use crate::format::{fmt_count, fmt_ms, human_i64};
 use crate::plan::TaskStats;
 use crate::rewrite::Rewritten;
 
@@ -118,42 +118,7 @@ fn one_query(sql: &str, what: &str) -> Result<String> {
 pub fn spark(original: &str, rewritten: &str, r: Option<&Rewritten>, tables: &[(String, String)], opts: &SparkOptions) -> Result<Verification> {
     let original = one_query(original, "query")?;
     let rewritten = one_query(rewritten, "rewrite")?;
-    let digits = (-opts.tolerance.log10()).round().clamp(1.0, 17.0) as i64;
-    let spec = serde_json::json!({
-        "master": opts.master,
-        "conf": opts.conf.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
-        "tables": tables.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
-        "original": original,
-        "rewritten": rewritten,
-        "digits": digits,
-    });
-    let dir = std::env::temp_dir();
-    let script = dir.join(format!("skewjoin-verify-{}.py", std::process::id()));
-    std::fs::write(&script, RUNNER).map_err(|e| Error::Io { path: script.clone(), source: e })?;
-    let child = Command::new(&opts.python).arg(&script).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
-    let mut child = match child {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = std::fs::remove_file(&script);
-            return Err(Error::Usage(format!("cannot run {} for the Spark engine: {e} (pass --python with a Python that has pyspark)", opts.python)));
-        }
-    };
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(spec.to_string().as_bytes());
-    }
-    let out = child.wait_with_output().map_err(|e| Error::Usage(format!("the Spark engine failed: {e}")));
-    let _ = std::fs::remove_file(&script);
-    let out = out?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let last = stdout.lines().rev().find(|l| l.trim_start().starts_with('{'));
-    let parsed: RunnerOut = match last.map(serde_json::from_str::<RunnerOut>) {
-        Some(Ok(p)) => p,
-        _ => {
-            let err = String::from_utf8_lossy(&out.stderr);
-            let line = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output");
-            return Err(Error::Usage(format!("the Spark engine ({}) failed: {}", opts.python, line.trim())));
-        }
-    };
+    let parsed = run_spark_runner(&runner_spec(&original, &rewritten, tables, opts), &opts.python)?;
     if let Some(e) = parsed.error {
         return Err(Error::Usage(e));
     }
@@ -183,6 +148,55 @@ pub fn spark(original: &str, rewritten: &str, r: Option<&Rewritten>, tables: &[(
         conf: opts.conf.clone(),
         notes,
     })
+}
+
+/// What the Spark runner reads on its stdin: the master, the settings, the tables, both queries
+/// and the digits that floating-point values are compared to.
+fn runner_spec(original: &str, rewritten: &str, tables: &[(String, String)], opts: &SparkOptions) -> serde_json::Value {
+    let digits = (-opts.tolerance.log10()).round().clamp(1.0, 17.0) as i64;
+    serde_json::json!({
+        "master": opts.master,
+        "conf": opts.conf.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
+        "tables": tables.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
+        "original": original,
+        "rewritten": rewritten,
+        "digits": digits,
+    })
+}
+
+/// Write the runner to a temporary file, run it with `python` on `spec`, and read its answer.
+fn run_spark_runner(spec: &serde_json::Value, python: &str) -> Result<RunnerOut> {
+    let script = std::env::temp_dir().join(format!("skewjoin-verify-{}.py", std::process::id()));
+    std::fs::write(&script, RUNNER).map_err(|e| Error::Io { path: script.clone(), source: e })?;
+    let child = Command::new(python).arg(&script).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = std::fs::remove_file(&script);
+            return Err(Error::Usage(format!("cannot run {python} for the Spark engine: {e} (pass --python with a Python that has pyspark)")));
+        }
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(spec.to_string().as_bytes());
+    }
+    let out = child.wait_with_output().map_err(|e| Error::Usage(format!("the Spark engine failed: {e}")));
+    let _ = std::fs::remove_file(&script);
+    runner_answer(&out?, python)
+}
+
+/// The runner's answer: the last line of its stdout that is a JSON object; without one, the
+/// last line of its stderr is the error.
+fn runner_answer(out: &std::process::Output, python: &str) -> Result<RunnerOut> {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().rev().find(|l| l.trim_start().starts_with('{'));
+    match last.map(serde_json::from_str::<RunnerOut>) {
+        Some(Ok(p)) => Ok(p),
+        _ => {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let line = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output");
+            Err(Error::Usage(format!("the Spark engine ({python}) failed: {}", line.trim())))
+        }
+    }
 }
 
 /// The version of the Polars crate this binary embeds.
@@ -259,93 +273,13 @@ pub fn json(v: &Verification) -> String {
 }
 
 pub fn text(v: &Verification) -> String {
-    use crate::format::{fmt_ms, human_i64};
-    let mut o = String::new();
-    if v.engine == "spark" {
-        o.push_str(&format!(
-            "skewjoin verify: engine spark (Spark {}, master {}); {}\n",
-            v.spark_version,
-            v.master,
-            v.conf.iter().map(|(k, x)| format!("{k}={x}")).collect::<Vec<_>>().join(", ")
-        ));
-    } else {
-        o.push_str(&format!(
-            "skewjoin verify: engine polars {} (in this process, no Spark); both queries rendered for Polars SQL from the same AST\n",
-            v.engine_version
-        ));
-        for c in &v.rendered_for_polars {
-            o.push_str(&format!("  rendered: {c}\n"));
-        }
-        o.push_str(&format!("  read: {}\n", v.inputs.join("; ")));
-    }
-    if v.identical {
-        o.push_str(&format!(
-            "rows: identical as multisets, {} rows each (floating-point values compared to a relative {:e})\n",
-            fmt_count(v.rows_original.max(0) as u64),
-            v.tolerance
-        ));
-    } else {
-        o.push_str(&format!(
-            "rows: DIFFERENT: {} rows in the original, {} in the rewrite{} (floating-point values compared to a relative {:e})\n",
-            fmt_count(v.rows_original.max(0) as u64),
-            fmt_count(v.rows_rewritten.max(0) as u64),
-            if v.columns_match { String::new() } else { format!("; columns {:?} against {:?}", v.measured_before.columns, v.measured_after.columns) },
-            v.tolerance
-        ));
-        for r in &v.only_in_original {
-            o.push_str(&format!("  only in the original: {r}\n"));
-        }
-        for r in &v.only_in_rewritten {
-            o.push_str(&format!("  only in the rewrite:  {r}\n"));
-        }
-    }
-    let mut t = comfy_table::Table::new();
-    t.load_preset(comfy_table::presets::NOTHING);
-    t.set_header(vec!["", "query time", "join stage", "stage time", "largest task (records)", "median task", "max/median", "largest shuffle read", "spill"]);
-    let dash = || "-".to_string();
-    let row = |label: &str, s: Option<&StageStats>, wall: Option<i64>| -> Vec<String> {
-        let (a, b) = s.map(|s| (s.max_task_records, s.median_task_records)).unwrap_or((0, 0));
-        vec![
-            label.to_string(),
-            wall.map(fmt_ms).unwrap_or_else(dash),
-            s.map(|s| s.stage_id.to_string()).unwrap_or_else(dash),
-            s.map(|s| fmt_ms(s.duration_ms)).unwrap_or_else(dash),
-            s.map(|_| fmt_count(a.max(0) as u64)).unwrap_or_else(dash),
-            s.map(|_| fmt_count(b.max(0) as u64)).unwrap_or_else(dash),
-            s.map(|_| format!("{:.1}x", a as f64 / b.max(1) as f64)).unwrap_or_else(dash),
-            s.map(|s| human_i64(s.max_task_bytes)).unwrap_or_else(dash),
-            s.map(|s| human_i64(s.spill_bytes)).unwrap_or_else(dash),
-        ]
-    };
-    let pred_row = |label: &str, p: &TaskStats| -> Vec<String> {
-        vec![
-            label.to_string(),
-            dash(),
-            dash(),
-            dash(),
-            fmt_count(p.max_task_rows),
-            fmt_count(p.median_task_rows),
-            format!("{:.1}x", p.max_task_rows as f64 / p.median_task_rows.max(1) as f64),
-            human_i64(p.max_task_bytes as i64),
-            dash(),
-        ]
-    };
-    if let Some(p) = &v.predicted_before {
-        t.add_row(pred_row("before, predicted", p));
-    }
-    let spark = v.engine == "spark";
-    let measured = if spark { "measured" } else { "polars" };
-    t.add_row(row(&format!("before, {measured}"), v.measured_before.join_stage(), Some(v.measured_before.wall_ms)));
-    if let Some(p) = &v.predicted_after {
-        t.add_row(pred_row("after, predicted", p));
-    }
-    t.add_row(row(&format!("after, {measured}"), v.measured_after.join_stage(), Some(v.measured_after.wall_ms)));
-    for line in t.to_string().lines() {
+    let mut o = engine_heading(v);
+    o.push_str(&rows_verdict(v));
+    for line in tasks_table(v).to_string().lines() {
         o.push_str(line.trim_end());
         o.push('\n');
     }
-    let (b, a) = (v.measured_before.join_stage(), v.measured_after.join_stage());
-    if let (Some(b), Some(a)) = (b, a) {
+    if let (Some(b), Some(a)) = (v.measured_before.join_stage(), v.measured_after.join_stage()) {
         o.push_str(&format!(
             "largest task: {} -> {} records ({:.1}x smaller); after, it is {:.1}x the median task\n",
             fmt_count(b.max_task_records.max(0) as u64),
@@ -354,11 +288,106 @@ pub fn text(v: &Verification) -> String {
             a.max_task_records as f64 / a.median_task_records.max(1) as f64
         ));
     }
-    if !spark {
+    if v.engine != "spark" {
         o.push_str("tasks: Polars runs in one process, so only the planner's figures (Spark's hash partitioning of the counted keys) are shown; --engine spark measures them\n");
     }
     for n in &v.notes {
         o.push_str(&format!("note: {n}\n"));
     }
     o
+}
+
+/// The first lines: the engine, and for Spark its settings, for Polars what was rendered
+/// differently and what each table was read as.
+fn engine_heading(v: &Verification) -> String {
+    if v.engine == "spark" {
+        return format!(
+            "skewjoin verify: engine spark (Spark {}, master {}); {}\n",
+            v.spark_version,
+            v.master,
+            v.conf.iter().map(|(k, x)| format!("{k}={x}")).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let mut o =
+        format!("skewjoin verify: engine polars {} (in this process, no Spark); both queries rendered for Polars SQL from the same AST\n", v.engine_version);
+    for c in &v.rendered_for_polars {
+        o.push_str(&format!("  rendered: {c}\n"));
+    }
+    o.push_str(&format!("  read: {}\n", v.inputs.join("; ")));
+    o
+}
+
+/// Whether the rows are the same; if not, the counts and the first rows that differ.
+fn rows_verdict(v: &Verification) -> String {
+    if v.identical {
+        return format!(
+            "rows: identical as multisets, {} rows each (floating-point values compared to a relative {:e})\n",
+            fmt_count(v.rows_original.max(0) as u64),
+            v.tolerance
+        );
+    }
+    let mut o = format!(
+        "rows: DIFFERENT: {} rows in the original, {} in the rewrite{} (floating-point values compared to a relative {:e})\n",
+        fmt_count(v.rows_original.max(0) as u64),
+        fmt_count(v.rows_rewritten.max(0) as u64),
+        if v.columns_match { String::new() } else { format!("; columns {:?} against {:?}", v.measured_before.columns, v.measured_after.columns) },
+        v.tolerance
+    );
+    for r in &v.only_in_original {
+        o.push_str(&format!("  only in the original: {r}\n"));
+    }
+    for r in &v.only_in_rewritten {
+        o.push_str(&format!("  only in the rewrite:  {r}\n"));
+    }
+    o
+}
+
+/// The largest and median task before and after: the planner's prediction, then the run's.
+fn tasks_table(v: &Verification) -> comfy_table::Table {
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::NOTHING);
+    t.set_header(vec!["", "query time", "join stage", "stage time", "largest task (records)", "median task", "max/median", "largest shuffle read", "spill"]);
+    let measured = if v.engine == "spark" { "measured" } else { "polars" };
+    if let Some(p) = &v.predicted_before {
+        t.add_row(predicted_row("before, predicted", p));
+    }
+    t.add_row(measured_row(&format!("before, {measured}"), v.measured_before.join_stage(), v.measured_before.wall_ms));
+    if let Some(p) = &v.predicted_after {
+        t.add_row(predicted_row("after, predicted", p));
+    }
+    t.add_row(measured_row(&format!("after, {measured}"), v.measured_after.join_stage(), v.measured_after.wall_ms));
+    t
+}
+
+/// A row of the tasks table for a run: the query's time, and its join stage's tasks if known.
+fn measured_row(label: &str, s: Option<&StageStats>, wall_ms: i64) -> Vec<String> {
+    let dash = || "-".to_string();
+    let (a, b) = s.map(|s| (s.max_task_records, s.median_task_records)).unwrap_or((0, 0));
+    vec![
+        label.to_string(),
+        fmt_ms(wall_ms),
+        s.map(|s| s.stage_id.to_string()).unwrap_or_else(dash),
+        s.map(|s| fmt_ms(s.duration_ms)).unwrap_or_else(dash),
+        s.map(|_| fmt_count(a.max(0) as u64)).unwrap_or_else(dash),
+        s.map(|_| fmt_count(b.max(0) as u64)).unwrap_or_else(dash),
+        s.map(|_| format!("{:.1}x", a as f64 / b.max(1) as f64)).unwrap_or_else(dash),
+        s.map(|s| human_i64(s.max_task_bytes)).unwrap_or_else(dash),
+        s.map(|s| human_i64(s.spill_bytes)).unwrap_or_else(dash),
+    ]
+}
+
+/// A row of the tasks table for the planner's prediction (it has no times and no spill).
+fn predicted_row(label: &str, p: &TaskStats) -> Vec<String> {
+    let dash = "-".to_string();
+    vec![
+        label.to_string(),
+        dash.clone(),
+        dash.clone(),
+        dash.clone(),
+        fmt_count(p.max_task_rows),
+        fmt_count(p.median_task_rows),
+        format!("{:.1}x", p.max_task_rows as f64 / p.median_task_rows.max(1) as f64),
+        human_i64(p.max_task_bytes as i64),
+        dash,
+    ]
 }

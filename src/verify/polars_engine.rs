@@ -14,6 +14,7 @@ use super::polars_sql::{self, PolarsSql, HASH_FN, SALTS_COLUMN, SALTS_TABLE};
 use super::RunStats;
 use crate::count::Sample;
 use crate::error::{Error, Result};
+use crate::format::fmt_count;
 use crate::hash::{hash_value, SPARK_SEED};
 use crate::source::Table;
 use crate::value::Value;
@@ -128,8 +129,25 @@ fn partition_lit(v: &Value) -> Expr {
 }
 
 /// One table as a LazyFrame: its files (and Hive partition values), names in lower case,
-/// timestamps as UTC wall clocks, and, with a sample, every k-th row.
+/// timestamps as UTC wall clocks, and, with a sample, every k-th row. Also the line that says
+/// what was read.
 fn scan(name: &str, table: &Table, sample: Option<Sample>) -> Result<(LazyFrame, String)> {
+    let mut lf = read_files(name, table)?;
+    let (cols, decimals) = spark_columns(name, &mut lf)?;
+    let rows = table.rows();
+    let step = sample_step(rows, sample);
+    let what = if step > 1 {
+        lf = lf.with_row_index("__sj_row", None).filter((col("__sj_row") % lit(step as IdxSize)).eq(lit(0 as IdxSize)));
+        format!("{name}: every {step}{} row, {} of {} rows", ordinal_suffix(step), fmt_count(rows.div_ceil(step)), fmt_count(rows))
+    } else {
+        format!("{name}: all {} rows", fmt_count(rows))
+    };
+    let what = if decimals.is_empty() { what } else { format!("{what} (decimal {} read as double)", decimals.join(", ")) };
+    Ok((lf.select(cols), what))
+}
+
+/// A table's files as one LazyFrame, each with its Hive partition values as columns.
+fn read_files(name: &str, table: &Table) -> Result<LazyFrame> {
     let mut frames = Vec::with_capacity(table.files.len());
     for f in &table.files {
         let path = f.path.to_string_lossy().to_string();
@@ -142,11 +160,16 @@ fn scan(name: &str, table: &Table, sample: Option<Sample>) -> Result<(LazyFrame,
         }
         frames.push(lf);
     }
-    let mut lf = match frames.len() {
-        0 => return Err(Error::Usage(format!("table {name}: no files"))),
-        1 => frames.remove(0),
-        _ => concat(&frames, UnionArgs::default()).map_err(|e| perr(&format!("table {name}"), e))?,
-    };
+    match frames.len() {
+        0 => Err(Error::Usage(format!("table {name}: no files"))),
+        1 => Ok(frames.remove(0)),
+        _ => concat(&frames, UnionArgs::default()).map_err(|e| perr(&format!("table {name}"), e)),
+    }
+}
+
+/// The columns of `lf` as Spark reads them: lower-case names (two that differ only in case are
+/// refused), timestamps as UTC wall clocks and decimals as doubles; and the decimal columns.
+fn spark_columns(name: &str, lf: &mut LazyFrame) -> Result<(Vec<Expr>, Vec<String>)> {
     let schema = lf.collect_schema().map_err(|e| perr(&format!("table {name}"), e))?;
     let mut seen = std::collections::HashSet::new();
     let mut cols = Vec::with_capacity(schema.len());
@@ -169,26 +192,26 @@ fn scan(name: &str, table: &Table, sample: Option<Sample>) -> Result<(LazyFrame,
         }
         cols.push(e.alias(lower.as_str()));
     }
-    let rows = table.rows();
-    let step = match sample {
+    Ok((cols, decimals))
+}
+
+/// With a sample, every how many rows one is read (1: all of them).
+fn sample_step(rows: u64, sample: Option<Sample>) -> u64 {
+    match sample {
         None => 1,
         Some(Sample::Fraction(f)) => (1.0 / f.clamp(1e-12, 1.0)).round().max(1.0) as u64,
         Some(Sample::Rows(r)) => rows.div_ceil(r.max(1)).max(1),
-    };
-    let what = if step > 1 {
-        lf = lf.with_row_index("__sj_row", None).filter((col("__sj_row") % lit(step as IdxSize)).eq(lit(0 as IdxSize)));
-        let th = match (step % 10, step % 100) {
-            (_, 11..=13) => "th",
-            (2, _) => "nd",
-            (3, _) => "rd",
-            _ => "th",
-        };
-        format!("{name}: every {step}{th} row, {} of {} rows", crate::format::fmt_count(rows.div_ceil(step)), crate::format::fmt_count(rows))
-    } else {
-        format!("{name}: all {} rows", crate::format::fmt_count(rows))
-    };
-    let what = if decimals.is_empty() { what } else { format!("{what} (decimal {} read as double)", decimals.join(", ")) };
-    Ok((lf.select(cols), what))
+    }
+}
+
+/// "nd", "rd" or "th" after `n`, as in "every 4th row" (a step of 1 is "all rows").
+fn ordinal_suffix(n: u64) -> &'static str {
+    match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    }
 }
 
 /// A value as text for comparing rows: floating-point values to `digits` significant digits,

@@ -27,7 +27,7 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{
     BinaryOperator, CastKind, DataType, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, Join, JoinConstraint, JoinOperator, ObjectName,
-    ObjectNamePart, Select, SelectItem, TableFactor, Value as SqlValue, VisitMut, VisitorMut,
+    ObjectNamePart, Select, SelectItem, TableFactor, TableWithJoins, Value as SqlValue, VisitMut, VisitorMut,
 };
 use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
@@ -254,131 +254,263 @@ fn col_ref(q: &str, c: &str) -> Expr {
     Expr::CompoundIdentifier(vec![Ident::new(q), Ident::new(c)])
 }
 
+/// The key names of a USING join, lower-cased, with its kind (None: not a USING join). A NATURAL
+/// join is refused.
+fn using_keys(j: &JoinOperator) -> std::result::Result<Option<(&'static str, Vec<String>)>, String> {
+    let Some((kind, c)) = kind_of(j) else { return Ok(None) };
+    let cols = match c {
+        JoinConstraint::Using(cols) => cols,
+        JoinConstraint::Natural => return Err("a NATURAL join (Polars SQL keeps both key columns)".into()),
+        _ => return Ok(None),
+    };
+    let keys = cols
+        .iter()
+        .map(|c| match c.0.last() {
+            Some(ObjectNamePart::Identifier(i)) => i.value.to_lowercase(),
+            _ => c.to_string().to_lowercase(),
+        })
+        .collect();
+    Ok(Some((kind, keys)))
+}
+
+/// `l.k1 = r.k1 AND l.k2 = r.k2 ...`
+fn keys_equal(l: &str, r: &str, keys: &[String]) -> std::result::Result<Expr, String> {
+    let on = keys.iter().map(|k| bin(col_ref(l, k), BinaryOperator::Eq, col_ref(r, k))).reduce(|a, b| bin(a, BinaryOperator::And, b));
+    on.ok_or_else(|| "USING ()".into())
+}
+
+/// What an unqualified key `k` of a USING join between `l` and `r` is: the left input's, the
+/// right's for a right join, either one's for a full join.
+fn merged_key(kind: &str, l: &str, r: &str, k: &str) -> Expr {
+    match kind {
+        "right" => col_ref(r, k),
+        "full" => coalesce(col_ref(l, k), col_ref(r, k)),
+        _ => col_ref(l, k),
+    }
+}
+
+fn coalesce(a: Expr, b: Expr) -> Expr {
+    Expr::Function(sqlparser::ast::Function {
+        name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new("coalesce"))]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
+            duplicate_treatment: None,
+            args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(a)), FunctionArg::Unnamed(FunctionArgExpr::Expr(b))],
+            clauses: vec![],
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    })
+}
+
+/// A SELECT's USING join once written with ON: what its merged keys stand for, and what `*`
+/// lists.
+#[derive(Default)]
+struct UsingJoin {
+    /// Each key, and what an unqualified reference to it reads.
+    merged: Vec<(String, Expr)>,
+    /// Each input of the FROM item in order, with its columns (None: a subquery's, not known).
+    star: Vec<(String, Option<Vec<String>>)>,
+    kind: &'static str,
+}
+
+impl UsingJoin {
+    fn key(&self, name: &str) -> Option<Expr> {
+        self.merged.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, e)| e.clone())
+    }
+
+    /// Every unqualified key in `e` as what it reads.
+    fn replace_bare_keys(&self, e: &mut Expr) {
+        let _ = sqlparser::ast::visit_expressions_mut(e, |x: &mut Expr| {
+            if let Expr::Identifier(i) = x {
+                if let Some(r) = self.key(&i.value) {
+                    *x = r;
+                }
+            }
+            ControlFlow::<()>::Continue(())
+        });
+    }
+
+    /// The select list with a bare key named as itself, and `*` as Spark lists it.
+    fn projection(&self, items: Vec<SelectItem>) -> std::result::Result<Vec<SelectItem>, String> {
+        let mut out = Vec::new();
+        for item in items {
+            match item {
+                SelectItem::UnnamedExpr(Expr::Identifier(i)) if self.key(&i.value).is_some() => {
+                    let e = self.key(&i.value).ok_or("lost key")?;
+                    out.push(SelectItem::ExprWithAlias { expr: e, alias: i });
+                }
+                SelectItem::UnnamedExpr(mut e) => {
+                    self.replace_bare_keys(&mut e);
+                    out.push(SelectItem::UnnamedExpr(e));
+                }
+                SelectItem::ExprWithAlias { mut expr, alias } => {
+                    self.replace_bare_keys(&mut expr);
+                    out.push(SelectItem::ExprWithAlias { expr, alias });
+                }
+                SelectItem::Wildcard(_) if !matches!(self.kind, "semi" | "anti") => out.extend(self.star_items()?),
+                other => out.push(other),
+            }
+        }
+        Ok(out)
+    }
+
+    /// `*` over the join: the keys, then the first two inputs' other columns, then the rest.
+    fn star_items(&self) -> std::result::Result<Vec<SelectItem>, String> {
+        let mut items: Vec<SelectItem> = self.merged.iter().map(|(k, e)| SelectItem::ExprWithAlias { expr: e.clone(), alias: Ident::new(k.clone()) }).collect();
+        for (q, cols) in &self.star {
+            let cols = cols.as_ref().ok_or_else(|| format!("SELECT * over a USING join with {q}, a subquery (its columns are not listed here)"))?;
+            let first_two = self.star.iter().take(2).any(|(x, _)| x == q);
+            for c in cols.iter().filter(|c| !(first_two && self.merged.iter().any(|(k, _)| k == *c))) {
+                items.push(SelectItem::UnnamedExpr(col_ref(q, c)));
+            }
+        }
+        Ok(items)
+    }
+}
+
+/// The conjuncts of a join's ON clause, by where each goes.
+#[derive(Default)]
+struct OnParts {
+    /// Key equalities: they stay in ON.
+    keys: Vec<Expr>,
+    /// On the right input only, or on the left only: moved into that input.
+    to_right: Vec<Expr>,
+    to_left: Vec<Expr>,
+    /// On the kept left or right side of an outer join: they make its key NULL when they fail.
+    kept_left: Vec<Expr>,
+    kept_right: Vec<Expr>,
+}
+
+impl OnParts {
+    /// Sort the conjuncts of `on`, a `kind` join of the inputs `left` (`first`: the first join of
+    /// its FROM item) with `right`; a condition that has no place is refused.
+    fn split(on: &Expr, kind: &str, left: &[String], right: &str, first: bool) -> std::result::Result<OnParts, String> {
+        let mut conds = Vec::new();
+        conjuncts(on, &mut conds);
+        let mut parts = OnParts::default();
+        for c in conds {
+            if is_key_eq(&c, left, right) {
+                parts.keys.push(c);
+                continue;
+            }
+            let q = qualifiers(&c);
+            let only_right = q.as_ref().is_some_and(|q| !q.is_empty() && q.iter().all(|x| *x == right));
+            let only_left = q.as_ref().is_some_and(|q| !q.is_empty() && q.iter().all(|x| left.contains(x)));
+            if only_right && matches!(kind, "inner" | "left" | "semi" | "anti") {
+                parts.to_right.push(c);
+            } else if only_left && matches!(kind, "inner" | "right") && first {
+                parts.to_left.push(c);
+            } else if only_left && matches!(kind, "inner" | "left" | "semi" | "anti" | "full") {
+                parts.kept_left.push(c);
+            } else if only_right && matches!(kind, "right" | "full") {
+                parts.kept_right.push(c);
+            } else {
+                return Err(format!("the ON condition {c} of a {kind} join (Polars SQL would apply it as a filter after the join)"));
+            }
+        }
+        Ok(parts)
+    }
+}
+
+/// A condition on the kept side of an outer join: the row joins nothing when it fails, so its
+/// key is NULL then: the first key equality becomes `CASE WHEN cond THEN l.k END = r.k`.
+fn null_key_unless(keys: &mut [Expr], preds: &[Expr], side_left: bool, left: &[String]) -> std::result::Result<(), String> {
+    let cond = preds.iter().cloned().map(nested).reduce(|a, b| bin(a, BinaryOperator::And, b)).ok_or("no condition")?;
+    let (a, b) = keys
+        .iter_mut()
+        .find_map(|k| match k {
+            Expr::BinaryOp { left, op: BinaryOperator::Eq, right } => Some((left, right)),
+            _ => None,
+        })
+        .ok_or("a join with no key equality")?;
+    let a_is_left = qualifiers(a).is_some_and(|q| q.iter().all(|x| left.contains(x)) && !q.is_empty());
+    let operand = if a_is_left == side_left { a } else { b };
+    let key = (**operand).clone();
+    **operand = case_when(None, vec![sqlparser::ast::CaseWhen { condition: cond, result: key }]);
+    Ok(())
+}
+
+/// `CASE [operand] WHEN ... THEN ... END`, with no ELSE.
+fn case_when(operand: Option<Expr>, conditions: Vec<sqlparser::ast::CaseWhen>) -> Expr {
+    Expr::Case {
+        case_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+        end_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+        operand: operand.map(Box::new),
+        conditions,
+        else_result: None,
+    }
+}
+
+/// The FROM item `f` filtered by `preds`, under its own name: `(SELECT * FROM f WHERE ...) f`.
+fn filtered_input(f: &TableFactor, preds: &[Expr]) -> std::result::Result<TableFactor, String> {
+    let name = factor_name(f).ok_or("an ON condition on an input with no name")?;
+    let mut inner = f.clone();
+    if let TableFactor::Derived { alias, .. } | TableFactor::Table { alias, .. } = &mut inner {
+        if alias.is_none() {
+            *alias = Some(sqlparser::ast::TableAlias { explicit: true, at: None, name: Ident::new(name.clone()), columns: vec![] });
+        }
+    }
+    let pred = preds.iter().map(|p| format!("({})", crate::sql::render_expr(p))).collect::<Vec<_>>().join(" AND ");
+    let q = parse_query(&format!("SELECT * FROM (SELECT * FROM {inner} WHERE {pred}) {}", crate::sql::ident(&name))).map_err(|e| e.to_string())?;
+    match *q.body {
+        sqlparser::ast::SetExpr::Select(mut sel) if sel.from.len() == 1 => Ok(sel.from.remove(0).relation),
+        _ => Err("an ON condition that cannot be moved".into()),
+    }
+}
+
 impl Render<'_> {
     /// `A JOIN B USING (k)` as Spark reads it, written with ON: the join is on `A.k = B.k`, an
     /// unqualified `k` is A's key (B's for a right join, `coalesce(A.k, B.k)` for a full one),
     /// and `*` is the keys, then A's other columns, then B's (Polars SQL keeps both keys).
     fn using_to_on(&mut self, s: &mut Select) -> std::result::Result<(), String> {
-        let mut merged: Vec<(String, Expr)> = Vec::new();
-        let mut star: Vec<(String, Option<Vec<String>>)> = Vec::new();
-        let mut using_kind = "";
+        let using = self.using_join_as_on(s)?;
+        if using.merged.is_empty() {
+            return Ok(());
+        }
+        s.projection = using.projection(std::mem::take(&mut s.projection))?;
+        clauses_mut(s, |e| using.replace_bare_keys(e));
+        self.note("JOIN ... USING as ON, with the merged key columns as Spark gives them");
+        Ok(())
+    }
+
+    /// Write the USING join of `s` with ON (one only: the first join of the only FROM item), and
+    /// say what its keys and `*` stand for.
+    fn using_join_as_on(&self, s: &mut Select) -> std::result::Result<UsingJoin, String> {
+        let mut using = UsingJoin::default();
         let n_from = s.from.len();
         for twj in s.from.iter_mut() {
             let first = factor_name(&twj.relation);
             for j in 0..twj.joins.len() {
-                let Some((kind, c)) = kind_of(&twj.joins[j].join_operator) else { continue };
-                let cols = match c {
-                    JoinConstraint::Using(cols) => cols.clone(),
-                    JoinConstraint::Natural => return Err("a NATURAL join (Polars SQL keeps both key columns)".into()),
-                    _ => continue,
-                };
+                let Some((kind, keys)) = using_keys(&twj.joins[j].join_operator)? else { continue };
                 if j > 0 || n_from > 1 {
                     return Err("USING after the first join of a chain, or beside another FROM item (Polars SQL keeps both key columns)".into());
                 }
                 let (Some(l), Some(r)) = (first.clone(), factor_name(&twj.joins[j].relation)) else {
                     return Err("USING between inputs with no name".into());
                 };
-                let keys: Vec<String> = cols
-                    .iter()
-                    .map(|c| match c.0.last() {
-                        Some(ObjectNamePart::Identifier(i)) => i.value.to_lowercase(),
-                        _ => c.to_string().to_lowercase(),
-                    })
-                    .collect();
-                let on = keys
-                    .iter()
-                    .map(|k| bin(col_ref(&l, k), BinaryOperator::Eq, col_ref(&r, k)))
-                    .reduce(|a, b| bin(a, BinaryOperator::And, b))
-                    .ok_or("USING ()")?;
-                twj.joins[j].join_operator = join_on(kind, JoinConstraint::On(on));
-                for k in &keys {
-                    let e = match kind {
-                        "right" => col_ref(&r, k),
-                        "full" => Expr::Function(sqlparser::ast::Function {
-                            name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new("coalesce"))]),
-                            uses_odbc_syntax: false,
-                            parameters: FunctionArguments::None,
-                            args: FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
-                                duplicate_treatment: None,
-                                args: vec![
-                                    FunctionArg::Unnamed(FunctionArgExpr::Expr(col_ref(&l, k))),
-                                    FunctionArg::Unnamed(FunctionArgExpr::Expr(col_ref(&r, k))),
-                                ],
-                                clauses: vec![],
-                            }),
-                            filter: None,
-                            null_treatment: None,
-                            over: None,
-                            within_group: vec![],
-                        }),
-                        _ => col_ref(&l, k),
-                    };
-                    merged.push((k.clone(), e));
-                }
-                using_kind = kind;
-                let table_cols = |f: &TableFactor| match f {
-                    TableFactor::Table { name, .. } => (self.columns_of)(&name_of(name)),
-                    _ => None,
-                };
-                star.push((l.clone(), table_cols(&twj.relation)));
-                star.push((r.clone(), table_cols(&twj.joins[j].relation)));
+                twj.joins[j].join_operator = join_on(kind, JoinConstraint::On(keys_equal(&l, &r, &keys)?));
+                using.merged.extend(keys.iter().map(|k| (k.clone(), merged_key(kind, &l, &r, k))));
+                using.kind = kind;
+                using.star.push((l, self.table_columns(&twj.relation)));
+                using.star.push((r, self.table_columns(&twj.joins[j].relation)));
             }
             for jn in twj.joins.iter().skip(1) {
-                let cols = match &jn.relation {
-                    TableFactor::Table { name, .. } => (self.columns_of)(&name_of(name)),
-                    _ => None,
-                };
-                star.push((factor_name(&jn.relation).unwrap_or_default(), cols));
+                using.star.push((factor_name(&jn.relation).unwrap_or_default(), self.table_columns(&jn.relation)));
             }
         }
-        if merged.is_empty() {
-            return Ok(());
+        Ok(using)
+    }
+
+    /// A FROM item's columns, if it is a table.
+    fn table_columns(&self, f: &TableFactor) -> Option<Vec<String>> {
+        match f {
+            TableFactor::Table { name, .. } => (self.columns_of)(&name_of(name)),
+            _ => None,
         }
-        let find = |name: &str| merged.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, e)| e.clone());
-        let fix = |e: &mut Expr| {
-            let _ = sqlparser::ast::visit_expressions_mut(e, |x: &mut Expr| {
-                if let Expr::Identifier(i) = x {
-                    if let Some(r) = find(&i.value) {
-                        *x = r;
-                    }
-                }
-                ControlFlow::<()>::Continue(())
-            });
-        };
-        let mut items = Vec::new();
-        for item in std::mem::take(&mut s.projection) {
-            match item {
-                SelectItem::UnnamedExpr(Expr::Identifier(i)) if find(&i.value).is_some() => {
-                    let e = find(&i.value).ok_or("lost key")?;
-                    items.push(SelectItem::ExprWithAlias { expr: e, alias: i });
-                }
-                SelectItem::UnnamedExpr(mut e) => {
-                    fix(&mut e);
-                    items.push(SelectItem::UnnamedExpr(e));
-                }
-                SelectItem::ExprWithAlias { mut expr, alias } => {
-                    fix(&mut expr);
-                    items.push(SelectItem::ExprWithAlias { expr, alias });
-                }
-                SelectItem::Wildcard(_) if !matches!(using_kind, "semi" | "anti") => {
-                    for (k, e) in &merged {
-                        items.push(SelectItem::ExprWithAlias { expr: e.clone(), alias: Ident::new(k.clone()) });
-                    }
-                    for (q, cols) in &star {
-                        let cols = cols.as_ref().ok_or_else(|| format!("SELECT * over a USING join with {q}, a subquery (its columns are not listed here)"))?;
-                        let first_two = star.iter().take(2).any(|(x, _)| x == q);
-                        for c in cols.iter().filter(|c| !(first_two && merged.iter().any(|(k, _)| k == *c))) {
-                            items.push(SelectItem::UnnamedExpr(col_ref(q, c)));
-                        }
-                    }
-                }
-                other => items.push(other),
-            }
-        }
-        s.projection = items;
-        clauses_mut(s, fix);
-        self.note("JOIN ... USING as ON, with the merged key columns as Spark gives them");
-        Ok(())
     }
 
     /// The rewrite reuses the aliases `__sj_t`, `__sj_u` and `__sj_d` at every level of nesting,
@@ -387,29 +519,12 @@ impl Render<'_> {
     /// named `accounts` hides the table. Each such alias is made unique here, with the
     /// references in the same SELECT.
     fn unique_aliases(&mut self, s: &mut Select) {
-        let mut map: Vec<(String, String)> = Vec::new();
-        for twj in s.from.iter_mut() {
-            let factors = std::iter::once(&mut twj.relation).chain(twj.joins.iter_mut().map(|j| &mut j.relation));
-            for f in factors {
-                let derived = matches!(f, TableFactor::Derived { .. });
-                if let TableFactor::Table { alias: Some(a), .. } | TableFactor::Derived { alias: Some(a), .. } = f {
-                    let old = a.name.value.to_lowercase();
-                    // A subquery named like a table the query reads (`(...) accounts`, as the
-                    // rewrite names its inputs) hides that table inside other subqueries too.
-                    if crate::plan::HELPER_ALIASES.contains(&old.as_str()) || (derived && (self.columns_of)(&old).is_some()) {
-                        self.renamed += 1;
-                        let new = format!("{old}{}", self.renamed);
-                        a.name = Ident::new(new.clone());
-                        map.push((old, new));
-                    }
-                }
-            }
-        }
-        if map.is_empty() {
+        let renames = self.rename_reused_aliases(s);
+        if renames.is_empty() {
             return;
         }
         let rename = |x: &mut Ident| {
-            if let Some((_, new)) = map.iter().find(|(o, _)| x.value.eq_ignore_ascii_case(o)) {
+            if let Some((_, new)) = renames.iter().find(|(o, _)| x.value.eq_ignore_ascii_case(o)) {
                 *x = Ident::new(new.clone());
             }
         };
@@ -439,6 +554,29 @@ impl Render<'_> {
         self.note("skewjoin's reused subquery aliases made unique (Polars SQL keeps one alias map per query)");
     }
 
+    /// Give each reused alias of `s`'s FROM items a unique name; the old and new names.
+    fn rename_reused_aliases(&mut self, s: &mut Select) -> Vec<(String, String)> {
+        let mut renames: Vec<(String, String)> = Vec::new();
+        for twj in s.from.iter_mut() {
+            let factors = std::iter::once(&mut twj.relation).chain(twj.joins.iter_mut().map(|j| &mut j.relation));
+            for f in factors {
+                let derived = matches!(f, TableFactor::Derived { .. });
+                if let TableFactor::Table { alias: Some(a), .. } | TableFactor::Derived { alias: Some(a), .. } = f {
+                    let old = a.name.value.to_lowercase();
+                    // A subquery named like a table the query reads (`(...) accounts`, as the
+                    // rewrite names its inputs) hides that table inside other subqueries too.
+                    if crate::plan::HELPER_ALIASES.contains(&old.as_str()) || (derived && (self.columns_of)(&old).is_some()) {
+                        self.renamed += 1;
+                        let new = format!("{old}{}", self.renamed);
+                        a.name = Ident::new(new.clone());
+                        renames.push((old, new));
+                    }
+                }
+            }
+        }
+        renames
+    }
+
     /// Polars SQL takes an ON clause of key equalities and simple comparisons, and applies the
     /// comparisons as a filter after the join, which is wrong for the kept side of an outer join.
     /// A condition on one input only is therefore moved into that input, where that is what
@@ -460,87 +598,36 @@ impl Render<'_> {
                         return Err(format!("a join {what} (Polars SQL reads USING and NATURAL joins differently from Spark: it keeps both key columns)"));
                     }
                 };
-                let mut parts = Vec::new();
-                conjuncts(&on, &mut parts);
-                let (mut keep, mut to_right, mut to_left, mut kept_left, mut kept_right) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-                for c in parts {
-                    if is_key_eq(&c, &left, &right) {
-                        keep.push(c);
-                        continue;
-                    }
-                    let q = qualifiers(&c);
-                    let only_right = q.as_ref().is_some_and(|q| !q.is_empty() && q.iter().all(|x| *x == right));
-                    let only_left = q.as_ref().is_some_and(|q| !q.is_empty() && q.iter().all(|x| left.contains(x)));
-                    if only_right && matches!(kind, "inner" | "left" | "semi" | "anti") {
-                        to_right.push(c);
-                    } else if only_left && matches!(kind, "inner" | "right") && j == 0 {
-                        to_left.push(c);
-                    } else if only_left && matches!(kind, "inner" | "left" | "semi" | "anti" | "full") {
-                        kept_left.push(c);
-                    } else if only_right && matches!(kind, "right" | "full") {
-                        kept_right.push(c);
-                    } else {
-                        return Err(format!("the ON condition {c} of a {kind} join (Polars SQL would apply it as a filter after the join)"));
+                let mut parts = OnParts::split(&on, kind, &left, &right, j == 0)?;
+                for (preds, side_left) in [(&parts.kept_left, true), (&parts.kept_right, false)] {
+                    if !preds.is_empty() {
+                        null_key_unless(&mut parts.keys, preds, side_left, &left)?;
+                        self.note("an ON condition on the kept side of an outer join as a key that is NULL when it fails");
                     }
                 }
-                // A condition on the kept side of an outer join: the row joins nothing when it
-                // fails, so its key is NULL then: `ON CASE WHEN cond THEN l.k END = r.k`.
-                for (preds, side_left) in [(&kept_left, true), (&kept_right, false)] {
-                    if preds.is_empty() {
-                        continue;
-                    }
-                    let cond = preds.iter().cloned().map(nested).reduce(|a, b| bin(a, BinaryOperator::And, b)).ok_or("no condition")?;
-                    let (a, b) = keep
-                        .iter_mut()
-                        .find_map(|k| match k {
-                            Expr::BinaryOp { left, op: BinaryOperator::Eq, right } => Some((left, right)),
-                            _ => None,
-                        })
-                        .ok_or("a join with no key equality")?;
-                    let a_is_left = qualifiers(a).is_some_and(|q| q.iter().all(|x| left.contains(x)) && !q.is_empty());
-                    let operand = if a_is_left == side_left { a } else { b };
-                    let key = (**operand).clone();
-                    **operand = Expr::Case {
-                        case_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
-                        end_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
-                        operand: None,
-                        conditions: vec![sqlparser::ast::CaseWhen { condition: cond, result: key }],
-                        else_result: None,
-                    };
-                    self.note("an ON condition on the kept side of an outer join as a key that is NULL when it fails");
-                }
-                let changed_keys = !kept_left.is_empty() || !kept_right.is_empty();
-                let wrap = |f: &TableFactor, preds: &[Expr]| -> std::result::Result<TableFactor, String> {
-                    let name = factor_name(f).ok_or("an ON condition on an input with no name")?;
-                    let mut inner = f.clone();
-                    if let TableFactor::Derived { alias, .. } | TableFactor::Table { alias, .. } = &mut inner {
-                        if alias.is_none() {
-                            *alias = Some(sqlparser::ast::TableAlias { explicit: true, at: None, name: Ident::new(name.clone()), columns: vec![] });
-                        }
-                    }
-                    let pred = preds.iter().map(|p| format!("({})", crate::sql::render_expr(p))).collect::<Vec<_>>().join(" AND ");
-                    let q =
-                        parse_query(&format!("SELECT * FROM (SELECT * FROM {inner} WHERE {pred}) {}", crate::sql::ident(&name))).map_err(|e| e.to_string())?;
-                    match *q.body {
-                        sqlparser::ast::SetExpr::Select(mut sel) if sel.from.len() == 1 => Ok(sel.from.remove(0).relation),
-                        _ => Err("an ON condition that cannot be moved".into()),
-                    }
-                };
-                if !to_right.is_empty() {
-                    twj.joins[j].relation = wrap(&twj.joins[j].relation, &to_right)?;
-                }
-                if !to_left.is_empty() {
-                    twj.relation = wrap(&twj.relation, &to_left)?;
-                }
-                if !to_right.is_empty() || !to_left.is_empty() || changed_keys {
-                    let on = keep.into_iter().reduce(|a, b| bin(a, BinaryOperator::And, b)).ok_or("a join with no key equality")?;
-                    let c = JoinConstraint::On(on);
-                    twj.joins[j].join_operator = join_on(kind, c);
-                    if !to_right.is_empty() || !to_left.is_empty() {
-                        self.note("an ON condition on one input only moved into that input (as Spark pushes it down)");
-                    }
-                }
+                self.move_into_inputs(twj, j, kind, parts)?;
                 left.push(right);
+            }
+        }
+        Ok(())
+    }
+
+    /// Join `j` of `twj` with the conditions on one input moved into it, and ON rebuilt from the
+    /// key equalities when anything changed.
+    fn move_into_inputs(&mut self, twj: &mut TableWithJoins, j: usize, kind: &str, parts: OnParts) -> std::result::Result<(), String> {
+        let changed_keys = !parts.kept_left.is_empty() || !parts.kept_right.is_empty();
+        let moved = !parts.to_right.is_empty() || !parts.to_left.is_empty();
+        if !parts.to_right.is_empty() {
+            twj.joins[j].relation = filtered_input(&twj.joins[j].relation, &parts.to_right)?;
+        }
+        if !parts.to_left.is_empty() {
+            twj.relation = filtered_input(&twj.relation, &parts.to_left)?;
+        }
+        if moved || changed_keys {
+            let on = parts.keys.into_iter().reduce(|a, b| bin(a, BinaryOperator::And, b)).ok_or("a join with no key equality")?;
+            twj.joins[j].join_operator = join_on(kind, JoinConstraint::On(on));
+            if moved {
+                self.note("an ON condition on one input only moved into that input (as Spark pushes it down)");
             }
         }
         Ok(())
@@ -618,50 +705,9 @@ impl Render<'_> {
     fn explode(&mut self, s: &mut Select) -> std::result::Result<(), String> {
         let mut conds: Vec<Expr> = Vec::new();
         for item in s.projection.iter_mut() {
-            let (e, alias) = match item {
-                SelectItem::ExprWithAlias { expr, alias } => (expr, alias.clone()),
-                SelectItem::UnnamedExpr(e) => (e, Ident::new("col")),
-                _ => continue,
-            };
-            let Expr::Function(f) = &*e else { continue };
-            if name_of(&f.name) != "explode" {
-                continue;
-            }
-            let arg = match args_of(f).as_deref() {
-                Some([a]) => a.clone(),
-                _ => return Err("explode(...) with other than one argument".into()),
-            };
-            let salt = Expr::CompoundIdentifier(vec![Ident::new(SALTS_TABLE), Ident::new(SALTS_COLUMN)]);
-            let in_list = |items: Vec<Expr>, this: &mut Render| -> std::result::Result<Expr, String> {
-                for i in &items {
-                    let v = as_int(i).ok_or_else(|| format!("explode over an array of {i} (only integer salts are rendered)"))?;
-                    this.max_salt = Some(this.max_salt.map_or(v, |m| m.max(v)));
-                }
-                Ok(Expr::InList { expr: Box::new(salt.clone()), list: items, negated: false })
-            };
-            let keep = match &arg {
-                Expr::Case { case_token, end_token, operand: None, conditions, else_result } => {
-                    let mut c2 = conditions.clone();
-                    for w in c2.iter_mut() {
-                        let items = array_items(&w.result).ok_or_else(|| format!("explode over {} (not an array literal)", w.result))?;
-                        w.result = in_list(items, self)?;
-                    }
-                    let els = match else_result {
-                        None => Expr::Value(SqlValue::Boolean(false).into()),
-                        Some(x) => match array_items(x) {
-                            Some(items) => in_list(items, self)?,
-                            None => return Err(format!("explode over {x} (not an array literal)")),
-                        },
-                    };
-                    Expr::Case { case_token: case_token.clone(), end_token: end_token.clone(), operand: None, conditions: c2, else_result: Some(Box::new(els)) }
-                }
-                other => match array_items(other) {
-                    Some(items) => in_list(items, self)?,
-                    None => return Err(format!("explode over {other} (not an array literal)")),
-                },
-            };
-            conds.push(keep);
-            *item = SelectItem::ExprWithAlias { expr: salt, alias };
+            let Some((arg, alias)) = explode_call(item)? else { continue };
+            conds.push(self.salts_kept(&arg)?);
+            *item = SelectItem::ExprWithAlias { expr: salt_column(), alias };
         }
         if conds.is_empty() {
             return Ok(());
@@ -669,22 +715,7 @@ impl Render<'_> {
         if s.from.len() != 1 {
             return Err("explode(...) in a SELECT with other than one FROM item".into());
         }
-        s.from[0].joins.push(Join {
-            relation: TableFactor::Table {
-                name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(SALTS_TABLE))]),
-                alias: None,
-                args: None,
-                with_hints: vec![],
-                version: None,
-                with_ordinality: false,
-                partitions: vec![],
-                json_path: None,
-                sample: None,
-                index_hints: vec![],
-            },
-            global: false,
-            join_operator: JoinOperator::CrossJoin(JoinConstraint::None),
-        });
+        s.from[0].joins.push(cross_join_salts());
         let mut pred = conds.into_iter().map(nested).reduce(|a, b| bin(a, BinaryOperator::And, b));
         if let Some(w) = s.selection.take() {
             pred = pred.map(|p| bin(nested(w), BinaryOperator::And, p));
@@ -693,113 +724,193 @@ impl Render<'_> {
         self.note("explode(array of salts) as a cross join with a table of salt values");
         Ok(())
     }
+
+    /// Which salts a row keeps, for `explode(arg)`: `CASE WHEN c THEN salt IN (s, ...) ... ELSE
+    /// FALSE END` for a CASE of arrays, `salt IN (s, ...)` for one array.
+    fn salts_kept(&mut self, arg: &Expr) -> std::result::Result<Expr, String> {
+        let Expr::Case { case_token, end_token, operand: None, conditions, else_result } = arg else {
+            return match array_items(arg) {
+                Some(items) => self.salt_in(items),
+                None => Err(format!("explode over {arg} (not an array literal)")),
+            };
+        };
+        let mut c2 = conditions.clone();
+        for w in c2.iter_mut() {
+            let items = array_items(&w.result).ok_or_else(|| format!("explode over {} (not an array literal)", w.result))?;
+            w.result = self.salt_in(items)?;
+        }
+        let els = match else_result {
+            None => Expr::Value(SqlValue::Boolean(false).into()),
+            Some(x) => match array_items(x) {
+                Some(items) => self.salt_in(items)?,
+                None => return Err(format!("explode over {x} (not an array literal)")),
+            },
+        };
+        Ok(Expr::Case { case_token: case_token.clone(), end_token: end_token.clone(), operand: None, conditions: c2, else_result: Some(Box::new(els)) })
+    }
+
+    /// `__sj_salts.salt IN (items)`; every item is an integer, and the largest so far is kept.
+    fn salt_in(&mut self, items: Vec<Expr>) -> std::result::Result<Expr, String> {
+        for i in &items {
+            let v = as_int(i).ok_or_else(|| format!("explode over an array of {i} (only integer salts are rendered)"))?;
+            self.max_salt = Some(self.max_salt.map_or(v, |m| m.max(v)));
+        }
+        Ok(Expr::InList { expr: Box::new(salt_column()), list: items, negated: false })
+    }
+
+    /// A function call as Polars SQL spells it (see the module docs); an error for what has no
+    /// Polars form.
+    fn render_call(&mut self, e: &mut Expr) -> std::result::Result<(), String> {
+        let Expr::Function(f) = &*e else { return Ok(()) };
+        let Some(args) = args_of(f) else { return Ok(()) };
+        let (rendered, what) = match (name_of(&f.name).as_str(), args.as_slice()) {
+            ("pmod", [a, n]) => (pmod(a, n), "pmod(a, n) as ((a % n) + n) % n"),
+            ("hash", args) if !args.is_empty() => (call(HASH_FN, f, args.to_vec()), "hash(...) as __sj_hash(...), Spark's Murmur3 computed in skewjoin"),
+            ("element_at", [arr, i]) => (element_at(arr, i)?, "element_at(array(...), i) as CASE i WHEN 1 THEN ... END"),
+            ("monotonically_increasing_id", []) => (
+                Expr::value(SqlValue::Number("0".into(), false)),
+                "monotonically_increasing_id() as 0 (each row takes its first salt: the balance changes, not the rows)",
+            ),
+            ("timestamp_micros", [x]) => (
+                cast(x.clone(), DataType::Timestamp(None, sqlparser::ast::TimezoneInfo::None)),
+                "TIMESTAMP_MICROS(n) as CAST(n AS TIMESTAMP) (microseconds, UTC wall clock)",
+            ),
+            ("date_from_unix_date", [x]) => (cast(x.clone(), DataType::Date), "DATE_FROM_UNIX_DATE(n) as CAST(n AS DATE)"),
+            _ => return Ok(()),
+        };
+        *e = rendered;
+        self.note(what);
+        Ok(())
+    }
+
+    /// A cast's type as Polars SQL reads it: TIMESTAMP_NTZ as TIMESTAMP, a decimal as DOUBLE.
+    fn render_cast_type(&mut self, data_type: &mut DataType) {
+        let ntz = match data_type {
+            DataType::TimestampNtz(_) => true,
+            DataType::Custom(n, _) => name_of(n) == "timestamp_ntz",
+            _ => false,
+        };
+        if ntz {
+            *data_type = DataType::Timestamp(None, sqlparser::ast::TimezoneInfo::None);
+            self.note("TIMESTAMP_NTZ as TIMESTAMP");
+        }
+        if matches!(data_type, DataType::Decimal(_) | DataType::Numeric(_) | DataType::Dec(_)) {
+            *data_type = DataType::Double(sqlparser::ast::ExactNumberInfo::None);
+            self.note("DECIMAL as DOUBLE (the engine reads decimal columns as doubles)");
+        }
+    }
+
+    /// One SELECT as Polars SQL reads it, before its expressions are visited: no hints, ON for
+    /// USING, unique aliases, ON conditions moved into the inputs, hashes read from the scan,
+    /// unique output names, and explode as a cross join.
+    fn render_select(&mut self, s: &mut Select) -> std::result::Result<(), String> {
+        if !s.optimizer_hints.is_empty() {
+            s.optimizer_hints.clear();
+            self.note("hints dropped (Polars plans its own joins)");
+        }
+        if !s.lateral_views.is_empty() {
+            return Err("LATERAL VIEW has no Polars SQL form".into());
+        }
+        self.using_to_on(s)?;
+        self.unique_aliases(s);
+        self.push_on_conditions(s)?;
+        self.prehash(s);
+        self.dedupe_names(s);
+        self.explode(s)
+    }
+
+    /// Go on, or stop the visit with `r`'s error kept.
+    fn go_on_unless(&mut self, r: std::result::Result<(), String>) -> ControlFlow<()> {
+        match r {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                self.error = Some(e);
+                ControlFlow::Break(())
+            }
+        }
+    }
 }
 
 impl VisitorMut for Render<'_> {
     type Break = ();
 
     fn pre_visit_select(&mut self, s: &mut Select) -> ControlFlow<()> {
-        if !s.optimizer_hints.is_empty() {
-            s.optimizer_hints.clear();
-            self.note("hints dropped (Polars plans its own joins)");
-        }
-        if !s.lateral_views.is_empty() {
-            self.error = Some("LATERAL VIEW has no Polars SQL form".into());
-            return ControlFlow::Break(());
-        }
-        if let Err(e) = self.using_to_on(s) {
-            self.error = Some(e);
-            return ControlFlow::Break(());
-        }
-        self.unique_aliases(s);
-        if let Err(e) = self.push_on_conditions(s) {
-            self.error = Some(e);
-            return ControlFlow::Break(());
-        }
-        self.prehash(s);
-        self.dedupe_names(s);
-        if let Err(e) = self.explode(s) {
-            self.error = Some(e);
-            return ControlFlow::Break(());
-        }
-        ControlFlow::Continue(())
+        let r = self.render_select(s);
+        self.go_on_unless(r)
     }
 
     fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
-        if let Expr::Exists { .. } = e {
-            self.error = Some("EXISTS (subquery) has no Polars SQL form".into());
-            return ControlFlow::Break(());
-        }
-        match e {
-            Expr::Function(f) => {
-                let name = name_of(&f.name);
-                let Some(args) = args_of(f) else { return ControlFlow::Continue(()) };
-                match (name.as_str(), args.as_slice()) {
-                    ("pmod", [a, n]) => {
-                        let m = bin(nested(a.clone()), BinaryOperator::Modulo, nested(n.clone()));
-                        let m = bin(nested(bin(m, BinaryOperator::Plus, nested(n.clone()))), BinaryOperator::Modulo, nested(n.clone()));
-                        *e = nested(m);
-                        self.note("pmod(a, n) as ((a % n) + n) % n");
-                    }
-                    ("hash", args) if !args.is_empty() => {
-                        *e = call(HASH_FN, f, args.to_vec());
-                        self.note("hash(...) as __sj_hash(...), Spark's Murmur3 computed in skewjoin");
-                    }
-                    ("element_at", [arr, i]) => {
-                        let Some(items) = array_items(arr) else {
-                            self.error = Some(format!("element_at over {arr} (not an array literal)"));
-                            return ControlFlow::Break(());
-                        };
-                        let conditions = items
-                            .into_iter()
-                            .enumerate()
-                            .map(|(k, v)| sqlparser::ast::CaseWhen { condition: Expr::value(SqlValue::Number((k + 1).to_string(), false)), result: v })
-                            .collect();
-                        let case = Expr::Case {
-                            case_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
-                            end_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
-                            operand: Some(Box::new(nested(i.clone()))),
-                            conditions,
-                            else_result: None,
-                        };
-                        // The salts table's column is a BIGINT: so is every salt.
-                        *e = cast(case, DataType::BigInt(None));
-                        self.note("element_at(array(...), i) as CASE i WHEN 1 THEN ... END");
-                    }
-                    ("monotonically_increasing_id", []) => {
-                        *e = Expr::value(SqlValue::Number("0".into(), false));
-                        self.note("monotonically_increasing_id() as 0 (each row takes its first salt: the balance changes, not the rows)");
-                    }
-                    ("timestamp_micros", [x]) => {
-                        *e = cast(x.clone(), DataType::Timestamp(None, sqlparser::ast::TimezoneInfo::None));
-                        self.note("TIMESTAMP_MICROS(n) as CAST(n AS TIMESTAMP) (microseconds, UTC wall clock)");
-                    }
-                    ("date_from_unix_date", [x]) => {
-                        *e = cast(x.clone(), DataType::Date);
-                        self.note("DATE_FROM_UNIX_DATE(n) as CAST(n AS DATE)");
-                    }
-                    _ => {}
-                }
-            }
+        let r = match e {
+            Expr::Exists { .. } => Err("EXISTS (subquery) has no Polars SQL form".into()),
+            Expr::Function(_) => self.render_call(e),
             Expr::Cast { data_type, .. } => {
-                let ntz = match data_type {
-                    DataType::TimestampNtz(_) => true,
-                    DataType::Custom(n, _) => name_of(n) == "timestamp_ntz",
-                    _ => false,
-                };
-                if ntz {
-                    *data_type = DataType::Timestamp(None, sqlparser::ast::TimezoneInfo::None);
-                    self.note("TIMESTAMP_NTZ as TIMESTAMP");
-                }
-                if matches!(data_type, DataType::Decimal(_) | DataType::Numeric(_) | DataType::Dec(_)) {
-                    *data_type = DataType::Double(sqlparser::ast::ExactNumberInfo::None);
-                    self.note("DECIMAL as DOUBLE (the engine reads decimal columns as doubles)");
-                }
+                self.render_cast_type(data_type);
+                Ok(())
             }
-            _ => {}
-        }
-        ControlFlow::Continue(())
+            _ => Ok(()),
+        };
+        self.go_on_unless(r)
     }
+}
+
+/// The argument and the alias of `explode(arg) [AS alias]` (`col` without one), if `item` is one.
+fn explode_call(item: &SelectItem) -> std::result::Result<Option<(Expr, Ident)>, String> {
+    let (e, alias) = match item {
+        SelectItem::ExprWithAlias { expr, alias } => (expr, alias.clone()),
+        SelectItem::UnnamedExpr(e) => (e, Ident::new("col")),
+        _ => return Ok(None),
+    };
+    let Expr::Function(f) = e else { return Ok(None) };
+    if name_of(&f.name) != "explode" {
+        return Ok(None);
+    }
+    match args_of(f).as_deref() {
+        Some([a]) => Ok(Some((a.clone(), alias))),
+        _ => Err("explode(...) with other than one argument".into()),
+    }
+}
+
+/// `__sj_salts.salt`.
+fn salt_column() -> Expr {
+    Expr::CompoundIdentifier(vec![Ident::new(SALTS_TABLE), Ident::new(SALTS_COLUMN)])
+}
+
+/// `CROSS JOIN __sj_salts`.
+fn cross_join_salts() -> Join {
+    Join {
+        relation: TableFactor::Table {
+            name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(SALTS_TABLE))]),
+            alias: None,
+            args: None,
+            with_hints: vec![],
+            version: None,
+            with_ordinality: false,
+            partitions: vec![],
+            json_path: None,
+            sample: None,
+            index_hints: vec![],
+        },
+        global: false,
+        join_operator: JoinOperator::CrossJoin(JoinConstraint::None),
+    }
+}
+
+/// Spark's `pmod(a, n)`: `((a % n) + n) % n`.
+fn pmod(a: &Expr, n: &Expr) -> Expr {
+    let m = bin(nested(a.clone()), BinaryOperator::Modulo, nested(n.clone()));
+    nested(bin(nested(bin(m, BinaryOperator::Plus, nested(n.clone()))), BinaryOperator::Modulo, nested(n.clone())))
+}
+
+/// `element_at(array(v1, ...), i)` as `CAST(CASE i WHEN 1 THEN v1 ... END AS BIGINT)`.
+fn element_at(arr: &Expr, i: &Expr) -> std::result::Result<Expr, String> {
+    let items = array_items(arr).ok_or_else(|| format!("element_at over {arr} (not an array literal)"))?;
+    let conditions = items
+        .into_iter()
+        .enumerate()
+        .map(|(k, v)| sqlparser::ast::CaseWhen { condition: Expr::value(SqlValue::Number((k + 1).to_string(), false)), result: v })
+        .collect();
+    // The salts table's column is a BIGINT: so is every salt.
+    Ok(cast(case_when(Some(nested(i.clone())), conditions), DataType::BigInt(None)))
 }
 
 fn other_join_name(j: &JoinOperator) -> &'static str {
