@@ -3,9 +3,9 @@
 use comfy_table::presets::NOTHING;
 use comfy_table::{CellAlignment, Table};
 
+use crate::count::SampleInfo;
 use crate::format::{fmt_count, fmt_share};
 use crate::keys::{ColumnReport, KeysReport};
-use crate::profile::SampleInfo;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
