@@ -1,9 +1,9 @@
 //! Count the values of key columns: exact by default, or over a sample.
 //!
-//! Only the key columns are read. Work is split into row groups, read in parallel; every
-//! thread feeds one shared, sharded counter per key (see `counter`). String and binary
-//! columns are read as dictionaries, so a dictionary-encoded column chunk is counted by its
-//! integer indices and each distinct string is touched once per row group.
+//! One pass chooses the units (`units`), reads them in parallel, one `Local` per worker thread
+//! (`reader`), then turns each key's counts (`Job::counts`) into its profile: the top values
+//! with their shares, scaled up from a sample with their error bounds (`stats`). A split count
+//! that cannot prove its top values is counted again, every value exactly.
 
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;

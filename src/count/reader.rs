@@ -35,13 +35,6 @@ pub(crate) struct UnitReader<'a> {
     bar: &'a ProgressBar,
 }
 
-/// The metadata of `file` with the type hints of its columns `fields` (see `read_hint`).
-pub(crate) fn hinted_meta(file: &DataFile, fields: &[usize]) -> ArrowReaderMetadata {
-    read_hint(&file.meta, fields)
-        .and_then(|schema| ArrowReaderMetadata::try_new(file.meta.metadata().clone(), ArrowReaderOptions::new().with_schema(schema)).ok())
-        .unwrap_or_else(|| file.meta.clone())
-}
-
 impl<'a> UnitReader<'a> {
     /// A reader of the top-level `fields` of `table` for `jobs`.
     pub(crate) fn new(table: &'a Table, fields: &[String], jobs: &'a [Job], tally: bool, walked: Option<&'a str>, bar: &'a ProgressBar) -> Self {
@@ -71,7 +64,7 @@ impl<'a> UnitReader<'a> {
     pub(crate) fn read(&self, unit: &Unit, local: &mut Local) -> Result<Vec<Vec<UnitTally>>> {
         let mut read = UnitRead::new(self, unit);
         read.count_from_pages(local)?;
-        read.rest(local)?;
+        read.count_rest(local)?;
         Ok(read.finish(local))
     }
 
@@ -224,7 +217,7 @@ impl<'r, 'a> UnitRead<'r, 'a> {
 
     /// The keys not counted from their pages: through Arrow, or from the partition values
     /// alone when no field is left to read.
-    fn rest(&mut self, local: &mut Local) -> Result<()> {
+    fn count_rest(&mut self, local: &mut Local) -> Result<()> {
         let rest = self.fields_left();
         if rest.is_empty() {
             // Only partition columns, or keys already counted from their pages: nothing to read.
@@ -360,4 +353,11 @@ impl<'r, 'a> UnitRead<'r, 'a> {
 /// Column `name` of `batch`.
 fn column<'b>(batch: Option<&'b RecordBatch>, name: &str, file: &DataFile) -> Result<&'b ArrayRef> {
     batch.and_then(|b| b.column_by_name(name)).ok_or_else(|| Error::bad_file(&file.path, format!("column {name} missing")))
+}
+
+/// The metadata of `file` with the type hints of its columns `fields` (see `read_hint`).
+pub(crate) fn hinted_meta(file: &DataFile, fields: &[usize]) -> ArrowReaderMetadata {
+    read_hint(&file.meta, fields)
+        .and_then(|schema| ArrowReaderMetadata::try_new(file.meta.metadata().clone(), ArrowReaderOptions::new().with_schema(schema)).ok())
+        .unwrap_or_else(|| file.meta.clone())
 }
