@@ -18,6 +18,7 @@ pub mod rewrite;
 pub mod size;
 pub mod source;
 pub mod sql;
+pub mod tables_dir;
 pub mod value;
 pub mod verify;
 

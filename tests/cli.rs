@@ -892,3 +892,27 @@ fn plan_pass_from_pages_equals_the_arrow_pass() {
         }
     }
 }
+
+/// `--tables DIR`: the query's tables found by name (case ignored, `name.parquet`, Spark's
+/// `db.db/name`); `--table` wins; a table not found is listed on stderr in one line.
+#[test]
+fn tables_found_under_a_folder() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(d.path().join("media.db")).unwrap();
+    std::fs::copy("samples/titles.parquet", d.path().join("media.db/titles.parquet")).unwrap();
+    std::fs::copy("samples/events.parquet", d.path().join("EVENTS.parquet")).unwrap();
+    let q = d.path().join("q.sql");
+    std::fs::write(&q, "SELECT t.genre, count(*) FROM events e, media.titles t, nope n WHERE e.title_id = t.title_id AND n.x = e.user_id GROUP BY 1").unwrap();
+    let dir = d.path().to_str().unwrap();
+    let out = skewjoin().args(["rewrite", q.to_str().unwrap(), "--tables", dir, "--broadcast-threshold", "256KB", "--format", "json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.lines().any(|l| l.ends_with("(nor given with --table): nope")), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The join of events and titles is planned; the one with the missing table is left alone.
+    assert_eq!(v["changes"].as_array().unwrap().len(), 1, "{v}");
+    assert!(v["unchanged_joins"].to_string().contains("table n was not given") || v["unchanged_joins"].to_string().contains("nope"), "{v}");
+    // Neither flag: one line naming both.
+    let e = error(&["rewrite", q.to_str().unwrap()]);
+    assert!(e.contains("--table"), "{e}");
+}

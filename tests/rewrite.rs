@@ -134,3 +134,28 @@ fn chains_left_alone_with_reasons() {
         );
     }
 }
+
+#[test]
+fn comma_join_is_planned_as_the_inner_join_of_its_equalities() {
+    let r = rw("SELECT t.name, count(*) AS n FROM events e, titles t WHERE e.event_id > 10 AND (t.title_id = e.title_id) GROUP BY t.name");
+    assert_eq!(r.changes.len(), 1, "{:?}", r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect::<Vec<_>>());
+    assert!(r.changes[0].join.ends_with("(written as a comma join)"), "{}", r.changes[0].join);
+    insta::assert_snapshot!("comma_join", sql_with_comments(&r));
+}
+
+#[test]
+fn on_in_parentheses_is_planned() {
+    let r = rw("SELECT e.event_id, t.name FROM events e LEFT JOIN titles t ON ((e.title_id = t.title_id))");
+    assert_eq!(r.changes.len(), 1, "{:?}", r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect::<Vec<_>>());
+}
+
+#[test]
+fn nothing_rewritten_gives_the_query_back_byte_for_byte() {
+    let sql = "select  e.event_id\n  from events e, titles t -- a cross join\n where e.event_id = 1\n";
+    let r = rw(sql);
+    assert!(r.changes.is_empty());
+    assert_eq!(r.sql, sql);
+    let out = sql_with_comments(&r);
+    assert!(out.ends_with(sql) && out.starts_with("-- skewjoin: no join rewritten"), "{out}");
+    assert!(r.unchanged_joins.iter().any(|u| u.reason.to_string().contains("(a cross join)")));
+}

@@ -95,9 +95,14 @@ pub struct QueryArgs {
     /// The query as written (a file, or - for stdin; default stdin)
     #[arg(value_name = "QUERY_FILE")]
     query: Option<String>,
-    /// A table the query names, and its Parquet data: NAME=TABLE (file, folder or glob); repeat
-    #[arg(long = "table", value_name = "NAME=TABLE", required = true)]
+    /// A table the query names, and its Parquet data: NAME=TABLE (file, folder or glob); repeat.
+    /// Wins over --tables
+    #[arg(long = "table", value_name = "NAME=TABLE", required_unless_present = "tables_dir")]
     tables: Vec<String>,
+    /// Find every table the query names under DIR: DIR/name, DIR/name.parquet, or Spark's
+    /// warehouse layout DIR/db.db/name for db.name (names compared ignoring case)
+    #[arg(long = "tables", value_name = "DIR")]
+    tables_dir: Option<std::path::PathBuf>,
 }
 
 impl QueryArgs {
@@ -114,8 +119,23 @@ impl QueryArgs {
         }
     }
 
+    /// The tables of `sql`: each `--table NAME=TABLE` (name in lower case, path), then those
+    /// found under `--tables DIR`. A name the query uses that is in neither is listed on stderr
+    /// in one line (unless `quiet`).
+    pub fn named(&self, sql: &str, quiet: &Quiet) -> Result<Vec<(String, String)>> {
+        let mut out = self.listed()?;
+        let Some(dir) = &self.tables_dir else { return Ok(out) };
+        let wanted: Vec<String> = skewjoin::tables_dir::table_names(sql)?.into_iter().filter(|n| !out.iter().any(|(m, _)| m == n)).collect();
+        let skewjoin::tables_dir::Found { tables, missing } = skewjoin::tables_dir::find(dir, &wanted)?;
+        out.extend(tables);
+        if !missing.is_empty() && quiet.progress() {
+            eprintln!("skewjoin: not under {} (nor given with --table): {}", dir.display(), missing.join(", "));
+        }
+        Ok(out)
+    }
+
     /// The `--table NAME=TABLE` arguments: (name in lower case, path).
-    pub fn named(&self) -> Result<Vec<(String, String)>> {
+    fn listed(&self) -> Result<Vec<(String, String)>> {
         let mut out = Vec::new();
         for t in &self.tables {
             let (name, path) = t.split_once('=').ok_or_else(|| Error::Usage(format!("--table {t:?}: write NAME=TABLE, e.g. events=data/events/")))?;

@@ -41,7 +41,7 @@ pub fn run(a: RewriteArgs) -> Result<String> {
     let opts = a.planner.options(JoinType::Inner, &a.quiet)?;
     let sql = a.query.read()?;
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
-    let tables = open_tables(&a.query.named()?)?;
+    let tables = open_tables(&a.query.named(&sql, &a.quiet)?)?;
     let r = rewrite::rewrite(&sql, &tables, &classifier, &opts)?;
     let out = match a.format {
         RewriteFormat::Json => serde_json::to_string_pretty(&r).unwrap_or_default() + "\n",

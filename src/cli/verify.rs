@@ -69,7 +69,7 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
     }
     let opts = a.planner.options(JoinType::Inner, &a.quiet)?;
     let sql = a.query.read()?;
-    let named = a.query.named()?;
+    let named = a.query.named(&sql, &a.quiet)?;
     let tables = open_tables(&named)?;
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
     let r = rewrite::rewrite(&sql, &tables, &classifier, &opts)?;

@@ -5,7 +5,8 @@ use super::{Change, Rewritten};
 use crate::format::{fmt_count, fmt_share};
 use crate::plan::BROADCAST_SIDE_COMMENT;
 
-/// The rewritten SQL, after `--` lines that explain each change with its numbers.
+/// The rewritten SQL, after `--` lines that explain each change with its numbers; a query with
+/// nothing rewritten comes back byte for byte after them.
 pub fn sql_with_comments(r: &Rewritten) -> String {
     let mut o = String::new();
     if r.changes.is_empty() {
@@ -18,7 +19,9 @@ pub fn sql_with_comments(r: &Rewritten) -> String {
         o.push_str(&format!("-- skewjoin: left as written: {}: {}\n", one_line(&u.join), one_line(&u.reason.to_string())));
     }
     o.push_str(&r.sql);
-    o.push_str(";\n");
+    if !r.changes.is_empty() {
+        o.push_str(";\n");
+    }
     o
 }
 

@@ -102,14 +102,18 @@ fn using_keys(cols: &[ObjectName], l: &Input, r: &Input, c: &mut Condition) -> R
     Ok(())
 }
 
-/// Split `a AND b AND c`.
-fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
+/// Split `a AND b AND c`, in any nesting of parentheses: `(a = b)`, `((a = b) AND (c = d))`.
+pub(super) fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
     match e {
         Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
             conjuncts(left, out);
             conjuncts(right, out);
         }
-        Expr::Nested(inner) if matches!(inner.as_ref(), Expr::BinaryOp { op: BinaryOperator::And, .. }) => conjuncts(inner, out),
+        // `(a AND b)`, `((a = b))`: the parentheses group nothing a conjunct needs.
+        Expr::Nested(inner) if matches!(inner.as_ref(), Expr::BinaryOp { op: BinaryOperator::And | BinaryOperator::Eq, .. } | Expr::Nested(_)) => {
+            conjuncts(inner, out)
+        }
+        // `(a OR b)` keeps its parentheses: it is printed again inside an AND.
         other => out.push(other.clone()),
     }
 }

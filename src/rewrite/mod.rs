@@ -15,6 +15,7 @@
 //! and `note` are what the reports say; `comments` prints the SQL with them.
 
 mod chain;
+mod comma;
 mod comments;
 mod condition;
 mod from;
@@ -109,7 +110,8 @@ pub fn rewrite(sql: &str, tables: &HashMap<String, Table>, classifier: &Classifi
             other => ctx.unchanged.push(Unchanged { join: other.to_string().chars().take(60).collect(), reason: LeftAlone::NotAQuery }),
         }
     }
-    let out = stmts.iter().map(render).collect::<Vec<_>>().join(";\n\n");
+    // Nothing rewritten: the query exactly as given, not re-printed.
+    let out = if ctx.changes.is_empty() { sql.to_string() } else { stmts.iter().map(render).collect::<Vec<_>>().join(";\n\n") };
     Ok(Rewritten { sql: out, changes: ctx.changes, unchanged_joins: ctx.unchanged })
 }
 

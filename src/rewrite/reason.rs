@@ -55,6 +55,14 @@ pub enum LeftAlone {
     NoneMovable(Vec<(String, String)>),
     /// No hot key and no advice.
     NoHotKey,
+    /// A comma join with LATERAL VIEW: not written as explicit joins.
+    CommaLateralView,
+    /// A comma join whose later FROM item has joins of its own (by its name).
+    CommaItemWithJoins(String),
+    /// A comma join where this FROM item has no `col = col` with the others: a cross join.
+    CommaNoEquality(String),
+    /// A comma join that would be reordered under `SELECT *`.
+    CommaStarReordered,
 }
 
 /// Why an input of a join (a FROM item) cannot be traced to a `--table`.
@@ -114,6 +122,10 @@ impl fmt::Display for LeftAlone {
                 write!(f, "hot keys, but none can be moved safely: {}", keys.join("; "))
             }
             NoHotKey => f.write_str("no hot key"),
+            CommaLateralView => f.write_str("a comma join with LATERAL VIEW is not written as explicit joins"),
+            CommaItemWithJoins(name) => write!(f, "a comma join whose item {name} has joins of its own: not written as explicit joins"),
+            CommaNoEquality(name) => write!(f, "a comma join: {name} has no equality between its columns and another item's in WHERE (a cross join)"),
+            CommaStarReordered => f.write_str("a comma join whose items would be joined out of order under SELECT * (its columns follow the FROM order)"),
         }
     }
 }

@@ -5,9 +5,10 @@
 
 use sqlparser::ast::{Expr, Select, SelectItem, SelectItemQualifiedWildcardKind, TableFactor, TableWithJoins};
 
+use super::comma;
 use super::condition::join_type;
 use super::from::{merges, process_from};
-use super::names::{factor_alias, last_ident, lc, parse_item, star_items};
+use super::names::{factor_alias, join_text, last_ident, lc, parse_item, star_items};
 use super::reason::LeftAlone;
 use super::scope::{repoint_all, Remap};
 use super::{process_query, Ctx, Unchanged};
@@ -30,6 +31,33 @@ pub(super) fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Rema
             }
         }
     }
+    match comma::explicit_form(sel, ctx) {
+        Ok(None) => rewrite_joins(sel, ctx),
+        Ok(Some(mut explicit)) => {
+            let (changes, unchanged) = (ctx.changes.len(), ctx.unchanged.len());
+            let remaps = rewrite_joins(&mut explicit, ctx)?;
+            for c in &mut ctx.changes[changes..] {
+                c.join = format!("{} (written as a comma join)", c.join);
+            }
+            for u in &mut ctx.unchanged[unchanged..] {
+                u.join = format!("{} (written as a comma join)", u.join);
+            }
+            if !remaps.is_empty() {
+                *sel = *explicit;
+            }
+            Ok(remaps)
+        }
+        // The comma join stays; each FROM item's own joins are still planned.
+        Err(reason) => {
+            let items: Vec<String> = sel.from.iter().map(|twj| join_text(twj, usize::MAX)).collect();
+            ctx.unchanged.push(Unchanged { join: items.join(", "), reason });
+            rewrite_joins(sel, ctx)
+        }
+    }
+}
+
+/// Rewrite the joins of each FROM item of `sel` and re-point the SELECT at them.
+fn rewrite_joins(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
     let mut remaps: Vec<Remap> = Vec::new();
     let saved = ctx.changes.len();
     let mut done: Vec<Done> = Vec::new();

@@ -615,7 +615,6 @@ impl Render<'_> {
     /// Join `j` of `twj` with the conditions on one input moved into it, and ON rebuilt from the
     /// key equalities when anything changed.
     fn move_into_inputs(&mut self, twj: &mut TableWithJoins, j: usize, kind: &str, parts: OnParts) -> std::result::Result<(), String> {
-        let changed_keys = !parts.kept_left.is_empty() || !parts.kept_right.is_empty();
         let moved = !parts.to_right.is_empty() || !parts.to_left.is_empty();
         if !parts.to_right.is_empty() {
             twj.joins[j].relation = filtered_input(&twj.joins[j].relation, &parts.to_right)?;
@@ -623,7 +622,8 @@ impl Render<'_> {
         if !parts.to_left.is_empty() {
             twj.relation = filtered_input(&twj.relation, &parts.to_left)?;
         }
-        if moved || changed_keys {
+        // ON rebuilt from its key equalities always: Polars SQL takes no parentheses around them.
+        {
             let on = parts.keys.into_iter().reduce(|a, b| bin(a, BinaryOperator::And, b)).ok_or("a join with no key equality")?;
             twj.joins[j].join_operator = join_on(kind, JoinConstraint::On(on));
             if moved {

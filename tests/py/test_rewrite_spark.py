@@ -153,6 +153,15 @@ CASES = [
     ("double-key", ["tl", "tr"], "SELECT a.v, b.w FROM tl a LEFT JOIN tr b ON a.f = b.f", T4, True),
     ("binary-key", ["tl", "tr"], "SELECT a.v, b.w FROM tl a JOIN tr b ON a.b = b.b", T4, True),
     ("bigint-key", ["tl", "tr"], "SELECT a.v, b.w FROM tl a FULL JOIN tr b ON a.i = b.i", T4, True),
+    # Comma joins (inner joins on WHERE's equalities) and ON in parentheses.
+    ("comma-inner-where", EV, "SELECT e.event_id, t.name FROM events e, titles t WHERE e.title_id = t.title_id AND e.hours > 0.2", T4, True),
+    ("comma-star", EV, "SELECT * FROM events e, titles t WHERE t.title_id = e.title_id", T4, True),
+    ("on-in-parentheses", EV, "SELECT * FROM events e JOIN titles t ON (e.title_id = t.title_id)", T4, True),
+    ("on-nested-parentheses", EV, "SELECT e.event_id, t.name FROM events e LEFT JOIN titles t ON ((e.title_id = t.title_id) AND (e.hours > 0.1 OR e.event_id < 100))", T4, True),
+    ("comma-chain", CH, "SELECT f.id, dim1.n1, dim2.n2 FROM f, dim1, dim2 WHERE f.k1 = dim1.k1 AND (f.k2 = dim2.d2) AND f.v > 0.05", T4, False),
+    ("comma-reordered", CH, "SELECT f.id, dim2.n2, dim3.n3 FROM dim2, dim3, f WHERE f.k2 = dim2.d2 AND f.k3 = dim3.d3", T4, False),
+    ("comma-after-explicit", CH, "SELECT f.id, dim1.n1, dim3.n3 FROM f LEFT JOIN dim1 ON f.k1 = dim1.k1, dim3 WHERE f.k3 = dim3.d3 AND (dim1.n1 IS NULL OR f.v > 0.5)", T4, False),
+    ("comma-unqualified", CH, "SELECT id, n2 FROM f, dim2 WHERE k2 = d2 AND v > 0.1", T4, True),
 ]
 
 
@@ -218,6 +227,8 @@ def test_drop_junk_changes_only_junk(sj_spark, data, more, tmp_path):
     ("SELECT * FROM events AS e(a, b, c, d, x) JOIN titles t ON e.b = t.title_id", "alias with column names"),
     ("SELECT * FROM events e TABLESAMPLE (50 PERCENT) JOIN titles t ON e.title_id = t.title_id", "TABLESAMPLE"),
     ("SELECT * FROM events e JOIN titles t ON e.title_id = t.title_id, titles a JOIN titles b USING (title_id)", "USING/NATURAL"),
+    ("SELECT * FROM events e, titles t WHERE e.hours > 0.5", "(a cross join)"),
+    ("SELECT * FROM titles b, titles a, events e WHERE e.title_id = b.title_id AND a.title_id = e.title_id", "joined out of order under SELECT *"),
 ])
 def test_left_alone_with_reason(data, more, tmp_path, sql, why):
     r = rewrite(sql, paths(data, more, ["events", "titles"]), T4, tmp_path)

@@ -1,0 +1,127 @@
+//! `--tables DIR`: every table a query names, found under one folder: `name`, `name.parquet`,
+//! and Spark's warehouse layout (`db.db/name` for `db.name`, `name` for `default.name`).
+//! Names are compared ignoring case, as Spark compares them.
+
+use std::collections::BTreeSet;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+use sqlparser::ast::{ObjectName, Query, Visit, Visitor};
+
+use crate::error::{Error, Result};
+
+/// The tables a query names (lower case, without quotes), CTE names excluded, in first-seen
+/// order.
+pub fn table_names(sql: &str) -> Result<Vec<String>> {
+    let stmts = crate::sql::parse(sql)?;
+    let mut v = Names::default();
+    let _ = stmts.visit(&mut v);
+    Ok(v.tables.into_iter().filter(|t| !v.ctes.contains(t)).collect())
+}
+
+#[derive(Default)]
+struct Names {
+    tables: Vec<String>,
+    ctes: BTreeSet<String>,
+}
+
+impl Visitor for Names {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
+        if let Some(w) = &q.with {
+            self.ctes.extend(w.cte_tables.iter().map(|c| c.alias.name.value.to_ascii_lowercase()));
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_relation(&mut self, name: &ObjectName) -> ControlFlow<()> {
+        let n = name.to_string().replace('`', "").to_ascii_lowercase();
+        if !self.tables.contains(&n) {
+            self.tables.push(n);
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// The tables found under a folder: (name, path) each, and the names not found.
+pub struct Found {
+    pub tables: Vec<(String, String)>,
+    pub missing: Vec<String>,
+}
+
+/// Each name found under `dir`, and the names not found.
+pub fn find(dir: &Path, names: &[String]) -> Result<Found> {
+    if !dir.is_dir() {
+        return Err(Error::Usage(format!("--tables {}: not a folder", dir.display())));
+    }
+    let (mut found, mut missing) = (Vec::new(), Vec::new());
+    for name in names {
+        match candidates(name).into_iter().find_map(|rel| lookup(dir, &rel)) {
+            Some(p) => found.push((name.clone(), p.to_string_lossy().into_owned())),
+            None => missing.push(name.clone()),
+        }
+    }
+    Ok(Found { tables: found, missing })
+}
+
+/// Where a table may be, relative to the folder: each a list of path parts.
+fn candidates(name: &str) -> Vec<Vec<String>> {
+    let parts: Vec<&str> = name.split('.').collect();
+    let table = parts[parts.len() - 1];
+    let mut out = vec![vec![table.to_string()], vec![format!("{table}.parquet")]];
+    if parts.len() >= 2 {
+        let db = parts[parts.len() - 2];
+        let mut dbs = vec![vec![format!("{db}.db"), table.to_string()], vec![format!("{db}.db"), format!("{table}.parquet")]];
+        dbs.push(vec![db.to_string(), table.to_string()]);
+        dbs.push(vec![db.to_string(), format!("{table}.parquet")]);
+        if db != "default" {
+            out.clear();
+        }
+        dbs.extend(out);
+        return dbs;
+    }
+    out
+}
+
+/// `rel` under `dir`, each part matched ignoring case.
+fn lookup(dir: &Path, rel: &[String]) -> Option<PathBuf> {
+    let mut cur = dir.to_path_buf();
+    for part in rel {
+        let exact = cur.join(part);
+        cur = if exact.exists() {
+            exact
+        } else {
+            std::fs::read_dir(&cur).ok()?.flatten().map(|e| e.path()).find(|p| p.file_name().is_some_and(|f| f.to_string_lossy().eq_ignore_ascii_case(part)))?
+        };
+    }
+    Some(cur)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_without_ctes() {
+        let sql = "WITH x AS (SELECT * FROM a) SELECT * FROM x, `B` JOIN db.c ON 1=1 WHERE EXISTS (SELECT 1 FROM a)";
+        assert_eq!(table_names(sql).unwrap(), vec!["a", "b", "db.c"]);
+    }
+
+    #[test]
+    fn layouts() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("sales.db/Orders")).unwrap();
+        std::fs::write(d.path().join("items.parquet"), b"").unwrap();
+        std::fs::create_dir(d.path().join("users")).unwrap();
+        let names: Vec<String> = ["sales.orders", "items", "default.users", "nope", "other.items"].map(String::from).to_vec();
+        let Found { tables: found, missing } = find(d.path(), &names).unwrap();
+        let rel: Vec<(String, String)> =
+            found.into_iter().map(|(n, p)| (n, Path::new(&p).strip_prefix(d.path()).unwrap().to_string_lossy().into_owned())).collect();
+        assert_eq!(
+            rel,
+            vec![("sales.orders".into(), "sales.db/Orders".into()), ("items".into(), "items.parquet".into()), ("default.users".into(), "users".into())]
+        );
+        assert_eq!(missing, vec!["nope", "other.items"]);
+    }
+}
