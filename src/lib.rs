@@ -8,6 +8,7 @@ pub mod classify;
 pub mod count;
 pub mod diagnose;
 pub mod error;
+pub mod filter;
 pub mod format;
 pub mod guard;
 pub mod hash;

@@ -70,7 +70,8 @@ fn using_full_join_star() {
 fn cte_and_subquery_inputs() {
     let r = rw("WITH ev AS (SELECT event_id, title_id AS tid FROM events WHERE event_id > 5) SELECT ev.event_id, t.name FROM ev LEFT JOIN titles t ON ev.tid = t.title_id");
     assert_eq!(r.changes.len(), 1, "{:?}", r.unchanged_joins);
-    assert!(r.changes[0].notes.iter().any(|n| n.to_string().contains("filter was not applied")));
+    // The CTE's WHERE is applied to the counts of events.
+    assert!(r.changes[0].notes.iter().any(|n| n.to_string().contains("where event_id > 5")), "{:?}", r.changes[0].notes);
     insta::assert_snapshot!("cte_input", r.sql);
 }
 
@@ -158,4 +159,13 @@ fn nothing_rewritten_gives_the_query_back_byte_for_byte() {
     let out = sql_with_comments(&r);
     assert!(out.ends_with(sql) && out.starts_with("-- skewjoin: no join rewritten"), "{out}");
     assert!(r.unchanged_joins.iter().any(|u| u.reason.to_string().contains("(a cross join)")));
+}
+
+#[test]
+fn where_conditions_spark_applies_after_the_join_are_listed() {
+    let r = rw("SELECT e.event_id, t.name FROM events e LEFT JOIN titles t ON e.title_id = t.title_id WHERE t.name <> 'x' AND e.event_id + 1 > 3");
+    let notes: Vec<String> = r.changes[0].notes.iter().map(ToString::to_string).collect();
+    let n = notes.iter().find(|n| n.starts_with("the counts do not apply")).expect("a note on the conditions not applied");
+    assert!(n.contains("t.name <> 'x': Spark applies it after this left outer join"), "{n}");
+    assert!(n.contains("e.event_id + 1 > 3: "), "{n}");
 }

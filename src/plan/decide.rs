@@ -74,6 +74,15 @@ fn notes(sides: &[(&SideMeasure, &SideReport, Side)], opts: &PlanOptions) -> Vec
     let (how, thr) = (opts.how, opts.broadcast_threshold);
     let mut notes = Vec::new();
     for (s, rep, side) in sides {
+        if let Some(f) = &s.filter {
+            notes.push(format!(
+                "{}: the counts are of its {} rows (of {}) where {}, the query's conditions that Spark applies before the join",
+                rep.name,
+                fmt_count(f.rows_out),
+                fmt_count(f.rows_in),
+                f.conditions
+            ));
+        }
         let (nulls, rows) = (s.scan.null_rows, s.scan.rows);
         if nulls > 0 && how.spark_drops_nulls(*side) {
             notes.push(format!(

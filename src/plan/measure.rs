@@ -4,8 +4,9 @@
 //! the sides' sizes from their footers. `Measured` can also be built in memory from key counts
 //! (`SideMeasure::from_counts`), which is how the planner's tests describe a join.
 
-use crate::count::{self, PartitionScan, ProfileOptions, TableSize};
+use crate::count::{self, KeySpec, PartitionScan, ProfileOptions, TableSize};
 use crate::error::{Error, Result};
+use crate::filter::{self, Filtered};
 use crate::hash::spark_partition;
 use crate::source::Table;
 use crate::value::{KeyType, Value};
@@ -28,6 +29,16 @@ pub struct SideMeasure {
     pub size: TableSize,
     /// Rows per shuffle partition, NULL-keyed rows, and the rows of each candidate.
     pub scan: PartitionScan,
+    /// The conditions the counts applied, when the side has any.
+    pub filter: Option<SideFilter>,
+}
+
+/// The conditions a side's counts applied, and the rows before and after them.
+#[derive(Debug, Clone)]
+pub struct SideFilter {
+    pub conditions: String,
+    pub rows_in: u64,
+    pub rows_out: u64,
 }
 
 /// Both sides, measured for the same candidates and partition count.
@@ -84,6 +95,7 @@ impl SideMeasure {
             columns,
             size: TableSize { rows: scan.rows, disk_bytes: bytes, memory_bytes: bytes },
             scan,
+            filter: None,
         }
     }
 }
@@ -115,18 +127,36 @@ pub fn measure(left: &SideInput, right: &SideInput, opts: &PlanOptions) -> Resul
     let parts = opts.partitions.max(1);
     let popts =
         ProfileOptions { top: opts.top.max(1), sample: opts.sample, seed: opts.seed, memory: opts.memory, progress: opts.progress, exact_distinct: false };
-    let top = |s: &SideInput| -> Result<Vec<Vec<Value>>> {
-        let p = count::profile(s.table, std::slice::from_ref(&s.keys), &popts)?.remove(0);
+    // A side with conditions is counted on its passing rows' keys; sizes stay the table's, as
+    // Spark's estimate for a filtered relation (without statistics) is the relation's.
+    let (lf, rf) = (filtered(left)?, filtered(right)?);
+    let lsrc = f_src(left, &lf);
+    let rsrc = f_src(right, &rf);
+    let top = |(t, k): (&Table, &KeySpec)| -> Result<Vec<Vec<Value>>> {
+        let p = count::profile(t, std::slice::from_ref(k), &popts)?.remove(0);
         Ok(p.top.into_iter().map(|kc| kc.key).collect())
     };
-    let (ltop, rtop) = (top(left)?, top(right)?);
+    let (ltop, rtop) = (top(lsrc)?, top(rsrc)?);
     let cands = candidates(&ltop, &rtop);
-    let lscan = count::scan(left.table, &left.keys, parts, &cands)?;
-    let rscan = count::scan(right.table, &right.keys, parts, &cands)?;
-    Ok(Measured { partitions: parts, left: side(left, lscan), right: side(right, rscan), candidates: cands })
+    let lscan = count::scan(lsrc.0, lsrc.1, parts, &cands)?;
+    let rscan = count::scan(rsrc.0, rsrc.1, parts, &cands)?;
+    Ok(Measured { partitions: parts, left: side(left, lscan, &lf), right: side(right, rscan, &rf), candidates: cands })
 }
 
-fn side(s: &SideInput, scan: PartitionScan) -> SideMeasure {
+/// The side's passing rows, when it has conditions.
+fn filtered(s: &SideInput) -> Result<Option<Filtered>> {
+    s.filter.as_ref().map(|f| filter::filtered_keys(s.table, &s.keys, f)).transpose()
+}
+
+/// The table and keys to count: the filtered ones, or the side's own.
+fn f_src<'a>(s: &'a SideInput, f: &'a Option<Filtered>) -> (&'a Table, &'a KeySpec) {
+    match f {
+        Some(f) => (&f.table, &f.keys),
+        None => (s.table, &s.keys),
+    }
+}
+
+fn side(s: &SideInput, scan: PartitionScan, f: &Option<Filtered>) -> SideMeasure {
     SideMeasure {
         name: s.name.clone(),
         table: s.table.display.clone(),
@@ -136,6 +166,11 @@ fn side(s: &SideInput, scan: PartitionScan) -> SideMeasure {
         hashable: hashable_columns(s.table),
         size: TableSize::of(s.table),
         scan,
+        filter: f.as_ref().map(|f| SideFilter {
+            conditions: s.filter.as_ref().map(|c| c.text()).unwrap_or_default(),
+            rows_in: f.rows_in,
+            rows_out: f.rows_out,
+        }),
     }
 }
 

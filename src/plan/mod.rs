@@ -175,6 +175,9 @@ pub struct SideInput<'a> {
     pub keys: KeySpec,
     /// The name used in the emitted SQL.
     pub name: String,
+    /// The conditions Spark applies to this side before the join: the counts are of the rows
+    /// that meet them.
+    pub filter: Option<crate::filter::RowFilter>,
 }
 
 /// The side whose rows make a key hot.

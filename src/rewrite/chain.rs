@@ -141,7 +141,9 @@ impl Prefix {
             source: format!("(SELECT {} FROM {cur})", list.join(", ")),
             columns: wraps,
             base,
-            filtered: self.members.iter().any(|m| m.input.filtered),
+            // The counts of a prefix are its base table's: no member's filter applies.
+            filtered: self.members.iter().any(|m| m.input.filtered || !m.input.conditions.is_empty()),
+            conditions: vec![],
             quals,
             bare,
             joined: Some(String::new()),

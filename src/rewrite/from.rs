@@ -2,10 +2,11 @@
 //! planned (a later join's left input is the joins before it) and rewritten if it has
 //! something to fix; every other join is recorded with the reason it stays.
 
-use sqlparser::ast::{JoinConstraint, SelectItem, TableWithJoins};
+use sqlparser::ast::{Expr, JoinConstraint, SelectItem, TableWithJoins};
 
 use super::chain::Prefix;
 use super::condition::join_type;
+use super::filters::JoinScope;
 use super::input::{input_of, Input};
 use super::join::{try_join, Outcome};
 use super::names::join_text;
@@ -13,6 +14,7 @@ use super::reason::{LeftAlone, Untraced};
 use super::scope::Remap;
 use super::{Ctx, Unchanged};
 use crate::error::Result;
+use crate::plan::JoinType;
 
 /// A FROM item with a join rewritten.
 pub(super) struct FromDone {
@@ -33,7 +35,7 @@ pub(super) fn merges(op: &sqlparser::ast::JoinOperator) -> bool {
 }
 
 /// The FROM item with its joins rewritten; `None` when nothing changed.
-pub(super) fn process_from(twj: &TableWithJoins, has_where: bool, ctx: &mut Ctx) -> Result<Option<FromDone>> {
+pub(super) fn process_from(twj: &TableWithJoins, conjuncts: &[Expr], ctx: &mut Ctx) -> Result<Option<FromDone>> {
     if merges_later(twj) {
         for j in 0..twj.joins.len() {
             ctx.unchanged.push(Unchanged { join: join_text(twj, j), reason: LeftAlone::UsingInChain });
@@ -43,7 +45,9 @@ pub(super) fn process_from(twj: &TableWithJoins, has_where: bool, ctx: &mut Ctx)
     let mut p = Prefix::start(twj, input_of(&twj.relation, ctx, 0).map_err(LeftAlone::LeftInput));
     for (j, join) in twj.joins.iter().enumerate() {
         let right = input_of(&join.relation, ctx, 0);
-        if let Some(reason) = join_next(&mut p, twj, j, &right, has_where, ctx)? {
+        let later_outer = twj.joins[j + 1..].iter().any(|x| matches!(join_type(&x.join_operator), Ok((JoinType::Right | JoinType::Full, _))));
+        let scope = JoinScope { conjuncts, later_outer };
+        if let Some(reason) = join_next(&mut p, twj, j, &right, &scope, ctx)? {
             ctx.unchanged.push(Unchanged { join: join_text(twj, j), reason });
             p.append(join, right.ok());
         }
@@ -62,7 +66,7 @@ fn join_next(
     twj: &TableWithJoins,
     j: usize,
     right: &std::result::Result<Input, Untraced>,
-    has_where: bool,
+    scope: &JoinScope,
     ctx: &mut Ctx,
 ) -> Result<Option<LeftAlone>> {
     let r = match (&p.broken, right) {
@@ -79,7 +83,7 @@ fn join_next(
         crate::sql::fix_literals(&mut before);
         l.joined = Some(before.to_string().split_whitespace().collect::<Vec<_>>().join(" "));
     }
-    match try_join(&l, r, join, join_text(twj, j), has_where, ctx)? {
+    match try_join(&l, r, join, join_text(twj, j), scope, ctx)? {
         Outcome::Rewritten(joined) => {
             p.absorb(&l, r, *joined);
             Ok(None)

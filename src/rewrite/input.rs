@@ -24,8 +24,11 @@ pub(super) struct Input {
     pub columns: Vec<String>,
     /// Where each output column comes from.
     pub base: BaseColumns,
-    /// A WHERE in between: the counts are of the whole base table.
+    /// A WHERE in between that the counts do not apply (see `conditions`).
     pub filtered: bool,
+    /// The conditions of a WHERE in between, on the base table's columns (named bare): the
+    /// counts apply them.
+    pub conditions: Vec<Expr>,
     /// For the joins before a chained join, made one input: the aliases they answer to, each
     /// with its columns (lower case) -> the column of this input.
     pub quals: Vec<(String, HashMap<String, String>)>,
@@ -38,7 +41,7 @@ pub(super) struct Input {
 impl Input {
     /// An input with these columns and where each comes from; its name and SQL are set later.
     fn of_columns(columns: Vec<String>, base: BaseColumns, filtered: bool) -> Input {
-        Input { alias: String::new(), source: String::new(), columns, base, filtered, quals: vec![], bare: HashMap::new(), joined: None }
+        Input { alias: String::new(), source: String::new(), columns, base, filtered, conditions: vec![], quals: vec![], bare: HashMap::new(), joined: None }
     }
 
     pub fn column(&self, name: &str) -> Option<String> {
@@ -160,7 +163,22 @@ fn query_input(q: &Query, ctx: &Ctx, depth: usize) -> Result<Input, Untraced> {
     }
     let inner = input_of(&s.from[0].relation, ctx, depth)?;
     let (columns, base) = selected_columns(s, &inner)?;
-    Ok(Input::of_columns(columns, base, inner.filtered || s.selection.is_some()))
+    let mut out = Input::of_columns(columns, base, inner.filtered);
+    out.conditions = inner.conditions.clone();
+    // The subquery's WHERE, on its table's columns; a condition that does not trace stays
+    // unapplied (`filtered`).
+    if let Some(w) = &s.selection {
+        let table = inner.base_tables().first().map(|t| t.to_string()).unwrap_or_default();
+        let mut cs = Vec::new();
+        super::condition::conjuncts(w, &mut cs);
+        for c in cs {
+            match super::filters::to_base(&c, &inner, &table) {
+                Some(b) => out.conditions.push(b),
+                None => out.filtered = true,
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The select list of `s` over its one input: the output columns, and the base column of

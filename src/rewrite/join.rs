@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use sqlparser::ast::{Join, SetExpr, TableFactor};
 
 use super::condition::{condition_of, Condition};
+use super::filters::{side_filters, JoinScope};
 use super::input::Input;
 use super::names::{lc, select_item};
 use super::note::Note;
@@ -39,8 +40,9 @@ pub(super) enum Outcome {
 struct Sides<'a> {
     left: SideInput<'a>,
     right: SideInput<'a>,
-    /// The `--table` name of the left side's base table.
+    /// The `--table` names of the sides' base tables.
     left_table: String,
+    right_table: String,
 }
 
 /// The columns the derived table exposes: its select list, and where each input column went.
@@ -53,12 +55,15 @@ struct Exposed {
 
 /// Plan the join of `l` and `r` (written as `text`) and rewrite it if the plan moves a key or
 /// broadcasts a side; the change is recorded in `ctx`.
-pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, has_where: bool, ctx: &mut Ctx) -> Result<Outcome> {
+pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &JoinScope, ctx: &mut Ctx) -> Result<Outcome> {
     let tables = ctx.tables;
-    let (cond, sides) = match condition_of(&join.join_operator, l, r).and_then(|c| trace_sides(l, r, &c, tables).map(|s| (c, s))) {
+    let (cond, mut sides) = match condition_of(&join.join_operator, l, r).and_then(|c| trace_sides(l, r, &c, tables).map(|s| (c, s))) {
         Ok(x) => x,
         Err(why) => return Ok(Outcome::LeftAlone(why)),
     };
+    let filters = side_filters(scope, (l, sides.left.table, &sides.left_table), (r, sides.right.table, &sides.right_table), cond.how);
+    sides.left.filter = filters.left;
+    sides.right.filter = filters.right;
     let p = match plan_join(&sides, &cond, ctx) {
         Ok(p) => p,
         Err(Error::KeyTypes(m)) => return Ok(Outcome::LeftAlone(LeftAlone::KeyTypes(m))),
@@ -81,7 +86,7 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, has_wher
         broadcast_side: p.broadcast_side,
         before: p.before.clone(),
         after: p.after.clone(),
-        notes: notes(&p, l, r, &sides.left_table, branches, has_where),
+        notes: notes(&p, l, r, &sides.left_table, branches, filters.unapplied),
         warnings: p.warnings.clone(),
         results_change: p.results_change,
     });
@@ -93,9 +98,10 @@ fn trace_sides<'a>(l: &Input, r: &Input, cond: &Condition, tables: &'a HashMap<S
     let (left_table, left) = l.key_base(&cond.left_keys(), tables)?;
     let (right_table, right) = r.key_base(&cond.right_keys(), tables)?;
     Ok(Sides {
-        left: SideInput { table: &tables[&left_table], keys: KeySpec { columns: left }, name: l.display().to_string() },
-        right: SideInput { table: &tables[&right_table], keys: KeySpec { columns: right }, name: r.alias.clone() },
+        left: SideInput { table: &tables[&left_table], keys: KeySpec { columns: left }, name: l.display().to_string(), filter: None },
+        right: SideInput { table: &tables[&right_table], keys: KeySpec { columns: right }, name: r.alias.clone(), filter: None },
         left_table,
+        right_table,
     })
 }
 
@@ -198,13 +204,13 @@ fn count_branches(body: &SetExpr) -> usize {
 }
 
 /// The planner's notes, then the rewrite's own on what the counts do not see.
-fn notes(p: &Plan, l: &Input, r: &Input, left_table: &str, branches: usize, has_where: bool) -> Vec<Note> {
+fn notes(p: &Plan, l: &Input, r: &Input, left_table: &str, branches: usize, unapplied: Vec<String>) -> Vec<Note> {
     let mut notes: Vec<Note> = p.notes.iter().cloned().map(Note::Plan).collect();
     if let Some(prefix) = &l.joined {
         notes.push(Note::ChainEstimate { prefix: prefix.clone(), table: left_table.to_string(), branches });
     }
-    if has_where {
-        notes.push(Note::WholeTables);
+    if !unapplied.is_empty() {
+        notes.push(Note::NotApplied(unapplied));
     }
     for inp in [l, r] {
         if inp.filtered {

@@ -18,6 +18,7 @@ mod chain;
 mod comma;
 mod comments;
 mod condition;
+mod filters;
 mod from;
 mod input;
 mod join;

@@ -14,8 +14,9 @@ pub enum Note {
     /// The left input is the joins before this one (`prefix`, as written): its counts are of
     /// the base `table`, so the task sizes are estimates; the joins run in each of `branches`.
     ChainEstimate { prefix: String, table: String, branches: usize },
-    /// The query has a WHERE: the counts are of whole tables.
-    WholeTables,
+    /// Conditions of the query's WHERE on the join's inputs that the counts do not apply, each
+    /// with why.
+    NotApplied(Vec<String>),
     /// The input `input` is a subquery with a filter that the counts of `tables` do not apply.
     SubqueryFilter { input: String, tables: Vec<String> },
 }
@@ -36,7 +37,9 @@ impl fmt::Display for Note {
                 f,
                 "the left input is the joins before this one ({prefix}); its key counts are those of the base table {table}, before those joins, which may drop or repeat rows, so the task sizes are estimates; the joins before run once in each of the {branches} branches (Spark reuses identical shuffles)"
             ),
-            Note::WholeTables => f.write_str("the counts are of whole tables; Spark pushes the query's WHERE below the join, so the real tasks may be smaller"),
+            Note::NotApplied(conds) => {
+                write!(f, "the counts do not apply these conditions of the query's WHERE, so the real tasks may be smaller: {}", conds.join("; "))
+            }
             Note::SubqueryFilter { input, tables } => {
                 write!(f, "{input}: the counts are of the whole table {}; the subquery's filter was not applied to them", tables.join(", "))
             }

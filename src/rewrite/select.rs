@@ -65,7 +65,11 @@ fn rewrite_joins(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
         if sel.from[fi].joins.is_empty() {
             continue;
         }
-        if let Some(d) = process_from(&sel.from[fi], sel.selection.is_some(), ctx)? {
+        let mut conjuncts = Vec::new();
+        if let Some(w) = &sel.selection {
+            super::condition::conjuncts(w, &mut conjuncts);
+        }
+        if let Some(d) = process_from(&sel.from[fi], &conjuncts, ctx)? {
             remaps.extend(d.remaps);
             done.push((fi, d.twj, d.star));
         }

@@ -21,8 +21,6 @@ SEEDS = range(500)
 # entry must then go). Each was also run on Spark 3.5, original and rewrite (as
 # test_random_spark.py runs them): the rows and columns are the same there, so these are bugs of
 # verify's rendering for Polars (a false alarm or a query it cannot run), not of the rewrite.
-PARENS = ("verify --engine polars: ON (a.k = b.k), one equality in parentheses, reaches Polars as written: "
-          "'unsupported SQL join constraint' (exit 2); the rewriter also leaves such a join alone as non-equi")
 KEPT_LATER = ("verify --engine polars: an ON condition on the kept side of an outer join, over an input after the first "
               "of a chain, becomes CASE WHEN ... in the join key: Polars: 'alias' is not allowed in a join key (exit 2)")
 SALT_INPUT = ("verify --engine polars: a salted join whose salted side is not a --table (a CTE, a derived table, the joins "
@@ -32,9 +30,8 @@ SEMI_USING_STAR = ("verify --engine polars: SELECT * over LEFT ANTI JOIN ... USI
 CTE_OWN_NAME = ("verify --engine polars: a CTE joined under its own name (FROM x1 RIGHT/FULL JOIN ...): the rewrite's "
                 "(SELECT * FROM x1 WHERE false) x1 hides the CTE from the branch's anti join in Polars (one alias map): a false DIFFERENT")
 KNOWN_BUGS = {
-    5: PARENS, 33: PARENS, 80: PARENS, 131: PARENS, 156: PARENS, 228: PARENS, 248: PARENS, 255: PARENS, 336: PARENS, 409: PARENS,
     81: KEPT_LATER, 173: KEPT_LATER, 178: KEPT_LATER, 251: KEPT_LATER, 322: KEPT_LATER, 376: KEPT_LATER,
-    60: SALT_INPUT, 113: SALT_INPUT, 168: SALT_INPUT,
+    60: SALT_INPUT, 113: SALT_INPUT,
     36: SEMI_USING_STAR,
     103: CTE_OWN_NAME,
 }

@@ -1,0 +1,439 @@
+//! Row filters: a query's conditions on one table (comparisons with literals, IN lists,
+//! BETWEEN, IS [NOT] NULL, LIKE, AND, OR, NOT), evaluated on the table's rows with Arrow's
+//! kernels, so that a join's counts are of the rows that reach it, as Spark pushes those
+//! conditions below the join.
+//!
+//! A condition names the table's columns bare. Literals take the column's type the way Spark
+//! compares them; a comparison Spark would make in another type (a float column against a
+//! decimal literal, a string column against a number, a timestamp) is refused, and the caller
+//! counts without it and says so. SQL's three-valued logic is kept: a row passes only where the
+//! condition is TRUE. Doubles compare as Arrow orders them, which is Spark's order for NaN (equal
+//! to itself, above every number) but puts -0.0 below 0.0, where Spark has them equal.
+//!
+//! `filtered_keys` writes the key columns of the passing rows to a temporary Parquet table, one
+//! file per file of the table, which the counting engine then reads like any other.
+
+use std::fs::File;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{new_null_array, Array, ArrayRef, BooleanArray, Datum, RecordBatch, Scalar, StringArray};
+use arrow_buffer::BooleanBuffer;
+use arrow_schema::{DataType, Schema};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::{ArrowWriter, ProjectionMask};
+use sqlparser::ast::{BinaryOperator, Expr, UnaryOperator, Value as SqlValue};
+
+use crate::count::KeySpec;
+use crate::error::{Error, Result};
+use crate::source::{ColumnSource, DataFile, Table};
+
+/// Conditions on one table's columns (named bare), all of which a row must meet.
+#[derive(Clone, Debug, Default)]
+pub struct RowFilter {
+    pub conditions: Vec<Expr>,
+}
+
+impl RowFilter {
+    /// The conditions as SQL, joined by AND.
+    pub fn text(&self) -> String {
+        self.conditions.iter().map(crate::sql::render_expr).collect::<Vec<_>>().join(" AND ")
+    }
+
+    /// The columns the conditions read (lower case, each once).
+    pub fn columns(&self) -> Vec<String> {
+        let mut cols: Vec<String> = Vec::new();
+        for c in &self.conditions {
+            let _ = sqlparser::ast::visit_expressions(c, |e: &Expr| {
+                if let Expr::Identifier(i) = e {
+                    let n = i.value.to_ascii_lowercase();
+                    if !cols.contains(&n) {
+                        cols.push(n);
+                    }
+                }
+                std::ops::ControlFlow::<()>::Continue(())
+            });
+        }
+        cols
+    }
+}
+
+/// Whether `cond` can be evaluated on `table`'s files: every column it names is a data column
+/// (not a Hive partition) of a type the comparison takes, every operator supported.
+pub fn check(cond: &Expr, table: &Table) -> std::result::Result<(), String> {
+    let f = RowFilter { conditions: vec![cond.clone()] };
+    let file = table.files.first().ok_or("the table has no files")?;
+    let schema = file.meta.schema();
+    let mut fields = Vec::new();
+    for c in f.columns() {
+        let i = field_ci(file, &c).ok_or_else(|| format!("{c} is not a data column of the table"))?;
+        fields.push(schema.field(i).clone());
+    }
+    let empty = RecordBatch::new_empty(Arc::new(Schema::new(fields)));
+    eval(cond, &empty).map(|_| ())
+}
+
+/// The table's key columns for the rows that pass `filter`, as a temporary Parquet table (it
+/// lives as long as the returned value).
+pub struct Filtered {
+    pub table: Table,
+    pub keys: KeySpec,
+    pub rows_in: u64,
+    pub rows_out: u64,
+    _dir: tempfile::TempDir,
+}
+
+/// Read the key and condition columns of every file, keep the passing rows' keys.
+pub fn filtered_keys(table: &Table, keys: &KeySpec, filter: &RowFilter) -> Result<Filtered> {
+    let dir = tempfile::Builder::new().prefix("skewjoin-filtered-").tempdir().map_err(|e| Error::Io { path: std::env::temp_dir(), source: e })?;
+    let key_names = keys.names();
+    if keys.columns.iter().any(|c| matches!(c.source, ColumnSource::Partition { .. })) {
+        return Err(Error::Usage(format!("{}: a key is a partition column; the filter is not applied", table.display)));
+    }
+    let (mut rows_in, mut rows_out) = (0u64, 0u64);
+    let mut paths = Vec::new();
+    for (n, file) in table.files.iter().enumerate() {
+        let out = dir.path().join(format!("part-{n:05}.parquet"));
+        let (i, o) = filter_file(file, &key_names, filter, &out).map_err(|e| Error::Usage(format!("{}: {e}", file.path.display())))?;
+        rows_in += i;
+        rows_out += o;
+        paths.push(out.to_string_lossy().into_owned());
+    }
+    let filtered = Table::open(&paths)?;
+    let columns = key_names.iter().map(|k| filtered.resolve(k)).collect::<Result<Vec<_>>>()?;
+    Ok(Filtered { table: filtered, keys: KeySpec { columns }, rows_in, rows_out, _dir: dir })
+}
+
+/// One file's passing rows, key columns only, written to `out`: (rows read, rows kept).
+fn filter_file(file: &DataFile, keys: &[String], filter: &RowFilter, out: &std::path::Path) -> std::result::Result<(u64, u64), String> {
+    let mut wanted: Vec<usize> = Vec::new();
+    for c in keys.iter().map(|k| k.to_ascii_lowercase()).chain(filter.columns()) {
+        let i = field_ci(file, &c).ok_or_else(|| format!("no column {c}"))?;
+        if !wanted.contains(&i) {
+            wanted.push(i);
+        }
+    }
+    wanted.sort_unstable();
+    let f = File::open(&file.path).map_err(|e| e.to_string())?;
+    let mask = ProjectionMask::roots(file.meta.parquet_schema(), wanted.iter().copied());
+    let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(f, file.meta.clone())
+        .with_projection(mask)
+        .with_batch_size(65536)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut writer: Option<ArrowWriter<File>> = None;
+    let (mut rows_in, mut rows_out) = (0u64, 0u64);
+    for batch in reader {
+        let batch = batch.map_err(|e| e.to_string())?;
+        let pass = all_true(&filter.conditions, &batch)?;
+        let key_idx: Vec<usize> = keys.iter().map(|k| column_index(&batch, k)).collect::<std::result::Result<_, _>>()?;
+        let kept = arrow_select::filter::filter_record_batch(&batch.project(&key_idx).map_err(|e| e.to_string())?, &pass).map_err(|e| e.to_string())?;
+        rows_in += batch.num_rows() as u64;
+        rows_out += kept.num_rows() as u64;
+        let w = match &mut writer {
+            Some(w) => w,
+            None => writer.insert(ArrowWriter::try_new(File::create(out).map_err(|e| e.to_string())?, kept.schema(), None).map_err(|e| e.to_string())?),
+        };
+        w.write(&kept).map_err(|e| e.to_string())?;
+    }
+    match writer {
+        Some(w) => w.close().map(|_| ()).map_err(|e| e.to_string())?,
+        None => empty_file(file, keys, out)?,
+    }
+    Ok((rows_in, rows_out))
+}
+
+/// A file with no row groups: an empty file of the key columns.
+fn empty_file(file: &DataFile, keys: &[String], out: &std::path::Path) -> std::result::Result<(), String> {
+    let schema = file.meta.schema();
+    let fields: Vec<_> = keys.iter().filter_map(|k| field_ci(file, k)).map(|i| schema.field(i).clone()).collect();
+    let w = ArrowWriter::try_new(File::create(out).map_err(|e| e.to_string())?, Arc::new(Schema::new(fields)), None).map_err(|e| e.to_string())?;
+    w.close().map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// Rows where every condition is TRUE (NULL counts as not passing).
+fn all_true(conds: &[Expr], batch: &RecordBatch) -> std::result::Result<BooleanArray, String> {
+    let mut acc = BooleanArray::from(vec![true; batch.num_rows()]);
+    for c in conds {
+        acc = kleene_and(&acc, &eval(c, batch)?);
+    }
+    let passes: BooleanBuffer = match acc.nulls() {
+        Some(n) => acc.values() & n.inner(),
+        None => acc.values().clone(),
+    };
+    Ok(BooleanArray::new(passes, None))
+}
+
+/// A top-level field of the file by name, case ignored as Spark ignores it.
+fn field_ci(file: &DataFile, name: &str) -> Option<usize> {
+    file.meta.schema().fields().iter().position(|f| f.name().eq_ignore_ascii_case(name))
+}
+
+fn column_index(batch: &RecordBatch, name: &str) -> std::result::Result<usize, String> {
+    batch.schema().fields().iter().position(|f| f.name().eq_ignore_ascii_case(name)).ok_or_else(|| format!("no column {name}"))
+}
+
+/// One side of a comparison: a column of the batch, or a literal.
+enum Operand {
+    Column(ArrayRef),
+    Literal(Lit),
+}
+
+/// A literal as written, typed when it meets a column.
+#[derive(Clone, Debug)]
+enum Lit {
+    Null,
+    Number(String),
+    Str(String),
+    Bool(bool),
+    Date(String),
+}
+
+/// The condition's truth for each row of `batch` (NULL where SQL says unknown).
+fn eval(e: &Expr, batch: &RecordBatch) -> std::result::Result<BooleanArray, String> {
+    use BinaryOperator::*;
+    match e {
+        Expr::Nested(inner) => eval(inner, batch),
+        Expr::BinaryOp { left, op: And, right } => Ok(kleene_and(&eval(left, batch)?, &eval(right, batch)?)),
+        Expr::BinaryOp { left, op: Or, right } => Ok(kleene_or(&eval(left, batch)?, &eval(right, batch)?)),
+        Expr::UnaryOp { op: UnaryOperator::Not, expr } => Ok(not(&eval(expr, batch)?)),
+        Expr::BinaryOp { left, op, right } if matches!(op, Eq | NotEq | Lt | LtEq | Gt | GtEq) => {
+            compare(op, operand(left, batch)?, operand(right, batch)?, batch.num_rows())
+        }
+        Expr::IsNull(x) | Expr::IsNotNull(x) => {
+            let Operand::Column(a) = operand(x, batch)? else { return Err("IS NULL of a literal".into()) };
+            let valid = a.logical_nulls().map(|n| n.inner().clone()).unwrap_or_else(|| BooleanBuffer::new_set(a.len()));
+            Ok(BooleanArray::new(if matches!(e, Expr::IsNull(_)) { !&valid } else { valid }, None))
+        }
+        Expr::InList { expr, list, negated } => {
+            let mut acc = BooleanArray::from(vec![false; batch.num_rows()]);
+            for item in list {
+                acc = kleene_or(&acc, &compare(&Eq, operand(expr, batch)?, operand(item, batch)?, batch.num_rows())?);
+            }
+            Ok(if *negated { not(&acc) } else { acc })
+        }
+        Expr::Between { expr, negated, low, high } => {
+            let ge = compare(&GtEq, operand(expr, batch)?, operand(low, batch)?, batch.num_rows())?;
+            let le = compare(&LtEq, operand(expr, batch)?, operand(high, batch)?, batch.num_rows())?;
+            let both = kleene_and(&ge, &le);
+            Ok(if *negated { not(&both) } else { both })
+        }
+        Expr::Like { negated, any: false, expr, pattern, escape_char: None } | Expr::ILike { negated, any: false, expr, pattern, escape_char: None } => {
+            let (Operand::Column(a), Operand::Literal(Lit::Str(p))) = (operand(expr, batch)?, operand(pattern, batch)?) else {
+                return Err("LIKE of something other than a column and a string".into());
+            };
+            let a = as_utf8(&a)?;
+            let pat = Scalar::new(StringArray::from(vec![p]));
+            let r = if matches!(e, Expr::Like { .. }) { arrow_string::like::like(&a, &pat) } else { arrow_string::like::ilike(&a, &pat) };
+            let r = r.map_err(|e| e.to_string())?;
+            Ok(if *negated { not(&r) } else { r })
+        }
+        other => Err(format!("{other} is not a condition the counts can apply")),
+    }
+}
+
+/// A column (dictionaries unpacked) or a literal.
+fn operand(e: &Expr, batch: &RecordBatch) -> std::result::Result<Operand, String> {
+    Ok(match e {
+        Expr::Nested(inner) => return operand(inner, batch),
+        Expr::Identifier(i) => Operand::Column(plain(batch.column(column_index(batch, &i.value)?))?),
+        Expr::Value(v) => Operand::Literal(match &v.value {
+            SqlValue::Null => Lit::Null,
+            SqlValue::Number(n, _) => Lit::Number(n.clone()),
+            SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s) => Lit::Str(s.clone()),
+            SqlValue::Boolean(b) => Lit::Bool(*b),
+            other => return Err(format!("literal {other}")),
+        }),
+        Expr::UnaryOp { op: UnaryOperator::Minus, expr } => match operand(expr, batch)? {
+            Operand::Literal(Lit::Number(n)) => Operand::Literal(Lit::Number(format!("-{n}"))),
+            _ => return Err("a negated expression".into()),
+        },
+        Expr::TypedString(ts) if matches!(ts.data_type, sqlparser::ast::DataType::Date) => match &ts.value.value {
+            SqlValue::SingleQuotedString(s) => Operand::Literal(Lit::Date(s.clone())),
+            other => return Err(format!("DATE {other}")),
+        },
+        other => return Err(format!("{other} is not a column or a literal")),
+    })
+}
+
+/// A dictionary column as its values.
+fn plain(a: &ArrayRef) -> std::result::Result<ArrayRef, String> {
+    match a.data_type() {
+        DataType::Dictionary(_, _) => {
+            let d = a.as_any_dictionary();
+            arrow_select::take::take(d.values().as_ref(), d.keys(), None).map_err(|e| e.to_string())
+        }
+        _ => Ok(a.clone()),
+    }
+}
+
+fn as_utf8(a: &ArrayRef) -> std::result::Result<ArrayRef, String> {
+    match a.data_type() {
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Ok(a.clone()),
+        other => Err(format!("LIKE on a {other} column")),
+    }
+}
+
+/// `a op b` for each row.
+fn compare(op: &BinaryOperator, a: Operand, b: Operand, rows: usize) -> std::result::Result<BooleanArray, String> {
+    use arrow_ord::cmp;
+    let (col, other, flipped): (ArrayRef, Box<dyn Datum>, bool) = match (a, b) {
+        (Operand::Column(x), Operand::Column(y)) if x.data_type() == y.data_type() => (x, Box::new(y), false),
+        (Operand::Column(x), Operand::Column(y)) => return Err(format!("a {} column compared with a {} column", x.data_type(), y.data_type())),
+        (Operand::Column(x), Operand::Literal(Lit::Null)) | (Operand::Literal(Lit::Null), Operand::Column(x)) => {
+            return Ok(BooleanArray::from(new_null_array(&DataType::Boolean, x.len()).to_data()));
+        }
+        (Operand::Column(x), Operand::Literal(l)) => {
+            let lit = literal(&l, x.data_type())?;
+            (x, Box::new(Scalar::new(lit)), false)
+        }
+        (Operand::Literal(l), Operand::Column(x)) => {
+            let lit = literal(&l, x.data_type())?;
+            (x, Box::new(Scalar::new(lit)), true)
+        }
+        (Operand::Literal(_), Operand::Literal(_)) => return Err(format!("a comparison of two literals ({rows} rows)")),
+    };
+    let op = if flipped { flip(op) } else { op.clone() };
+    let r = match op {
+        BinaryOperator::Eq => cmp::eq(&col, other.as_ref()),
+        BinaryOperator::NotEq => cmp::neq(&col, other.as_ref()),
+        BinaryOperator::Lt => cmp::lt(&col, other.as_ref()),
+        BinaryOperator::LtEq => cmp::lt_eq(&col, other.as_ref()),
+        BinaryOperator::Gt => cmp::gt(&col, other.as_ref()),
+        _ => cmp::gt_eq(&col, other.as_ref()),
+    };
+    r.map_err(|e| e.to_string())
+}
+
+/// `lit op col` as `col op' lit`.
+fn flip(op: &BinaryOperator) -> BinaryOperator {
+    match op {
+        BinaryOperator::Lt => BinaryOperator::Gt,
+        BinaryOperator::LtEq => BinaryOperator::GtEq,
+        BinaryOperator::Gt => BinaryOperator::Lt,
+        BinaryOperator::GtEq => BinaryOperator::LtEq,
+        other => other.clone(),
+    }
+}
+
+/// A one-value array of the column's type holding the literal, where Spark compares the two in
+/// the column's type without loss; otherwise why not.
+fn literal(l: &Lit, dt: &DataType) -> std::result::Result<ArrayRef, String> {
+    use arrow_array::*;
+    let int = |n: &str| n.parse::<i64>().map_err(|_| format!("{n} against an integer column (Spark compares them as decimals)"));
+    let a: ArrayRef = match (l, dt) {
+        (Lit::Number(n), DataType::Int8) => Arc::new(Int8Array::from(vec![i8::try_from(int(n)?).map_err(|e| e.to_string())?])),
+        (Lit::Number(n), DataType::Int16) => Arc::new(Int16Array::from(vec![i16::try_from(int(n)?).map_err(|e| e.to_string())?])),
+        (Lit::Number(n), DataType::Int32) => Arc::new(Int32Array::from(vec![i32::try_from(int(n)?).map_err(|e| e.to_string())?])),
+        (Lit::Number(n), DataType::Int64) => Arc::new(Int64Array::from(vec![int(n)?])),
+        (Lit::Number(n), DataType::Float64) => Arc::new(Float64Array::from(vec![n.parse::<f64>().map_err(|e| e.to_string())?])),
+        (Lit::Number(n), DataType::Decimal128(p, s)) => {
+            Arc::new(Decimal128Array::from(vec![decimal(n, *s)?]).with_precision_and_scale(*p, *s).map_err(|e| e.to_string())?)
+        }
+        (Lit::Str(s), DataType::Utf8) => Arc::new(StringArray::from(vec![s.clone()])),
+        (Lit::Str(s), DataType::LargeUtf8) => Arc::new(LargeStringArray::from(vec![s.clone()])),
+        (Lit::Str(s), DataType::Utf8View) => Arc::new(StringViewArray::from(vec![s.clone()])),
+        (Lit::Str(s) | Lit::Date(s), DataType::Date32) => Arc::new(Date32Array::from(vec![days(s)?])),
+        (Lit::Bool(b), DataType::Boolean) => Arc::new(BooleanArray::from(vec![*b])),
+        (l, dt) => return Err(format!("{l:?} against a {dt} column")),
+    };
+    Ok(a)
+}
+
+/// A decimal literal as an unscaled value at `scale`, if it has no more digits than that.
+fn decimal(n: &str, scale: i8) -> std::result::Result<i128, String> {
+    let (neg, digits) = n.strip_prefix('-').map(|d| (true, d)).unwrap_or((false, n));
+    let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    let frac = frac.trim_end_matches('0');
+    if scale < 0 || frac.len() > scale as usize || !int.chars().chain(frac.chars()).all(|c| c.is_ascii_digit()) {
+        return Err(format!("{n} at scale {scale}"));
+    }
+    let text = format!("{int}{frac:0<width$}", width = scale as usize);
+    let v: i128 = text.parse().map_err(|_| format!("{n} at scale {scale}"))?;
+    Ok(if neg { -v } else { v })
+}
+
+/// 'YYYY-MM-DD' as days since 1970-01-01.
+fn days(s: &str) -> std::result::Result<i32, String> {
+    let d = chrono::NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d").map_err(|_| format!("'{s}' is not a date"))?;
+    let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
+    i32::try_from((d - epoch).num_days()).map_err(|e| e.to_string())
+}
+
+/// The validity of a boolean array as a buffer (all set when it has no NULLs).
+fn valid(a: &BooleanArray) -> BooleanBuffer {
+    a.nulls().map(|n| n.inner().clone()).unwrap_or_else(|| BooleanBuffer::new_set(a.len()))
+}
+
+/// SQL's AND: FALSE if either is FALSE, NULL if either is NULL otherwise.
+fn kleene_and(a: &BooleanArray, b: &BooleanArray) -> BooleanArray {
+    let (va, vb) = (valid(a), valid(b));
+    let a_false = &va & &!a.values();
+    let b_false = &vb & &!b.values();
+    let v = &(&(&va & &vb) | &a_false) | &b_false;
+    BooleanArray::new(a.values() & b.values(), Some(v.into()))
+}
+
+/// SQL's OR: TRUE if either is TRUE, NULL if either is NULL otherwise.
+fn kleene_or(a: &BooleanArray, b: &BooleanArray) -> BooleanArray {
+    let (va, vb) = (valid(a), valid(b));
+    let a_true = &va & a.values();
+    let b_true = &vb & b.values();
+    let v = &(&(&va & &vb) | &a_true) | &b_true;
+    BooleanArray::new(&a_true | &b_true, Some(v.into()))
+}
+
+/// SQL's NOT: NULL stays NULL.
+fn not(a: &BooleanArray) -> BooleanArray {
+    BooleanArray::new(!a.values(), a.nulls().cloned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Date32Array, Decimal128Array, Float64Array, Int64Array};
+
+    fn batch() -> RecordBatch {
+        let k: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), Some(2), None, Some(4)]));
+        let s: ArrayRef = Arc::new(StringArray::from(vec![Some("apple"), Some("a%b"), Some("pear"), None]));
+        let f: ArrayRef = Arc::new(Float64Array::from(vec![0.5, 1.5, 2.5, f64::NAN]));
+        let d: ArrayRef = Arc::new(Date32Array::from(vec![20000, 20010, 20020, 20030]));
+        let m: ArrayRef = Arc::new(Decimal128Array::from(vec![1250, -50, 0, 99]).with_precision_and_scale(10, 2).unwrap());
+        RecordBatch::try_from_iter([("k", k), ("s", s), ("f", f), ("d", d), ("m", m)]).unwrap()
+    }
+
+    fn rows(cond: &str) -> std::result::Result<Vec<bool>, String> {
+        let q = crate::sql::parse_query(&format!("SELECT 1 WHERE {cond}")).unwrap();
+        let sqlparser::ast::SetExpr::Select(s) = *q.body else { panic!() };
+        let m = all_true(&[s.selection.unwrap()], &batch())?;
+        Ok((0..m.len()).map(|i| m.value(i)).collect())
+    }
+
+    #[test]
+    fn three_valued_logic() {
+        assert_eq!(rows("k > 1").unwrap(), [false, true, false, true]);
+        assert_eq!(rows("NOT (k > 1)").unwrap(), [true, false, false, false]);
+        assert_eq!(rows("k > 1 OR s = 'apple'").unwrap(), [true, true, false, true]);
+        assert_eq!(rows("k IS NULL OR s IS NULL").unwrap(), [false, false, true, true]);
+        // NOT IN with a NULL in the list is never TRUE.
+        assert_eq!(rows("k NOT IN (1, NULL)").unwrap(), [false, false, false, false]);
+        assert_eq!(rows("k NOT IN (1, 9)").unwrap(), [false, true, false, true]);
+        assert_eq!(rows("k BETWEEN 2 AND 4 AND NOT s LIKE 'p%'").unwrap(), [false, true, false, false]);
+        assert_eq!(rows("s LIKE 'a\\\\%b'").unwrap(), [false, true, false, false]);
+        assert_eq!(rows("5 > k").unwrap(), [true, true, false, true]);
+    }
+
+    #[test]
+    fn literals_take_the_column_type() {
+        assert_eq!(rows("d >= DATE '2024-10-23'").unwrap(), [false, false, true, true]);
+        assert_eq!(rows("d = '2024-10-14'").unwrap(), [false, true, false, false]);
+        assert_eq!(rows("m < 0 OR m = 12.50").unwrap(), [true, true, false, false]);
+        assert_eq!(rows("f > 1").unwrap(), [false, true, true, true]);
+        assert_eq!(decimal("-0.5", 2), Ok(-50));
+        // Comparisons Spark makes in another type are refused, not guessed.
+        assert!(rows("k > 1.5").is_err());
+        assert!(rows("m = 0.125").is_err());
+        assert!(rows("s = 1").is_err());
+        assert!(rows("upper(s) = 'A'").is_err());
+    }
+}

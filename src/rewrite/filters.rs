@@ -1,0 +1,121 @@
+//! The conditions Spark applies to a join's inputs before the join, as row filters on each
+//! side's base table, so that the counts are of the rows that reach the join: a subquery's or
+//! CTE's own WHERE, and the conjuncts of the query's WHERE on one input's columns where Spark
+//! pushes them below this join (both sides of an inner join; the left of a left, semi or anti
+//! join; the right of a right join; neither side of a full join, nor any side when a later join
+//! of the chain is a right or full join, which can bring rows back as NULLs).
+//!
+//! What the counts cannot apply (a condition on two inputs, on the side an outer join keeps, a
+//! type the filter does not compare as Spark does) is listed in the join's notes.
+
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{visit_expressions, visit_expressions_mut, Expr, Ident};
+
+use super::input::Input;
+use super::names::lc;
+use crate::filter::{check, RowFilter};
+use crate::plan::{JoinType, Side};
+use crate::source::Table;
+
+/// The filters the counts of one join apply, and the WHERE conditions on its inputs they do not.
+#[derive(Default)]
+pub(super) struct SideFilters {
+    pub left: Option<RowFilter>,
+    pub right: Option<RowFilter>,
+    /// Each condition not applied, as written, with why.
+    pub unapplied: Vec<String>,
+}
+
+/// Where the join sits: the SELECT's WHERE (split at AND) and whether a later join of its chain
+/// is a right or full join.
+pub(super) struct JoinScope<'a> {
+    pub conjuncts: &'a [Expr],
+    pub later_outer: bool,
+}
+
+/// The filters of the join of `l` and `r` (`how`), whose key columns are in `ltable` and `rtable`.
+pub(super) fn side_filters(scope: &JoinScope, l: (&Input, &Table, &str), r: (&Input, &Table, &str), how: JoinType) -> SideFilters {
+    let mut out = SideFilters::default();
+    for (side, (inp, table, tname)) in [(Side::Left, l), (Side::Right, r)] {
+        let pushed = !scope.later_outer && pushes_below(how, side);
+        let mut conds = Vec::new();
+        for c in &inp.conditions {
+            match check(c, table) {
+                Ok(()) => conds.push(c.clone()),
+                Err(why) => out.unapplied.push(format!("{} (in {}): {why}", crate::sql::render_expr(c), inp.display())),
+            }
+        }
+        for c in scope.conjuncts {
+            if !mentions(c, inp) {
+                continue;
+            }
+            let text = crate::sql::render_expr(c);
+            match to_base(c, inp, tname) {
+                Some(b) if pushed => match check(&b, table) {
+                    Ok(()) => conds.push(b),
+                    Err(why) => out.unapplied.push(format!("{text}: {why}")),
+                },
+                Some(_) => out.unapplied.push(format!("{text}: Spark applies it after this {} join", how.as_str())),
+                None => out.unapplied.push(format!("{text}: not a condition on {}'s table alone", inp.display())),
+            }
+        }
+        let f = (!conds.is_empty()).then_some(RowFilter { conditions: conds });
+        match side {
+            Side::Left => out.left = f,
+            Side::Right => out.right = f,
+        }
+    }
+    out.unapplied.dedup();
+    out
+}
+
+/// Whether Spark pushes a WHERE condition on `side` below a `how` join.
+fn pushes_below(how: JoinType, side: Side) -> bool {
+    match how {
+        JoinType::Inner => true,
+        JoinType::Left | JoinType::Semi | JoinType::Anti => side == Side::Left,
+        JoinType::Right => side == Side::Right,
+        JoinType::Full => false,
+    }
+}
+
+/// Whether `e` names a column of `inp`.
+fn mentions(e: &Expr, inp: &Input) -> bool {
+    let mut hit = false;
+    let _ = visit_expressions(e, |x: &Expr| {
+        if column_of(x, inp).is_some() {
+            hit = true;
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    hit
+}
+
+/// `x` as a column of `inp`, when it is one.
+fn column_of(x: &Expr, inp: &Input) -> Option<String> {
+    match x {
+        Expr::Identifier(i) => inp.resolve(None, &i.value),
+        Expr::CompoundIdentifier(p) if p.len() == 2 => inp.resolve(Some(&p[0].value), &p[1].value),
+        _ => None,
+    }
+}
+
+/// `e` with each column named as the base table `table` names it, if every column `e` reads
+/// is a column of `inp` traced to that table and `e` holds no subquery.
+pub(super) fn to_base(e: &Expr, inp: &Input, table: &str) -> Option<Expr> {
+    let mut e = e.clone();
+    let mut ok = true;
+    let _ = visit_expressions_mut(&mut e, |x: &mut Expr| {
+        match &*x {
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => match column_of(x, inp).and_then(|c| inp.base.get(&lc(&c)).cloned()) {
+                Some((t, b)) if t == table => *x = Expr::Identifier(Ident::new(b)),
+                _ => ok = false,
+            },
+            Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } => ok = false,
+            _ => {}
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    ok.then_some(e)
+}
