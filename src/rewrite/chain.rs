@@ -31,6 +31,9 @@ struct Slot {
 struct Member {
     input: Input,
     slots: Vec<usize>,
+    /// Its columns that are USING keys of a join (lower case): `alias.*` lists them first, as
+    /// Spark does.
+    using_first: Vec<String>,
 }
 
 /// A `*` entry that is `alias.*` of an input whose columns are not known.
@@ -77,7 +80,7 @@ impl Prefix {
             self.slots.push(Slot { qual: input.alias.clone(), name: c.clone(), orig: c.clone(), owner: Some(input.alias.clone()) });
         }
         let slots: Vec<usize> = (start..self.slots.len()).collect();
-        self.members.push(Member { input, slots: slots.clone() });
+        self.members.push(Member { input, slots: slots.clone(), using_first: vec![] });
         slots
     }
 
@@ -106,7 +109,8 @@ impl Prefix {
                 continue;
             }
             let columns = m.input.columns.iter().zip(&m.slots).map(|(c, &s)| (lc(c), self.slots[s].name.clone())).collect();
-            let star = m.input.columns.iter().zip(&m.slots).map(|(c, &s)| (self.slots[s].name.clone(), c.clone())).collect();
+            let mut star: Vec<(String, String)> = m.input.columns.iter().zip(&m.slots).map(|(c, &s)| (self.slots[s].name.clone(), c.clone())).collect();
+            star.sort_by_key(|(_, c)| m.using_first.iter().position(|k| *k == lc(c)).unwrap_or(usize::MAX));
             out.push(Remap { alias: m.input.alias.clone(), new_alias: qual.clone(), columns, star });
         }
         out
@@ -201,6 +205,9 @@ impl Prefix {
             }
         };
         if !how.outputs_right() {
+            if let JoinConstraint::Using(cols) = constraint {
+                self.using_first(cols);
+            }
             return;
         }
         let right = match (right, &self.broken) {
@@ -270,6 +277,24 @@ impl Prefix {
         star.extend(before.into_iter().filter(|(_, o)| !keys.contains(&lc(o))));
         star.extend(rslots.iter().filter(|&&s| !keys.contains(&lc(&self.slots[s].orig))).map(|&s| (s, self.slots[s].orig.clone())));
         self.star = star;
+        self.mark_using(&keys);
+    }
+
+    /// A SEMI or ANTI join USING (k) left as written: `*` lists k first, as Spark does.
+    fn using_first(&mut self, cols: &[ObjectName]) {
+        let keys: Vec<String> = cols.iter().filter_map(|c| last_ident(c).map(|i| lc(&i.value))).collect();
+        let slots = &self.slots;
+        self.star.sort_by_key(
+            |(s, o)| if *s != RAW && slots[*s].owner.is_some() { keys.iter().position(|k| *k == lc(o)).unwrap_or(usize::MAX) } else { usize::MAX },
+        );
+        self.mark_using(&keys);
+    }
+
+    /// Each member with a column named as a USING key lists it first in its `alias.*`.
+    fn mark_using(&mut self, keys: &[String]) {
+        for m in &mut self.members {
+            m.using_first = keys.iter().filter(|k| m.input.column(k).is_some()).cloned().collect();
+        }
     }
 
     /// A join rewritten into the derived table `j.alias`: every column is now there.
@@ -300,6 +325,7 @@ impl Prefix {
             }
         }
         self.star = star;
+        self.mark_using(&keys);
         self.cur = TableWithJoins { relation: j.relation, joins: vec![] };
         self.rewritten = true;
     }

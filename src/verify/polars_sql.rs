@@ -352,10 +352,28 @@ impl UsingJoin {
                     out.push(SelectItem::ExprWithAlias { expr, alias });
                 }
                 SelectItem::Wildcard(_) if !matches!(self.kind, "semi" | "anti") => out.extend(self.star_items()?),
+                // Spark lists the keys first in `*` of a SEMI/ANTI USING join and in `t.*` of
+                // either input.
+                SelectItem::Wildcard(_) => out.extend(self.qualified_star(0)?),
+                SelectItem::QualifiedWildcard(sqlparser::ast::SelectItemQualifiedWildcardKind::ObjectName(n), _)
+                    if self.star.iter().take(2).any(|(q, _)| q.eq_ignore_ascii_case(&name_of(&n))) =>
+                {
+                    let i = self.star.iter().position(|(q, _)| q.eq_ignore_ascii_case(&name_of(&n))).unwrap_or(0);
+                    out.extend(self.qualified_star(i)?)
+                }
                 other => out.push(other),
             }
         }
         Ok(out)
+    }
+
+    /// `q.*` of the `i`-th input of the USING join: its keys, then its other columns.
+    fn qualified_star(&self, i: usize) -> std::result::Result<Vec<SelectItem>, String> {
+        let (q, cols) = self.star.get(i).ok_or("a USING join without inputs")?;
+        let cols = cols.as_ref().ok_or_else(|| format!("{q}.* over a USING join, {q} a subquery (its columns are not listed here)"))?;
+        let is_key = |c: &String| self.merged.iter().any(|(k, _)| k.eq_ignore_ascii_case(c));
+        let keys = self.merged.iter().filter_map(|(k, _)| cols.iter().find(|c| c.eq_ignore_ascii_case(k)));
+        Ok(keys.chain(cols.iter().filter(|c| !is_key(c))).map(|c| SelectItem::UnnamedExpr(col_ref(q, c))).collect())
     }
 
     /// `*` over the join: the keys, then the first two inputs' other columns, then the rest.

@@ -25,14 +25,11 @@ KEPT_LATER = ("verify --engine polars: an ON condition on the kept side of an ou
               "of a chain, becomes CASE WHEN ... in the join key: Polars: 'alias' is not allowed in a join key (exit 2)")
 SALT_INPUT = ("verify --engine polars: a salted join whose salted side is not a --table (a CTE, a derived table, the joins "
               "before it): 'hashes columns of x1, which no --table names' or 'unsupported function __sj_hash' (exit 2)")
-SEMI_USING_STAR = ("verify --engine polars: SELECT * over LEFT ANTI JOIN ... USING (k) lists the original's columns in "
-                   "table order; Spark, and the rewrite, put k first: a false DIFFERENT")
 CTE_OWN_NAME = ("verify --engine polars: a CTE joined under its own name (FROM x1 RIGHT/FULL JOIN ...): the rewrite's "
                 "(SELECT * FROM x1 WHERE false) x1 hides the CTE from the branch's anti join in Polars (one alias map): a false DIFFERENT")
 KNOWN_BUGS = {
     81: KEPT_LATER, 173: KEPT_LATER, 178: KEPT_LATER, 251: KEPT_LATER, 322: KEPT_LATER, 376: KEPT_LATER,
     60: SALT_INPUT, 113: SALT_INPUT,
-    36: SEMI_USING_STAR,
     103: CTE_OWN_NAME,
 }
 

@@ -20,11 +20,7 @@ PARENS = 0.15
 
 # Cases that fail today because of a skewjoin bug (a rewrite that changes the rows or the
 # columns): xfail(strict), so that the fix shows (and the entry must then go).
-USING_QUALIFIED_STAR = ("rewrite: t.* over a JOIN ... USING (k) lists t's columns in the table's order; Spark puts "
-                        "the USING keys first (SELECT a.* FROM a JOIN b USING (k), k not a's first column): the columns change order")
-KNOWN_BUGS = {
-    100018: USING_QUALIFIED_STAR, 100023: USING_QUALIFIED_STAR, 100044: USING_QUALIFIED_STAR,
-}
+KNOWN_BUGS = {}
 
 _outcomes = []
 

@@ -153,6 +153,10 @@ CASES = [
     ("double-key", ["tl", "tr"], "SELECT a.v, b.w FROM tl a LEFT JOIN tr b ON a.f = b.f", T4, True),
     ("binary-key", ["tl", "tr"], "SELECT a.v, b.w FROM tl a JOIN tr b ON a.b = b.b", T4, True),
     ("bigint-key", ["tl", "tr"], "SELECT a.v, b.w FROM tl a FULL JOIN tr b ON a.i = b.i", T4, True),
+    # `t.*` over USING lists the keys first, as Spark does; so does `*` of a SEMI/ANTI USING join.
+    ("using-qualified-star", EV, "SELECT e.*, t.name FROM events e JOIN titles t USING (title_id)", T4, True),
+    ("using-right-qualified-star", EV, "SELECT t.*, e.* FROM titles t RIGHT JOIN events e USING (title_id)", T4, True),
+    ("using-anti-star", EV, "SELECT * FROM events e LEFT ANTI JOIN titles t USING (title_id)", T4, True),
     # Comma joins (inner joins on WHERE's equalities) and ON in parentheses.
     ("comma-inner-where", EV, "SELECT e.event_id, t.name FROM events e, titles t WHERE e.title_id = t.title_id AND e.hours > 0.2", T4, True),
     ("comma-star", EV, "SELECT * FROM events e, titles t WHERE t.title_id = e.title_id", T4, True),
