@@ -29,6 +29,7 @@ pub fn decide(m: &Measured, classifier: &Classifier, opts: &PlanOptions) -> Resu
     let broadcast_side = broadcast_side::choose(how, &hot_keys, [&left, &right], opts.broadcast_threshold);
     let after = if broadcast_side.is_some() { TaskStats::default() } else { after_stage(m, &stage, &hot_keys) };
     let next = hot_keys.is_empty().then(|| advice::next_step(&before, &before_tasks, m.partitions, opts.hot_factor));
+    let spark_broadcasts = spark_broadcasts(how, [&left, &right], opts.broadcast_threshold);
     let mut plan = Plan {
         how,
         shuffle_partitions: m.partitions,
@@ -39,6 +40,7 @@ pub fn decide(m: &Measured, classifier: &Classifier, opts: &PlanOptions) -> Resu
         results_change: hot_keys.iter().any(|h| matches!(h.strategy, Strategy::Drop)),
         hot_keys,
         broadcast_side,
+        spark_broadcasts,
         before,
         after,
         notes,
@@ -49,6 +51,15 @@ pub fn decide(m: &Measured, classifier: &Classifier, opts: &PlanOptions) -> Resu
     };
     plan.sql = emit_sql(&join_sql(m, how), &plan)?;
     Ok(plan)
+}
+
+/// The side Spark broadcasts by itself, the smaller when both may be.
+fn spark_broadcasts(how: JoinType, sides: [&SideReport; 2], threshold: u64) -> Option<Side> {
+    [(Side::Left, sides[0]), (Side::Right, sides[1])]
+        .into_iter()
+        .filter(|(side, rep)| how.may_broadcast(*side) && rep.disk_bytes <= threshold)
+        .min_by_key(|(_, rep)| rep.disk_bytes)
+        .map(|(side, _)| side)
 }
 
 fn side_report(s: &SideMeasure, side: Side, how: JoinType) -> SideReport {

@@ -274,6 +274,10 @@ pub struct Plan {
     pub hot_keys: Vec<HotKey>,
     /// A whole side small enough to broadcast for this join type: the simplest fix.
     pub broadcast_side: Option<Side>,
+    /// The side Spark broadcasts by itself: one the join type may broadcast whose files are
+    /// within the threshold (Spark's estimate for the input is at most that: columns it does not
+    /// read only lower it, filters leave it). Then Spark runs no shuffle for this join.
+    pub spark_broadcasts: Option<Side>,
     pub before: TaskStats,
     pub after: TaskStats,
     /// Facts worth knowing that change nothing (NULLs Spark drops itself, auto-broadcast).

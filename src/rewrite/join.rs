@@ -69,7 +69,7 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
         Err(Error::KeyTypes(m)) => return Ok(Outcome::LeftAlone(LeftAlone::KeyTypes(m))),
         Err(e) => return Err(e),
     };
-    if let Some(why) = nothing_to_move(&p) {
+    if let Some(why) = spark_broadcasts(&p, l).or_else(|| nothing_to_move(&p)) {
         return Ok(Outcome::LeftAlone(why));
     }
     let exposed = exposed_columns(l, r, &cond);
@@ -110,6 +110,17 @@ fn plan_join(sides: &Sides, cond: &Condition, ctx: &Ctx) -> Result<Plan> {
     opts.how = cond.how;
     opts.extra_predicates = !cond.extras.is_empty();
     plan::plan(&sides.left, &sides.right, ctx.classifier, &opts)
+}
+
+/// Spark broadcasts a side by itself: no shuffle, nothing to fix. The left input of a chained
+/// join is the joins before it, whose size Spark estimates from theirs, not its base table's.
+fn spark_broadcasts(p: &Plan, l: &Input) -> Option<LeftAlone> {
+    let side = p.spark_broadcasts.filter(|s| *s == plan::Side::Right || l.joined.is_none())?;
+    let rep = match side {
+        plan::Side::Left => &p.left,
+        plan::Side::Right => &p.right,
+    };
+    Some(LeftAlone::SparkBroadcasts { input: rep.name.clone(), bytes: rep.disk_bytes, threshold: p.broadcast_threshold })
 }
 
 /// Why a plan that moves no key and broadcasts no side leaves the join alone.

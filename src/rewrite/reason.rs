@@ -55,6 +55,8 @@ pub enum LeftAlone {
     NoneMovable(Vec<(String, String)>),
     /// No hot key and no advice.
     NoHotKey,
+    /// Spark broadcasts `input` by itself (its files are `bytes`, within `threshold`).
+    SparkBroadcasts { input: String, bytes: u64, threshold: u64 },
     /// A comma join with LATERAL VIEW: not written as explicit joins.
     CommaLateralView,
     /// A comma join whose later FROM item has joins of its own (by its name).
@@ -122,6 +124,12 @@ impl fmt::Display for LeftAlone {
                 write!(f, "hot keys, but none can be moved safely: {}", keys.join("; "))
             }
             NoHotKey => f.write_str("no hot key"),
+            SparkBroadcasts { input, bytes, threshold } => write!(
+                f,
+                "Spark broadcasts {input} by itself ({} on disk, within the {} broadcast threshold): a broadcast hash join, no shuffle, nothing to fix",
+                crate::format::human(*bytes),
+                crate::format::human(*threshold)
+            ),
             CommaLateralView => f.write_str("a comma join with LATERAL VIEW is not written as explicit joins"),
             CommaItemWithJoins(name) => write!(f, "a comma join whose item {name} has joins of its own: not written as explicit joins"),
             CommaNoEquality(name) => write!(f, "a comma join: {name} has no equality between its columns and another item's in WHERE (a cross join)"),

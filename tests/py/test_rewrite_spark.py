@@ -304,3 +304,24 @@ def test_filtered_prediction_is_sparks_largest_task(sj_spark, data, more, sql, t
     else:
         assert abs(predicted - spark_max) <= 0.03 * spark_max, (predicted, spark_max, c["notes"])
     assert max_records(tasks1) * 4 <= spark_max
+
+
+@pytest.mark.parametrize("threshold,spark_join", [("10MB", "BroadcastHashJoin"), ("4KB", "SortMergeJoin")])
+def test_join_spark_broadcasts_itself_is_left_alone(sj_spark, data, more, threshold, spark_join, tmp_path):
+    """Where Spark broadcasts a side by itself (its files within the threshold), there is no
+    shuffle to fix: the join is left as written with that reason. Checked against the physical
+    plan Spark picks at the same threshold."""
+    spark = sj_spark
+    register(spark, data, more, EV)
+    sql = "SELECT e.event_id, t.name FROM events e LEFT JOIN titles t ON e.title_id = t.title_id"
+    r = rewrite(sql, paths(data, more, EV), ["--broadcast-threshold", threshold], tmp_path)
+    size = {"10MB": 10 << 20, "4KB": 4 << 10}[threshold]
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(size))
+    try:
+        physical = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    assert spark_join in physical, physical
+    says_broadcast = any("Spark broadcasts t by itself" in u["reason"] for u in r["unchanged_joins"])
+    assert says_broadcast == (spark_join == "BroadcastHashJoin"), r["unchanged_joins"]
+    assert bool(r["changes"]) == (spark_join == "SortMergeJoin")
