@@ -17,7 +17,7 @@ use std::fs::File;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::{new_null_array, Array, ArrayRef, BooleanArray, Datum, RecordBatch, Scalar, StringArray};
+use arrow_array::{new_null_array, Array, ArrayRef, BooleanArray, Datum, RecordBatch, RecordBatchReader, Scalar, StringArray};
 use arrow_buffer::BooleanBuffer;
 use arrow_schema::{DataType, Schema};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -121,34 +121,23 @@ fn filter_file(file: &DataFile, keys: &[String], filter: &RowFilter, out: &std::
         .with_batch_size(65536)
         .build()
         .map_err(|e| e.to_string())?;
-    let mut writer: Option<ArrowWriter<File>> = None;
+    // The key columns' places in the batches, and the output's schema (its file is written
+    // even when no row passes, so the table always has one).
+    let schema = reader.schema();
+    let key_idx: Vec<usize> = keys.iter().map(|k| column_index(&schema, k)).collect::<std::result::Result<_, _>>()?;
+    let key_schema = Arc::new(schema.project(&key_idx).map_err(|e| e.to_string())?);
+    let mut writer = ArrowWriter::try_new(File::create(out).map_err(|e| e.to_string())?, key_schema, None).map_err(|e| e.to_string())?;
     let (mut rows_in, mut rows_out) = (0u64, 0u64);
     for batch in reader {
         let batch = batch.map_err(|e| e.to_string())?;
         let pass = all_true(&filter.conditions, &batch)?;
-        let key_idx: Vec<usize> = keys.iter().map(|k| column_index(&batch, k)).collect::<std::result::Result<_, _>>()?;
         let kept = arrow_select::filter::filter_record_batch(&batch.project(&key_idx).map_err(|e| e.to_string())?, &pass).map_err(|e| e.to_string())?;
         rows_in += batch.num_rows() as u64;
         rows_out += kept.num_rows() as u64;
-        let w = match &mut writer {
-            Some(w) => w,
-            None => writer.insert(ArrowWriter::try_new(File::create(out).map_err(|e| e.to_string())?, kept.schema(), None).map_err(|e| e.to_string())?),
-        };
-        w.write(&kept).map_err(|e| e.to_string())?;
+        writer.write(&kept).map_err(|e| e.to_string())?;
     }
-    match writer {
-        Some(w) => w.close().map(|_| ()).map_err(|e| e.to_string())?,
-        None => empty_file(file, keys, out)?,
-    }
+    writer.close().map_err(|e| e.to_string())?;
     Ok((rows_in, rows_out))
-}
-
-/// A file with no row groups: an empty file of the key columns.
-fn empty_file(file: &DataFile, keys: &[String], out: &std::path::Path) -> std::result::Result<(), String> {
-    let schema = file.meta.schema();
-    let fields: Vec<_> = keys.iter().filter_map(|k| field_ci(file, k)).map(|i| schema.field(i).clone()).collect();
-    let w = ArrowWriter::try_new(File::create(out).map_err(|e| e.to_string())?, Arc::new(Schema::new(fields)), None).map_err(|e| e.to_string())?;
-    w.close().map(|_| ()).map_err(|e| e.to_string())
 }
 
 /// Rows where every condition is TRUE (NULL counts as not passing).
@@ -169,8 +158,8 @@ fn field_ci(file: &DataFile, name: &str) -> Option<usize> {
     file.meta.schema().fields().iter().position(|f| f.name().eq_ignore_ascii_case(name))
 }
 
-fn column_index(batch: &RecordBatch, name: &str) -> std::result::Result<usize, String> {
-    batch.schema().fields().iter().position(|f| f.name().eq_ignore_ascii_case(name)).ok_or_else(|| format!("no column {name}"))
+fn column_index(schema: &Schema, name: &str) -> std::result::Result<usize, String> {
+    schema.fields().iter().position(|f| f.name().eq_ignore_ascii_case(name)).ok_or_else(|| format!("no column {name}"))
 }
 
 /// One side of a comparison: a column of the batch, or a literal.
@@ -236,7 +225,7 @@ fn eval(e: &Expr, batch: &RecordBatch) -> std::result::Result<BooleanArray, Stri
 fn operand(e: &Expr, batch: &RecordBatch) -> std::result::Result<Operand, String> {
     Ok(match e {
         Expr::Nested(inner) => return operand(inner, batch),
-        Expr::Identifier(i) => Operand::Column(plain(batch.column(column_index(batch, &i.value)?))?),
+        Expr::Identifier(i) => Operand::Column(plain(batch.column(column_index(&batch.schema(), &i.value)?))?),
         Expr::Value(v) => Operand::Literal(match &v.value {
             SqlValue::Null => Lit::Null,
             SqlValue::Number(n, _) => Lit::Number(n.clone()),
@@ -367,20 +356,23 @@ fn valid(a: &BooleanArray) -> BooleanBuffer {
 
 /// SQL's AND: FALSE if either is FALSE, NULL if either is NULL otherwise.
 fn kleene_and(a: &BooleanArray, b: &BooleanArray) -> BooleanArray {
-    let (va, vb) = (valid(a), valid(b));
-    let a_false = &va & &!a.values();
-    let b_false = &vb & &!b.values();
-    let v = &(&(&va & &vb) | &a_false) | &b_false;
-    BooleanArray::new(a.values() & b.values(), Some(v.into()))
+    kleene(a, b, false)
 }
 
 /// SQL's OR: TRUE if either is TRUE, NULL if either is NULL otherwise.
 fn kleene_or(a: &BooleanArray, b: &BooleanArray) -> BooleanArray {
+    kleene(a, b, true)
+}
+
+/// AND (`dominant` FALSE) or OR (`dominant` TRUE) in three-valued logic: the dominant value on
+/// either side decides; otherwise the result is known only where both sides are.
+fn kleene(a: &BooleanArray, b: &BooleanArray, dominant: bool) -> BooleanArray {
     let (va, vb) = (valid(a), valid(b));
-    let a_true = &va & a.values();
-    let b_true = &vb & b.values();
-    let v = &(&(&va & &vb) | &a_true) | &b_true;
-    BooleanArray::new(&a_true | &b_true, Some(v.into()))
+    let is_dominant = |x: &BooleanArray, v: &BooleanBuffer| if dominant { v & x.values() } else { v & &!x.values() };
+    let decided = &is_dominant(a, &va) | &is_dominant(b, &vb);
+    let known = &(&va & &vb) | &decided;
+    let values = if dominant { decided } else { !&decided };
+    BooleanArray::new(values, Some(known.into()))
 }
 
 /// SQL's NOT: NULL stays NULL.

@@ -65,21 +65,24 @@ pub fn find(dir: &Path, names: &[String]) -> Result<Found> {
     Ok(Found { tables: found, missing })
 }
 
-/// Where a table may be, relative to the folder: each a list of path parts.
+/// Where a table may be, relative to the folder: each a list of path parts. `db.t` is in
+/// `db.db/t` (Spark's warehouse) or `db/t`, and `default.t` also at the top, as `t` is.
 fn candidates(name: &str) -> Vec<Vec<String>> {
-    let parts: Vec<&str> = name.split('.').collect();
-    let table = parts[parts.len() - 1];
-    let mut out = vec![vec![table.to_string()], vec![format!("{table}.parquet")]];
-    if parts.len() >= 2 {
-        let db = parts[parts.len() - 2];
-        let mut dbs = vec![vec![format!("{db}.db"), table.to_string()], vec![format!("{db}.db"), format!("{table}.parquet")]];
-        dbs.push(vec![db.to_string(), table.to_string()]);
-        dbs.push(vec![db.to_string(), format!("{table}.parquet")]);
-        if db != "default" {
-            out.clear();
-        }
-        dbs.extend(out);
-        return dbs;
+    let (db, table) = match name.rsplit_once('.') {
+        Some((db, t)) => (Some(db.rsplit('.').next().unwrap_or(db)), t),
+        None => (None, name),
+    };
+    let files = |dir: Option<String>| {
+        let file = [table.to_string(), format!("{table}.parquet")];
+        file.map(|f| dir.iter().cloned().chain(std::iter::once(f)).collect::<Vec<_>>())
+    };
+    let mut out = Vec::new();
+    if let Some(db) = db {
+        out.extend(files(Some(format!("{db}.db"))));
+        out.extend(files(Some(db.to_string())));
+    }
+    if db.is_none_or(|d| d == "default") {
+        out.extend(files(None));
     }
     out
 }

@@ -298,12 +298,17 @@ impl Plan {
     pub fn acts(&self) -> bool {
         self.broadcast_side.is_some() || self.hot_keys.iter().any(|h| !matches!(h.strategy, Strategy::Keep { .. }))
     }
+    /// The report of one side.
+    pub fn side(&self, side: Side) -> &SideReport {
+        match side {
+            Side::Left => &self.left,
+            Side::Right => &self.right,
+        }
+    }
+
     /// The report's name of one side.
     pub fn side_name(&self, side: Side) -> &str {
-        match side {
-            Side::Left => &self.left.name,
-            Side::Right => &self.right.name,
-        }
+        &self.side(side).name
     }
 }
 

@@ -116,10 +116,7 @@ fn plan_join(sides: &Sides, cond: &Condition, ctx: &Ctx) -> Result<Plan> {
 /// join is the joins before it, whose size Spark estimates from theirs, not its base table's.
 fn spark_broadcasts(p: &Plan, l: &Input) -> Option<LeftAlone> {
     let side = p.spark_broadcasts.filter(|s| *s == plan::Side::Right || l.joined.is_none())?;
-    let rep = match side {
-        plan::Side::Left => &p.left,
-        plan::Side::Right => &p.right,
-    };
+    let rep = p.side(side);
     Some(LeftAlone::SparkBroadcasts { input: rep.name.clone(), bytes: rep.disk_bytes, threshold: p.broadcast_threshold })
 }
 

@@ -61,13 +61,13 @@ fn rewrite_joins(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
     let mut remaps: Vec<Remap> = Vec::new();
     let saved = ctx.changes.len();
     let mut done: Vec<Done> = Vec::new();
+    let mut conjuncts = Vec::new();
+    if let Some(w) = &sel.selection {
+        super::condition::conjuncts(w, &mut conjuncts);
+    }
     for fi in 0..sel.from.len() {
         if sel.from[fi].joins.is_empty() {
             continue;
-        }
-        let mut conjuncts = Vec::new();
-        if let Some(w) = &sel.selection {
-            super::condition::conjuncts(w, &mut conjuncts);
         }
         if let Some(d) = process_from(&sel.from[fi], &conjuncts, ctx)? {
             remaps.extend(d.remaps);

@@ -677,3 +677,9 @@ if __name__ == "__main__":
     print(describe(case, tabs))
     a = " ".join(args_of(case, tabs))
     print(f"skewjoin rewrite {q} {a}\nskewjoin verify {q} --engine polars {a}")
+
+
+def params(seeds, known_bugs):
+    """The seeds as pytest parameters, each known bug a strict xfail with its description."""
+    import pytest
+    return [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=known_bugs[s])) if s in known_bugs else s for s in seeds]

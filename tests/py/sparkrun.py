@@ -5,8 +5,24 @@ import json
 import time
 import urllib.request
 from collections import Counter
+from contextlib import contextmanager
 
 _ids = itertools.count()
+
+
+@contextmanager
+def sort_merge_joins(spark, partitions):
+    """The shared session with `partitions` shuffle partitions, AQE and broadcasts off, so that
+    joins run as the sort-merge joins skewjoin predicts; the settings are undone after."""
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        yield spark
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", "8")
+        spark.conf.unset("spark.sql.adaptive.enabled")
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
 
 
 def _get(spark, path):

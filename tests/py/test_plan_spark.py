@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import run
-from sparkrun import max_records, measured, multiset
+from sparkrun import max_records, measured, multiset, sort_merge_joins
 
 P = 32  # shuffle partitions for these tests: small data, many tasks still
 
@@ -113,13 +113,8 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def sj_spark(spark):
-    spark.conf.set("spark.sql.shuffle.partitions", str(P))
-    spark.conf.set("spark.sql.adaptive.enabled", "false")
-    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
-    yield spark
-    spark.conf.set("spark.sql.shuffle.partitions", "8")
-    spark.conf.unset("spark.sql.adaptive.enabled")
-    spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+    with sort_merge_joins(spark, P) as s:
+        yield s
 
 
 @pytest.mark.parametrize("left,right,on,how,extra", CASES, ids=[f"{c[0]}-{c[1]}-{c[3]}" for c in CASES])

@@ -61,15 +61,7 @@ def outcomes(request, tmp_path_factory):
     return _outcomes
 
 
-def params():
-    for s in SEEDS:
-        if s in KNOWN_BUGS:
-            yield pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[s]))
-        else:
-            yield s
-
-
-@pytest.mark.parametrize("seed", list(params()))
+@pytest.mark.parametrize("seed", rq.params(SEEDS, KNOWN_BUGS))
 def test_random_query_polars(outcomes, seed):
     case, tabs, o = outcomes[seed]
     assert o.kind != "failed", f"{rq.describe(case, tabs)}\nrewrite: {o.changes or 'nothing rewritten'}\n{o.message}"

@@ -12,6 +12,7 @@ import pytest
 
 import randquery as rq
 from conftest import binary
+from sparkrun import sort_merge_joins
 from test_rewrite_spark import multiset
 
 SEEDS = range(100_000, 100_050)
@@ -29,13 +30,8 @@ _outcomes = []
 def spark_random(spark):
     """The shared session with skewjoin's partitions (8); AQE and broadcasts off, as in the
     other Spark suites, so that the joins run as sort-merge joins on 8 partitions."""
-    spark.conf.set("spark.sql.shuffle.partitions", "8")
-    spark.conf.set("spark.sql.adaptive.enabled", "false")
-    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
-    yield spark
-    spark.conf.set("spark.sql.shuffle.partitions", "8")
-    spark.conf.unset("spark.sql.adaptive.enabled")
-    spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+    with sort_merge_joins(spark, 8) as s:
+        yield s
 
 
 @pytest.fixture(scope="module")
@@ -55,15 +51,7 @@ def register(spark, tabs):
         _registered["key"] = key
 
 
-def params():
-    for s in SEEDS:
-        if s in KNOWN_BUGS:
-            yield pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[s]))
-        else:
-            yield s
-
-
-@pytest.mark.parametrize("seed", list(params()))
+@pytest.mark.parametrize("seed", rq.params(SEEDS, KNOWN_BUGS))
 def test_random_query_spark(spark_random, groups, seed, tmp_path):
     spark = spark_random
     tabs, bound = groups(seed)
