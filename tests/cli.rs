@@ -916,3 +916,23 @@ fn tables_found_under_a_folder() {
     let e = error(&["rewrite", q.to_str().unwrap()]);
     assert!(e.contains("--table"), "{e}");
 }
+
+/// Cargo has no wildcard for per-package profiles, so every polars crate needs its own
+/// `[profile.dev.package.NAME] opt-level = 0` (see Cargo.toml). One went missing once and the
+/// test build took 17 minutes longer: every `polars*` package of Cargo.lock must have one.
+#[test]
+fn every_polars_crate_is_built_without_optimisation_in_debug() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest: toml::Table = std::fs::read_to_string(root.join("Cargo.toml")).unwrap().parse().unwrap();
+    let lock: toml::Table = std::fs::read_to_string(root.join("Cargo.lock")).unwrap().parse().unwrap();
+    let overrides = &manifest["profile"]["dev"]["package"];
+    let missing: Vec<&str> = lock["package"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .filter(|n| *n == "polars" || n.starts_with("polars-"))
+        .filter(|n| overrides.get(*n).and_then(|o| o.get("opt-level")).and_then(|l| l.as_integer()) != Some(0))
+        .collect();
+    assert!(missing.is_empty(), "Cargo.toml lacks [profile.dev.package.NAME] opt-level = 0 for {missing:?}");
+}
