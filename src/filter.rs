@@ -11,7 +11,9 @@
 //! to itself, above every number) but puts -0.0 below 0.0, where Spark has them equal.
 //!
 //! `filtered_keys` writes the key columns of the passing rows to a temporary Parquet table, one
-//! file per file of the table, which the counting engine then reads like any other.
+//! file per file of the table, which the counting engine then reads like any other. For an input
+//! that groups (`GROUP BY`, `DISTINCT`) it writes one row per group, the first of each, so that
+//! a key is counted once per group as Spark's aggregate outputs it.
 
 use std::fs::File;
 use std::sync::Arc;
@@ -73,39 +75,63 @@ pub fn check(cond: &Expr, table: &Table) -> std::result::Result<(), String> {
     eval(cond, &empty).map(|_| ())
 }
 
-/// The table's key columns for the rows that pass `filter`, as a temporary Parquet table (it
-/// lives as long as the returned value).
+/// The table's key columns for the rows that pass `filter` (one row per group when grouped),
+/// as a temporary Parquet table (it lives as long as the returned value).
 pub struct Filtered {
     pub table: Table,
     pub keys: KeySpec,
+    /// Rows read.
     pub rows_in: u64,
+    /// Rows written: the passing rows, or their groups.
     pub rows_out: u64,
     _dir: tempfile::TempDir,
 }
 
-/// Read the key and condition columns of every file, keep the passing rows' keys.
-pub fn filtered_keys(table: &Table, keys: &KeySpec, filter: &RowFilter) -> Result<Filtered> {
+/// The groups an input makes of its table's passing rows (`GROUP BY` columns, or every column
+/// of a `SELECT DISTINCT`), and the groups seen so far, across files.
+struct Groups<'a> {
+    columns: &'a KeySpec,
+    seen: hashbrown::HashSet<Vec<u8>>,
+}
+
+/// Read the key and condition columns of every file, keep the passing rows' keys; with
+/// `group_by`, one row per group of those columns.
+pub fn filtered_keys(table: &Table, keys: &KeySpec, filter: &RowFilter, group_by: Option<&KeySpec>) -> Result<Filtered> {
     let dir = tempfile::Builder::new().prefix("skewjoin-filtered-").tempdir().map_err(|e| Error::Io { path: std::env::temp_dir(), source: e })?;
-    let key_names = keys.names();
-    if keys.columns.iter().any(|c| matches!(c.source, ColumnSource::Partition { .. })) {
-        return Err(Error::Usage(format!("{}: a key is a partition column; the filter is not applied", table.display)));
+    let mut out_names = keys.names();
+    let all = keys.columns.iter().chain(group_by.iter().flat_map(|g| g.columns.iter()));
+    if all.clone().any(|c| matches!(c.source, ColumnSource::Partition { .. })) {
+        return Err(Error::Usage(format!("{}: a key or grouping column is a partition column; the filter is not applied", table.display)));
     }
+    for c in all {
+        if !out_names.iter().any(|n| n.eq_ignore_ascii_case(&c.name)) {
+            out_names.push(c.name.clone());
+        }
+    }
+    let mut groups = group_by.map(|columns| Groups { columns, seen: hashbrown::HashSet::new() });
     let (mut rows_in, mut rows_out) = (0u64, 0u64);
     let mut paths = Vec::new();
     for (n, file) in table.files.iter().enumerate() {
         let out = dir.path().join(format!("part-{n:05}.parquet"));
-        let (i, o) = filter_file(file, &key_names, filter, &out).map_err(|e| Error::Usage(format!("{}: {e}", file.path.display())))?;
+        let (i, o) = filter_file(file, &out_names, filter, groups.as_mut(), &out).map_err(|e| Error::Usage(format!("{}: {e}", file.path.display())))?;
         rows_in += i;
         rows_out += o;
         paths.push(out.to_string_lossy().into_owned());
     }
     let filtered = Table::open(&paths)?;
-    let columns = key_names.iter().map(|k| filtered.resolve(k)).collect::<Result<Vec<_>>>()?;
+    let columns = keys.names().iter().map(|k| filtered.resolve(k)).collect::<Result<Vec<_>>>()?;
     Ok(Filtered { table: filtered, keys: KeySpec { columns }, rows_in, rows_out, _dir: dir })
 }
 
-/// One file's passing rows, key columns only, written to `out`: (rows read, rows kept).
-fn filter_file(file: &DataFile, keys: &[String], filter: &RowFilter, out: &std::path::Path) -> std::result::Result<(u64, u64), String> {
+/// One file's passing rows (the first of each new group, when grouped), the `keys` columns
+/// only, written to `out`: (rows read, rows kept).
+fn filter_file(
+    file: &DataFile,
+    keys: &[String],
+    filter: &RowFilter,
+    mut groups: Option<&mut Groups>,
+    out: &std::path::Path,
+) -> std::result::Result<(u64, u64), String> {
     let mut wanted: Vec<usize> = Vec::new();
     for c in keys.iter().map(|k| k.to_ascii_lowercase()).chain(filter.columns()) {
         let i = field_ci(file, &c).ok_or_else(|| format!("no column {c}"))?;
@@ -130,7 +156,10 @@ fn filter_file(file: &DataFile, keys: &[String], filter: &RowFilter, out: &std::
     let (mut rows_in, mut rows_out) = (0u64, 0u64);
     for batch in reader {
         let batch = batch.map_err(|e| e.to_string())?;
-        let pass = all_true(&filter.conditions, &batch)?;
+        let mut pass = all_true(&filter.conditions, &batch)?;
+        if let Some(g) = groups.as_deref_mut() {
+            pass = first_of_groups(g, &batch, &pass)?;
+        }
         let kept = arrow_select::filter::filter_record_batch(&batch.project(&key_idx).map_err(|e| e.to_string())?, &pass).map_err(|e| e.to_string())?;
         rows_in += batch.num_rows() as u64;
         rows_out += kept.num_rows() as u64;
@@ -138,6 +167,15 @@ fn filter_file(file: &DataFile, keys: &[String], filter: &RowFilter, out: &std::
     }
     writer.close().map_err(|e| e.to_string())?;
     Ok((rows_in, rows_out))
+}
+
+/// Of the rows that `pass`, those whose group has not been seen before (each group's first).
+fn first_of_groups(g: &mut Groups, batch: &RecordBatch, pass: &BooleanArray) -> std::result::Result<BooleanArray, String> {
+    let cols: Vec<ArrayRef> =
+        g.columns.names().iter().map(|n| column_index(&batch.schema(), n).map(|i| batch.column(i).clone())).collect::<std::result::Result<_, _>>()?;
+    let keys = crate::count::group_keys(&cols, &g.columns.types())?;
+    let first: Vec<bool> = keys.into_iter().zip(pass.values().iter()).map(|(k, p)| p && g.seen.insert(k)).collect();
+    Ok(BooleanArray::from(first))
 }
 
 /// Rows where every condition is TRUE (NULL counts as not passing).

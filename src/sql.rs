@@ -7,7 +7,9 @@
 
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{visit_expressions_mut, Expr, Query, Statement, Value as SqlValue};
+use sqlparser::ast::{
+    visit_expressions_mut, Expr, JoinConstraint, JoinOperator, Query, SetExpr, Statement, TableFactor, TableWithJoins, Value as SqlValue, VisitMut, VisitorMut,
+};
 use sqlparser::dialect::{DatabricksDialect, Dialect};
 use sqlparser::parser::Parser;
 
@@ -84,6 +86,10 @@ impl Dialect for SparkDialect {
     fn supports_comment_optimizer_hint(&self) -> bool {
         true
     }
+    /// `CROSS JOIN t ON ...`, which Spark accepts (and reads as `JOIN t ON ...`).
+    fn supports_cross_join_constraint(&self) -> bool {
+        true
+    }
 }
 
 /// The ON condition of a join, if it has one.
@@ -105,9 +111,50 @@ pub fn on_condition_mut(op: &mut sqlparser::ast::JoinOperator) -> Option<&mut Ex
     }
 }
 
-/// Parse one or more statements; the error names line and column.
+/// Parse one or more statements; the error names line and column. A `CROSS JOIN t ON ...` (or
+/// USING) comes back as the inner join Spark reads it as.
 pub fn parse(sql: &str) -> Result<Vec<Statement>> {
-    Parser::parse_sql(&SparkDialect, sql).map_err(|e| Error::Usage(format!("SQL does not parse: {e}")))
+    let mut stmts = Parser::parse_sql(&SparkDialect, sql).map_err(|e| Error::Usage(format!("SQL does not parse: {e}")))?;
+    for s in &mut stmts {
+        let _ = s.visit(&mut CrossWithConditionAsInner);
+    }
+    Ok(stmts)
+}
+
+/// Spark reads `CROSS JOIN t ON c` (or USING) as `JOIN t ON c`; sqlparser keeps it a cross join
+/// with a constraint. Each query's FROM items (its nested queries are visited in turn) get the
+/// inner join.
+struct CrossWithConditionAsInner;
+
+impl VisitorMut for CrossWithConditionAsInner {
+    type Break = ();
+    fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+        fn set(b: &mut SetExpr) {
+            match b {
+                SetExpr::Select(s) => s.from.iter_mut().for_each(item),
+                SetExpr::SetOperation { left, right, .. } => {
+                    set(left);
+                    set(right);
+                }
+                _ => {}
+            }
+        }
+        fn item(t: &mut TableWithJoins) {
+            if let TableFactor::NestedJoin { table_with_joins, .. } = &mut t.relation {
+                item(table_with_joins);
+            }
+            for j in &mut t.joins {
+                if let JoinOperator::CrossJoin(c @ (JoinConstraint::On(_) | JoinConstraint::Using(_))) = &j.join_operator {
+                    j.join_operator = JoinOperator::Join(c.clone());
+                }
+                if let TableFactor::NestedJoin { table_with_joins, .. } = &mut j.relation {
+                    item(table_with_joins);
+                }
+            }
+        }
+        set(&mut q.body);
+        ControlFlow::Continue(())
+    }
 }
 
 /// Parse exactly one query (SELECT, WITH ..., set operations).

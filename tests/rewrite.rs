@@ -169,3 +169,104 @@ fn where_conditions_spark_applies_after_the_join_are_listed() {
     assert!(n.contains("t.name <> 'x': Spark applies it after this left outer join"), "{n}");
     assert!(n.contains("e.event_id + 1 > 3: "), "{n}");
 }
+
+#[test]
+fn an_input_grouped_by_the_key_counts_one_row_per_group() {
+    // events: 'hot' 400 rows, "O'Neil" 300, NULL 600, k000..k249 2 each: 253 groups.
+    for (sql, groups) in [
+        ("SELECT e.event_id, c.n FROM events e JOIN (SELECT title_id, count(*) AS n FROM events GROUP BY title_id) c ON e.title_id = c.title_id", "253 groups"),
+        ("WITH c AS (SELECT DISTINCT title_id FROM events WHERE event_id >= 0) SELECT e.event_id FROM events e LEFT JOIN c ON e.title_id = c.title_id", "253 groups"),
+        (
+            "SELECT e.event_id, c.n FROM events e JOIN (SELECT e2.title_id AS tid, max(event_id) AS n FROM events e2 WHERE e2.title_id <> 'k000' GROUP BY e2.title_id) c ON e.title_id = c.tid",
+            "251 groups",
+        ),
+    ] {
+        let r = rw(sql);
+        assert_eq!(r.changes.len(), 1, "{sql}: {:?}", r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect::<Vec<_>>());
+        let c = &r.changes[0];
+        let hot = c.hot_keys.iter().find(|h| h.display == "'hot'").expect("'hot' is hot");
+        assert_eq!((hot.left_rows, hot.right_rows), (400, 1), "{sql}");
+        let notes: Vec<String> = c.notes.iter().map(ToString::to_string).collect();
+        assert!(notes.iter().any(|n| n.contains(&format!("the counts are of its {groups}, one row each"))), "{sql}: {notes:?}");
+    }
+}
+
+#[test]
+fn an_aggregate_the_counts_cannot_follow_is_left_alone() {
+    for (sql, why) in [
+        (
+            "SELECT * FROM events e JOIN (SELECT upper(title_id) AS u, count(*) AS n FROM events GROUP BY upper(title_id)) c ON e.title_id = c.u",
+            "groups by upper(title_id)",
+        ),
+        ("SELECT * FROM events e JOIN (SELECT title_id, count(*) AS n FROM events GROUP BY ROLLUP (title_id)) c ON e.title_id = c.title_id", "ROLLUP"),
+    ] {
+        let r = rw(sql);
+        assert!(r.changes.is_empty(), "{sql}");
+        let reasons: Vec<String> = r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect();
+        assert!(reasons.iter().any(|u| u.contains(why)), "{sql}: {reasons:?}");
+    }
+}
+
+#[test]
+fn in_and_exists_subqueries_are_planned_as_the_joins_spark_makes_of_them() {
+    for (sql, how, label) in [
+        (
+            "SELECT e.event_id FROM events e WHERE e.event_id > 3 AND e.title_id IN (SELECT title_id FROM titles WHERE name <> 'x')",
+            "left semi",
+            "IN (subquery)",
+        ),
+        ("SELECT event_id FROM events WHERE title_id IN (SELECT DISTINCT title_id FROM titles)", "left semi", "IN (subquery)"),
+        (
+            "SELECT * FROM events e WHERE EXISTS (SELECT 1 FROM titles t WHERE t.title_id = e.title_id AND t.name LIKE 'name%')",
+            "left semi",
+            "EXISTS (subquery)",
+        ),
+        ("SELECT e.event_id FROM events e WHERE NOT EXISTS (SELECT * FROM titles WHERE e.title_id = title_id)", "left anti", "NOT EXISTS (subquery)"),
+    ] {
+        let r = rw(sql);
+        assert_eq!(r.changes.len(), 1, "{sql}: {:?}", r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect::<Vec<_>>());
+        let c = &r.changes[0];
+        assert_eq!(c.how.as_str(), how, "{sql}");
+        assert!(c.join.ends_with(&format!("(written as {label})")), "{sql}: {}", c.join);
+        assert!(c.hot_keys.iter().any(|h| h.display == "'hot'"), "{sql}");
+        assert!(!r.sql.contains(" IN (SELECT") && !r.sql.contains("EXISTS"), "{sql}: {}", r.sql);
+    }
+}
+
+#[test]
+fn subqueries_of_where_spark_does_not_shuffle_or_the_tool_cannot_join_are_listed() {
+    for (sql, why) in [
+        ("SELECT e.event_id FROM events e WHERE e.title_id NOT IN (SELECT title_id FROM titles)", "null-aware anti join"),
+        ("SELECT e.event_id FROM events e WHERE e.title_id IN (SELECT t.title_id FROM titles t WHERE t.name = e.title_id)", "may refer to the outer query"),
+        ("SELECT e.event_id FROM events e WHERE EXISTS (SELECT 1 FROM titles t WHERE t.title_id > e.title_id)", "other than an equality"),
+        ("SELECT e.event_id FROM events e WHERE EXISTS (SELECT 1 FROM titles t WHERE t.name = 'x')", "uncorrelated EXISTS"),
+        ("SELECT e.event_id FROM events e WHERE e.title_id IN (SELECT title_id FROM nope)", "not given"),
+    ] {
+        let r = rw(sql);
+        assert!(r.changes.is_empty(), "{sql}");
+        assert_eq!(r.sql, sql, "nothing rewritten: the query as given");
+        let reasons: Vec<String> = r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect();
+        assert!(reasons.iter().any(|u| u.contains(why)), "{sql}: {reasons:?}");
+    }
+}
+
+#[test]
+fn joins_inside_a_where_subquery_are_rewritten_in_its_scope() {
+    let r = rw("SELECT count(*) AS n FROM titles WHERE title_id IN (SELECT e.title_id FROM events e LEFT JOIN titles t ON e.title_id = t.title_id WHERE t.name IS NULL)");
+    assert_eq!(r.changes.len(), 1, "{:?}", r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect::<Vec<_>>());
+    assert!(r.changes[0].join.starts_with("events e LEFT JOIN titles t"), "{}", r.changes[0].join);
+}
+
+#[test]
+fn cross_join_with_on_is_the_inner_join_spark_reads() {
+    let r = rw("SELECT e.event_id, t.name FROM events e CROSS JOIN titles t ON e.title_id = t.title_id");
+    assert_eq!(r.changes.len(), 1, "{:?}", r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect::<Vec<_>>());
+    assert_eq!(r.changes[0].how.as_str(), "inner");
+}
+
+#[test]
+fn a_correlated_subquery_keeps_its_joins_as_written() {
+    let sql = "SELECT t.name FROM titles t WHERE EXISTS (SELECT 1 FROM events e LEFT JOIN titles u ON e.title_id = u.title_id WHERE u.name = t.name)";
+    let r = rw(sql);
+    assert!(r.changes.is_empty() && r.sql == sql, "{}", r.sql);
+}

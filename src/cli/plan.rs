@@ -73,8 +73,8 @@ pub fn run(a: PlanArgs) -> Result<String> {
     let lt = Table::open(&a.left)?;
     let rt = Table::open(&a.right)?;
     let (lkeys, rkeys) = join_keys(&a.on, &lt, &rt)?;
-    let left = SideInput { table: &lt, keys: lkeys, name: a.left_name.clone().unwrap_or_else(|| default_name(&a.left)), filter: None };
-    let mut right = SideInput { table: &rt, keys: rkeys, name: a.right_name.clone().unwrap_or_else(|| default_name(&a.right)), filter: None };
+    let left = SideInput { table: &lt, keys: lkeys, name: a.left_name.clone().unwrap_or_else(|| default_name(&a.left)), filter: None, group_by: None };
+    let mut right = SideInput { table: &rt, keys: rkeys, name: a.right_name.clone().unwrap_or_else(|| default_name(&a.right)), filter: None, group_by: None };
     if a.right_name.is_none() && right.name == left.name {
         right.name = format!("{}_2", right.name);
     }

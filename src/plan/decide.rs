@@ -80,19 +80,31 @@ fn side_report(s: &SideMeasure, side: Side, how: JoinType) -> SideReport {
     }
 }
 
+/// What a side's counts are of, when not of its whole table: the rows that meet the query's
+/// conditions, or the groups an aggregating input makes of them.
+fn counted_note(name: &str, f: &super::measure::SideFilter) -> String {
+    let (out, of) = (fmt_count(f.rows_out), fmt_count(f.rows_in));
+    match (&f.group_by, f.conditions.is_empty()) {
+        (None, _) => {
+            format!("{name}: the counts are of its {out} rows (of {of}) where {}, the query's conditions that Spark applies before the join", f.conditions)
+        }
+        (Some(g), true) => {
+            format!("{name}: groups its table's {of} rows by {g}: the counts are of its {out} groups, one row each, as the aggregate outputs them")
+        }
+        (Some(g), false) => format!(
+            "{name}: groups by {g} its table's rows where {} (of {of}): the counts are of its {out} groups, one row each, as the aggregate outputs them",
+            f.conditions
+        ),
+    }
+}
+
 /// Facts that change nothing: NULL keys Spark drops itself, a side Spark broadcasts itself.
 fn notes(sides: &[(&SideMeasure, &SideReport, Side)], opts: &PlanOptions) -> Vec<String> {
     let (how, thr) = (opts.how, opts.broadcast_threshold);
     let mut notes = Vec::new();
     for (s, rep, side) in sides {
         if let Some(f) = &s.filter {
-            notes.push(format!(
-                "{}: the counts are of its {} rows (of {}) where {}, the query's conditions that Spark applies before the join",
-                rep.name,
-                fmt_count(f.rows_out),
-                fmt_count(f.rows_in),
-                f.conditions
-            ));
+            notes.push(counted_note(&rep.name, f));
         }
         let (nulls, rows) = (s.scan.null_rows, s.scan.rows);
         if nulls > 0 && how.spark_drops_nulls(*side) {

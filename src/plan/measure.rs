@@ -33,11 +33,17 @@ pub struct SideMeasure {
     pub filter: Option<SideFilter>,
 }
 
-/// The conditions a side's counts applied, and the rows before and after them.
+/// The conditions a side's counts applied (and the columns it groups by), and the rows before
+/// and after them.
 #[derive(Debug, Clone)]
 pub struct SideFilter {
+    /// The conditions, joined by AND; empty when the side only groups.
     pub conditions: String,
+    /// The grouping columns, joined by `, `, when the side groups its rows.
+    pub group_by: Option<String>,
+    /// The table's rows.
     pub rows_in: u64,
+    /// The rows that meet the conditions, or their groups.
     pub rows_out: u64,
 }
 
@@ -143,9 +149,13 @@ pub fn measure(left: &SideInput, right: &SideInput, opts: &PlanOptions) -> Resul
     Ok(Measured { partitions: parts, left: side(left, lscan, &lf), right: side(right, rscan, &rf), candidates: cands })
 }
 
-/// The side's passing rows, when it has conditions.
+/// The side's passing rows (or their groups), when it has conditions or groups.
 fn filtered(s: &SideInput) -> Result<Option<Filtered>> {
-    s.filter.as_ref().map(|f| filter::filtered_keys(s.table, &s.keys, f)).transpose()
+    if s.filter.is_none() && s.group_by.is_none() {
+        return Ok(None);
+    }
+    let everything = filter::RowFilter::default();
+    filter::filtered_keys(s.table, &s.keys, s.filter.as_ref().unwrap_or(&everything), s.group_by.as_ref()).map(Some)
 }
 
 /// The table and keys to count: the filtered ones, or the side's own.
@@ -168,6 +178,7 @@ fn side(s: &SideInput, scan: PartitionScan, f: &Option<Filtered>) -> SideMeasure
         scan,
         filter: f.as_ref().map(|f| SideFilter {
             conditions: s.filter.as_ref().map(|c| c.text()).unwrap_or_default(),
+            group_by: s.group_by.as_ref().map(|g| g.names().join(", ")),
             rows_in: f.rows_in,
             rows_out: f.rows_out,
         }),

@@ -178,6 +178,9 @@ pub struct SideInput<'a> {
     /// The conditions Spark applies to this side before the join: the counts are of the rows
     /// that meet them.
     pub filter: Option<crate::filter::RowFilter>,
+    /// The columns this side groups its table's rows by (`GROUP BY`, `SELECT DISTINCT`): it
+    /// has one row per group, and the counts are of its groups.
+    pub group_by: Option<KeySpec>,
 }
 
 /// The side whose rows make a key hot.

@@ -146,11 +146,15 @@ impl Prefix {
             columns: wraps,
             base,
             // The counts of a prefix are its base table's: no member's filter applies.
-            filtered: self.members.iter().any(|m| m.input.filtered || !m.input.conditions.is_empty()),
+            filtered: self.members.iter().any(|m| m.input.filtered || m.input.having || !m.input.conditions.is_empty()),
             conditions: vec![],
             quals,
             bare,
             joined: Some(String::new()),
+            // A grouped member's key counts in the prefix are its base table's: an estimate,
+            // as the chain's note says.
+            grouped: None,
+            having: false,
         }
     }
 

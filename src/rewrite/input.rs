@@ -1,5 +1,7 @@
 //! One input of a join, traced to its base table: a table given with `--table` (directly or
-//! by alias), a CTE, or a subquery in FROM that selects columns of one table.
+//! by alias), a CTE, or a subquery in FROM that selects columns of one table, or groups its rows
+//! by some of them (`GROUP BY` columns, `SELECT DISTINCT`): such an input has one row per group,
+//! and its counts are of its groups.
 
 use std::collections::HashMap;
 
@@ -36,12 +38,29 @@ pub(super) struct Input {
     pub bare: HashMap<String, String>,
     /// Those joins as written.
     pub joined: Option<String>,
+    /// The base table's columns this input groups its rows by (`GROUP BY` columns, or every
+    /// column of a `SELECT DISTINCT`): it has one row per group of them.
+    pub grouped: Option<Vec<String>>,
+    /// A HAVING drops some of those groups, which the counts keep.
+    pub having: bool,
 }
 
 impl Input {
     /// An input with these columns and where each comes from; its name and SQL are set later.
     fn of_columns(columns: Vec<String>, base: BaseColumns, filtered: bool) -> Input {
-        Input { alias: String::new(), source: String::new(), columns, base, filtered, conditions: vec![], quals: vec![], bare: HashMap::new(), joined: None }
+        Input {
+            alias: String::new(),
+            source: String::new(),
+            columns,
+            base,
+            filtered,
+            conditions: vec![],
+            quals: vec![],
+            bare: HashMap::new(),
+            joined: None,
+            grouped: None,
+            having: false,
+        }
     }
 
     pub fn column(&self, name: &str) -> Option<String> {
@@ -145,25 +164,23 @@ pub(super) fn input_of(f: &TableFactor, ctx: &Ctx, depth: usize) -> Result<Input
     }
 }
 
-/// The columns of a simple query over one table: `SELECT cols FROM t [WHERE ...]`.
+/// The columns of a simple query over one table: `SELECT cols FROM t [WHERE ...]`, or one that
+/// groups by columns of the table (`GROUP BY` with aggregates named, `SELECT DISTINCT`).
 fn query_input(q: &Query, ctx: &Ctx, depth: usize) -> Result<Input, Untraced> {
     let SetExpr::Select(s) = q.body.as_ref() else { return Err(Untraced::NotPlainSelect) };
-    if q.with.is_some()
-        || q.limit_clause.is_some()
-        || s.distinct.is_some()
-        || s.from.len() != 1
-        || !s.from[0].joins.is_empty()
-        || s.having.is_some()
-        || !s.lateral_views.is_empty()
-    {
+    if q.with.is_some() || q.limit_clause.is_some() || s.from.len() != 1 || !s.from[0].joins.is_empty() || !s.lateral_views.is_empty() {
         return Err(Untraced::NotRowsOfOneTable);
-    }
-    if !matches!(&s.group_by, sqlparser::ast::GroupByExpr::Expressions(e, _) if e.is_empty()) {
-        return Err(Untraced::Aggregates);
     }
     let inner = input_of(&s.from[0].relation, ctx, depth)?;
     let (columns, base) = selected_columns(s, &inner)?;
     let mut out = Input::of_columns(columns, base, inner.filtered);
+    // HAVING drops groups the counts keep: they are then an upper bound.
+    out.having = inner.having || s.having.is_some();
+    out.grouped = match grouping(s, &inner, &out)? {
+        Some(g) if inner.grouped.is_some() => return Err(Untraced::Aggregates(format!("it groups by {} an input that groups", g.join(", ")))),
+        Some(g) => Some(g),
+        None => inner.grouped.clone(),
+    };
     out.conditions = inner.conditions.clone();
     // The subquery's WHERE, on its table's columns; a condition that does not trace stays
     // unapplied (`filtered`).
@@ -179,6 +196,41 @@ fn query_input(q: &Query, ctx: &Ctx, depth: usize) -> Result<Input, Untraced> {
         }
     }
     Ok(out)
+}
+
+/// The base columns `s` groups its input's rows by: its `GROUP BY` columns, or every output
+/// column of a `SELECT DISTINCT`; None when it does not group. A grouping it cannot trace to
+/// columns of the table is refused.
+fn grouping(s: &Select, inner: &Input, out: &Input) -> Result<Option<Vec<String>>, Untraced> {
+    use sqlparser::ast::{Distinct, GroupByExpr};
+    let exprs = match &s.group_by {
+        GroupByExpr::Expressions(e, mods) if mods.is_empty() => e,
+        GroupByExpr::Expressions(..) => return Err(Untraced::Aggregates("ROLLUP, CUBE or GROUPING SETS".into())),
+        GroupByExpr::All(_) => return Err(Untraced::Aggregates("GROUP BY ALL".into())),
+    };
+    match (&s.distinct, exprs.is_empty()) {
+        (None, true) => Ok(None),
+        (Some(Distinct::Distinct), true) => {
+            let cols = out.columns.iter().map(|c| {
+                out.base.get(&lc(c)).map(|(_, b)| b.clone()).ok_or_else(|| Untraced::Aggregates(format!("DISTINCT over {c}, not a column of the table")))
+            });
+            cols.collect::<Result<Vec<_>, _>>().map(Some)
+        }
+        (None, false) => {
+            let col = |e: &Expr| match e {
+                Expr::Identifier(i) => inner.resolve(None, &i.value),
+                Expr::CompoundIdentifier(p) if p.len() == 2 => inner.resolve(Some(&p[0].value), &p[1].value),
+                _ => None,
+            };
+            let base = |e: &Expr| col(e).and_then(|c| inner.base.get(&lc(&c)).map(|(_, b)| b.clone()));
+            exprs
+                .iter()
+                .map(|e| base(e).ok_or_else(|| Untraced::Aggregates(format!("it groups by {e}, not a column of the table"))))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some)
+        }
+        _ => Err(Untraced::Aggregates("DISTINCT ON, or DISTINCT with GROUP BY".into())),
+    }
 }
 
 /// The select list of `s` over its one input: the output columns, and the base column of

@@ -93,16 +93,21 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
     Ok(Outcome::Rewritten(Box::new(Joined { alias, relation, how: cond.how, left: exposed.left, right: exposed.right, using: exposed.merged })))
 }
 
-/// Each side's keys traced to their base table.
+/// Each side's keys traced to their base table (and the columns a grouped side groups by).
 fn trace_sides<'a>(l: &Input, r: &Input, cond: &Condition, tables: &'a HashMap<String, Table>) -> std::result::Result<Sides<'a>, LeftAlone> {
     let (left_table, left) = l.key_base(&cond.left_keys(), tables)?;
     let (right_table, right) = r.key_base(&cond.right_keys(), tables)?;
-    Ok(Sides {
-        left: SideInput { table: &tables[&left_table], keys: KeySpec { columns: left }, name: l.display().to_string(), filter: None },
-        right: SideInput { table: &tables[&right_table], keys: KeySpec { columns: right }, name: r.alias.clone(), filter: None },
-        left_table,
-        right_table,
-    })
+    let side = |inp: &Input, t: &str, columns| -> std::result::Result<SideInput<'a>, LeftAlone> {
+        let table = &tables[t];
+        let group_by = match &inp.grouped {
+            Some(g) => {
+                Some(KeySpec { columns: g.iter().map(|c| table.resolve(c)).collect::<Result<Vec<_>>>().map_err(|e| LeftAlone::KeyColumn(e.to_string()))? })
+            }
+            None => None,
+        };
+        Ok(SideInput { table, keys: KeySpec { columns }, name: inp.display().to_string(), filter: None, group_by })
+    };
+    Ok(Sides { left: side(l, &left_table, left)?, right: side(r, &right_table, right)?, left_table, right_table })
 }
 
 fn plan_join(sides: &Sides, cond: &Condition, ctx: &Ctx) -> Result<Plan> {
@@ -223,6 +228,9 @@ fn notes(p: &Plan, l: &Input, r: &Input, left_table: &str, branches: usize, unap
     for inp in [l, r] {
         if inp.filtered {
             notes.push(Note::SubqueryFilter { input: inp.display(), tables: inp.base_tables().into_iter().map(String::from).collect() });
+        }
+        if inp.having {
+            notes.push(Note::Having(inp.display()));
         }
     }
     notes

@@ -11,7 +11,9 @@
 //!
 //! The parts: `input` traces a FROM item to its table; `condition` reads a join's keys;
 //! `join` plans one join and builds its derived table; `chain` and `from` handle the joins of
-//! one FROM item left to right; `select` and `scope` re-point the rest of the SELECT; `reason`
+//! one FROM item left to right; `comma` and `subquery` write comma joins and IN / EXISTS
+//! subqueries of WHERE as the explicit joins Spark makes of them; `select` and `scope` re-point
+//! the rest of the SELECT; `reason`
 //! and `note` are what the reports say; `comments` prints the SQL with them.
 
 mod chain;
@@ -27,6 +29,7 @@ mod note;
 mod reason;
 mod scope;
 mod select;
+mod subquery;
 
 use std::collections::HashMap;
 

@@ -19,6 +19,8 @@ pub enum Note {
     NotApplied(Vec<String>),
     /// The input `input` is a subquery with a filter that the counts of `tables` do not apply.
     SubqueryFilter { input: String, tables: Vec<String> },
+    /// The input (by its name) groups with a HAVING: it drops groups that the counts keep.
+    Having(String),
 }
 
 impl Note {
@@ -43,6 +45,7 @@ impl fmt::Display for Note {
             Note::SubqueryFilter { input, tables } => {
                 write!(f, "{input}: the counts are of the whole table {}; the subquery's filter was not applied to them", tables.join(", "))
             }
+            Note::Having(input) => write!(f, "{input}: its HAVING drops groups that the counts keep, so the counts of its rows are an upper bound"),
         }
     }
 }

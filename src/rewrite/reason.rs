@@ -65,6 +65,10 @@ pub enum LeftAlone {
     CommaNoEquality(String),
     /// A comma join that would be reordered under `SELECT *`.
     CommaStarReordered,
+    /// `x NOT IN (subquery)`: Spark's null-aware anti join, with no shuffle on the key.
+    NullAwareAnti,
+    /// An IN or EXISTS subquery of WHERE that stays there: why it is not written as a join.
+    SubqueryNotJoined(String),
 }
 
 /// Why an input of a join (a FROM item) cannot be traced to a `--table`.
@@ -89,7 +93,8 @@ pub enum Untraced {
     NotATable(String),
     NotPlainSelect,
     NotRowsOfOneTable,
-    Aggregates,
+    /// A subquery that aggregates in a way the counts cannot follow: what it does.
+    Aggregates(String),
     UnnamedExpression,
     UnreadableItem,
 }
@@ -134,6 +139,10 @@ impl fmt::Display for LeftAlone {
             CommaItemWithJoins(name) => write!(f, "a comma join whose item {name} has joins of its own: not written as explicit joins"),
             CommaNoEquality(name) => write!(f, "a comma join: {name} has no equality between its columns and another item's in WHERE (a cross join)"),
             CommaStarReordered => f.write_str("a comma join whose items would be joined out of order under SELECT * (its columns follow the FROM order)"),
+            NullAwareAnti => f.write_str(
+                "NOT IN (subquery): Spark runs it as a null-aware anti join, which broadcasts the subquery (or loops over it): no shuffle on the key, nothing to fix",
+            ),
+            SubqueryNotJoined(why) => write!(f, "a subquery of WHERE that Spark runs as a join, left in WHERE: {why}"),
         }
     }
 }
@@ -154,8 +163,8 @@ impl fmt::Display for Untraced {
             SubqueryWithoutAlias => f.write_str("a subquery without an alias"),
             NotATable(input) => write!(f, "the input {input} is not a table or a subquery of one"),
             NotPlainSelect => f.write_str("a subquery that is not a plain SELECT"),
-            NotRowsOfOneTable => f.write_str("a subquery that joins, aggregates, limits or de-duplicates: its key values are not a base table's"),
-            Aggregates => f.write_str("a subquery that aggregates: its key values are not a base table's"),
+            NotRowsOfOneTable => f.write_str("a subquery that joins, limits or has LATERAL VIEW: its key values are not a base table's"),
+            Aggregates(what) => write!(f, "a subquery that aggregates ({what}): its groups cannot be counted from the table's columns"),
             UnnamedExpression => f.write_str("a subquery with an unnamed expression in its select list"),
             UnreadableItem => f.write_str("a subquery with a select item the tool cannot read"),
         }

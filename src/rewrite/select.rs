@@ -3,7 +3,9 @@
 //! their original names, so WHERE, GROUP BY, HAVING, ORDER BY, windows and the output keep
 //! their meaning.
 
-use sqlparser::ast::{Expr, Select, SelectItem, SelectItemQualifiedWildcardKind, TableFactor, TableWithJoins};
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{Expr, Query, Select, SelectItem, SelectItemQualifiedWildcardKind, TableFactor, TableWithJoins, Visit, VisitMut, Visitor, VisitorMut};
 
 use super::comma;
 use super::condition::join_type;
@@ -11,6 +13,7 @@ use super::from::{merges, process_from};
 use super::names::{factor_alias, join_text, last_ident, lc, parse_item, star_items};
 use super::reason::LeftAlone;
 use super::scope::{repoint_all, Remap};
+use super::subquery;
 use super::{process_query, Ctx, Unchanged};
 use crate::error::Result;
 use crate::plan::JoinType;
@@ -31,11 +34,23 @@ pub(super) fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Rema
             }
         }
     }
+    // Subqueries in WHERE and the select list (IN, EXISTS, scalar): their joins in their own
+    // scope, when they do not refer to this SELECT's FROM.
+    let outer: Vec<String> =
+        sel.from.iter().flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation))).filter_map(factor_alias).collect();
+    if let Some(w) = &mut sel.selection {
+        process_expr_subqueries(w, &outer, ctx)?;
+    }
+    for item in &mut sel.projection {
+        if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
+            process_expr_subqueries(e, &outer, ctx)?;
+        }
+    }
     match comma::explicit_form(sel, ctx) {
-        Ok(None) => rewrite_joins(sel, ctx),
+        Ok(None) => with_subquery_joins(sel, ctx),
         Ok(Some(mut explicit)) => {
             let (changes, unchanged) = (ctx.changes.len(), ctx.unchanged.len());
-            let remaps = rewrite_joins(&mut explicit, ctx)?;
+            let remaps = with_subquery_joins(&mut explicit, ctx)?;
             for c in &mut ctx.changes[changes..] {
                 c.join = format!("{} (written as a comma join)", c.join);
             }
@@ -51,9 +66,97 @@ pub(super) fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Rema
         Err(reason) => {
             let items: Vec<String> = sel.from.iter().map(|twj| join_text(twj, usize::MAX)).collect();
             ctx.unchanged.push(Unchanged { join: items.join(", "), reason });
-            rewrite_joins(sel, ctx)
+            with_subquery_joins(sel, ctx)
         }
     }
+}
+
+/// The subqueries (IN, EXISTS, scalar) of an expression of this SELECT, each rewritten as a
+/// query of its own; those nested in them are left to that query. One that names a relation of
+/// the outer FROM (`outer`) is correlated: a rewritten join inside it could carry the outer
+/// reference into a derived table, which Spark does not take, so it is left as written.
+fn process_expr_subqueries(e: &mut Expr, outer: &[String], ctx: &mut Ctx) -> Result<()> {
+    struct Visit<'c, 'a, 'o> {
+        ctx: &'c mut Ctx<'a>,
+        outer: &'o [String],
+        depth: usize,
+    }
+    impl VisitorMut for Visit<'_, '_, '_> {
+        type Break = crate::error::Error;
+        fn pre_visit_query(&mut self, _: &mut Query) -> ControlFlow<Self::Break> {
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<Self::Break> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_expr(&mut self, x: &mut Expr) -> ControlFlow<Self::Break> {
+            let (Expr::Subquery(q) | Expr::InSubquery { subquery: q, .. } | Expr::Exists { subquery: q, .. }) = x else { return ControlFlow::Continue(()) };
+            if self.depth > 0 || correlated(q, self.outer) {
+                return ControlFlow::Continue(());
+            }
+            match process_query(q, self.ctx) {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => ControlFlow::Break(e),
+            }
+        }
+    }
+    match e.visit(&mut Visit { ctx, outer, depth: 0 }) {
+        ControlFlow::Break(err) => Err(err),
+        ControlFlow::Continue(()) => Ok(()),
+    }
+}
+
+/// Whether `q` names (as `name.col`) a relation of `outer` that none of its own FROM items
+/// goes by.
+fn correlated(q: &Query, outer: &[String]) -> bool {
+    struct Names {
+        own: Vec<String>,
+        qualifiers: Vec<String>,
+    }
+    impl Visitor for Names {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, f: &TableFactor) -> ControlFlow<()> {
+            self.own.extend(factor_alias(f).map(|a| lc(&a)));
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            if let Expr::CompoundIdentifier(p) = e {
+                if p.len() >= 2 {
+                    self.qualifiers.push(lc(&p[p.len() - 2].value));
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut n = Names { own: Vec::new(), qualifiers: Vec::new() };
+    let _ = q.visit(&mut n);
+    n.qualifiers.iter().any(|qual| !n.own.contains(qual) && outer.iter().any(|o| lc(o) == *qual))
+}
+
+/// The joins of `sel` rewritten with its IN / EXISTS subqueries written as joins, kept in that
+/// form only when a join changed.
+fn with_subquery_joins(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
+    let found = subquery::explicit_form(sel, ctx)?;
+    ctx.unchanged.extend(found.left.into_iter().map(|(join, reason)| Unchanged { join, reason }));
+    let Some(mut ex) = found.explicit else { return rewrite_joins(sel, ctx) };
+    let (changes, unchanged) = (ctx.changes.len(), ctx.unchanged.len());
+    let remaps = rewrite_joins(&mut ex.select, ctx)?;
+    for (alias, how) in &ex.added {
+        let mark = format!("{} ON", ident(alias));
+        let label = |join: &mut String| {
+            if join.contains(&mark) {
+                *join = format!("{join} {}", how.label());
+            }
+        };
+        ctx.changes[changes..].iter_mut().for_each(|c| label(&mut c.join));
+        ctx.unchanged[unchanged..].iter_mut().for_each(|u| label(&mut u.join));
+    }
+    if !remaps.is_empty() {
+        *sel = *ex.select;
+    }
+    Ok(remaps)
 }
 
 /// Rewrite the joins of each FROM item of `sel` and re-point the SELECT at them.

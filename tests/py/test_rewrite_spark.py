@@ -166,6 +166,17 @@ CASES = [
     ("comma-reordered", CH, "SELECT f.id, dim2.n2, dim3.n3 FROM dim2, dim3, f WHERE f.k2 = dim2.d2 AND f.k3 = dim3.d3", T4, False),
     ("comma-after-explicit", CH, "SELECT f.id, dim1.n1, dim3.n3 FROM f LEFT JOIN dim1 ON f.k1 = dim1.k1, dim3 WHERE f.k3 = dim3.d3 AND (dim1.n1 IS NULL OR f.v > 0.5)", T4, False),
     ("comma-unqualified", CH, "SELECT id, n2 FROM f, dim2 WHERE k2 = d2 AND v > 0.1", T4, True),
+    # An input grouped by the key: one row per group, the other side's hot keys still fixed.
+    ("grouped-left", EV, "SELECT e.event_id, c.n, c.h FROM events e LEFT JOIN (SELECT title_id, count(*) AS n, max(hours) AS h FROM events GROUP BY title_id) c ON e.title_id = c.title_id", T4, True),
+    ("distinct-cte-inner", EV, "WITH c AS (SELECT DISTINCT title_id FROM titles WHERE name NOT LIKE 'title 3%') SELECT e.event_id, c.title_id FROM events e JOIN c ON e.title_id = c.title_id", T4, True),
+    ("cross-join-on", EV, "SELECT e.event_id, t.name FROM events e CROSS JOIN titles t ON e.title_id = t.title_id", T4, True),
+    # IN / EXISTS / NOT EXISTS subqueries of WHERE: Spark's semi and anti joins.
+    ("in-subquery", EV, "SELECT e.event_id, e.hours FROM events e WHERE e.hours > 0.1 AND e.title_id IN (SELECT title_id FROM titles WHERE name NOT LIKE 'title 5%')", T4, True),
+    ("exists", EV, "SELECT * FROM events e WHERE EXISTS (SELECT 1 FROM titles t WHERE t.title_id = e.title_id AND t.name NOT LIKE 'title 5%')", T4, True),
+    ("not-exists", EV, "SELECT e.event_id, e.title_id FROM events e WHERE NOT EXISTS (SELECT 1 FROM titles t WHERE e.title_id = t.title_id)", T4, True),
+    ("in-after-join", CH, "SELECT f.id, dim1.n1 FROM f JOIN dim1 ON f.k1 = dim1.k1 WHERE f.k3 IN (SELECT d3 FROM dim3) AND f.v > 0.2", T4, False),
+    ("in-distinct-bare", CH, "SELECT id, k2 FROM f WHERE k2 IN (SELECT DISTINCT d2 FROM dim2 WHERE n2 <> 'n2 9')", T4, True),
+    ("grouped-composite-on-one", CH, "WITH g AS (SELECT k3, k2, count(*) AS n FROM f GROUP BY k3, k2) SELECT f.id, g.k2, g.n FROM f JOIN g ON f.k3 = g.k3 WHERE f.v > 0.9", T4, False),
 ]
 
 
@@ -227,7 +238,8 @@ def test_drop_junk_changes_only_junk(sj_spark, data, more, tmp_path):
     ("SELECT * FROM events e JOIN titles t ON e.title_id < t.title_id", "non-equi"),
     ("SELECT * FROM events e JOIN other o ON e.title_id = o.title_id", "not given"),
     ("SELECT * FROM events e JOIN titles t ON upper(e.title_id) = t.title_id", "non-equi"),
-    ("SELECT * FROM (SELECT title_id, count(*) AS n FROM events GROUP BY title_id) x JOIN titles t ON x.title_id = t.title_id", "aggregates"),
+    ("SELECT * FROM events e WHERE e.title_id NOT IN (SELECT title_id FROM titles)", "null-aware anti join"),
+    ("SELECT * FROM (SELECT upper(title_id) AS u, count(*) AS n FROM events GROUP BY upper(title_id)) x JOIN titles t ON x.u = t.title_id", "aggregates"),
     ("SELECT * FROM events AS e(a, b, c, d, x) JOIN titles t ON e.b = t.title_id", "alias with column names"),
     ("SELECT * FROM events e TABLESAMPLE (50 PERCENT) JOIN titles t ON e.title_id = t.title_id", "TABLESAMPLE"),
     ("SELECT * FROM events e JOIN titles t ON e.title_id = t.title_id, titles a JOIN titles b USING (title_id)", "USING/NATURAL"),
@@ -285,7 +297,8 @@ def test_null_skew_beats_spread_null_join_keys(sj_spark, data, more, tmp_path):
     "SELECT e.event_id, t.name FROM events e LEFT JOIN titles t ON e.title_id = t.title_id WHERE e.hours > 0.5 AND e.event_id % 3 <> 1",
     "SELECT e.event_id, t.name FROM events e, titles t WHERE e.title_id = t.title_id AND (e.hours BETWEEN 0.2 AND 0.7 OR e.title_id IN ('k1', 'k2'))",
     "WITH ev AS (SELECT event_id, title_id FROM events WHERE hours < 0.4) SELECT ev.event_id, t.name FROM ev JOIN titles t ON ev.title_id = t.title_id WHERE t.name NOT LIKE '%7'",
-], ids=["left-where", "comma-where-or", "cte-where-and-right-like"])
+    "SELECT e.event_id, c.n FROM events e JOIN (SELECT title_id, count(*) AS n FROM events WHERE hours < 0.5 GROUP BY title_id) c ON e.title_id = c.title_id",
+], ids=["left-where", "comma-where-or", "cte-where-and-right-like", "grouped-input"])
 def test_filtered_prediction_is_sparks_largest_task(sj_spark, data, more, sql, tmp_path):
     """The query's own conditions (WHERE, a CTE's WHERE) are in the counts: the predicted
     largest task is Spark's measured one, record for record where every condition applies
