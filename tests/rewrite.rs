@@ -270,3 +270,21 @@ fn a_correlated_subquery_keeps_its_joins_as_written() {
     let r = rw(sql);
     assert!(r.changes.is_empty() && r.sql == sql, "{}", r.sql);
 }
+
+#[test]
+fn every_join_is_listed_with_where_it_is() {
+    let sql = "SELECT e.event_id\nFROM events e\n  LEFT JOIN titles t ON e.title_id = t.title_id\n  CROSS JOIN titles c\nWHERE e.title_id NOT IN (SELECT title_id FROM titles)";
+    let r = rw(sql);
+    let seen: Vec<(u64, u64, &str)> = r.joins.iter().map(|s| s.at.map(|a| (a.line, a.column, s.status)).unwrap()).collect();
+    assert_eq!(seen, vec![(3, 13, "rewritten"), (4, 14, "left_as_written"), (5, 7, "left_as_written")], "{:?}", r.joins);
+    assert!(r.joins[2].reason.as_ref().unwrap().to_string().contains("null-aware anti join"));
+    assert!(sql_with_comments(&r).contains("(left outer) at line 3, column 13 is now the derived table __sj1"), "{}", sql_with_comments(&r));
+}
+
+#[test]
+fn a_subquery_under_or_is_listed_as_an_existence_join() {
+    let sql = "SELECT e.event_id FROM events e WHERE e.event_id < 3 OR e.title_id IN (SELECT title_id FROM titles)";
+    let r = rw(sql);
+    assert!(r.changes.is_empty() && r.sql == sql);
+    assert!(r.unchanged_joins.iter().any(|u| u.reason.to_string().contains("existence join")), "{:?}", r.unchanged_joins);
+}

@@ -16,7 +16,7 @@ pub fn sql_with_comments(r: &Rewritten) -> String {
         change_comments(c, &mut o);
     }
     for u in &r.unchanged_joins {
-        o.push_str(&format!("-- skewjoin: left as written: {}: {}\n", one_line(&u.join), one_line(&u.reason.to_string())));
+        o.push_str(&format!("-- skewjoin: left as written{}: {}: {}\n", place(u.at), one_line(&u.join), one_line(&u.reason.to_string())));
     }
     o.push_str(&r.sql);
     if !r.changes.is_empty() {
@@ -28,7 +28,7 @@ pub fn sql_with_comments(r: &Rewritten) -> String {
 /// The lines of one change: the join, each hot key and what happens to it, the task sizes,
 /// the warnings and notes.
 fn change_comments(c: &Change, o: &mut String) {
-    o.push_str(&format!("-- skewjoin: {} ({}) is now the derived table {}\n", one_line(&c.join), c.how.as_str(), c.alias));
+    o.push_str(&format!("-- skewjoin: {} ({}){} is now the derived table {}\n", one_line(&c.join), c.how.as_str(), place(c.at), c.alias));
     for h in &c.hot_keys {
         o.push_str(&format!(
             "--   {} [{}]: {} rows ({} of the {} side) {}\n",
@@ -54,6 +54,11 @@ fn change_comments(c: &Change, o: &mut String) {
     for w in notes {
         o.push_str(&format!("--   note: {}\n", one_line(&w)));
     }
+}
+
+/// ` at line L, column C`, where the join is known to be.
+fn place(at: Option<super::At>) -> String {
+    at.map(|a| format!(" at {a}")).unwrap_or_default()
 }
 
 /// Comment text on one line (a value may hold a newline).

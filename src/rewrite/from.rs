@@ -12,7 +12,7 @@ use super::join::{try_join, Outcome};
 use super::names::join_text;
 use super::reason::{LeftAlone, Untraced};
 use super::scope::Remap;
-use super::{Ctx, Unchanged};
+use super::{At, Ctx, Unchanged};
 use crate::error::Result;
 use crate::plan::JoinType;
 
@@ -38,7 +38,7 @@ pub(super) fn merges(op: &sqlparser::ast::JoinOperator) -> bool {
 pub(super) fn process_from(twj: &TableWithJoins, conjuncts: &[Expr], ctx: &mut Ctx) -> Result<Option<FromDone>> {
     if merges_later(twj) {
         for j in 0..twj.joins.len() {
-            ctx.unchanged.push(Unchanged { join: join_text(twj, j), reason: LeftAlone::UsingInChain });
+            ctx.unchanged.push(Unchanged { join: join_text(twj, j), at: At::of(&twj.joins[j].relation), reason: LeftAlone::UsingInChain });
         }
         return Ok(None);
     }
@@ -48,7 +48,7 @@ pub(super) fn process_from(twj: &TableWithJoins, conjuncts: &[Expr], ctx: &mut C
         let later_outer = twj.joins[j + 1..].iter().any(|x| matches!(join_type(&x.join_operator), Ok((JoinType::Right | JoinType::Full, _))));
         let scope = JoinScope { conjuncts, later_outer };
         if let Some(reason) = join_next(&mut p, twj, j, &right, &scope, ctx)? {
-            ctx.unchanged.push(Unchanged { join: join_text(twj, j), reason });
+            ctx.unchanged.push(Unchanged { join: join_text(twj, j), at: At::of(&join.relation), reason });
             p.append(join, right.ok());
         }
     }

@@ -79,6 +79,7 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
     let (relation, branches) = derived_table(&js, &p, &alias)?;
     ctx.changes.push(Change {
         join: text,
+        at: super::At::of(&join.relation),
         how: cond.how,
         keys: cond.key_text.clone(),
         alias: alias.clone(),

@@ -47,10 +47,34 @@ pub use note::Note;
 pub use reason::{LeftAlone, Untraced};
 use scope::{repoint_all, Remap};
 
+/// Where a join is in the query as given: the line and column (from 1) where its joined table
+/// (or its subquery of WHERE) starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct At {
+    pub line: u64,
+    pub column: u64,
+}
+
+impl At {
+    /// The start of a parsed node, when the parser recorded one.
+    pub(crate) fn of(node: &impl sqlparser::ast::Spanned) -> Option<At> {
+        let start = node.span().start;
+        (start.line > 0).then_some(At { line: start.line, column: start.column })
+    }
+}
+
+impl std::fmt::Display for At {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "line {}, column {}", self.line, self.column)
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct Change {
     /// The join as written, e.g. `e LEFT JOIN t ON e.k = t.k`.
     pub join: String,
+    /// Where it is in the query.
+    pub at: Option<At>,
     pub how: JoinType,
     pub keys: Vec<String>,
     pub alias: String,
@@ -66,14 +90,44 @@ pub struct Change {
 #[derive(Debug, Serialize)]
 pub struct Unchanged {
     pub join: String,
+    /// Where it is in the query.
+    pub at: Option<At>,
     pub reason: LeftAlone,
+}
+
+/// Every join the rewrite saw, rewritten or left as written, in the order of the query.
+#[derive(Debug, Serialize)]
+pub struct Seen {
+    pub at: Option<At>,
+    pub join: String,
+    /// `rewritten` or `left_as_written`.
+    pub status: &'static str,
+    /// The join type, where it was planned.
+    pub how: Option<JoinType>,
+    /// The derived table that replaces it, when rewritten.
+    pub alias: Option<String>,
+    /// Why it stays, when left as written.
+    pub reason: Option<LeftAlone>,
 }
 
 #[derive(Debug, Serialize)]
 pub struct Rewritten {
     pub sql: String,
+    /// Every join seen, by where it is in the query.
+    pub joins: Vec<Seen>,
     pub changes: Vec<Change>,
     pub unchanged_joins: Vec<Unchanged>,
+}
+
+/// The joins of `changes` and `unchanged`, by where they are (those without a place last).
+fn seen(changes: &[Change], unchanged: &[Unchanged]) -> Vec<Seen> {
+    let rewritten =
+        changes.iter().map(|c| Seen { at: c.at, join: c.join.clone(), status: "rewritten", how: Some(c.how), alias: Some(c.alias.clone()), reason: None });
+    let left =
+        unchanged.iter().map(|u| Seen { at: u.at, join: u.join.clone(), status: "left_as_written", how: None, alias: None, reason: Some(u.reason.clone()) });
+    let mut all: Vec<Seen> = rewritten.chain(left).collect();
+    all.sort_by_key(|s| (s.at.is_none(), s.at));
+    all
 }
 
 /// What the rewrite knows and has done so far.
@@ -111,12 +165,12 @@ pub fn rewrite(sql: &str, tables: &HashMap<String, Table>, classifier: &Classifi
                     process_query(q, &mut ctx)?;
                 }
             }
-            other => ctx.unchanged.push(Unchanged { join: other.to_string().chars().take(60).collect(), reason: LeftAlone::NotAQuery }),
+            other => ctx.unchanged.push(Unchanged { join: other.to_string().chars().take(60).collect(), at: None, reason: LeftAlone::NotAQuery }),
         }
     }
     // Nothing rewritten: the query exactly as given, not re-printed.
     let out = if ctx.changes.is_empty() { sql.to_string() } else { stmts.iter().map(render).collect::<Vec<_>>().join(";\n\n") };
-    Ok(Rewritten { sql: out, changes: ctx.changes, unchanged_joins: ctx.unchanged })
+    Ok(Rewritten { sql: out, joins: seen(&ctx.changes, &ctx.unchanged), changes: ctx.changes, unchanged_joins: ctx.unchanged })
 }
 
 fn process_query(q: &mut Query, ctx: &mut Ctx) -> Result<()> {

@@ -14,7 +14,7 @@ use super::names::{factor_alias, join_text, last_ident, lc, parse_item, star_ite
 use super::reason::LeftAlone;
 use super::scope::{repoint_all, Remap};
 use super::subquery;
-use super::{process_query, Ctx, Unchanged};
+use super::{process_query, At, Ctx, Unchanged};
 use crate::error::Result;
 use crate::plan::JoinType;
 use crate::sql::ident;
@@ -51,11 +51,14 @@ pub(super) fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Rema
         Ok(Some(mut explicit)) => {
             let (changes, unchanged) = (ctx.changes.len(), ctx.unchanged.len());
             let remaps = with_subquery_joins(&mut explicit, ctx)?;
-            for c in &mut ctx.changes[changes..] {
-                c.join = format!("{} (written as a comma join)", c.join);
+            // The joins of the comma join; a subquery of WHERE says how it was written itself.
+            let of_subquery = |join: &str| join.ends_with("(subquery))");
+            for c in ctx.changes[changes..].iter_mut().filter(|c| !of_subquery(&c.join)) {
+                c.join.push_str(" (written as a comma join)");
             }
-            for u in &mut ctx.unchanged[unchanged..] {
-                u.join = format!("{} (written as a comma join)", u.join);
+            let kept_in_where = |u: &Unchanged| matches!(u.reason, LeftAlone::NullAwareAnti | LeftAlone::SubqueryNotJoined(_)) || of_subquery(&u.join);
+            for u in ctx.unchanged[unchanged..].iter_mut().filter(|u| !kept_in_where(u)) {
+                u.join.push_str(" (written as a comma join)");
             }
             if !remaps.is_empty() {
                 *sel = *explicit;
@@ -65,7 +68,8 @@ pub(super) fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Rema
         // The comma join stays; each FROM item's own joins are still planned.
         Err(reason) => {
             let items: Vec<String> = sel.from.iter().map(|twj| join_text(twj, usize::MAX)).collect();
-            ctx.unchanged.push(Unchanged { join: items.join(", "), reason });
+            let at = sel.from.get(1).and_then(|t| At::of(&t.relation));
+            ctx.unchanged.push(Unchanged { join: items.join(", "), at, reason });
             with_subquery_joins(sel, ctx)
         }
     }
@@ -139,19 +143,21 @@ fn correlated(q: &Query, outer: &[String]) -> bool {
 /// form only when a join changed.
 fn with_subquery_joins(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
     let found = subquery::explicit_form(sel, ctx)?;
-    ctx.unchanged.extend(found.left.into_iter().map(|(join, reason)| Unchanged { join, reason }));
+    ctx.unchanged.extend(found.left.into_iter().map(|(join, at, reason)| Unchanged { join, at, reason }));
     let Some(mut ex) = found.explicit else { return rewrite_joins(sel, ctx) };
     let (changes, unchanged) = (ctx.changes.len(), ctx.unchanged.len());
     let remaps = rewrite_joins(&mut ex.select, ctx)?;
-    for (alias, how) in &ex.added {
+    // A join made of a subquery is labelled so, and placed where the subquery is written.
+    for (alias, how, at) in &ex.added {
         let mark = format!("{} ON", ident(alias));
-        let label = |join: &mut String| {
+        let label = |join: &mut String, place: &mut Option<At>| {
             if join.contains(&mark) {
                 *join = format!("{join} {}", how.label());
+                *place = *at;
             }
         };
-        ctx.changes[changes..].iter_mut().for_each(|c| label(&mut c.join));
-        ctx.unchanged[unchanged..].iter_mut().for_each(|u| label(&mut u.join));
+        ctx.changes[changes..].iter_mut().for_each(|c| label(&mut c.join, &mut c.at));
+        ctx.unchanged[unchanged..].iter_mut().for_each(|u| label(&mut u.join, &mut u.at));
     }
     if !remaps.is_empty() {
         *sel = *ex.select;
@@ -182,7 +188,7 @@ fn rewrite_joins(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
     }
     if star_unlisted(sel, &done) {
         for c in ctx.changes.split_off(saved) {
-            ctx.unchanged.push(Unchanged { join: c.join, reason: LeftAlone::StarUnlisted });
+            ctx.unchanged.push(Unchanged { join: c.join, at: c.at, reason: LeftAlone::StarUnlisted });
         }
         return Ok(vec![]);
     }

@@ -23,7 +23,7 @@ use super::condition::conjuncts;
 use super::input::{input_of, Input};
 use super::names::{factor_alias, lc};
 use super::reason::LeftAlone;
-use super::Ctx;
+use super::{At, Ctx};
 use crate::error::{Error, Result};
 use crate::sql::{ident, parse_query, render_expr, render_inline};
 
@@ -46,17 +46,17 @@ impl Written {
 }
 
 /// The SELECT with subqueries of its WHERE written as joins, and the alias of each join added
-/// with how it was written.
+/// with how and where it was written.
 pub(super) struct Explicit {
     pub select: Box<Select>,
-    pub added: Vec<(String, Written)>,
+    pub added: Vec<(String, Written, Option<At>)>,
 }
 
 /// What `explicit_form` found: the SELECT with joins added (None when none could be), and each
-/// subquery of WHERE left where it is, as written, with the reason.
+/// subquery of WHERE left where it is, as written, where, with the reason.
 pub(super) struct Found {
     pub explicit: Option<Explicit>,
-    pub left: Vec<(String, LeftAlone)>,
+    pub left: Vec<(String, Option<At>, LeftAlone)>,
 }
 
 /// The relations of the SELECT's one FROM item, by the name each goes by, with its columns
@@ -105,15 +105,15 @@ pub(super) fn explicit_form(sel: &Select, ctx: &mut Ctx) -> Result<Found> {
     let Some(w) = &sel.selection else { return Ok(found) };
     let mut cs = Vec::new();
     conjuncts(w, &mut cs);
+    for c in &cs {
+        found.left.extend(nested_subquery_joins(c));
+    }
     if !cs.iter().any(is_subquery_join) {
         return Ok(found);
     }
     if sel.from.len() != 1 || !sel.lateral_views.is_empty() {
-        found.left.extend(
-            cs.iter()
-                .filter(|c| is_subquery_join(c))
-                .map(|c| (written(c), LeftAlone::SubqueryNotJoined("its SELECT has several FROM items or LATERAL VIEW".into()))),
-        );
+        let why = || LeftAlone::SubqueryNotJoined("its SELECT has several FROM items or LATERAL VIEW".into());
+        found.left.extend(cs.iter().filter(|c| is_subquery_join(c)).map(|c| (written(c), At::of(c), why())));
         return Ok(found);
     }
     let outer = Outer::of(&sel.from[0], ctx);
@@ -121,11 +121,11 @@ pub(super) fn explicit_form(sel: &Select, ctx: &mut Ctx) -> Result<Found> {
     for c in cs {
         match as_join(&c, &outer, ctx)? {
             Some(Ok((join, how))) => {
-                added.push((factor_alias(&join.relation).unwrap_or_default(), how));
+                added.push((factor_alias(&join.relation).unwrap_or_default(), how, At::of(&c)));
                 joins.push(join);
             }
             Some(Err(why)) => {
-                found.left.push((written(&c), why));
+                found.left.push((written(&c), At::of(&c), why));
                 rest.push(c);
             }
             None => rest.push(c),
@@ -138,6 +138,22 @@ pub(super) fn explicit_form(sel: &Select, ctx: &mut Ctx) -> Result<Found> {
         found.explicit = Some(Explicit { select: Box::new(s), added });
     }
     Ok(found)
+}
+
+/// IN and EXISTS subqueries inside a conjunct (under OR, NOT, CASE...): Spark runs each as an
+/// existence join, a shuffle like any other, which the rewrite does not take apart.
+fn nested_subquery_joins(c: &Expr) -> Vec<(String, Option<At>, LeftAlone)> {
+    if is_subquery_join(c) {
+        return vec![];
+    }
+    let mut out = Vec::new();
+    let _ = visit_expressions(c, |x: &Expr| {
+        if matches!(x, Expr::InSubquery { negated: false, .. } | Expr::Exists { .. }) {
+            out.push((written(x), At::of(x), LeftAlone::SubqueryNotJoined("it is not a conjunct of WHERE (under OR, NOT or another expression): Spark runs it as an existence join, which the rewrite does not take apart".into())));
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    out
 }
 
 fn is_subquery_join(e: &Expr) -> bool {

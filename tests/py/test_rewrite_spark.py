@@ -176,6 +176,11 @@ CASES = [
     ("not-exists", EV, "SELECT e.event_id, e.title_id FROM events e WHERE NOT EXISTS (SELECT 1 FROM titles t WHERE e.title_id = t.title_id)", T4, True),
     ("in-after-join", CH, "SELECT f.id, dim1.n1 FROM f JOIN dim1 ON f.k1 = dim1.k1 WHERE f.k3 IN (SELECT d3 FROM dim3) AND f.v > 0.2", T4, False),
     ("in-distinct-bare", CH, "SELECT id, k2 FROM f WHERE k2 IN (SELECT DISTINCT d2 FROM dim2 WHERE n2 <> 'n2 9')", T4, True),
+    ("in-comma-chain", CH, "SELECT f.id, dim1.n1 FROM f, dim1 WHERE f.k1 = dim1.k1 AND f.k2 IN (SELECT d2 FROM dim2 WHERE n2 <> 'n2 3')", T4, False),
+    ("exists-cte", CH, "WITH d AS (SELECT d3, n3 FROM dim3 WHERE n3 NOT LIKE 'n3 1%') SELECT f.id, f.k3 FROM f WHERE EXISTS (SELECT 1 FROM d WHERE d.d3 = f.k3)", T4, True),
+    ("not-exists-chain", CH, "SELECT f.id, dim2.n2 FROM f LEFT JOIN dim2 ON f.k2 = dim2.d2 WHERE NOT EXISTS (SELECT 1 FROM dim3 WHERE dim3.d3 = f.k3 AND dim3.n3 <> 'n3 4')", T4, False),
+    ("in-grouped-having", EV, "SELECT e.event_id FROM events e WHERE e.title_id IN (SELECT title_id FROM events GROUP BY title_id HAVING count(*) > 1)", T4, False),
+    ("exists-composite", ["orders", "accounts"], "SELECT o.amount FROM orders o WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.region = o.region AND a.account = o.account AND a.owner <> 'owner 7')", T4, True),
     ("grouped-composite-on-one", CH, "WITH g AS (SELECT k3, k2, count(*) AS n FROM f GROUP BY k3, k2) SELECT f.id, g.k2, g.n FROM f JOIN g ON f.k3 = g.k3 WHERE f.v > 0.9", T4, False),
 ]
 
