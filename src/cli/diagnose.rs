@@ -18,11 +18,19 @@ pub struct DiagnoseArgs {
     /// An earlier run of the same job, to tell what changed (input growth)
     #[arg(long, value_name = "EVENT_LOG")]
     baseline: Option<PathBuf>,
+    /// A stage shorter than this gets no finding (its checks are still listed): a cost of a few
+    /// seconds is not worth a user's attention
+    #[arg(long, value_name = "SECONDS", default_value_t = diagnose::MIN_STAGE_MS as f64 / 1000.0)]
+    min_stage_seconds: f64,
     #[command(flatten)]
     format: TextOrJson,
 }
 
 pub fn run(a: DiagnoseArgs) -> Result<String> {
-    let d = diagnose::diagnose(&a.event_log, a.baseline.as_deref())?;
+    if !(a.min_stage_seconds >= 0.0 && a.min_stage_seconds.is_finite()) {
+        return Err(skewjoin::Error::Usage(format!("--min-stage-seconds must be 0 or more, not {}", a.min_stage_seconds)));
+    }
+    let opts = diagnose::Options { min_stage_ms: (a.min_stage_seconds * 1000.0).round() as i64 };
+    let d = diagnose::diagnose(&a.event_log, a.baseline.as_deref(), &opts)?;
     Ok(a.format.render(&d, report::text, report::json))
 }

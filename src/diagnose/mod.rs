@@ -3,10 +3,13 @@
 //! numbers that confirm or rule it out), the one fix, and the measurement that will prove it.
 //!
 //! `eventlog` reads the file (codecs, rolling folders, logs cut short), `model` builds the
-//! application (stages, tasks, SQL plans), `plan` finds the join a stage runs; this module
-//! measures and decides, `report` prints.
+//! application (stages, tasks, SQL plans), `plan` finds the join a stage runs, `idle` the time
+//! no task ran (planning inside a query, the driver's own time outside); this module measures
+//! and decides, `report` prints. A stage's finding is flagged only when the stage is material
+//! (`Options::min_stage_ms` and `MIN_STAGE_SHARE`); below that it is listed as checked.
 
 pub mod eventlog;
+mod idle;
 pub mod model;
 pub mod plan;
 pub mod report;
@@ -26,6 +29,9 @@ use plan::JoinInfo;
 const BIG_TASK_BYTES: i64 = 500 << 20;
 /// The size per task the partition fixes aim at.
 const TARGET_TASK_BYTES: i64 = 150 << 20;
+/// The stage's wall clock lost to GC (its duration times GC's share of run time) below which
+/// GC is not memory pressure, whatever its share of a short stage's run time.
+const MIN_GC_MS: i64 = 5_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -38,6 +44,7 @@ pub enum Kind {
     MemoryPressure,
     SlowCode,
     PlanningGap,
+    DriverTime,
 }
 
 impl Kind {
@@ -51,6 +58,7 @@ impl Kind {
             Kind::MemoryPressure => "memory_pressure",
             Kind::SlowCode => "slow_code",
             Kind::PlanningGap => "planning_gap",
+            Kind::DriverTime => "driver_time",
         }
     }
 }
@@ -263,7 +271,25 @@ fn stage_report(app: &App, st: &Stage, app_ms: i64) -> StageReport {
 }
 
 /// Read the log at `path` (and a baseline run of the same job) and diagnose it.
-pub fn diagnose(path: &Path, baseline: Option<&Path>) -> Result<Diagnosis> {
+/// What `diagnose` may be told.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// A stage shorter than this gets no finding (its checks are still listed).
+    pub min_stage_ms: i64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { min_stage_ms: MIN_STAGE_MS }
+    }
+}
+
+/// A finding on a stage shorter than this is not worth a user's attention (`--min-stage-seconds`).
+pub const MIN_STAGE_MS: i64 = 10_000;
+/// Nor on a stage with a smaller share of the wall clock.
+const MIN_STAGE_SHARE: f64 = 0.10;
+
+pub fn diagnose(path: &Path, baseline: Option<&Path>, opts: &Options) -> Result<Diagnosis> {
     let ev = eventlog::read(path)?;
     let app = App::from_events(&ev.events);
     let mut warnings = ev.warnings.clone();
@@ -285,15 +311,17 @@ pub fn diagnose(path: &Path, baseline: Option<&Path>) -> Result<Diagnosis> {
     let top = worth_diagnosing(&all);
 
     // 2-3. Measure and diagnose.
-    let mut verdicts = Verdicts::default();
+    let mut verdicts = Verdicts { min_stage_ms: opts.min_stage_ms, ..Verdicts::default() };
     let shuffle_partitions = app_sum.shuffle_partitions.unwrap_or(200);
     for sr in &top {
         let st = &app.stages[&(sr.stage_id, sr.attempt)];
         let ctx = StageCtx { app: &app, st, sr, shuffle_partitions };
         verdicts.check_stage(&ctx, base.as_ref().map(|(b, _)| b));
     }
-    verdicts.add(planning_gap(&app));
-    let Verdicts { checks, findings } = verdicts;
+    for c in idle::checks(&app) {
+        verdicts.add(c);
+    }
+    let Verdicts { checks, findings, .. } = verdicts;
     let memory = top.first().map(|s| memory_text(s, findings.iter().find(|f| f.stage_id == Some(s.stage_id)).map(|f| f.kind)));
     let stages: Vec<StageReport> = all.into_iter().take(10).collect();
     let baseline = base.as_ref().map(|(a, e)| app_summary(a, e));
@@ -355,6 +383,7 @@ fn worth_diagnosing(all: &[StageReport]) -> Vec<StageReport> {
 struct Verdicts {
     checks: Vec<Check>,
     findings: Vec<Finding>,
+    min_stage_ms: i64,
 }
 
 impl Verdicts {
@@ -363,29 +392,48 @@ impl Verdicts {
         self.findings.extend(r.1);
     }
 
+    /// A stage's check; its finding only when the stage is material, else the check says why
+    /// it is not flagged.
+    fn add_stage(&mut self, sr: &StageReport, r: (Check, Option<Finding>)) {
+        let (mut check, finding) = r;
+        let material = sr.duration_ms >= self.min_stage_ms && sr.share >= MIN_STAGE_SHARE;
+        if finding.is_some() && !material {
+            check.confirmed = false;
+            check.numbers.push_str(&format!(
+                "; not flagged: stage {} takes {} ({} of the run), under the {} and {} a finding needs",
+                sr.stage_id,
+                fmt_ms(sr.duration_ms),
+                pct(sr.share),
+                fmt_ms(self.min_stage_ms),
+                pct(MIN_STAGE_SHARE)
+            ));
+        }
+        self.add((check, finding.filter(|_| material)));
+    }
+
     /// Check one stage's suspects in order; one cause can rule out or take over another's finding.
     fn check_stage(&mut self, ctx: &StageCtx, base: Option<&App>) {
         if let Some(b) = base {
-            self.add(input_growth(ctx, b));
+            self.add_stage(ctx.sr, input_growth(ctx, b));
         }
         let hot = hot_key(ctx);
         let is_hot = hot.1.is_some();
-        self.add(hot);
+        self.add_stage(ctx.sr, hot);
         let few = too_few_partitions(ctx);
         let is_few = few.1.is_some();
-        self.add(few);
-        self.add(tiny_tasks(ctx));
+        self.add_stage(ctx.sr, few);
+        self.add_stage(ctx.sr, tiny_tasks(ctx));
         if !is_hot {
             let (c, f) = shuffle_volume(ctx);
             // One finding per job: its map and reduce stages tell the same story.
             let seen = f.is_some() && self.has_shuffle_volume_in_job(ctx.app, ctx.st.job);
-            self.add((c, if seen { None } else { f }));
+            self.add_stage(ctx.sr, (c, if seen { None } else { f }));
         }
         // Too few partitions is the memory pressure's cause, with its own (first) fix.
         let (mc, mf) = memory_pressure(ctx, is_hot);
-        self.add((mc, if is_few { None } else { mf }));
+        self.add_stage(ctx.sr, (mc, if is_few { None } else { mf }));
         if !is_hot {
-            self.add(slow_code(ctx));
+            self.add_stage(ctx.sr, slow_code(ctx));
         }
     }
 
@@ -792,20 +840,25 @@ fn memory_pressure(c: &StageCtx, hot: bool) -> (Check, Option<Finding>) {
     let even_data = ratio(read.max, read.median) < 2.0;
     let even = ratio(s.duration_ms.max, s.duration_ms.median) < 3.0 || even_data;
     let numbers = format!(
-        "stage {}: {} of {} tasks spilled ({} in memory, {} to disk); GC {} of run time; work {} (largest read {} vs median {}; max duration {} vs median {})",
+        "stage {}: {} of {} tasks spilled ({} in memory, {} to disk); GC {} of run time (about {} of the stage's {}); work {} (largest read {} vs median {}; max duration {} vs median {})",
         c.sr.stage_id,
         t.spilled_tasks,
         n,
         human_i64(t.memory_spill_bytes),
         human_i64(t.disk_spill_bytes),
         pct(gc),
+        fmt_ms((c.sr.duration_ms as f64 * gc) as i64),
+        fmt_ms(c.sr.duration_ms),
         if even { "even" } else { "uneven" },
         human_i64(read.max),
         human_i64(read.median),
         fmt_ms(s.duration_ms.max),
         fmt_ms(s.duration_ms.median)
     );
-    let yes = !hot && ((t.spilled_tasks * 2 >= n && even && n >= 2) || (gc > 0.10 && t.run_ms >= 10_000));
+    // GC is pressure when it costs the stage real seconds of its wall clock, not only a share
+    // of a short stage's run time.
+    let gc_wall_ms = (c.sr.duration_ms as f64 * gc) as i64;
+    let yes = !hot && ((t.spilled_tasks * 2 >= n && even && n >= 2) || (gc > 0.10 && gc_wall_ms >= MIN_GC_MS));
     let f = yes.then(|| {
         let total = t.shuffle_read_bytes + t.input_bytes;
         let per_task = total / n as i64;
@@ -865,46 +918,6 @@ fn slow_code(c: &StageCtx) -> (Check, Option<Finding>) {
         format!("re-run: stage {}'s median task well under {}", c.sr.stage_id, fmt_ms(s.duration_ms.median)),
     ));
     (c.c(Kind::SlowCode, yes, numbers), f)
-}
-
-fn planning_gap(app: &App) -> (Check, Option<Finding>) {
-    let Some((start, end)) = app.span() else {
-        return (Check { kind: Kind::PlanningGap, stage_id: None, confirmed: false, numbers: "no times in the log".into() }, None);
-    };
-    let mut iv: Vec<(i64, i64)> = app.stages.values().flat_map(|s| s.tasks.iter().map(|t| (t.launch, t.finish))).collect();
-    iv.sort_unstable();
-    let mut gaps: Vec<(i64, i64)> = Vec::new();
-    let mut cur = start;
-    for (a, b) in iv {
-        if a > cur {
-            gaps.push((cur, a));
-        }
-        cur = cur.max(b);
-    }
-    if end > cur {
-        gaps.push((cur, end));
-    }
-    let idle: i64 = gaps.iter().map(|(a, b)| b - a).sum();
-    let longest = gaps.iter().copied().max_by_key(|(a, b)| b - a).unwrap_or((start, start));
-    let app_ms = (end - start).max(1);
-    let numbers = format!(
-        "no task ran for {} of the {} wall clock ({}); the longest stretch {} from {} after the start",
-        fmt_ms(idle),
-        fmt_ms(app_ms),
-        pct(ratio(idle, app_ms)),
-        fmt_ms(longest.1 - longest.0),
-        fmt_ms(longest.0 - start)
-    );
-    let yes = longest.1 - longest.0 >= 30_000 && ratio(longest.1 - longest.0, app_ms) >= 0.2;
-    let f = yes.then(|| Finding::new(
-        Kind::PlanningGap,
-        None,
-        numbers.clone(),
-        "the driver is the bottleneck in that stretch (planning a long lineage, collecting results, listing files, or Python code on the driver): checkpoint or write out intermediate results to cut the lineage, and keep driver-side work out of the job; more executors will not help".into(),
-        "a checkpoint writes the intermediate data once".into(),
-        format!("re-run: no stretch of {} or more with no task running", fmt_ms((longest.1 - longest.0) / 4)),
-    ));
-    (Check { kind: Kind::PlanningGap, stage_id: None, confirmed: yes, numbers }, f)
 }
 
 /// "Just add memory": what it would change in the top stage (spill) and what it would not.

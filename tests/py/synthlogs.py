@@ -31,7 +31,11 @@ Functions (path = where to write the log):
   reading ~700 MiB of shuffle, 7 of 8 spilling, durations even, on 80 slots.
 - memory_pressure(path): a reduce stage of 200 tasks, even durations, each reading ~100 MiB, 85%
   of them spilling (modest sizes), JVM GC Time ~25% of run time.
-- planning_gap(path): two short jobs with 20 minutes between them in which no task runs.
+- planning_gap(path): two short jobs with 20 minutes between them in which no task runs and no
+  job or query is open: the driver's own time (driver_time), not planning.
+- planning_in_query(path): a SQL query whose first job starts 12 minutes after the query did
+  (planning), then 2 minutes of tasks.
+- short_gc(path): a 15 s job whose one stage lasts 2.4 s with GC 16% of its run time, no spill.
 - input_growth(baseline_path, current_path): the same 2-stage job twice (same stage names); in
   the current run (a day later) the input stage reads 3x the input bytes/records (3x the tasks
   on the same 100 slots) and takes ~3x longer; tasks even.
@@ -419,6 +423,19 @@ class App:
                                            accumulables=stage_accs)})
 
     # ------------------------------------------------------------------ output
+    def sql(self, start, end, description):
+        """A SQL execution from `start` to `end` (its jobs are run separately, inside it)."""
+        eid = getattr(self, "next_sql", 0)
+        self.next_sql = eid + 1
+        plan = {"nodeName": "Execute InsertIntoHadoopFsRelationCommand", "simpleString": "Execute InsertIntoHadoopFsRelationCommand",
+                "children": [], "metadata": {}, "metrics": []}
+        self._add(start, {"Event": "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart",
+                          "executionId": eid, "rootExecutionId": eid, "description": description,
+                          "details": description, "physicalPlanDescription": "== Physical Plan ==",
+                          "sparkPlanInfo": plan, "time": start, "modifiedConfigs": {}, "jobTags": []})
+        self._add(end, {"Event": "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd",
+                        "executionId": eid, "time": end, "errorMessage": ""})
+
     def write(self, path, end=None):
         end = end if end is not None else self.last_time + 1500
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -603,9 +620,38 @@ def memory_pressure(path):
     return app.write(path, end + 2 * SEC)
 
 
+def planning_in_query(path):
+    """One SQL query (an INSERT) that starts 1 s after the executors are up and whose first
+    job is submitted 12 minutes later: Spark planning (listing many files); then 2 minutes of
+    tasks."""
+    rnd = random.Random(1006)
+    app = App("partitioned_insert", executors=10, cores=4, seed=6)
+    call = "save at PartitionedInsert.scala:40"
+    q0 = app.ready + 1 * SEC
+    a = _scan_stage(app, call, 40, 50_000, 64 * MiB, 0, rnd)
+    end = app.run_job([a], q0 + 12 * MIN, name=call)
+    app.sql(q0, end + 300, "INSERT INTO sales_by_day SELECT ...")
+    return app.write(path)
+
+
+def short_gc(path):
+    """A 15 s example job whose one stage lasts 2.4 s, no spill, GC 16% of its run time (about
+    1.5 s of GC over 40 tasks)."""
+    rnd = random.Random(1007)
+    app = App("spark_pi", executors=10, cores=4, seed=7)
+    call = "reduce at SparkPi.scala:38"
+    tasks = []
+    for d in _even(40, 2_200, rnd):
+        t = task(d, rnd)
+        t["gc"] = int(t["run"] * 0.16)
+        tasks.append(t)
+    end = app.run_job([Stage(call, tasks)], app.ready + 9 * SEC, name=call)
+    return app.write(path, end + 2 * SEC)
+
+
 def planning_gap(path):
-    """Two short jobs with 20 minutes between them in which no task runs (the driver busy,
-    e.g. listing files or planning)."""
+    """Two short jobs with 20 minutes between them in which no task runs and no job or SQL
+    query is open: the driver's own time (its code between the jobs), not planning."""
     rnd = random.Random(1005)
     app = App("catalog_refresh", executors=10, cores=4, seed=5)
     call0 = "count at CatalogRefresh.scala:22"
@@ -675,7 +721,7 @@ def main(argv):
     os.makedirs(d, exist_ok=True)
     p = {}
     for fn in (worked_hot_key, worked_tiny_tasks, too_few_partitions, memory_pressure,
-               planning_gap):
+               planning_gap, planning_in_query, short_gc):
         p[fn.__name__] = fn(os.path.join(d, fn.__name__ + ".json"))
     p["input_growth_baseline"], p["input_growth_current"] = input_growth(
         os.path.join(d, "input_growth_baseline.json"), os.path.join(d, "input_growth_current.json"))

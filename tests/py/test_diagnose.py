@@ -70,7 +70,8 @@ def test_worked_tiny_tasks(tmp_path):
 @pytest.mark.parametrize("make,kind", [
     (synthlogs.too_few_partitions, "too_few_partitions"),
     (synthlogs.memory_pressure, "memory_pressure"),
-    (synthlogs.planning_gap, "planning_gap"),
+    (synthlogs.planning_in_query, "planning_gap"),
+    (synthlogs.planning_gap, "driver_time"),
 ])
 def test_synthetic_causes(tmp_path, make, kind):
     p = tmp_path / kind
@@ -84,6 +85,46 @@ def test_synthetic_causes(tmp_path, make, kind):
         assert "first more partitions" in f["fix"]
     if kind == "too_few_partitions":
         assert "spark.sql.shuffle.partitions=" in f["fix"]
+
+
+def test_idle_time_is_planning_only_inside_a_query_or_job(tmp_path):
+    """20 minutes between two jobs with no query open is the driver's own time, not planning;
+    12 minutes inside a SQL query before its first job is planning, not the driver's."""
+    between, inside = tmp_path / "between", tmp_path / "inside"
+    synthlogs.planning_gap(between)
+    synthlogs.planning_in_query(inside)
+    d = diag(between)
+    kinds = [f["kind"] for f in d["findings"]]
+    assert "driver_time" in kinds and "planning_gap" not in kinds, kinds
+    f = finding(d, "driver_time")
+    assert "outside every SQL query and job, no task ran for 20 min" in f["evidence"], f["evidence"]
+    assert "more executors will not help" in f["fix"]
+    d = diag(inside)
+    kinds = [f["kind"] for f in d["findings"]]
+    assert "planning_gap" in kinds and "driver_time" not in kinds, kinds
+    assert "inside a SQL query or job, no task ran for 12 min" in finding(d, "planning_gap")["evidence"]
+
+
+def test_a_short_stage_is_checked_but_not_flagged(tmp_path):
+    """A 2.4 s stage with GC 16% of its run time: GC of about 1.5 s is no memory pressure,
+    and a finding on a stage under --min-stage-seconds (10) is listed as checked, not flagged."""
+    p = tmp_path / "pi"
+    synthlogs.short_gc(p)
+    d = diag(p)
+    assert d["findings"] == [], d["findings"]
+    mem = next(c for c in d["checks"] if c["kind"] == "memory_pressure")
+    # Ruled out by the GC rule itself (about 0.4 s of the stage's 2.4 s), not only as immaterial.
+    assert not mem["confirmed"] and "GC 16% of run time (about 3" in mem["numbers"] and "not flagged" not in mem["numbers"], mem
+    # The rule on the worked hot key (a 2 h 51 min stage): under a threshold of a day it is
+    # checked, not flagged.
+    hot = tmp_path / "hot"
+    synthlogs.worked_hot_key(hot)
+    d = diag(hot, "--min-stage-seconds", "86400")
+    assert "hot_key" not in [f["kind"] for f in d["findings"]]
+    c = next(c for c in d["checks"] if c["kind"] == "hot_key")
+    assert not c["confirmed"] and "not flagged: stage 2 takes 2 h 51 min" in c["numbers"], c["numbers"]
+    r = run("diagnose", hot, "--min-stage-seconds=-1")
+    assert r.returncode == 2 and "--min-stage-seconds" in r.stderr
 
 
 def test_input_growth_against_baseline(tmp_path):
