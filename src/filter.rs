@@ -89,8 +89,9 @@ pub struct Filtered {
 
 /// The groups an input makes of its table's passing rows (`GROUP BY` columns, or every column
 /// of a `SELECT DISTINCT`), and the groups seen so far, across files.
-struct Groups<'a> {
-    columns: &'a KeySpec,
+struct Groups {
+    names: Vec<String>,
+    types: Vec<crate::value::KeyType>,
     seen: hashbrown::HashSet<Vec<u8>>,
 }
 
@@ -108,7 +109,7 @@ pub fn filtered_keys(table: &Table, keys: &KeySpec, filter: &RowFilter, group_by
             out_names.push(c.name.clone());
         }
     }
-    let mut groups = group_by.map(|columns| Groups { columns, seen: hashbrown::HashSet::new() });
+    let mut groups = group_by.map(|g| Groups { names: g.names(), types: g.types(), seen: hashbrown::HashSet::new() });
     let (mut rows_in, mut rows_out) = (0u64, 0u64);
     let mut paths = Vec::new();
     for (n, file) in table.files.iter().enumerate() {
@@ -171,9 +172,9 @@ fn filter_file(
 
 /// Of the rows that `pass`, those whose group has not been seen before (each group's first).
 fn first_of_groups(g: &mut Groups, batch: &RecordBatch, pass: &BooleanArray) -> std::result::Result<BooleanArray, String> {
-    let cols: Vec<ArrayRef> =
-        g.columns.names().iter().map(|n| column_index(&batch.schema(), n).map(|i| batch.column(i).clone())).collect::<std::result::Result<_, _>>()?;
-    let keys = crate::count::group_keys(&cols, &g.columns.types())?;
+    let schema = batch.schema();
+    let cols: Vec<ArrayRef> = g.names.iter().map(|n| column_index(&schema, n).map(|i| batch.column(i).clone())).collect::<std::result::Result<_, _>>()?;
+    let keys = crate::count::group_keys(&cols, &g.types)?;
     let first: Vec<bool> = keys.into_iter().zip(pass.values().iter()).map(|(k, p)| p && g.seen.insert(k)).collect();
     Ok(BooleanArray::from(first))
 }

@@ -93,7 +93,7 @@ fn mentions(e: &Expr, inp: &Input) -> bool {
 }
 
 /// `x` as a column of `inp`, when it is one.
-fn column_of(x: &Expr, inp: &Input) -> Option<String> {
+pub(super) fn column_of(x: &Expr, inp: &Input) -> Option<String> {
     match x {
         Expr::Identifier(i) => inp.resolve(None, &i.value),
         Expr::CompoundIdentifier(p) if p.len() == 2 => inp.resolve(Some(&p[0].value), &p[1].value),

@@ -217,12 +217,7 @@ fn grouping(s: &Select, inner: &Input, out: &Input) -> Result<Option<Vec<String>
             cols.collect::<Result<Vec<_>, _>>().map(Some)
         }
         (None, false) => {
-            let col = |e: &Expr| match e {
-                Expr::Identifier(i) => inner.resolve(None, &i.value),
-                Expr::CompoundIdentifier(p) if p.len() == 2 => inner.resolve(Some(&p[0].value), &p[1].value),
-                _ => None,
-            };
-            let base = |e: &Expr| col(e).and_then(|c| inner.base.get(&lc(&c)).map(|(_, b)| b.clone()));
+            let base = |e: &Expr| super::filters::column_of(e, inner).and_then(|c| inner.base.get(&lc(&c)).map(|(_, b)| b.clone()));
             exprs
                 .iter()
                 .map(|e| base(e).ok_or_else(|| Untraced::Aggregates(format!("it groups by {e}, not a column of the table"))))

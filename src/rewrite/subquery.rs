@@ -267,8 +267,8 @@ impl Scope<'_> {
     fn resolve(&self, e: &Expr) -> Option<Ref> {
         match e {
             Expr::CompoundIdentifier(p) if p.len() == 2 && p[0].value.eq_ignore_ascii_case(self.inner_alias) => self.inner.column(&p[1].value).map(Ref::Inner),
-            Expr::Identifier(i) if self.inner.column(&i.value).is_some() => self.inner.column(&i.value).map(Ref::Inner),
             Expr::Nested(inner) => self.resolve(inner),
+            Expr::Identifier(i) => self.inner.column(&i.value).map(Ref::Inner).or_else(|| self.outer.column(e).map(|(a, c)| Ref::Outer(a, c))),
             other => self.outer.column(other).map(|(a, c)| Ref::Outer(a, c)),
         }
     }
