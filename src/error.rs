@@ -22,6 +22,10 @@ pub enum Error {
     Internal(String),
     #[error("column {column}: {msg}")]
     Column { column: String, msg: String },
+    /// An object store's answer: `what` is the object or table URL, `msg` one line with no
+    /// secret in it.
+    #[error("{what}: {msg}")]
+    Store { what: String, msg: String },
     #[error("{path}: cannot read: {source}")]
     Io { path: PathBuf, source: std::io::Error },
 }

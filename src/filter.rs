@@ -141,7 +141,7 @@ fn filter_file(
         }
     }
     wanted.sort_unstable();
-    let f = File::open(&file.path).map_err(|e| e.to_string())?;
+    let f = file.open().map_err(|e| e.to_string())?;
     let mask = ProjectionMask::roots(file.meta.parquet_schema(), wanted.iter().copied());
     let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(f, file.meta.clone())
         .with_projection(mask)

@@ -4,6 +4,7 @@
 //! `classify` (null / placeholder / junk / demand) -> `keys` (the report of one command)
 //! -> `report` (text, JSON, CSV). `hash` is Spark's own Murmur3, for the partition of a key.
 
+pub mod blob;
 pub mod classify;
 pub mod count;
 pub mod diagnose;
@@ -19,6 +20,8 @@ pub mod rewrite;
 pub mod size;
 pub mod source;
 pub mod sql;
+pub mod store;
+mod store_profile;
 pub mod tables_dir;
 pub mod value;
 pub mod verify;

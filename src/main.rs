@@ -54,7 +54,8 @@ fn main() -> ExitCode {
             }
         }
         Err(e) => {
-            eprintln!("skewjoin: error: {}", one_line(&e.to_string()));
+            // No secret of the environment in a message, whatever a server or library put in it.
+            eprintln!("skewjoin: error: {}", skewjoin::store::redact(&one_line(&e.to_string())));
             ExitCode::from(2)
         }
     }

@@ -14,9 +14,29 @@ pub enum Format {
     Csv,
 }
 
+/// A report as pretty JSON, with `io` (requests and bytes fetched from object stores) when the
+/// run read any.
+pub fn json<T: serde::Serialize>(report: &T) -> String {
+    #[derive(serde::Serialize)]
+    struct WithIo<'a, T: serde::Serialize> {
+        #[serde(flatten)]
+        report: &'a T,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        io: Option<crate::store::Io>,
+    }
+    let io = Some(crate::store::io()).filter(|io| io.requests > 0);
+    serde_json::to_string_pretty(&WithIo { report, io }).unwrap_or_default() + "\n"
+}
+
+/// What the run fetched from object stores, as a line; None when it read none.
+pub fn io_line() -> Option<String> {
+    let io = crate::store::io();
+    (io.requests > 0).then(|| format!("object stores: {} requests, {} fetched\n", fmt_count(io.requests), crate::format::human(io.bytes)))
+}
+
 pub fn keys(report: &KeysReport, format: Format) -> String {
     match format {
-        Format::Json => serde_json::to_string_pretty(report).unwrap_or_default() + "\n",
+        Format::Json => json(report),
         Format::Csv => keys_csv(report),
         Format::Table => keys_table(report),
     }

@@ -4,7 +4,6 @@
 //! `k=v` folders become partition columns, as in Spark), or a glob. Hidden files and folders
 //! (`.x`, `_x`, such as `_SUCCESS` and `.crc` files) are skipped as Spark skips them.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -12,23 +11,37 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use rayon::prelude::*;
 
+use crate::blob::{Blob, Location};
 use crate::error::{Error, Result};
 use crate::value::{KeyType, Value};
 
 /// One Parquet file of a table, with its footer already read.
 pub struct DataFile {
+    /// The file's path, or its object's URL: for messages.
     pub path: PathBuf,
+    pub location: Location,
     /// Hive partition values from the path, in the table's partition column order.
     pub partition_values: Vec<Value>,
     pub meta: ArrowReaderMetadata,
 }
 
 impl DataFile {
+    /// The file, open for reading.
+    pub fn open(&self) -> Result<Blob> {
+        crate::blob::open_for(&self.location, Some(self.meta.metadata()), &self.path)
+    }
+
     /// Rows, as the row groups count them (some writers leave the file total at 0).
     pub fn rows(&self) -> u64 {
         self.meta.metadata().row_groups().iter().map(|rg| rg.num_rows().max(0) as u64).sum()
     }
 }
+
+/// The `k=v` folder names above a file, as (k, v).
+pub(crate) type HiveParts = Vec<(String, String)>;
+
+/// A file found: (shown as, where it is, its `k=v` folders).
+type FoundFile = (PathBuf, Location, HiveParts);
 
 /// A partition column taken from `k=v` folder names.
 pub struct PartitionColumn {
@@ -65,35 +78,28 @@ impl Table {
         if paths.is_empty() {
             return Err(Error::Usage("no table given".into()));
         }
-        let mut found: Vec<(PathBuf, Vec<(String, String)>)> = Vec::new();
+        let mut found: Vec<(Location, HiveParts)> = Vec::new();
         for p in paths {
-            let before = found.len();
-            if p.contains(['*', '?', '[']) && !Path::new(p).exists() {
-                let entries = glob::glob(p).map_err(|e| Error::Usage(format!("bad glob {p}: {e}")))?;
-                for entry in entries {
-                    let path = entry.map_err(|e| Error::Io { path: e.path().to_path_buf(), source: e.into() })?;
-                    collect(&path, &path, &mut found)?;
-                }
-                if found.len() == before {
-                    return Err(Error::NoParquet(format!("glob {p} matched nothing")));
-                }
+            if crate::store::is_remote(p) {
+                found.extend(crate::store::list(p)?.into_iter().map(|(o, parts)| (Location::Remote(o), parts)));
             } else {
-                let path = PathBuf::from(p);
-                if !path.exists() {
-                    return Err(Error::NotFound(path));
-                }
-                collect(&path, &path, &mut found)?;
-                if found.len() == before {
-                    return Err(Error::NoParquet(p.clone()));
-                }
+                let mut local = Vec::new();
+                find_local(&crate::store::local_path(p), p, &mut local)?;
+                found.extend(local.into_iter().map(|(path, parts)| (Location::Local(path), parts)));
             }
         }
+        let found: Vec<FoundFile> = found.into_iter().map(|(l, parts)| (display_path(&l), l, parts)).collect();
+        Self::from_files(paths, found)
+    }
+
+    /// The table of `found` files: (shown as, where, k=v folders).
+    fn from_files(paths: &[String], mut found: Vec<FoundFile>) -> Result<Table> {
         found.sort_by(|a, b| a.0.cmp(&b.0));
         found.dedup_by(|a, b| a.0 == b.0);
 
         // Partition columns: the same k=v names in the same order on every file.
-        let part_names: Vec<String> = found[0].1.iter().map(|(k, _)| k.clone()).collect();
-        for (path, parts) in &found {
+        let part_names: Vec<String> = found[0].2.iter().map(|(k, _)| k.clone()).collect();
+        for (path, _, parts) in &found {
             let names: Vec<&String> = parts.iter().map(|(k, _)| k).collect();
             if names != part_names.iter().collect::<Vec<_>>() {
                 return Err(Error::bad_file(path, format!("partition folders {:?} differ from {:?} of the other files", names, part_names)));
@@ -102,15 +108,15 @@ impl Table {
         let partitions: Vec<PartitionColumn> = part_names
             .iter()
             .enumerate()
-            .map(|(i, name)| PartitionColumn { name: name.clone(), key_type: infer_partition_type(found.iter().map(|(_, parts)| parts[i].1.as_str())) })
+            .map(|(i, name)| PartitionColumn { name: name.clone(), key_type: infer_partition_type(found.iter().map(|(_, _, parts)| parts[i].1.as_str())) })
             .collect();
 
         let files = found
             .into_par_iter()
-            .map(|(path, parts)| {
-                let meta = read_footer(&path)?;
+            .map(|(path, location, parts)| {
+                let meta = read_footer(&path, &location)?;
                 let partition_values = parts.iter().zip(&partitions).map(|((_, raw), col)| parse_partition_value(raw, col.key_type)).collect();
-                Ok(DataFile { path, partition_values, meta })
+                Ok(DataFile { path, location, partition_values, meta })
             })
             .collect::<Result<Vec<_>>>()?;
 
@@ -174,16 +180,48 @@ impl Table {
     }
 }
 
+/// The local files of `path` (a file, a folder or a glob; `shown` as the user wrote it).
+fn find_local(path: &Path, shown: &str, found: &mut Vec<(PathBuf, Vec<(String, String)>)>) -> Result<()> {
+    let before = found.len();
+    let text = path.to_string_lossy();
+    if text.contains(['*', '?', '[']) && !path.exists() {
+        let entries = glob::glob(&text).map_err(|e| Error::Usage(format!("bad glob {shown}: {e}")))?;
+        for entry in entries {
+            let path = entry.map_err(|e| Error::Io { path: e.path().to_path_buf(), source: e.into() })?;
+            collect(&path, &path, found)?;
+        }
+        if found.len() == before {
+            return Err(Error::NoParquet(format!("glob {shown} matched nothing")));
+        }
+    } else {
+        if !path.exists() {
+            return Err(Error::NotFound(path.to_path_buf()));
+        }
+        collect(path, path, found)?;
+        if found.len() == before {
+            return Err(Error::NoParquet(shown.to_string()));
+        }
+    }
+    Ok(())
+}
+
+fn display_path(at: &Location) -> PathBuf {
+    match at {
+        Location::Local(p) => p.clone(),
+        Location::Remote(o) => PathBuf::from(&o.url),
+    }
+}
+
 /// Index of field `name` in one file's schema (files may order columns differently).
 pub fn field_index(file: &DataFile, name: &str) -> Option<usize> {
     file.meta.schema().fields().iter().position(|f| f.name() == name)
 }
 
-fn is_hidden(name: &str) -> bool {
+pub(crate) fn is_hidden(name: &str) -> bool {
     name.starts_with('.') || name.starts_with('_')
 }
 
-fn looks_like_parquet(name: &str) -> bool {
+pub(crate) fn looks_like_parquet(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     lower.ends_with(".parquet") || lower.ends_with(".parq") || lower.ends_with(".pq") || (lower.starts_with("part-") && !lower.ends_with(".crc"))
 }
@@ -231,7 +269,7 @@ fn hive_parts(root: &Path, file: &Path) -> Vec<(String, String)> {
 }
 
 /// Spark escapes special characters in partition folder names as %XX.
-fn unescape_path(s: &str) -> String {
+pub(crate) fn unescape_path(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -286,24 +324,21 @@ fn parse_partition_value(raw: &str, t: KeyType) -> Value {
     }
 }
 
-fn read_footer(path: &Path) -> Result<ArrowReaderMetadata> {
-    let file = File::open(path).map_err(|e| Error::Io { path: path.into(), source: e })?;
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+fn read_footer(path: &Path, at: &Location) -> Result<ArrowReaderMetadata> {
+    let file = crate::blob::open_for(at, None, path)?;
+    let len = file.len();
     if len < 12 {
         return Err(Error::bad_file(path, format!("not a Parquet file ({len} bytes, too short for a footer)")));
     }
-    {
-        use std::io::{Read, Seek, SeekFrom};
-        let mut magic = [0u8; 4];
-        let mut f = &file;
-        if f.seek(SeekFrom::End(-4)).and_then(|_| f.read_exact(&mut magic)).is_ok() {
-            if &magic == b"PARE" {
-                return Err(Error::bad_file(path, "encrypted Parquet file (encrypted footers are not supported)"));
-            }
-            if &magic != b"PAR1" {
-                return Err(Error::bad_file(path, "not a Parquet file (no PAR1 magic bytes at the end; truncated or another format)"));
-            }
-        }
+    // Through the parquet crate's reader: an object's footer is fetched once, with these.
+    use parquet::file::reader::ChunkReader;
+    let magic = file.get_bytes(len - 4, 4).map_err(|e| Error::bad_file(path, format!("cannot read: {e}")))?;
+    let magic = &magic[..];
+    if magic == b"PARE" {
+        return Err(Error::bad_file(path, "encrypted Parquet file (encrypted footers are not supported)"));
+    }
+    if magic != b"PAR1" {
+        return Err(Error::bad_file(path, "not a Parquet file (no PAR1 magic bytes at the end; truncated or another format)"));
     }
     // Statistics are not used here: skip decoding them (a footer of many row groups is mostly
     // statistics).

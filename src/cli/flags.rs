@@ -181,11 +181,20 @@ pub struct Quiet {
     /// No progress bar
     #[arg(short, long)]
     quiet: bool,
+    /// Also say what was fetched from object stores (requests, bytes), in the text output
+    #[arg(short, long)]
+    verbose: bool,
 }
 
 impl Quiet {
     pub fn progress(&self) -> bool {
         !self.quiet
+    }
+
+    /// With --verbose, the line of what the run fetched from object stores; else nothing.
+    pub fn io_line(&self) -> String {
+        let line = if self.verbose { skewjoin::report::io_line() } else { None };
+        line.unwrap_or_default()
     }
 }
 
@@ -205,6 +214,10 @@ enum TextOrJsonFormat {
 
 impl TextOrJson {
     /// `value` rendered by the renderer of the chosen format.
+    pub fn is_text(&self) -> bool {
+        self.format == TextOrJsonFormat::Text
+    }
+
     pub fn render<T>(&self, value: &T, text: fn(&T) -> String, json: fn(&T) -> String) -> String {
         match self.format {
             TextOrJsonFormat::Text => text(value),

@@ -81,7 +81,8 @@ pub fn run(a: KeysArgs) -> Result<String> {
         };
         let (profiles, classifier) = (profiles?, classifier?);
         let rep = keys::report(profiles, &classifier, &KeysOptions { partitions: a.hot.shuffle_partitions, hot_factor });
-        Ok(report::keys(&rep, a.format.into()))
+        let io = if a.format == KeysFormat::Table { a.quiet.io_line() } else { String::new() };
+        Ok(report::keys(&rep, a.format.into()) + &io)
     })
 }
 

@@ -79,7 +79,8 @@ pub fn run(a: PlanArgs) -> Result<String> {
         right.name = format!("{}_2", right.name);
     }
     let p = plan::plan(&left, &right, &classifier, &opts)?;
-    Ok(a.format.render(&p, plan::text, plan::json))
+    let io = if a.format.is_text() { a.quiet.io_line() } else { String::new() };
+    Ok(a.format.render(&p, plan::text, plan::json) + &io)
 }
 
 /// The `--on` keys: `k` or `l=r`, comma-separated or repeated, resolved on each side.

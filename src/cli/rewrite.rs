@@ -44,8 +44,8 @@ pub fn run(a: RewriteArgs) -> Result<String> {
     let tables = open_tables(&a.query.named(&sql, &a.quiet)?)?;
     let r = rewrite::rewrite(&sql, &tables, &classifier, &opts)?;
     let out = match a.format {
-        RewriteFormat::Json => serde_json::to_string_pretty(&r).unwrap_or_default() + "\n",
-        RewriteFormat::Sql => rewrite::sql_with_comments(&r),
+        RewriteFormat::Json => skewjoin::report::json(&r),
+        RewriteFormat::Sql => rewrite::sql_with_comments(&r) + &a.quiet.io_line(),
     };
     match a.output {
         Some(path) => {

@@ -15,10 +15,12 @@
 //! their headers alone, and `count_pages` reads only the dictionary page and the pages drawn,
 //! with each page's frequent values and NULLs reported apart for the sample's error bounds.
 
-use std::fs::File;
 use std::sync::Arc;
 
 use hashbrown::HashMap;
+
+use crate::blob::Blob;
+use crate::source::DataFile;
 use parquet::basic::{Compression, Encoding, Type as PhysicalType};
 use parquet::column::page::Page;
 use parquet::file::metadata::ColumnChunkMetaData;
@@ -84,19 +86,19 @@ enum TallyValue {
 /// The file a thread read last, kept open with its length: a file's row groups come in a run,
 /// so a thread mostly reads the same file again.
 #[derive(Default)]
-pub(crate) struct LastFile(Option<(usize, Arc<File>, u64)>);
+pub(crate) struct LastFile(Option<(usize, Arc<Blob>, u64)>);
 
 impl LastFile {
-    /// File number `index` at `path`, and its length: the one kept if it is that file, else
+    /// File number `index`, `file`, and its length: the one kept if it is that file, else
     /// opened (and kept instead).
-    pub(crate) fn open(&mut self, index: usize, path: &std::path::Path) -> std::io::Result<(Arc<File>, u64)> {
+    pub(crate) fn open(&mut self, index: usize, file: &DataFile) -> crate::Result<(Arc<Blob>, u64)> {
         if let Some((i, f, len)) = &self.0 {
             if *i == index {
                 return Ok((f.clone(), *len));
             }
         }
-        let f = Arc::new(File::open(path)?);
-        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        let f = Arc::new(file.open()?);
+        let len = f.len();
         self.0 = Some((index, f.clone(), len));
         Ok((f, len))
     }
@@ -165,7 +167,7 @@ pub(crate) struct Counted {
 /// A column chunk to count: its file (and the file's length), its metadata and its column.
 #[derive(Clone, Copy)]
 pub(crate) struct ColumnChunk<'a> {
-    pub(crate) file: &'a Arc<File>,
+    pub(crate) file: &'a Arc<Blob>,
     pub(crate) file_len: u64,
     pub(crate) meta: &'a ColumnChunkMetaData,
     pub(crate) descr: &'a ColumnDescriptor,
@@ -245,7 +247,7 @@ pub(crate) fn count_pages(chunk: ColumnChunk, spans: &[(u64, u64)], mins: &[u64]
 
 /// Where a column chunk is in its file, and its codec.
 struct ChunkAt<'f> {
-    file: &'f File,
+    file: &'f Blob,
     codec: Compression,
     start: u64,
     len: u64,
@@ -401,7 +403,7 @@ impl Counting {
 }
 
 /// The parquet crate's page reader over the chunk, into the same counting.
-fn read_pages(file: &Arc<File>, meta: &ColumnChunkMetaData, rows: usize, s: &mut Scratch, c: &mut Counting) -> Option<()> {
+fn read_pages(file: &Arc<Blob>, meta: &ColumnChunkMetaData, rows: usize, s: &mut Scratch, c: &mut Counting) -> Option<()> {
     let reader = SerializedPageReader::new(file.clone(), meta, rows, None).ok()?;
     for page in reader {
         match page.ok()? {
@@ -430,7 +432,7 @@ fn read_pages(file: &Arc<File>, meta: &ColumnChunkMetaData, rows: usize, s: &mut
 const MAX_PAGE: usize = 1 << 30;
 
 /// Read the chunk with one positioned read and walk its pages.
-fn walk_chunk(file: &File, file_len: u64, meta: &ColumnChunkMetaData, s: &mut Scratch, c: &mut Counting) -> Option<()> {
+fn walk_chunk(file: &Blob, file_len: u64, meta: &ColumnChunkMetaData, s: &mut Scratch, c: &mut Counting) -> Option<()> {
     let (start, len) = chunk_range(meta, file_len)?;
     if len > MAX_PAGE as u64 {
         return None;
@@ -474,7 +476,7 @@ pub(crate) struct PageSpan {
 /// positioned read per page, the page bodies are not read. None when the chunk is not flat,
 /// a header does not decode, or the pages do not add up to the chunk's values (the caller then
 /// samples otherwise).
-pub(crate) fn data_pages(file: &File, file_len: u64, meta: &ColumnChunkMetaData, descr: &ColumnDescriptor) -> Option<Vec<PageSpan>> {
+pub(crate) fn data_pages(file: &Blob, file_len: u64, meta: &ColumnChunkMetaData, descr: &ColumnDescriptor) -> Option<Vec<PageSpan>> {
     if descr.max_rep_level() != 0 {
         return None;
     }
@@ -507,7 +509,7 @@ pub(crate) fn data_pages(file: &File, file_len: u64, meta: &ColumnChunkMetaData,
 
 /// The page header at `pos` (of a chunk that ends at `end`), and its length. Most headers fit
 /// in 256 bytes; one with large statistics is read again, longer.
-fn read_header(file: &File, pos: u64, end: u64, buf: &mut Vec<u8>) -> Option<(thrift::Header, usize)> {
+fn read_header(file: &Blob, pos: u64, end: u64, buf: &mut Vec<u8>) -> Option<(thrift::Header, usize)> {
     let left = end.checked_sub(pos)?;
     let mut want = 256u64;
     loop {
@@ -523,18 +525,8 @@ fn read_header(file: &File, pos: u64, end: u64, buf: &mut Vec<u8>) -> Option<(th
     }
 }
 
-#[cfg(unix)]
-fn read_at(file: &File, buf: &mut [u8], at: u64) -> Option<()> {
-    use std::os::unix::fs::FileExt;
-    file.read_exact_at(buf, at).ok()
-}
-
-#[cfg(not(unix))]
-fn read_at(file: &File, buf: &mut [u8], at: u64) -> Option<()> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut f = file.try_clone().ok()?;
-    f.seek(SeekFrom::Start(at)).ok()?;
-    f.read_exact(buf).ok()
+fn read_at(file: &Blob, buf: &mut [u8], at: u64) -> Option<()> {
+    file.read_at(buf, at).ok()
 }
 
 fn walk_pages(chunk: &[u8], codec: Compression, num_values: i64, s: &mut Scratch, c: &mut Counting) -> Option<()> {

@@ -77,7 +77,8 @@ impl<'a> UnitReader<'a> {
             let mut last: Option<(usize, File)> = None;
             for u in units {
                 if last.as_ref().map(|l| l.0) != Some(u.file) {
-                    match File::open(&self.table.files[u.file].path) {
+                    let crate::blob::Location::Local(path) = &self.table.files[u.file].location else { continue };
+                    match File::open(path) {
                         Ok(f) => last = Some((u.file, f)),
                         Err(_) => continue,
                     }
@@ -193,7 +194,7 @@ impl<'r, 'a> UnitRead<'r, 'a> {
         if !pages::eligible(&descr) {
             return Ok(false);
         }
-        let (f, file_len) = local.open.open(unit.file, &file.path).map_err(|e| Error::Io { path: file.path.clone(), source: e })?;
+        let (f, file_len) = local.open.open(unit.file, file)?;
         let chunk = ColumnChunk { file: &f, file_len, meta: meta.metadata().row_group(unit.row_group).column(leaf), descr: &descr };
         let mut scratch = std::mem::take(&mut local.scratch);
         let min = unit.rows / 5000;
@@ -275,7 +276,7 @@ impl<'r, 'a> UnitRead<'r, 'a> {
     /// The unit's rows of the fields `rest`, in batches.
     fn batches(&self, rest: &[usize]) -> Result<ParquetRecordBatchReader> {
         let file = self.file;
-        let f = File::open(&file.path).map_err(|e| Error::Io { path: file.path.clone(), source: e })?;
+        let f = file.open()?;
         let mask = ProjectionMask::roots(self.meta.parquet_schema(), rest.iter().copied());
         let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(f, self.meta.clone())
             .with_projection(mask)

@@ -6,8 +6,6 @@
 //! any key column is counted apart (`null_rows`): whether it enters the shuffle depends on the
 //! join type, and the planner decides.
 
-use std::fs::File;
-
 use arrow_array::cast::AsArray;
 use arrow_array::{ArrayRef, RecordBatch};
 use hashbrown::HashMap;
@@ -217,7 +215,7 @@ impl<'a> Scanner<'a> {
             return Ok(out);
         }
         let meta = hinted_meta(file, &fields);
-        let f = File::open(&file.path).map_err(|e| Error::Io { path: file.path.clone(), source: e })?;
+        let f = file.open()?;
         let mask = ProjectionMask::roots(meta.parquet_schema(), fields.iter().copied());
         let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(f, meta)
             .with_projection(mask)
@@ -264,9 +262,9 @@ impl<'a> Scanner<'a> {
         if !pages::eligible(&descr) {
             return None;
         }
-        let (f, len) = match last.open(fi, &file.path) {
+        let (f, len) = match last.open(fi, file) {
             Ok(open) => open,
-            Err(e) => return Some(Err(Error::Io { path: file.path.clone(), source: e })),
+            Err(e) => return Some(Err(e)),
         };
         let rg = file.meta.metadata().row_group(g);
         let rows = rg.num_rows().max(0) as usize;

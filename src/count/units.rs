@@ -2,8 +2,6 @@
 //! drawn (whole row groups, whole pages of the first key column, or random 512-row runs), each
 //! row group with the row selection that reads only the rows drawn.
 
-use std::fs::File;
-
 use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
@@ -244,8 +242,8 @@ fn table_pages(table: &Table, units: &[Unit], name: &str) -> Option<Vec<Vec<Page
             let f = &table.files[u.file];
             let schema = f.meta.parquet_schema();
             let leaf = pages::flat_leaf(schema, name)?;
-            let file = File::open(&f.path).ok()?;
-            let len = file.metadata().ok()?.len();
+            let file = f.open().ok()?;
+            let len = file.len();
             let chunk = f.meta.metadata().row_group(u.row_group).column(leaf);
             let pages = pages::data_pages(&file, len, chunk, &schema.column(leaf))?;
             (pages.iter().map(|p| p.rows).sum::<u64>() == u.rows).then_some(pages)

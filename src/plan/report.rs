@@ -8,7 +8,7 @@ use super::{HotKey, Plan, TaskStats};
 use crate::format::{fmt_count, fmt_share, human};
 
 pub fn json(plan: &Plan) -> String {
-    serde_json::to_string_pretty(plan).unwrap_or_default() + "\n"
+    crate::report::json(plan)
 }
 
 pub fn text(plan: &Plan) -> String {

@@ -150,6 +150,9 @@ fn scan(name: &str, table: &Table, sample: Option<Sample>) -> Result<(LazyFrame,
 fn read_files(name: &str, table: &Table) -> Result<LazyFrame> {
     let mut frames = Vec::with_capacity(table.files.len());
     for f in &table.files {
+        if let crate::blob::Location::Remote(o) = &f.location {
+            return Err(Error::Usage(format!("{}: verify's Polars engine reads local tables only (copy the table, or verify with --engine spark)", o.url)));
+        }
         let path = f.path.to_string_lossy().to_string();
         let mut args = ScanArgsParquet::default();
         args.hive_options.enabled = Some(false);

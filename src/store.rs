@@ -1,0 +1,394 @@
+//! Tables in object stores: `s3://` and `s3a://`, `gs://`, `az://` and `abfss://` (and the
+//! other Azure spellings), through the Arrow project's `object_store` client.
+//!
+//! Credentials and endpoints come from each cloud's usual environment variables (for S3:
+//! `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`,
+//! `AWS_ENDPOINT_URL` for an S3-compatible store, `AWS_PROFILE` from `~/.aws`). Every request
+//! has a timeout and failed ones are retried with backoff (`retry`); an error is one line that
+//! names the object and what the server said, with every secret of the environment taken out.
+//! Requests and bytes are counted (`io`) for the reports.
+
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use hashbrown::HashMap;
+use object_store::path::Path as ObjectPath;
+use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, ObjectStoreScheme, RetryConfig};
+use url::Url;
+
+use crate::error::{Error, Result};
+use crate::source::HiveParts;
+
+/// An object of a store, with its size (from the listing).
+#[derive(Debug)]
+pub struct Object {
+    store: Arc<dyn ObjectStore>,
+    path: ObjectPath,
+    pub size: u64,
+    /// `scheme://bucket/key`, for messages.
+    pub url: String,
+}
+
+/// Requests made and bytes received from object stores in this run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct Io {
+    pub requests: u64,
+    pub bytes: u64,
+}
+
+static REQUESTS: AtomicU64 = AtomicU64::new(0);
+static BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// What this run has fetched from object stores so far.
+pub fn io() -> Io {
+    Io { requests: REQUESTS.load(Ordering::Relaxed), bytes: BYTES.load(Ordering::Relaxed) }
+}
+
+/// The schemes read through an object store (`file://` is read as a local path).
+const SCHEMES: [&str; 9] = ["s3", "s3a", "gs", "az", "adl", "azure", "abfs", "abfss", "gcs"];
+
+/// Whether `table` names an object in a store rather than a local path.
+pub fn is_remote(table: &str) -> bool {
+    table.split_once("://").is_some_and(|(scheme, _)| SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()))
+}
+
+/// `file:///x/y` as the local path `/x/y`; any other text as it is.
+pub fn local_path(table: &str) -> PathBuf {
+    match table.strip_prefix("file://") {
+        Some(rest) => Url::parse(table).ok().and_then(|u| u.to_file_path().ok()).unwrap_or_else(|| PathBuf::from(rest)),
+        None => PathBuf::from(table),
+    }
+}
+
+/// A table's objects: each Parquet object under `root` (an object, a folder or a glob over
+/// keys), with the `k=v` folder names between the folder and the object.
+pub fn list(root: &str) -> Result<Vec<(Arc<Object>, HiveParts)>> {
+    let (store, url) = store_for(root)?;
+    let key = key_of(&url, root)?;
+    if key.contains(['*', '?', '[']) {
+        return list_glob(&store, &url, root, &key);
+    }
+    let prefix = key.trim_end_matches('/');
+    let listed = block_on(root, || list_all(&store, prefix))?;
+    let mut out = Vec::new();
+    for meta in &listed {
+        let rel = meta.location.as_ref().strip_prefix(prefix).unwrap_or(meta.location.as_ref()).trim_start_matches('/');
+        if let Some(parts) = table_file(rel) {
+            out.push((object(&store, &url, meta), parts));
+        }
+    }
+    if out.is_empty() && listed.is_empty() && !key.ends_with('/') {
+        // Not a folder: the object itself, read whatever its name.
+        let meta = block_on(root, || async { count_request(store.head(&ObjectPath::from(prefix)).await) })?;
+        out.push((object(&store, &url, &meta), Vec::new()));
+    }
+    if out.is_empty() {
+        return Err(Error::NoParquet(root.to_string()));
+    }
+    Ok(out)
+}
+
+/// The objects whose key, or one of whose folders, matches the glob `pattern`; folders are
+/// searched as a folder named directly is.
+fn list_glob(store: &Arc<dyn ObjectStore>, url: &Url, root: &str, pattern: &str) -> Result<Vec<(Arc<Object>, HiveParts)>> {
+    let glob = glob::Pattern::new(pattern).map_err(|e| Error::Usage(format!("bad glob {root}: {e}")))?;
+    let fixed = &pattern[..pattern.find(['*', '?', '[']).unwrap_or(0)];
+    let prefix = &fixed[..fixed.rfind('/').unwrap_or(0)];
+    let mut out = Vec::new();
+    for meta in block_on(root, || list_all(store, prefix))? {
+        let key = meta.location.as_ref();
+        if glob.matches(key) {
+            out.push((object(store, url, &meta), Vec::new()));
+            continue;
+        }
+        let folder = key.match_indices('/').map(|(i, _)| &key[..i]).find(|f| glob.matches(f));
+        if let Some(parts) = folder.and_then(|f| table_file(&key[f.len() + 1..])) {
+            out.push((object(store, url, &meta), parts));
+        }
+    }
+    if out.is_empty() {
+        return Err(Error::NoParquet(format!("glob {root} matched nothing")));
+    }
+    Ok(out)
+}
+
+/// For an object at `rel` below a table's folder: its `k=v` folders if it is one of the
+/// table's Parquet files (not hidden, not a checksum), else None.
+fn table_file(rel: &str) -> Option<HiveParts> {
+    let mut parts: Vec<&str> = rel.split('/').collect();
+    let name = parts.pop()?;
+    if parts.iter().chain([&name]).any(|p| crate::source::is_hidden(p)) || !crate::source::looks_like_parquet(name) {
+        return None;
+    }
+    Some(
+        parts
+            .iter()
+            .filter_map(|p| p.split_once('='))
+            .filter(|(k, _)| !k.is_empty())
+            .map(|(k, v)| (crate::source::unescape_path(k), crate::source::unescape_path(v)))
+            .collect(),
+    )
+}
+
+fn object(store: &Arc<dyn ObjectStore>, url: &Url, meta: &object_store::ObjectMeta) -> Arc<Object> {
+    let base = format!("{}://{}", url.scheme(), url.authority());
+    Arc::new(Object { store: store.clone(), path: meta.location.clone(), size: meta.size, url: format!("{base}/{}", meta.location) })
+}
+
+async fn list_all(store: &Arc<dyn ObjectStore>, prefix: &str) -> Result<Vec<object_store::ObjectMeta>, object_store::Error> {
+    let prefix = (!prefix.is_empty()).then(|| ObjectPath::from(prefix));
+    REQUESTS.fetch_add(1, Ordering::Relaxed);
+    let mut all: Vec<_> = store.list(prefix.as_ref()).try_collect().await?;
+    all.sort_by(|a, b| a.location.cmp(&b.location));
+    Ok(all)
+}
+
+/// The bytes `range` of `object`.
+pub fn get_range(object: &Object, range: Range<u64>) -> Result<Bytes> {
+    block_on(&object.url, || async { count_request(object.store.get_range(&object.path, range.clone()).await) })
+}
+
+/// Several ranges of `object` at once: near ranges are fetched as one request, and the
+/// requests run side by side.
+pub fn get_ranges(object: &Object, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+    let got = block_on(&object.url, || async { object.store.get_ranges(&object.path, ranges).await })?;
+    // The client coalesces ranges within 1 MiB into one request.
+    REQUESTS.fetch_add(coalesced(ranges, 1 << 20), Ordering::Relaxed);
+    BYTES.fetch_add(got.iter().map(|b| b.len() as u64).sum(), Ordering::Relaxed);
+    Ok(got)
+}
+
+/// The requests `ranges` take when ranges less than `gap` bytes apart are fetched together.
+fn coalesced(ranges: &[Range<u64>], gap: u64) -> u64 {
+    let mut sorted: Vec<&Range<u64>> = ranges.iter().collect();
+    sorted.sort_by_key(|r| r.start);
+    let mut n = 0;
+    let mut end: Option<u64> = None;
+    for r in sorted {
+        if end.is_none_or(|e| r.start > e.saturating_add(gap)) {
+            n += 1;
+        }
+        end = Some(end.map_or(r.end, |e| e.max(r.end)));
+    }
+    n
+}
+
+/// Count one request, and the bytes of its answer.
+fn count_request<T: Sized + Received>(r: Result<T, object_store::Error>) -> Result<T, object_store::Error> {
+    REQUESTS.fetch_add(1, Ordering::Relaxed);
+    if let Ok(x) = &r {
+        BYTES.fetch_add(x.received(), Ordering::Relaxed);
+    }
+    r
+}
+
+trait Received {
+    fn received(&self) -> u64;
+}
+impl Received for Bytes {
+    fn received(&self) -> u64 {
+        self.len() as u64
+    }
+}
+impl Received for object_store::ObjectMeta {
+    fn received(&self) -> u64 {
+        0
+    }
+}
+
+/// Run the future `op` makes to completion on the store runtime; its error becomes one line
+/// about `what`. The client retries a request that fails or gets a 5xx answer; an answer whose
+/// body breaks off (a reset or truncated stream) is asked for again here, up to 3 times.
+fn block_on<T, F: std::future::Future<Output = Result<T, object_store::Error>>>(what: &str, op: impl Fn() -> F) -> Result<T> {
+    let mut tries = 0;
+    loop {
+        match runtime().block_on(op()) {
+            Err(e) if tries < 3 && body_broke(&e) => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(100 << tries));
+            }
+            r => return r.map_err(|e| store_error(what, &e)),
+        }
+    }
+}
+
+/// Whether `e` is an answer's body that broke off, which the client does not retry.
+fn body_broke(e: &object_store::Error) -> bool {
+    let mut source: Option<&dyn std::error::Error> = Some(e);
+    while let Some(s) = source {
+        let text = s.to_string();
+        if text.contains("body error") || text.contains("error decoding response body") || text.contains("IncompleteMessage") {
+            return true;
+        }
+        source = s.source();
+    }
+    false
+}
+
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| tokio::runtime::Builder::new_multi_thread().worker_threads(2).thread_name("skewjoin-io").enable_all().build().expect("tokio runtime"))
+}
+
+/// Per request: the time to connect and the time for the whole answer.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Failed requests (5xx, throttling, resets, timeouts) are retried 4 times, backing off from
+/// 100 ms, for at most 30 s in all; 4xx answers are final.
+fn retry() -> RetryConfig {
+    let backoff = object_store::BackoffConfig { init_backoff: Duration::from_millis(100), max_backoff: Duration::from_secs(5), base: 2.0 };
+    RetryConfig { backoff, max_retries: 4, retry_timeout: Duration::from_secs(30) }
+}
+
+fn client_options(allow_http: bool) -> ClientOptions {
+    ClientOptions::new().with_connect_timeout(CONNECT_TIMEOUT).with_timeout(REQUEST_TIMEOUT).with_allow_http(allow_http)
+}
+
+/// The store that holds `table` (one per bucket and run), and the table's URL.
+fn store_for(table: &str) -> Result<(Arc<dyn ObjectStore>, Url)> {
+    let url = Url::parse(table).map_err(|e| Error::Usage(format!("{table}: not a URL: {e}")))?;
+    let (scheme, _) = ObjectStoreScheme::parse(&url).map_err(|e| Error::Usage(format!("{table}: {}", one_line(&e.to_string()))))?;
+    let bucket = format!("{}://{}", url.scheme(), url.authority());
+    static STORES: OnceLock<Mutex<HashMap<String, Arc<dyn ObjectStore>>>> = OnceLock::new();
+    let mut stores = STORES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = stores.get(&bucket) {
+        return Ok((s.clone(), url));
+    }
+    let built: Result<Arc<dyn ObjectStore>, object_store::Error> = match scheme {
+        ObjectStoreScheme::AmazonS3 => s3_builder().with_url(bucket.as_str()).build().map(|s| Arc::new(s) as _),
+        ObjectStoreScheme::GoogleCloudStorage => object_store::gcp::GoogleCloudStorageBuilder::from_env()
+            .with_url(bucket.as_str())
+            .with_client_options(client_options(false))
+            .with_retry(retry())
+            .build()
+            .map(|s| Arc::new(s) as _),
+        ObjectStoreScheme::MicrosoftAzure => object_store::azure::MicrosoftAzureBuilder::from_env()
+            .with_url(table)
+            .with_client_options(client_options(false))
+            .with_retry(retry())
+            .build()
+            .map(|s| Arc::new(s) as _),
+        _ => return Err(Error::Usage(format!("{table}: tables are read from local paths, s3://, gs:// or az:// URLs"))),
+    };
+    let store = built.map_err(|e| store_error(table, &e))?;
+    stores.insert(bucket, store.clone());
+    Ok((store, url))
+}
+
+/// S3 from the environment: `AWS_*` variables (any `object_store` setting, `AWS_TIMEOUT` and
+/// `AWS_CONNECT_TIMEOUT` among them) over `AWS_PROFILE`'s keys and region from `~/.aws`, over
+/// the timeouts and retries here. An `http://` endpoint (a store on the local network) is
+/// allowed as given.
+fn s3_builder() -> object_store::aws::AmazonS3Builder {
+    use object_store::aws::AmazonS3ConfigKey as K;
+    let mut b = object_store::aws::AmazonS3Builder::new().with_client_options(client_options(false)).with_retry(retry());
+    for (key, value) in crate::store_profile::profile_settings() {
+        b = b.with_config(*key, value);
+    }
+    for (name, value) in std::env::vars() {
+        if let Some(key) = name.starts_with("AWS_").then(|| name.to_ascii_lowercase().parse::<K>().ok()).flatten() {
+            b = b.with_config(key, value);
+        }
+    }
+    if b.get_config_value(&K::Endpoint).unwrap_or_default().starts_with("http://") {
+        b = b.with_config(K::Client(object_store::ClientConfigKey::AllowHttp), "true");
+    }
+    b
+}
+
+/// The key (path in the bucket) of `table`.
+fn key_of(url: &Url, table: &str) -> Result<String> {
+    let (_, path) = ObjectStoreScheme::parse(url).map_err(|e| Error::Usage(format!("{table}: {}", one_line(&e.to_string()))))?;
+    Ok(path.as_ref().to_string())
+}
+
+/// One line about `what` from a store error, with secrets taken out.
+fn store_error(what: &str, e: &object_store::Error) -> Error {
+    let said = redact(&one_line(&e.to_string()));
+    let msg = match e {
+        object_store::Error::NotFound { .. } => "no such object".to_string(),
+        object_store::Error::PermissionDenied { .. } => format!("access denied: {said}"),
+        object_store::Error::Unauthenticated { .. } => format!("not signed in (check the credentials): {said}"),
+        _ if said.contains("NoSuchBucket") => "no such bucket".to_string(),
+        _ if said.contains("AccessDenied") || said.contains("403 Forbidden") => format!("access denied: {said}"),
+        _ => said,
+    };
+    Error::Store { what: what.to_string(), msg }
+}
+
+fn one_line(s: &str) -> String {
+    let line = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(400) {
+        Some((i, _)) => format!("{}...", &line[..i]),
+        None => line,
+    }
+}
+
+/// `s` with the values of the environment's secret variables, and signatures in URLs,
+/// replaced by `***`.
+pub fn redact(s: &str) -> String {
+    const SECRET: [&str; 7] = ["SECRET", "TOKEN", "PASSWORD", "ACCOUNT_KEY", "SAS_KEY", "CLIENT_SECRET", "CREDENTIAL"];
+    let mut out = s.to_string();
+    for (k, v) in std::env::vars() {
+        if v.len() >= 6 && SECRET.iter().any(|w| k.to_ascii_uppercase().contains(w)) {
+            out = out.replace(&v, "***");
+        }
+    }
+    for (k, v) in crate::store_profile::profile_settings() {
+        if v.len() >= 6 && matches!(k, object_store::aws::AmazonS3ConfigKey::SecretAccessKey | object_store::aws::AmazonS3ConfigKey::Token) {
+            out = out.replace(v.as_str(), "***");
+        }
+    }
+    static SIG: OnceLock<regex::Regex> = OnceLock::new();
+    let sig = SIG.get_or_init(|| regex::Regex::new(r"(?i)((?:x-amz-signature|x-amz-security-token|signature|sig|sv|se|skoid|sktid)=)[^&\s]+").expect("regex"));
+    sig.replace_all(&out, "$1***").into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_schemes_are_told_from_paths() {
+        for t in ["s3://b/k", "S3A://b/k", "gs://b/k", "abfss://c@a.dfs.core.windows.net/k", "az://c/k"] {
+            assert!(is_remote(t), "{t}");
+        }
+        for t in ["/data/t", "data/t.parquet", "file:///data/t", "c:/x", "http://h/k"] {
+            assert!(!is_remote(t), "{t}");
+        }
+        assert_eq!(local_path("file:///data/a%20b"), PathBuf::from("/data/a b"));
+        assert_eq!(local_path("data/t"), PathBuf::from("data/t"));
+    }
+
+    #[test]
+    fn a_table_folder_keeps_its_parquet_files_and_their_partition_values() {
+        assert_eq!(table_file("dt=2024-01-01/part-0.parquet"), Some(vec![("dt".into(), "2024-01-01".into())]));
+        assert_eq!(table_file("a.parquet"), Some(vec![]));
+        assert_eq!(table_file("_delta_log/0.json"), None);
+        assert_eq!(table_file("dt=1/_SUCCESS"), None);
+        assert_eq!(table_file(".hidden/a.parquet"), None);
+        assert_eq!(table_file("dt=1/part-0.parquet.crc"), None);
+        assert_eq!(table_file("x%3Dy=a%2Fb/part-0"), Some(vec![("x=y".into(), "a/b".into())]));
+    }
+
+    #[test]
+    fn ranges_near_each_other_are_one_request() {
+        assert_eq!(coalesced(&[0..10, 20..30, (3 << 20)..(3 << 20) + 5], 1 << 20), 2);
+        assert_eq!(coalesced(&[], 1 << 20), 0);
+    }
+
+    #[test]
+    fn signatures_in_urls_are_hidden() {
+        let s = redact("GET https://a.blob.core.windows.net/c/k?sv=2020&sig=abcDEF123%3D&se=x failed");
+        assert!(!s.contains("abcDEF123"), "{s}");
+        let s = redact("https://b.s3.amazonaws.com/k?X-Amz-Signature=deadbeef&X-Amz-Date=1");
+        assert!(!s.contains("deadbeef"), "{s}");
+    }
+}

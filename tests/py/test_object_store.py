@@ -1,0 +1,297 @@
+"""Tables in an S3-compatible object store: moto's own server on the loopback interface holds
+the samples, a Hive-partitioned folder and the corrupt files of parquet-testing; `keys`, `plan`
+and `rewrite` over s3:// give what they give over the same files on disk, fetch only the key
+columns, and end a failure (no bucket, no object, a server that keeps failing or stalls) in one
+line with exit code 2 and no secret in it. A small proxy in front of the server injects the
+faults: it is the network between the tool and the real store, not a stand-in for the store."""
+import http.client
+import http.server
+import json
+import os
+import pathlib
+import re
+import shutil
+import socket
+import socketserver
+import threading
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import CORPUS, ROOT, binary
+
+import subprocess
+
+SECRET = "sj-test-secret-Zq8w3Xv"
+BUCKET = "lake"
+SAMPLES = ROOT / "samples"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """moto's S3 server on 127.0.0.1 with the bucket filled; yields (endpoint, local mirror)."""
+    from moto.server import ThreadedMotoServer
+    import boto3
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                          aws_access_key_id="testing", aws_secret_access_key=SECRET)
+    client.create_bucket(Bucket=BUCKET)
+    local = tmp_path_factory.mktemp("lake")
+    make_tables(local)
+    for p in sorted(local.rglob("*")):
+        if p.is_file():
+            client.upload_file(str(p), BUCKET, p.relative_to(local).as_posix())
+    yield endpoint, local
+    server.stop()
+
+
+def make_tables(local):
+    """samples/, a Hive-partitioned copy of events (with Spark's marker and checksum files) and
+    parquet-testing's bad_data/."""
+    shutil.copytree(SAMPLES, local / "samples", ignore=shutil.ignore_patterns("*.py", "*.sql"))
+    events = pq.read_table(SAMPLES / "events.parquet")
+    device = events.column("device") if "device" in events.column_names else None
+    hive = local / "hive"
+    col = "device" if device is not None else events.column_names[-1]
+    for i, value in enumerate(sorted(set(events.column(col).to_pylist()), key=str)):
+        part = events.filter(pa.compute.equal(events.column(col), value)) if value is not None else \
+            events.filter(pa.compute.is_null(events.column(col)))
+        folder = hive / f"{col}={value if value is not None else '__HIVE_DEFAULT_PARTITION__'}"
+        folder.mkdir(parents=True)
+        pq.write_table(part.drop([col]), folder / f"part-{i:05d}.snappy.parquet", row_group_size=20000)
+        (folder / f".part-{i:05d}.snappy.parquet.crc").write_bytes(b"crc")
+    (hive / "_SUCCESS").write_bytes(b"")
+    shutil.copytree(CORPUS / "bad_data", local / "bad_data")
+
+
+def sj(endpoint, *args, env=None, timeout=120):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    e.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY=SECRET, AWS_REGION="us-east-1",
+             AWS_ENDPOINT_URL=endpoint, HOME=str(ROOT / "target"))
+    e.update(env or {})
+    return subprocess.run([binary(), *map(str, args)], capture_output=True, text=True, timeout=timeout, env=e)
+
+
+def ok(p):
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def same_json(remote, local, prefix, root):
+    """The remote JSON is the local one, but for paths (s3 URL for local path) and `io`."""
+    r = json.loads(remote)
+    io = r.pop("io")
+    assert "io" not in json.loads(local)
+    r2 = json.loads(remote.replace(prefix, str(root)))
+    r2.pop("io")
+    assert r2 == json.loads(local)
+    return io
+
+
+def test_keys_over_s3_count_what_the_files_on_disk_count(s3):
+    endpoint, local = s3
+    for name, column in [("samples/events.parquet", "title_id"), ("samples/titles.parquet", "title_id"), ("hive", "user_id")]:
+        args = ["--column", column, "--format", "json", "--quiet"]
+        remote = ok(sj(endpoint, "keys", f"s3://{BUCKET}/{name}", *args))
+        disk = ok(sj(endpoint, "keys", local / name, *args))
+        io = same_json(remote, disk, f"s3://{BUCKET}", local)
+        assert io["requests"] > 0 and io["bytes"] > 0
+
+
+def test_a_hive_partition_column_read_from_object_names(s3):
+    endpoint, local = s3
+    col = next(p.name.split("=")[0] for p in (local / "hive").iterdir() if "=" in p.name)
+    remote = ok(sj(endpoint, "keys", f"s3a://{BUCKET}/hive/", "--column", col, "--format", "csv", "--quiet"))
+    assert remote == ok(sj(endpoint, "keys", local / "hive", "--column", col, "--format", "csv", "--quiet"))
+    # A glob over object names, as over files.
+    remote = ok(sj(endpoint, "keys", f"s3://{BUCKET}/hive/{col}=*/part-*.parquet", "--column", "user_id", "--format", "csv", "--quiet"))
+    assert remote == ok(sj(endpoint, "keys", f"{local}/hive/{col}=*/part-*.parquet", "--column", "user_id", "--format", "csv", "--quiet"))
+
+
+def test_only_the_key_column_is_fetched(s3):
+    endpoint, local = s3
+    size = (local / "samples" / "events.parquet").stat().st_size
+    meta = pq.ParquetFile(local / "samples" / "events.parquet").metadata
+    idx = meta.schema.names.index("title_id")
+    key_bytes = sum(meta.row_group(g).column(idx).total_compressed_size for g in range(meta.num_row_groups))
+    io = json.loads(ok(sj(endpoint, "keys", f"s3://{BUCKET}/samples/events.parquet", "--column", "title_id", "--format", "json", "-q")))["io"]
+    # The key column's chunks and the footer (one 64 KiB read from the end).
+    assert io["bytes"] <= key_bytes + 64 * 1024 + 4096, (io, key_bytes, size)
+    assert io["bytes"] < size / 2, (io, size)
+    assert io["requests"] <= 2 + 2 * meta.num_row_groups, io
+    text = ok(sj(endpoint, "keys", f"s3://{BUCKET}/samples/events.parquet", "--column", "title_id", "-q", "--verbose"))
+    assert re.search(r"^object stores: \d+ requests, [\d.]+ [KM]B fetched$", text, re.M), text
+
+
+def test_plan_and_rewrite_over_s3_as_over_disk(s3):
+    endpoint, local = s3
+    def plan(events, titles):
+        return ok(sj(endpoint, "plan", "--left", events, "--right", titles, "--on", "title_id", "--how", "left", "--format", "json", "-q",
+                     "--broadcast-threshold", "256KB"))
+    same_json(plan(f"s3://{BUCKET}/samples/events.parquet", f"s3://{BUCKET}/samples/titles.parquet"),
+              plan(local / "samples/events.parquet", local / "samples/titles.parquet"), f"s3://{BUCKET}", local)
+    def rewrite(root):
+        return ok(sj(endpoint, "rewrite", SAMPLES / "query.sql", "--table", f"events={root}/samples/events.parquet",
+                     "--table", f"titles={root}/samples/titles.parquet", "--broadcast-threshold", "256KB", "-q"))
+    remote, disk = rewrite(f"s3://{BUCKET}"), rewrite(local)
+    assert remote.replace(f"s3://{BUCKET}", str(local)) == disk
+    assert "UNION ALL" in disk or "JOIN" in disk
+
+
+def one_line_error(p):
+    assert p.returncode == 2, (p.returncode, p.stdout[:300], p.stderr)
+    assert p.stderr.startswith("skewjoin: error: ") and p.stderr.count("\n") == 1, p.stderr
+    assert "panicked" not in p.stderr and SECRET not in p.stderr, p.stderr
+    return p.stderr
+
+
+def test_missing_bucket_object_and_column(s3):
+    endpoint, _ = s3
+    err = one_line_error(sj(endpoint, "keys", "s3://no-such-bucket/t/", "--column", "k"))
+    assert "s3://no-such-bucket/t/" in err and "no such bucket" in err, err
+    err = one_line_error(sj(endpoint, "keys", f"s3://{BUCKET}/samples/nothing.parquet", "--column", "k"))
+    assert "nothing.parquet" in err and "no such object" in err, err
+    err = one_line_error(sj(endpoint, "keys", f"s3://{BUCKET}/samples/events.parquet", "--column", "nope"))
+    assert "nope" in err and "title_id" in err, err
+
+
+def test_wrong_endpoint_fails_fast_with_one_line(s3):
+    port = free_port()  # nothing listens there
+    p = sj(f"http://127.0.0.1:{port}", "keys", f"s3://{BUCKET}/samples/events.parquet", "--column", "title_id",
+           timeout=60)
+    err = one_line_error(p)
+    assert f"s3://{BUCKET}/samples/events.parquet" in err, err
+
+
+def bad_cases():
+    from test_corpus import BAD_FILES, INTACT
+    return [p for p in BAD_FILES if p.name not in INTACT]
+
+
+@pytest.mark.parametrize("path", bad_cases(), ids=lambda p: p.name)
+def test_bad_files_from_the_store_end_in_one_line_error(s3, path):
+    from test_corpus import columns_of, flat, REFUSED
+    endpoint, _ = s3
+    cols = columns_of(path)
+    names = [n for n, t in cols if flat(t) and not any(r in str(t).lower() for r in REFUSED)] if cols else []
+    args = []
+    for n in names or ([cols[0][0]] if cols else ["x"]):
+        args += ["--column", n]
+    err = one_line_error(sj(endpoint, "keys", f"s3://{BUCKET}/bad_data/{path.name}", *args, "--format", "json"))
+    assert path.name in err or "column" in err, err
+
+
+class FaultProxy:
+    """A loopback HTTP proxy to the store that fails requests as told: `plan` maps a request's
+    number (from 1) to 'error' (HTTP 503), 'reset' (the connection closed with no answer),
+    'truncate' (half of the body, then closed) or 'stall' (no answer for `stall` seconds)."""
+
+    def __init__(self, upstream, plan, every=None, stall=5.0):
+        self.upstream = upstream.removeprefix("http://")
+        self.plan, self.every, self.stall = plan, every, stall
+        self.count = 0
+        self.lock = threading.Lock()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                proxy.handle(self, "GET")
+
+            def do_HEAD(self):
+                proxy.handle(self, "HEAD")
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def handle(self, h, method):
+        with self.lock:
+            self.count += 1
+            fault = self.every or self.plan.get(self.count)
+        if fault == "error":
+            body = b"<Error><Code>SlowDown</Code><Message>injected</Message></Error>"
+            h.send_response(503)
+            h.send_header("Content-Length", str(len(body)))
+            h.end_headers()
+            h.wfile.write(body)
+            return
+        if fault == "reset":
+            h.close_connection = True
+            h.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if fault == "stall":
+            threading.Event().wait(self.stall)
+        conn = http.client.HTTPConnection(self.upstream, timeout=30)
+        headers = {k: v for k, v in h.headers.items() if k.lower() != "host"}
+        headers["Host"] = h.headers.get("Host", self.upstream)
+        conn.request(method, h.path, headers=headers)
+        r = conn.getresponse()
+        body = r.read()
+        h.send_response(r.status)
+        for k, v in r.getheaders():
+            if k.lower() not in ("transfer-encoding", "connection"):
+                h.send_header(k, v)
+        h.end_headers()
+        if fault == "truncate" and method == "GET" and len(body) > 1:
+            h.wfile.write(body[: len(body) // 2])
+            h.wfile.flush()
+            h.close_connection = True
+            h.connection.shutdown(socket.SHUT_RDWR)
+            return
+        h.wfile.write(body)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_failed_requests_are_retried_and_give_the_same_counts(s3):
+    endpoint, local = s3
+    args = ["keys", f"s3://{BUCKET}/samples/events.parquet", "--column", "title_id", "--format", "csv", "-q"]
+    want = ok(sj(endpoint, *args))
+    # Requests 1-4: the listing, the footer, the key column (the numbering moves with retries).
+    proxy = FaultProxy(endpoint, {1: "error", 2: "reset", 3: "truncate", 5: "error"})
+    try:
+        assert ok(sj(proxy.endpoint, *args)) == want
+        assert proxy.count >= 7
+    finally:
+        proxy.close()
+
+
+def test_a_server_that_keeps_failing_ends_in_one_line(s3):
+    endpoint, _ = s3
+    proxy = FaultProxy(endpoint, {}, every="error")
+    try:
+        err = one_line_error(sj(proxy.endpoint, "keys", f"s3://{BUCKET}/samples/events.parquet", "--column", "title_id", timeout=90))
+        assert "503" in err and f"s3://{BUCKET}/samples/events.parquet" in err, err
+    finally:
+        proxy.close()
+
+
+def test_a_stalled_server_times_out(s3):
+    endpoint, _ = s3
+    proxy = FaultProxy(endpoint, {}, every="stall", stall=20)
+    try:
+        p = sj(proxy.endpoint, "keys", f"s3://{BUCKET}/samples/events.parquet", "--column", "title_id",
+               env={"AWS_TIMEOUT": "1s"}, timeout=60)
+        err = one_line_error(p)
+        assert "timed out" in err.lower() or "timeout" in err.lower(), err
+    finally:
+        proxy.close()
