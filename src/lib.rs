@@ -7,6 +7,7 @@
 pub mod blob;
 pub mod classify;
 pub mod count;
+pub mod delta;
 pub mod diagnose;
 pub mod error;
 pub mod filter;

@@ -23,9 +23,16 @@ pub fn json<T: serde::Serialize>(report: &T) -> String {
         report: &'a T,
         #[serde(skip_serializing_if = "Option::is_none")]
         io: Option<crate::store::Io>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        table_notes: Vec<String>,
     }
     let io = Some(crate::store::io()).filter(|io| io.requests > 0);
-    serde_json::to_string_pretty(&WithIo { report, io }).unwrap_or_default() + "\n"
+    serde_json::to_string_pretty(&WithIo { report, io, table_notes: crate::source::notes() }).unwrap_or_default() + "\n"
+}
+
+/// The tables' notes (see `source::notes`), a line each.
+pub fn table_notes() -> String {
+    crate::source::notes().iter().map(|n| format!("note: {n}\n")).collect()
 }
 
 /// What the run fetched from object stores, as a line; None when it read none.

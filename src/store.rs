@@ -148,6 +148,32 @@ async fn list_all(store: &Arc<dyn ObjectStore>, prefix: &str) -> Result<Vec<obje
     Ok(all)
 }
 
+/// The objects under the folder `url` (recursively): each key relative to it, and its size.
+pub fn list_folder(url: &str) -> Result<Vec<(String, u64)>> {
+    let (store, parsed) = store_for(url)?;
+    let prefix = key_of(&parsed, url)?.trim_end_matches('/').to_string();
+    let listed = block_on(url, || list_all(&store, &prefix))?;
+    Ok(listed
+        .iter()
+        .map(|m| (m.location.as_ref().strip_prefix(prefix.as_str()).unwrap_or(m.location.as_ref()).trim_start_matches('/').to_string(), m.size))
+        .collect())
+}
+
+/// The whole object at `url` (a small one: a log or metadata file).
+pub fn get_all(url: &str) -> Result<Bytes> {
+    let (store, parsed) = store_for(url)?;
+    let path = ObjectPath::from(key_of(&parsed, url)?.as_str());
+    block_on(url, || async { count_request(async { store.get(&path).await?.bytes().await }.await) })
+}
+
+/// The object at `url`, of `size` bytes (known from a table's log: no request made).
+pub fn object_at(url: &str, size: u64) -> Result<Arc<Object>> {
+    let (store, parsed) = store_for(url)?;
+    let path = ObjectPath::from(key_of(&parsed, url)?.as_str());
+    let base = format!("{}://{}", parsed.scheme(), parsed.authority());
+    Ok(Arc::new(Object { store, url: format!("{base}/{path}"), path, size }))
+}
+
 /// The bytes `range` of `object`.
 pub fn get_range(object: &Object, range: Range<u64>) -> Result<Bytes> {
     block_on(&object.url, || async { count_request(object.store.get_range(&object.path, range.clone()).await) })

@@ -30,6 +30,9 @@ pub struct KeysArgs {
     /// output), which is much faster
     #[arg(long)]
     exact_distinct: bool,
+    /// Read a Delta table as of this version (default: its newest)
+    #[arg(long, value_name = "VERSION")]
+    as_of: Option<i64>,
     /// Output format
     #[arg(long, value_enum, default_value_t = KeysFormat::Table)]
     format: KeysFormat,
@@ -66,7 +69,7 @@ pub fn run(a: KeysArgs) -> Result<String> {
         let join = |h: std::thread::ScopedJoinHandle<'_, Result<Classifier>>| {
             h.join().unwrap_or_else(|_| Err(Error::Internal("the rules could not be compiled".into())))
         };
-        let table = Table::open(&a.tables);
+        let table = Table::open_at(&a.tables, a.as_of);
         enum Rules<C, H> {
             Ready(C),
             Compiling(H),
@@ -81,7 +84,7 @@ pub fn run(a: KeysArgs) -> Result<String> {
         };
         let (profiles, classifier) = (profiles?, classifier?);
         let rep = keys::report(profiles, &classifier, &KeysOptions { partitions: a.hot.shuffle_partitions, hot_factor });
-        let io = if a.format == KeysFormat::Table { a.quiet.io_line() } else { String::new() };
+        let io = if a.format == KeysFormat::Table { report::table_notes() + &a.quiet.io_line() } else { String::new() };
         Ok(report::keys(&rep, a.format.into()) + &io)
     })
 }

@@ -29,6 +29,9 @@ pub struct PlanArgs {
     /// Name of the left table in the emitted SQL (default: the folder or file stem)
     #[arg(long, value_name = "NAME")]
     left_name: Option<String>,
+    /// Read Delta tables as of this version (default: their newest)
+    #[arg(long, value_name = "VERSION")]
+    as_of: Option<i64>,
     /// Name of the right table in the emitted SQL (default: the folder or file stem)
     #[arg(long, value_name = "NAME")]
     right_name: Option<String>,
@@ -70,8 +73,8 @@ pub fn run(a: PlanArgs) -> Result<String> {
     a.threads.apply();
     let opts = a.planner.options(a.how.into(), &a.quiet)?;
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
-    let lt = Table::open(&a.left)?;
-    let rt = Table::open(&a.right)?;
+    let lt = Table::open_at(&a.left, a.as_of)?;
+    let rt = Table::open_at(&a.right, a.as_of)?;
     let (lkeys, rkeys) = join_keys(&a.on, &lt, &rt)?;
     let left = SideInput { table: &lt, keys: lkeys, name: a.left_name.clone().unwrap_or_else(|| default_name(&a.left)), filter: None, group_by: None };
     let mut right = SideInput { table: &rt, keys: rkeys, name: a.right_name.clone().unwrap_or_else(|| default_name(&a.right)), filter: None, group_by: None };
@@ -79,7 +82,7 @@ pub fn run(a: PlanArgs) -> Result<String> {
         right.name = format!("{}_2", right.name);
     }
     let p = plan::plan(&left, &right, &classifier, &opts)?;
-    let io = if a.format.is_text() { a.quiet.io_line() } else { String::new() };
+    let io = if a.format.is_text() { skewjoin::report::table_notes() + &a.quiet.io_line() } else { String::new() };
     Ok(a.format.render(&p, plan::text, plan::json) + &io)
 }
 

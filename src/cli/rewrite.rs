@@ -36,6 +36,11 @@ enum RewriteFormat {
     Json,
 }
 
+/// Lines as SQL comments.
+fn sql_comments(lines: &str) -> String {
+    lines.lines().map(|l| format!("-- skewjoin: {l}\n")).collect()
+}
+
 pub fn run(a: RewriteArgs) -> Result<String> {
     a.threads.apply();
     let opts = a.planner.options(JoinType::Inner, &a.quiet)?;
@@ -45,7 +50,7 @@ pub fn run(a: RewriteArgs) -> Result<String> {
     let r = rewrite::rewrite(&sql, &tables, &classifier, &opts)?;
     let out = match a.format {
         RewriteFormat::Json => skewjoin::report::json(&r),
-        RewriteFormat::Sql => rewrite::sql_with_comments(&r) + &a.quiet.io_line(),
+        RewriteFormat::Sql => rewrite::sql_with_comments(&r) + &sql_comments(&(skewjoin::report::table_notes() + &a.quiet.io_line())),
     };
     match a.output {
         Some(path) => {

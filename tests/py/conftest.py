@@ -76,3 +76,44 @@ def spark():
     s.sparkContext.setLogLevel("ERROR")
     yield s
     s.stop()
+
+
+# The object-store tests: moto's S3 server on loopback, and skewjoin run against it.
+SECRET = "sj-test-secret-Zq8w3Xv"
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def moto_s3():
+    """moto's S3 server on 127.0.0.1 (started here, stopped at the end): (endpoint, boto3 client)."""
+    from moto.server import ThreadedMotoServer
+    import boto3
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                          aws_access_key_id="testing", aws_secret_access_key=SECRET)
+    yield endpoint, client
+    server.stop()
+
+
+def upload(client, bucket, folder, prefix=""):
+    for p in sorted(pathlib.Path(folder).rglob("*")):
+        if p.is_file():
+            client.upload_file(str(p), bucket, prefix + p.relative_to(folder).as_posix())
+
+
+def sj(endpoint, *args, env=None, timeout=120):
+    """skewjoin with the store's endpoint and keys in its environment (and no other AWS_*)."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    e.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY=SECRET, AWS_REGION="us-east-1",
+             AWS_ENDPOINT_URL=endpoint, HOME=str(ROOT / "target"))
+    e.update(env or {})
+    return subprocess.run([binary(), *map(str, args)], capture_output=True, text=True, timeout=timeout, env=e)

@@ -19,33 +19,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import CORPUS, ROOT, binary
+from conftest import CORPUS, ROOT, SECRET, free_port, sj
 
-import subprocess
-
-SECRET = "sj-test-secret-Zq8w3Xv"
 BUCKET = "lake"
 SAMPLES = ROOT / "samples"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    """moto's S3 server on 127.0.0.1 with the bucket filled; yields (endpoint, local mirror)."""
-    from moto.server import ThreadedMotoServer
-    import boto3
-
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key=SECRET)
+def s3(moto_s3, tmp_path_factory):
+    """The bucket filled; yields (endpoint, local mirror)."""
+    endpoint, client = moto_s3
     client.create_bucket(Bucket=BUCKET)
     local = tmp_path_factory.mktemp("lake")
     make_tables(local)
@@ -53,7 +36,6 @@ def s3(tmp_path_factory):
         if p.is_file():
             client.upload_file(str(p), BUCKET, p.relative_to(local).as_posix())
     yield endpoint, local
-    server.stop()
 
 
 def make_tables(local):
@@ -73,14 +55,6 @@ def make_tables(local):
         (folder / f".part-{i:05d}.snappy.parquet.crc").write_bytes(b"crc")
     (hive / "_SUCCESS").write_bytes(b"")
     shutil.copytree(CORPUS / "bad_data", local / "bad_data")
-
-
-def sj(endpoint, *args, env=None, timeout=120):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    e.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY=SECRET, AWS_REGION="us-east-1",
-             AWS_ENDPOINT_URL=endpoint, HOME=str(ROOT / "target"))
-    e.update(env or {})
-    return subprocess.run([binary(), *map(str, args)], capture_output=True, text=True, timeout=timeout, env=e)
 
 
 def ok(p):
