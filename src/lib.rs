@@ -14,6 +14,7 @@ pub mod filter;
 pub mod format;
 pub mod guard;
 pub mod hash;
+pub mod iceberg;
 pub mod keys;
 pub mod plan;
 pub mod report;

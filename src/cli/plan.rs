@@ -29,7 +29,7 @@ pub struct PlanArgs {
     /// Name of the left table in the emitted SQL (default: the folder or file stem)
     #[arg(long, value_name = "NAME")]
     left_name: Option<String>,
-    /// Read Delta tables as of this version (default: their newest)
+    /// Read Delta tables as of this version, Iceberg tables as of this snapshot id (default: the newest)
     #[arg(long, value_name = "VERSION")]
     as_of: Option<i64>,
     /// Name of the right table in the emitted SQL (default: the folder or file stem)
