@@ -159,6 +159,20 @@ pub fn list_folder(url: &str) -> Result<Vec<(String, u64)>> {
         .collect())
 }
 
+/// The names one level under the folder `url`: its sub-folders and objects.
+pub fn children(url: &str) -> Result<Vec<String>> {
+    let (store, parsed) = store_for(url)?;
+    let key = key_of(&parsed, url)?;
+    let prefix = key.trim_end_matches('/');
+    let prefix = (!prefix.is_empty()).then(|| ObjectPath::from(prefix));
+    let listed = block_on(url, || async {
+        REQUESTS.fetch_add(1, Ordering::Relaxed);
+        store.list_with_delimiter(prefix.as_ref()).await
+    })?;
+    let names = listed.common_prefixes.iter().chain(listed.objects.iter().map(|o| &o.location)).filter_map(|p| p.filename().map(str::to_string));
+    Ok(names.collect())
+}
+
 /// The whole object at `url` (a small one: a log or metadata file).
 pub fn get_all(url: &str) -> Result<Bytes> {
     let (store, parsed) = store_for(url)?;

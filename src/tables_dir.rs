@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use sqlparser::ast::{ObjectName, Query, Visit, Visitor};
 
@@ -50,15 +50,21 @@ pub struct Found {
     pub missing: Vec<String>,
 }
 
-/// Each name found under `dir`, and the names not found.
-pub fn find(dir: &Path, names: &[String]) -> Result<Found> {
-    if !dir.is_dir() {
-        return Err(Error::Usage(format!("--tables {}: not a folder", dir.display())));
+/// Each name found under `dir` (a local folder or an object store URL), and the names not
+/// found.
+pub fn find(dir: &str, names: &[String]) -> Result<Found> {
+    let remote = crate::store::is_remote(dir);
+    if remote {
+        if crate::store::children(dir)?.is_empty() {
+            return Err(Error::Usage(format!("--tables {dir}: no such folder (nothing under it)")));
+        }
+    } else if !Path::new(dir).is_dir() {
+        return Err(Error::Usage(format!("--tables {dir}: not a folder")));
     }
     let (mut found, mut missing) = (Vec::new(), Vec::new());
     for name in names {
-        match candidates(name).into_iter().find_map(|rel| lookup(dir, &rel)) {
-            Some(p) => found.push((name.clone(), p.to_string_lossy().into_owned())),
+        match candidates(name).into_iter().find_map(|rel| lookup(dir, &rel, remote)) {
+            Some(p) => found.push((name.clone(), p)),
             None => missing.push(name.clone()),
         }
     }
@@ -87,18 +93,19 @@ fn candidates(name: &str) -> Vec<Vec<String>> {
     out
 }
 
-/// `rel` under `dir`, each part matched ignoring case.
-fn lookup(dir: &Path, rel: &[String]) -> Option<PathBuf> {
-    let mut cur = dir.to_path_buf();
+/// `rel` under `dir`, each part matched exactly, else ignoring case.
+fn lookup(dir: &str, rel: &[String], remote: bool) -> Option<String> {
+    let mut cur = dir.trim_end_matches('/').to_string();
     for part in rel {
-        let exact = cur.join(part);
-        cur = if exact.exists() {
-            exact
-        } else {
-            std::fs::read_dir(&cur).ok()?.flatten().map(|e| e.path()).find(|p| p.file_name().is_some_and(|f| f.to_string_lossy().eq_ignore_ascii_case(part)))?
-        };
+        let names = if remote { crate::store::children(&cur).ok()? } else { local_children(&cur)? };
+        let name = names.iter().find(|n| *n == part).or_else(|| names.iter().find(|n| n.eq_ignore_ascii_case(part)))?;
+        cur = format!("{cur}/{name}");
     }
     Some(cur)
+}
+
+fn local_children(dir: &str) -> Option<Vec<String>> {
+    Some(std::fs::read_dir(dir).ok()?.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
 }
 
 #[cfg(test)]
@@ -118,7 +125,7 @@ mod tests {
         std::fs::write(d.path().join("items.parquet"), b"").unwrap();
         std::fs::create_dir(d.path().join("users")).unwrap();
         let names: Vec<String> = ["sales.orders", "items", "default.users", "nope", "other.items"].map(String::from).to_vec();
-        let Found { tables: found, missing } = find(d.path(), &names).unwrap();
+        let Found { tables: found, missing } = find(&d.path().to_string_lossy(), &names).unwrap();
         let rel: Vec<(String, String)> =
             found.into_iter().map(|(n, p)| (n, Path::new(&p).strip_prefix(d.path()).unwrap().to_string_lossy().into_owned())).collect();
         assert_eq!(

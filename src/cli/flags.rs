@@ -99,10 +99,11 @@ pub struct QueryArgs {
     /// Wins over --tables
     #[arg(long = "table", value_name = "NAME=TABLE", required_unless_present = "tables_dir")]
     tables: Vec<String>,
-    /// Find every table the query names under DIR: DIR/name, DIR/name.parquet, or Spark's
-    /// warehouse layout DIR/db.db/name for db.name (names compared ignoring case)
+    /// Find every table the query names under DIR (a folder or an object store URL):
+    /// DIR/name, DIR/name.parquet, or Spark's warehouse layout DIR/db.db/name for db.name
+    /// (names compared ignoring case)
     #[arg(long = "tables", value_name = "DIR")]
-    tables_dir: Option<std::path::PathBuf>,
+    tables_dir: Option<String>,
 }
 
 impl QueryArgs {
@@ -129,7 +130,7 @@ impl QueryArgs {
         let skewjoin::tables_dir::Found { tables, missing } = skewjoin::tables_dir::find(dir, &wanted)?;
         out.extend(tables);
         if !missing.is_empty() && quiet.progress() {
-            eprintln!("skewjoin: not under {} (nor given with --table): {}", dir.display(), missing.join(", "));
+            eprintln!("skewjoin: not under {dir} (nor given with --table): {}", missing.join(", "));
         }
         Ok(out)
     }

@@ -55,6 +55,10 @@ def make_tables(local):
         (folder / f".part-{i:05d}.snappy.parquet.crc").write_bytes(b"crc")
     (hive / "_SUCCESS").write_bytes(b"")
     shutil.copytree(CORPUS / "bad_data", local / "bad_data")
+    # A warehouse for --tables: one table as a file, one as a folder in another case.
+    (local / "wh" / "Titles").mkdir(parents=True)
+    shutil.copy(SAMPLES / "events.parquet", local / "wh" / "events.parquet")
+    shutil.copy(SAMPLES / "titles.parquet", local / "wh" / "Titles" / "part-00000.parquet")
 
 
 def ok(p):
@@ -121,6 +125,17 @@ def test_plan_and_rewrite_over_s3_as_over_disk(s3):
     remote, disk = rewrite(f"s3://{BUCKET}"), rewrite(local)
     assert remote.replace(f"s3://{BUCKET}", str(local)) == disk
     assert "UNION ALL" in disk or "JOIN" in disk
+
+
+def test_rewrite_finds_the_querys_tables_in_a_warehouse_folder(s3):
+    endpoint, local = s3
+    def rewrite(tables):
+        return ok(sj(endpoint, "rewrite", SAMPLES / "query.sql", "--tables", tables, "--broadcast-threshold", "256KB", "-q"))
+    remote, disk = rewrite(f"s3://{BUCKET}/wh/"), rewrite(local / "wh")
+    assert remote.replace(f"s3://{BUCKET}", str(local)) == disk
+    assert "__sj1" in disk
+    err = one_line_error(sj(endpoint, "rewrite", SAMPLES / "query.sql", "--tables", f"s3://{BUCKET}/nowhere"))
+    assert "nowhere" in err, err
 
 
 def one_line_error(p):
