@@ -2,7 +2,8 @@
 //! uses for event logs (zstd, lz4, snappy, lzf: told by the file's first bytes, not its name),
 //! or a rolling event-log folder (`eventlog_v2_*`, its `events_N_*` files in order).
 //! A log that ends mid-event (a crashed or still running application, a copy cut short) is
-//! read up to the last whole line, with a warning.
+//! read up to the last whole line, with a warning. A log may be in an object store (s3://...,
+//! fetched whole).
 
 use std::fs;
 use std::io::Read;
@@ -21,6 +22,10 @@ pub struct Events {
 
 /// The files of a log: the file itself, or a rolling folder's event files in index order.
 fn files_of(path: &Path) -> Result<Vec<PathBuf>> {
+    let text = path.to_string_lossy();
+    if crate::store::is_remote(&text) {
+        return remote_files_of(&text);
+    }
     if !path.exists() {
         return Err(Error::NotFound(path.to_path_buf()));
     }
@@ -41,6 +46,32 @@ fn files_of(path: &Path) -> Result<Vec<PathBuf>> {
     }
     files.sort();
     Ok(files.into_iter().map(|f| f.1).collect())
+}
+
+/// An event log in an object store: the object, or a rolling log's `events_N_*` objects.
+fn remote_files_of(url: &str) -> Result<Vec<PathBuf>> {
+    let folder = url.trim_end_matches('/');
+    let mut files: Vec<(u64, String)> = crate::store::list_folder(&format!("{folder}/"))?
+        .into_iter()
+        .filter_map(|(name, _)| {
+            let rest = name.strip_prefix("events_")?;
+            Some((rest.split('_').next().and_then(|n| n.parse::<u64>().ok()).unwrap_or(u64::MAX), format!("{folder}/{name}")))
+        })
+        .collect();
+    if files.is_empty() {
+        return Ok(vec![PathBuf::from(url)]);
+    }
+    files.sort();
+    Ok(files.into_iter().map(|f| PathBuf::from(f.1)).collect())
+}
+
+/// A log file's bytes, from disk or an object store.
+fn read_file(f: &Path) -> Result<Vec<u8>> {
+    let text = f.to_string_lossy();
+    if crate::store::is_remote(&text) {
+        return crate::store::get_all(&text).map(|b| b.to_vec());
+    }
+    fs::read(f).map_err(|source| Error::Io { path: f.to_path_buf(), source })
 }
 
 /// Decompress a whole file by its magic bytes. Returns the text, the codec, and an error
@@ -204,7 +235,7 @@ pub fn read(path: &Path) -> Result<Events> {
     let mut warnings = Vec::new();
     let mut codec = "none";
     for (fi, f) in files.iter().enumerate() {
-        let bytes = fs::read(f).map_err(|source| Error::Io { path: f.clone(), source })?;
+        let bytes = read_file(f)?;
         let (text, c, err) = decode(bytes);
         codec = c;
         if let Some(e) = err {

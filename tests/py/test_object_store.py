@@ -19,7 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import CORPUS, ROOT, SECRET, free_port, sj
+import synthlogs
+from conftest import CORPUS, ROOT, SECRET, free_port, sj, upload
 
 BUCKET = "lake"
 SAMPLES = ROOT / "samples"
@@ -284,3 +285,24 @@ def test_a_stalled_server_times_out(s3):
         assert "timed out" in err.lower() or "timeout" in err.lower(), err
     finally:
         proxy.close()
+
+
+def test_diagnose_reads_an_event_log_from_the_store(s3, moto_s3, tmp_path):
+    endpoint, _ = s3
+    _, client = moto_s3
+    synthlogs.worked_hot_key(tmp_path / "app-1")
+    client.upload_file(str(tmp_path / "app-1"), BUCKET, "logs/app-1")
+    # A rolling log: a folder of events_N_* files, in index order.
+    rolling = tmp_path / "eventlog_v2_app-2"
+    rolling.mkdir()
+    lines = (tmp_path / "app-1").read_text().splitlines(keepends=True)
+    half = len(lines) // 2
+    (rolling / "events_1_app-2").write_text("".join(lines[:half]))
+    (rolling / "events_2_app-2").write_text("".join(lines[half:]))
+    upload(client, BUCKET, rolling, "logs/eventlog_v2_app-2/")
+    local = json.loads(ok(sj(endpoint, "diagnose", tmp_path / "app-1", "--format", "json")))
+    for url in [f"s3://{BUCKET}/logs/app-1", f"s3://{BUCKET}/logs/eventlog_v2_app-2"]:
+        remote = json.loads(ok(sj(endpoint, "diagnose", url, "--format", "json")))
+        assert remote["findings"] == local["findings"] and remote["stages"] == local["stages"]
+    err = one_line_error(sj(endpoint, "diagnose", f"s3://{BUCKET}/logs/app-9"))
+    assert "app-9" in err and "no such object" in err, err
