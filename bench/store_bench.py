@@ -1,0 +1,200 @@
+"""Benchmark `skewjoin keys` over an S3-compatible store against Polars and DuckDB (httpfs) on
+the same object, in one run.
+
+    .venv-bench/bin/python bench/store_bench.py [--rows 40000000] [--runs 5] [--bin target/release/skewjoin]
+
+The bench environment (not the test suite's): `python3 -m venv .venv-bench && .venv-bench/bin/pip
+install -r bench/requirements-store.txt` (DuckDB 1.4.4 with its httpfs extension from PyPI,
+Polars, moto). moto's S3 server runs on 127.0.0.1 with bench/data/events_<rows>.parquet (made
+by keys_bench.py's generator if missing) in a bucket. Each tool computes the top 20 values of a
+key with their counts; the tops must agree. Wall time: median of --runs alternating rounds,
+straight to the server (skewjoin as a whole process, the peers in-process, query only). Bytes
+and requests: one more run of each through a counting proxy on loopback.
+"""
+import argparse
+import http.client
+import http.server
+import json
+import os
+import pathlib
+import socket
+import socketserver
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+KEY, SECRET = "bench", "bench-secret-1234567"
+
+PEER = r'''
+import json, sys, time
+tool, url, col, endpoint, key, secret = sys.argv[1:7]
+if tool == "duckdb":
+    import duckdb, duckdb_ext, pathlib
+    ext = next(pathlib.Path(duckdb_ext.__file__).parent.rglob("httpfs.duckdb_extension"))
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
+    con.execute(f"LOAD '{ext}'")
+    host = endpoint.removeprefix("http://")
+    con.execute(f"CREATE SECRET (TYPE s3, KEY_ID '{key}', SECRET '{secret}', ENDPOINT '{host}', URL_STYLE 'path', USE_SSL false, REGION 'us-east-1')")
+    t = time.perf_counter()
+    rows = con.sql(f"SELECT {col}, count(*) AS c FROM read_parquet('{url}') GROUP BY 1 ORDER BY c DESC, 1 LIMIT 20").fetchall()
+    dt = time.perf_counter() - t
+else:
+    import polars as pl
+    opts = {"aws_endpoint_url": endpoint, "aws_access_key_id": key, "aws_secret_access_key": secret,
+            "aws_region": "us-east-1", "aws_allow_http": "true"}
+    t = time.perf_counter()
+    df = pl.scan_parquet(url, storage_options=opts).group_by(col).len().sort(["len", col], descending=[True, False], nulls_last=False).head(20).collect()
+    dt = time.perf_counter() - t
+    rows = list(zip(df[col].to_list(), df["len"].to_list()))
+print(json.dumps({"seconds": dt, "top": [[k, c] for k, c in rows]}))
+'''
+
+
+class CountingProxy:
+    """A loopback HTTP proxy to the store that counts requests and the bytes of the answers."""
+
+    def __init__(self, upstream):
+        self.upstream = upstream.removeprefix("http://")
+        self.requests = self.bytes = 0
+        self.lock = threading.Lock()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                proxy.forward(self, "GET")
+
+            def do_HEAD(self):
+                proxy.forward(self, "HEAD")
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def forward(self, h, method):
+        conn = http.client.HTTPConnection(self.upstream, timeout=120)
+        conn.request(method, h.path, headers={k: v for k, v in h.headers.items()})
+        r = conn.getresponse()
+        body = r.read()
+        with self.lock:
+            self.requests += 1
+            self.bytes += len(body)
+        h.send_response(r.status)
+        for k, v in r.getheaders():
+            if k.lower() not in ("transfer-encoding", "connection"):
+                h.send_header(k, v)
+        h.end_headers()
+        h.wfile.write(body)
+
+    def take(self):
+        with self.lock:
+            out = (self.requests, self.bytes)
+            self.requests = self.bytes = 0
+        return out
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def skewjoin(binary, endpoint, url, col, extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_ACCESS_KEY_ID=KEY, AWS_SECRET_ACCESS_KEY=SECRET, AWS_REGION="us-east-1", AWS_ENDPOINT_URL=endpoint)
+    t = time.perf_counter()
+    p = subprocess.run([binary, "keys", url, "--column", col, "--top", "20", "--format", "json", "-q", *extra],
+                       capture_output=True, text=True, env=env, timeout=600)
+    dt = time.perf_counter() - t
+    if p.returncode != 0:
+        raise SystemExit(f"skewjoin failed: {p.stderr}")
+    c = json.loads(p.stdout)["columns"][0]
+    top = [[v["value"], v["count"]] for v in c["top"]]
+    return {"seconds": dt, "top": top, "io": json.loads(p.stdout).get("io"), "exact": c["counts_exact"]}
+
+
+def peer(tool, endpoint, url, col):
+    p = subprocess.run([sys.executable, "-c", PEER, tool, url, col, endpoint, KEY, SECRET], capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        raise SystemExit(f"{tool} failed: {p.stderr[-2000:]}")
+    return json.loads(p.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=40_000_000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--bin", default=str(ROOT / "target" / "release" / "skewjoin"))
+    a = ap.parse_args()
+    import keys_bench
+    path = ROOT / "bench" / "data" / f"events_{a.rows}.parquet"
+    if not path.exists():
+        keys_bench.generate(path, a.rows)
+    size = path.stat().st_size
+
+    from moto.server import ThreadedMotoServer
+    import boto3
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id=KEY, aws_secret_access_key=SECRET)
+    s3.create_bucket(Bucket="bench")
+    s3.upload_file(str(path), "bench", path.name)
+    url = f"s3://bench/{path.name}"
+
+    tools = {
+        "skewjoin exact": lambda ep, col: skewjoin(a.bin, ep, url, col, []),
+        "skewjoin --sample 0.01": lambda ep, col: skewjoin(a.bin, ep, url, col, ["--sample", "0.01"]),
+        "duckdb (httpfs)": lambda ep, col: peer("duckdb", ep, url, col),
+        "polars": lambda ep, col: peer("polars", ep, url, col),
+    }
+    proxy = CountingProxy(endpoint)
+    print(f"File: {path.name}, {a.rows:,} rows, {size / 1e6:.0f} MB, served by moto {endpoint}; median of {a.runs} alternating runs.\n")
+    print("| key | tool | seconds | requests | MB fetched | share of file | skewjoin speed-up |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for col in ["title_id", "user_id"]:
+        times = {t: [] for t in tools}
+        tops = {}
+        for _ in range(a.runs):
+            for name, run in tools.items():
+                r = run(endpoint, col)
+                times[name].append(r["seconds"])
+                tops[name] = r
+        exact = {str(k): c for k, c in tops["skewjoin exact"]["top"]}
+        for name in ("duckdb (httpfs)", "polars"):
+            theirs = {str(k): c for k, c in tops[name]["top"]}
+            assert theirs == exact, (name, col, theirs, exact)
+        io = {}
+        for name, run in tools.items():
+            proxy.take()
+            run(proxy.endpoint, col)
+            io[name] = proxy.take()
+        med = {t: statistics.median(v) for t, v in times.items()}
+        faster_peer = min(med["duckdb (httpfs)"], med["polars"])
+        for name in tools:
+            req, got = io[name]
+            speed = ""
+            if name == "skewjoin exact":
+                speed = f"{faster_peer / med[name]:.1f}x vs faster peer"
+            elif name.startswith("skewjoin --sample"):
+                speed = f"{med['skewjoin exact'] / med[name]:.1f}x vs exact"
+            print(f"| {col if name == 'skewjoin exact' else ''} | {name} | {med[name]:.3f} | {req} | {got / 1e6:.1f} | {100 * got / size:.1f}% | {speed} |")
+        own = tops["skewjoin exact"].get("io")
+        print(f"<!-- {col}: skewjoin's own io count (exact): {own} -->")
+    server.stop()
+
+
+if __name__ == "__main__":
+    main()
