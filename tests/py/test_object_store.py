@@ -280,7 +280,7 @@ def test_a_stalled_server_times_out(s3):
     proxy = FaultProxy(endpoint, {}, every="stall", stall=20)
     try:
         p = sj(proxy.endpoint, "keys", f"s3://{BUCKET}/samples/events.parquet", "--column", "title_id",
-               env={"AWS_TIMEOUT": "1s"}, timeout=60)
+               env={"AWS_TIMEOUT": "500ms"}, timeout=60)
         err = one_line_error(p)
         assert "timed out" in err.lower() or "timeout" in err.lower(), err
     finally:
