@@ -35,7 +35,7 @@ import json, sys, time
 tool, url, col, endpoint, key, secret = sys.argv[1:7]
 if tool == "duckdb":
     import duckdb, duckdb_ext, pathlib
-    ext = next(pathlib.Path(duckdb_ext.__file__).parent.rglob("httpfs.duckdb_extension"))
+    ext = next(pathlib.Path(list(duckdb_ext.__path__)[0]).rglob("httpfs.duckdb_extension"))
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
     con.execute(f"LOAD '{ext}'")
@@ -143,6 +143,8 @@ def main():
         keys_bench.generate(path, a.rows)
     size = path.stat().st_size
 
+    import logging
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
     from moto.server import ThreadedMotoServer
     import boto3
     port = free_port()
@@ -152,6 +154,7 @@ def main():
     s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id=KEY, aws_secret_access_key=SECRET)
     s3.create_bucket(Bucket="bench")
     s3.upload_file(str(path), "bench", path.name)
+    print("uploaded", file=sys.stderr, flush=True)
     url = f"s3://bench/{path.name}"
 
     tools = {
@@ -170,6 +173,7 @@ def main():
         for _ in range(a.runs):
             for name, run in tools.items():
                 r = run(endpoint, col)
+                print(f"  {col} {name}: {r['seconds']:.2f} s", file=sys.stderr, flush=True)
                 times[name].append(r["seconds"])
                 tops[name] = r
         exact = {str(k): c for k, c in tops["skewjoin exact"]["top"]}

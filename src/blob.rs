@@ -4,8 +4,9 @@
 //! An object is fetched by byte ranges, never whole. The parquet crate's reads are widened to
 //! what a reader needs next: the 64 KiB at the end of the object for the footer, and the whole
 //! column chunk that holds the bytes asked for (one request per key column chunk, however
-//! many pages it has). `read_at`, for the page counter, fetches exactly the bytes asked for:
-//! it reads whole chunks or sampled pages itself. A few fetched ranges are kept per reader.
+//! many pages it has). `read_at`, for the page counter, fetches exactly the bytes asked for
+//! (whole chunks, sampled pages), but for reads under 64 KiB (page headers, offset indexes),
+//! widened the same way. A few fetched ranges are kept per reader.
 
 use std::fs::File;
 use std::io::Read;
@@ -48,6 +49,8 @@ struct Remote {
 
 /// The end of an object fetched for its footer (most footers fit).
 const TAIL: u64 = 64 << 10;
+/// Reads shorter than this are widened as the parquet crate's are.
+const SMALL: usize = 64 << 10;
 /// Ranges a reader keeps (a row group's key columns, the footer).
 const KEPT: usize = 8;
 
@@ -83,8 +86,12 @@ impl Blob {
             Inner::Local(f) => read_local(f, buf, at),
             Inner::Remote(r) => {
                 let end = at + buf.len() as u64;
+                // A small read (a page header, an index) would be a request of its own each:
+                // it fetches the chunk that holds it instead, and the next ones are served
+                // from there.
                 let bytes = match r.kept(at..end) {
                     Some(b) => b,
+                    None if buf.len() < SMALL => r.get(at..end, self.len)?,
                     None => r.fetch(at..end)?,
                 };
                 buf.copy_from_slice(&bytes);

@@ -472,15 +472,19 @@ pub(crate) struct PageSpan {
     pub(crate) len: u64,
 }
 
-/// The data pages of a flat column chunk, in order, from their headers alone: one small
-/// positioned read per page, the page bodies are not read. None when the chunk is not flat,
-/// a header does not decode, or the pages do not add up to the chunk's values (the caller then
-/// samples otherwise).
+/// The data pages of a flat column chunk, in order: from the chunk's offset index (one small
+/// read, written by Spark's Parquet writer and others), else from the page headers alone (one
+/// small positioned read per page; the page bodies are not read). None when the chunk is not
+/// flat, a header does not decode, or the pages do not add up to the chunk's values (the
+/// caller then samples otherwise).
 pub(crate) fn data_pages(file: &Blob, file_len: u64, meta: &ColumnChunkMetaData, descr: &ColumnDescriptor) -> Option<Vec<PageSpan>> {
     if descr.max_rep_level() != 0 {
         return None;
     }
     let (start, len) = chunk_range(meta, file_len)?;
+    if let Some(pages) = indexed_pages(file, meta, start..start + len) {
+        return Some(pages);
+    }
     let end = start.checked_add(len)?;
     let total = u64::try_from(meta.num_values()).ok()?;
     let mut pages = Vec::new();
@@ -505,6 +509,35 @@ pub(crate) fn data_pages(file: &Blob, file_len: u64, meta: &ColumnChunkMetaData,
         pos = page_end;
     }
     (values == total).then_some(pages)
+}
+
+/// The data pages of a chunk (at `chunk` in the file) from its offset index: each page's
+/// place and its rows (the next page's first row, or the chunk's rows, less its own). None
+/// without an index, or with one that does not fit the chunk.
+fn indexed_pages(file: &Blob, meta: &ColumnChunkMetaData, chunk: std::ops::Range<u64>) -> Option<Vec<PageSpan>> {
+    let (at, len) = (u64::try_from(meta.offset_index_offset()?).ok()?, usize::try_from(meta.offset_index_length()?).ok()?);
+    if len == 0 || len > 1 << 24 {
+        return None;
+    }
+    let mut buf = vec![0u8; len];
+    file.read_at(&mut buf, at).ok()?;
+    let index = parquet::file::page_index::index_reader::decode_offset_index(&buf).ok()?;
+    let locations = index.page_locations();
+    let rows = u64::try_from(meta.num_values()).ok()?;
+    let mut pages = Vec::with_capacity(locations.len());
+    for (i, p) in locations.iter().enumerate() {
+        let first = u64::try_from(p.first_row_index).ok()?;
+        let next = match locations.get(i + 1) {
+            Some(n) => u64::try_from(n.first_row_index).ok()?,
+            None => rows,
+        };
+        let (offset, size) = (u64::try_from(p.offset).ok()?, u64::try_from(p.compressed_page_size).ok()?);
+        if next <= first || offset < chunk.start || offset.checked_add(size)? > chunk.end {
+            return None;
+        }
+        pages.push(PageSpan { rows: next - first, offset, len: size });
+    }
+    (pages.iter().map(|p| p.rows).sum::<u64>() == rows).then_some(pages)
 }
 
 /// The page header at `pos` (of a chunk that ends at `end`), and its length. Most headers fit

@@ -56,6 +56,10 @@ def make_tables(local):
         (folder / f".part-{i:05d}.snappy.parquet.crc").write_bytes(b"crc")
     (hive / "_SUCCESS").write_bytes(b"")
     shutil.copytree(CORPUS / "bad_data", local / "bad_data")
+    # Few row groups of many pages, with and without the offset index: --sample draws pages.
+    for name, index in [("paged_index.parquet", True), ("paged.parquet", False)]:
+        pq.write_table(events, local / "samples" / name, row_group_size=50_000, data_page_size=8192,
+                       write_page_index=index)
     # A warehouse for --tables: one table as a file, one as a folder in another case.
     (local / "wh" / "Titles").mkdir(parents=True)
     shutil.copy(SAMPLES / "events.parquet", local / "wh" / "events.parquet")
@@ -111,6 +115,20 @@ def test_only_the_key_column_is_fetched(s3):
     assert io["requests"] <= 2 + 2 * meta.num_row_groups, io
     text = ok(sj(endpoint, "keys", f"s3://{BUCKET}/samples/events.parquet", "--column", "title_id", "-q", "--verbose"))
     assert re.search(r"^object stores: \d+ requests, [\d.]+ [KM]B fetched$", text, re.M), text
+
+
+@pytest.mark.parametrize("name", ["paged_index.parquet", "paged.parquet"])
+def test_a_page_sample_costs_no_more_than_the_exact_count(s3, name):
+    endpoint, local = s3
+    args = ["--column", "user_id", "--format", "json", "-q"]
+    exact = json.loads(ok(sj(endpoint, "keys", f"s3://{BUCKET}/samples/{name}", *args)))
+    remote = ok(sj(endpoint, "keys", f"s3://{BUCKET}/samples/{name}", *args, "--sample", "0.05"))
+    disk = ok(sj(endpoint, "keys", local / "samples" / name, *args, "--sample", "0.05"))
+    io = same_json(remote, disk, f"s3://{BUCKET}", local)
+    assert json.loads(disk)["columns"][0]["sample"]["method"] == "whole pages"
+    # Page headers are not fetched one request each.
+    assert io["requests"] <= exact["io"]["requests"] + 4, (io, exact["io"])
+    assert io["bytes"] <= exact["io"]["bytes"] * 1.1, (io, exact["io"])
 
 
 def test_plan_and_rewrite_over_s3_as_over_disk(s3):
