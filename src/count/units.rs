@@ -71,7 +71,10 @@ pub(crate) fn choose_units(table: &Table, opts: &ProfileOptions, walk: Option<&s
     // Whole row groups are cheap: the others are never read. Otherwise random 512-row runs,
     // whose row groups' pages are still all read and decompressed: with uneven row groups, a
     // few drawn ones could miss most of the rows.
-    if all.len() >= 32 && even(all.iter().map(|u| u.rows).collect()) {
+    // In an object store, listing pages without an offset index takes each chunk whole, as
+    // the exact count does: 8 row groups are enough to draw whole ones there.
+    let enough = if remote(table) { 2 * MIN_GROUPS as usize } else { 32 };
+    if all.len() >= enough && even(all.iter().map(|u| u.rows).collect()) {
         return whole_row_groups(&all, target, total, &mut rng);
     }
     // Fewer or uneven row groups: whole pages of the first key column, when there are enough
@@ -82,6 +85,11 @@ pub(crate) fn choose_units(table: &Table, opts: &ProfileOptions, walk: Option<&s
         return picked;
     }
     row_runs(&all, target, total, &mut rng)
+}
+
+/// Whether any file of the table is in an object store.
+fn remote(table: &Table) -> bool {
+    table.files.iter().any(|f| matches!(f.location, crate::blob::Location::Remote(_)))
 }
 
 /// Every row group of the table, whole.
@@ -245,6 +253,10 @@ fn table_pages(table: &Table, units: &[Unit], name: &str) -> Option<Vec<Vec<Page
             let file = f.open().ok()?;
             let len = file.len();
             let chunk = f.meta.metadata().row_group(u.row_group).column(leaf);
+            // In an object store, only an offset index lists pages for less than the chunk.
+            if matches!(f.location, crate::blob::Location::Remote(_)) && chunk.offset_index_offset().is_none() {
+                return None;
+            }
             let pages = pages::data_pages(&file, len, chunk, &schema.column(leaf))?;
             (pages.iter().map(|p| p.rows).sum::<u64>() == u.rows).then_some(pages)
         })

@@ -124,8 +124,14 @@ def test_a_page_sample_costs_no_more_than_the_exact_count(s3, name):
     exact = json.loads(ok(sj(endpoint, "keys", f"s3://{BUCKET}/samples/{name}", *args)))
     remote = ok(sj(endpoint, "keys", f"s3://{BUCKET}/samples/{name}", *args, "--sample", "0.05"))
     disk = ok(sj(endpoint, "keys", local / "samples" / name, *args, "--sample", "0.05"))
-    io = same_json(remote, disk, f"s3://{BUCKET}", local)
-    assert json.loads(disk)["columns"][0]["sample"]["method"] == "whole pages"
+    if name == "paged_index.parquet":
+        # The offset index lists the pages: the sample is the one drawn on disk.
+        io = same_json(remote, disk, f"s3://{BUCKET}", local)
+        assert json.loads(disk)["columns"][0]["sample"]["method"] == "whole pages"
+    else:
+        # Without it, whole row groups are drawn (4 of these 4): no page header is fetched alone.
+        io = json.loads(remote)["io"]
+        assert json.loads(remote)["columns"][0]["sample"]["method"] != "whole pages"
     # Page headers are not fetched one request each.
     assert io["requests"] <= exact["io"]["requests"] + 4, (io, exact["io"])
     assert io["bytes"] <= exact["io"]["bytes"] * 1.1, (io, exact["io"])
