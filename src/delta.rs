@@ -46,15 +46,23 @@ impl Snapshot {
 /// Where a table's folder is: a local path or an object store URL.
 pub enum Folder {
     Local(PathBuf),
-    Remote(String),
+    /// A folder in an object store, and the names of the files in its `_delta_log` (from the
+    /// folder's listing).
+    Remote(String, Vec<String>),
 }
 
 impl Folder {
+    /// A folder in an object store, from its listing (keys relative to it).
+    pub fn remote(url: &str, listed: &[(String, u64)]) -> Folder {
+        let log = listed.iter().filter_map(|(k, _)| k.strip_prefix("_delta_log/")).filter(|n| !n.contains('/')).map(str::to_string).collect();
+        Folder::Remote(url.to_string(), log)
+    }
+
     /// Whether the folder holds a `_delta_log` with at least one commit or checkpoint.
     pub fn is_delta(&self) -> bool {
         match self {
             Folder::Local(p) => p.join("_delta_log").is_dir(),
-            Folder::Remote(_) => self.log_files().map(|f| !f.is_empty()).unwrap_or(false),
+            Folder::Remote(_, log) => !log.is_empty(),
         }
     }
 
@@ -66,10 +74,7 @@ impl Folder {
                 let entries = std::fs::read_dir(&dir).map_err(|e| Error::Io { path: dir.clone(), source: e })?;
                 Ok(entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
             }
-            Folder::Remote(url) => {
-                let listed = crate::store::list_folder(&format!("{}/_delta_log/", url.trim_end_matches('/')))?;
-                Ok(listed.into_iter().map(|(k, _)| k).filter(|k| !k.contains('/')).collect())
-            }
+            Folder::Remote(_, log) => Ok(log.clone()),
         }
     }
 
@@ -79,14 +84,14 @@ impl Folder {
                 let path = p.join("_delta_log").join(name);
                 std::fs::read(&path).map(Bytes::from).map_err(|e| Error::Io { path, source: e })
             }
-            Folder::Remote(url) => crate::store::get_all(&format!("{}/_delta_log/{name}", url.trim_end_matches('/'))),
+            Folder::Remote(url, _) => crate::store::get_all(&format!("{}/_delta_log/{name}", url.trim_end_matches('/'))),
         }
     }
 
     fn shown(&self) -> String {
         match self {
             Folder::Local(p) => p.display().to_string(),
-            Folder::Remote(u) => u.clone(),
+            Folder::Remote(u, _) => u.clone(),
         }
     }
 }

@@ -32,20 +32,19 @@ pub struct Snapshot {
     pub delete_files: usize,
 }
 
-/// The newest metadata file of the table at `root` (a folder, local or in a store, or a
-/// metadata file), if it is an Iceberg table.
-pub fn metadata_file(root: &str) -> Result<Option<String>> {
+/// The newest metadata file of the table at `root` (a folder, or a metadata file), if it is
+/// an Iceberg table. `listed`: the keys under a folder in an object store, already listed.
+pub fn metadata_file(root: &str, listed: Option<&[(String, u64)]>) -> Result<Option<String>> {
     if root.ends_with(".metadata.json") {
         return Ok(Some(root.to_string()));
     }
     let dir = format!("{}/metadata", root.trim_end_matches('/'));
-    let names: Vec<String> = if crate::store::is_remote(root) {
-        crate::store::list_folder(&format!("{dir}/"))?.into_iter().map(|(k, _)| k).filter(|k| !k.contains('/')).collect()
-    } else {
-        match std::fs::read_dir(crate::store::local_path(&dir)) {
+    let names: Vec<String> = match listed {
+        Some(keys) => keys.iter().filter_map(|(k, _)| k.strip_prefix("metadata/")).filter(|n| !n.contains('/')).map(str::to_string).collect(),
+        None => match std::fs::read_dir(crate::store::local_path(&dir)) {
             Ok(entries) => entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect(),
             Err(_) => return Ok(None),
-        }
+        },
     };
     if names.iter().any(|n| n == "version-hint.text") {
         let hint = read(&format!("{dir}/version-hint.text"))?;
@@ -164,10 +163,10 @@ mod tests {
             std::fs::write(d.path().join("metadata").join(n), "{}").unwrap();
         }
         let root = d.path().to_string_lossy().to_string();
-        assert_eq!(metadata_file(&root).unwrap(), Some(format!("{root}/metadata/00010-a.metadata.json")));
+        assert_eq!(metadata_file(&root, None).unwrap(), Some(format!("{root}/metadata/00010-a.metadata.json")));
         std::fs::write(d.path().join("metadata/version-hint.text"), "3\n").unwrap();
-        assert_eq!(metadata_file(&root).unwrap(), Some(format!("{root}/metadata/v3.metadata.json")));
-        assert_eq!(metadata_file(&d.path().join("nothing").to_string_lossy()).unwrap(), None);
+        assert_eq!(metadata_file(&root, None).unwrap(), Some(format!("{root}/metadata/v3.metadata.json")));
+        assert_eq!(metadata_file(&d.path().join("nothing").to_string_lossy(), None).unwrap(), None);
     }
 
     #[test]

@@ -90,19 +90,25 @@ impl Table {
         let mut found: Vec<Located> = Vec::new();
         let mut declared = None;
         for p in paths {
-            let folder = if crate::store::is_remote(p) { Folder::Remote(p.clone()) } else { Folder::Local(crate::store::local_path(p)) };
+            // A folder in an object store is listed once: the listing tells a Delta or Iceberg
+            // table from plain files.
+            let listed = if crate::store::is_remote(p) && !p.contains(['*', '?', '[']) { Some(crate::store::list_folder(p)?) } else { None };
+            let folder = match &listed {
+                Some(keys) => Folder::remote(p, keys),
+                None => Folder::Local(crate::store::local_path(p)),
+            };
             if folder.is_delta() {
                 let (files, types) = delta_files(p, &folder, as_of)?;
                 found.extend(files);
                 declared = Some(types);
-            } else if let Some(metadata) = crate::iceberg::metadata_file(p)? {
+            } else if let Some(metadata) = crate::iceberg::metadata_file(p, listed.as_deref())? {
                 found.extend(iceberg_files(p, &metadata, as_of)?);
             } else if as_of.is_some() {
                 return Err(Error::Usage(format!(
                     "{p}: --as-of reads a Delta table version or an Iceberg snapshot, and this is neither (no _delta_log, no metadata/*.metadata.json)"
                 )));
             } else if crate::store::is_remote(p) {
-                found.extend(crate::store::list(p)?.into_iter().map(|(o, parts)| (Location::Remote(o), parts)));
+                found.extend(crate::store::list(p, listed.as_deref())?.into_iter().map(|(o, parts)| (Location::Remote(o), parts)));
             } else {
                 let mut local = Vec::new();
                 find_local(&crate::store::local_path(p), p, &mut local)?;

@@ -66,24 +66,28 @@ pub fn local_path(table: &str) -> PathBuf {
 }
 
 /// A table's objects: each Parquet object under `root` (an object, a folder or a glob over
-/// keys), with the `k=v` folder names between the folder and the object.
-pub fn list(root: &str) -> Result<Vec<(Arc<Object>, HiveParts)>> {
+/// keys), with the `k=v` folder names between the folder and the object. `listed`: the
+/// folder's keys (relative) and sizes, when already listed.
+pub fn list(root: &str, listed: Option<&[(String, u64)]>) -> Result<Vec<(Arc<Object>, HiveParts)>> {
     let (store, url) = store_for(root)?;
     let key = key_of(&url, root)?;
     if key.contains(['*', '?', '[']) {
         return list_glob(&store, &url, root, &key);
     }
-    let prefix = key.trim_end_matches('/');
-    let listed = block_on(root, || list_all(&store, prefix))?;
+    let listed = match listed {
+        Some(l) => l.to_vec(),
+        None => list_folder(root)?,
+    };
+    let base = root.trim_end_matches('/');
     let mut out = Vec::new();
-    for meta in &listed {
-        let rel = meta.location.as_ref().strip_prefix(prefix).unwrap_or(meta.location.as_ref()).trim_start_matches('/');
+    for (rel, size) in &listed {
         if let Some(parts) = table_file(rel) {
-            out.push((object(&store, &url, meta), parts));
+            out.push((object_at(&format!("{base}/{rel}"), *size)?, parts));
         }
     }
     if out.is_empty() && listed.is_empty() && !key.ends_with('/') {
         // Not a folder: the object itself, read whatever its name.
+        let prefix = key.trim_end_matches('/');
         let meta = block_on(root, || async { count_request(store.head(&ObjectPath::from(prefix)).await) })?;
         out.push((object(&store, &url, &meta), Vec::new()));
     }
@@ -181,11 +185,14 @@ pub fn get_all(url: &str) -> Result<Bytes> {
     block_on(url, || async { count_request(async { store.get(&path).await?.bytes().await }.await) })
 }
 
-/// The object at `url`, of `size` bytes (known from a table's log: no request made).
+/// The object at `url`, of `size` bytes (known from a listing or a table's log: no request
+/// made). The key is taken as written after `scheme://authority/`, not percent-decoded: object
+/// names such as Spark's `k=a%2Fb` folders are keys as they are.
 pub fn object_at(url: &str, size: u64) -> Result<Arc<Object>> {
     let (store, parsed) = store_for(url)?;
-    let path = ObjectPath::from(key_of(&parsed, url)?.as_str());
     let base = format!("{}://{}", parsed.scheme(), parsed.authority());
+    let raw = url.splitn(4, '/').nth(3).unwrap_or("");
+    let path = ObjectPath::parse(raw).unwrap_or_else(|_| ObjectPath::from(raw));
     Ok(Arc::new(Object { store, url: format!("{base}/{path}"), path, size }))
 }
 
@@ -350,18 +357,38 @@ fn key_of(url: &Url, table: &str) -> Result<String> {
     Ok(path.as_ref().to_string())
 }
 
-/// One line about `what` from a store error, with secrets taken out.
+/// One line about `what` from a store error, with secrets taken out: what the server's error
+/// code says (`no such bucket`, `access denied`, `credentials refused`), its code and message,
+/// or the client's own words.
 fn store_error(what: &str, e: &object_store::Error) -> Error {
     let said = redact(&one_line(&e.to_string()));
-    let msg = match e {
-        object_store::Error::NotFound { .. } => "no such object".to_string(),
-        object_store::Error::PermissionDenied { .. } => format!("access denied: {said}"),
-        object_store::Error::Unauthenticated { .. } => format!("not signed in (check the credentials): {said}"),
-        _ if said.contains("NoSuchBucket") => "no such bucket".to_string(),
-        _ if said.contains("AccessDenied") || said.contains("403 Forbidden") => format!("access denied: {said}"),
+    let answer = server_answer(&said);
+    let code = answer.as_ref().map_or("", |(c, _)| c.as_str());
+    let detail = answer.as_ref().map_or_else(|| said.clone(), |(c, m)| format!("{c}: {m}"));
+    let msg = match (e, code) {
+        (object_store::Error::NotFound { .. }, _) | (_, "NoSuchKey") => "no such object".to_string(),
+        (_, "NoSuchBucket") => "no such bucket".to_string(),
+        (_, "SignatureDoesNotMatch" | "InvalidAccessKeyId" | "ExpiredToken" | "TokenRefreshRequired" | "InvalidToken" | "AuthenticationFailed") => {
+            format!("the credentials were refused ({detail})")
+        }
+        (object_store::Error::Unauthenticated { .. }, _) => format!("the credentials were refused ({detail})"),
+        (object_store::Error::PermissionDenied { .. }, _) | (_, "AccessDenied" | "AuthorizationFailure" | "AuthorizationPermissionMismatch") => {
+            format!("access denied ({detail})")
+        }
         _ => said,
     };
     Error::Store { what: what.to_string(), msg }
+}
+
+/// The error code and message of an S3 or Azure XML answer quoted in `said`.
+fn server_answer(said: &str) -> Option<(String, String)> {
+    let tag = |name: &str| -> Option<String> {
+        let open = format!("<{name}>");
+        let start = said.find(&open)? + open.len();
+        let end = said[start..].find("</")? + start;
+        Some(said[start..end].trim().to_string())
+    };
+    Some((tag("Code")?, tag("Message").unwrap_or_default()))
 }
 
 fn one_line(s: &str) -> String {
@@ -423,6 +450,13 @@ mod tests {
     fn ranges_near_each_other_are_one_request() {
         assert_eq!(coalesced(&[0..10, 20..30, (3 << 20)..(3 << 20) + 5], 1 << 20), 2);
         assert_eq!(coalesced(&[], 1 << 20), 0);
+    }
+
+    #[test]
+    fn a_servers_error_code_is_said_plainly() {
+        let said = "Generic S3 error: GET http://h/b?list-type=2 - 403 Forbidden: <?xml version=\"1.0\"?> <Error><Code>AccessDenied</Code><Message>Access Denied</Message><RequestId>x</RequestId></Error>";
+        assert_eq!(server_answer(said), Some(("AccessDenied".to_string(), "Access Denied".to_string())));
+        assert_eq!(server_answer("connection refused"), None);
     }
 
     #[test]

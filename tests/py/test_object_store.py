@@ -60,6 +60,10 @@ def make_tables(local):
     for name, index in [("paged_index.parquet", True), ("paged.parquet", False)]:
         pq.write_table(events, local / "samples" / name, row_group_size=50_000, data_page_size=8192,
                        write_page_index=index)
+    # Spark's escaped partition folder names (a value with '/' and '='): keys as they are.
+    for i, value in enumerate(["a%2Fb", "c%3Dd", "plain"]):
+        (local / "escaped" / f"k={value}").mkdir(parents=True)
+        pq.write_table(events.slice(i * 1000, 1000), local / "escaped" / f"k={value}" / "part-00000.parquet")
     # A warehouse for --tables: one table as a file, one as a folder in another case.
     (local / "wh" / "Titles").mkdir(parents=True)
     shutil.copy(SAMPLES / "events.parquet", local / "wh" / "events.parquet")
@@ -100,6 +104,14 @@ def test_a_hive_partition_column_read_from_object_names(s3):
     # A glob over object names, as over files.
     remote = ok(sj(endpoint, "keys", f"s3://{BUCKET}/hive/{col}=*/part-*.parquet", "--column", "user_id", "--format", "csv", "--quiet"))
     assert remote == ok(sj(endpoint, "keys", f"{local}/hive/{col}=*/part-*.parquet", "--column", "user_id", "--format", "csv", "--quiet"))
+
+
+def test_escaped_partition_folders_are_read_as_named(s3):
+    endpoint, local = s3
+    args = ["--column", "k", "--column", "title_id", "--format", "csv", "-q"]
+    remote = ok(sj(endpoint, "keys", f"s3://{BUCKET}/escaped", *args))
+    assert remote == ok(sj(endpoint, "keys", local / "escaped", *args))
+    assert "a/b" in remote and "c=d" in remote
 
 
 def test_only_the_key_column_is_fetched(s3):
@@ -330,3 +342,51 @@ def test_diagnose_reads_an_event_log_from_the_store(s3, moto_s3, tmp_path):
         assert remote["findings"] == local["findings"] and remote["stages"] == local["stages"]
     err = one_line_error(sj(endpoint, "diagnose", f"s3://{BUCKET}/logs/app-9"))
     assert "app-9" in err and "no such object" in err, err
+
+
+@pytest.fixture(scope="module")
+def guarded_s3(tmp_path_factory):
+    """A second moto server, in its own process, that checks every request against IAM after
+    the first 4 (which make a user without permissions, its key, a bucket and an object)."""
+    import boto3
+    import subprocess
+    import sys
+    import time
+    port = free_port()
+    env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="4")
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        kw = dict(endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key=SECRET)
+        iam = boto3.client("iam", **kw)
+        iam.create_user(UserName="reader")
+        key = iam.create_access_key(UserName="reader")["AccessKey"]
+        s3 = boto3.client("s3", **kw)
+        s3.create_bucket(Bucket="guarded")
+        s3.put_object(Bucket="guarded", Key="t/part-0.parquet", Body=(SAMPLES / "titles.parquet").read_bytes())
+        yield endpoint, key
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_denied_access_and_a_wrong_key_end_in_one_line(guarded_s3):
+    endpoint, key = guarded_s3
+    user_secret = key["SecretAccessKey"]
+    p = sj(endpoint, "keys", "s3://guarded/t/", "--column", "title_id",
+           env={"AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": user_secret})
+    err = one_line_error(p)
+    assert "s3://guarded/t/" in err and "access denied (AccessDenied: Access Denied)" in err, err
+    assert user_secret not in err and "<Error>" not in err, err
+    p = sj(endpoint, "keys", "s3://guarded/t/", "--column", "title_id",
+           env={"AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": "wrong-" + user_secret})
+    err = one_line_error(p)
+    assert "s3://guarded/t/" in err and "the credentials were refused (SignatureDoesNotMatch: " in err, err
+    assert user_secret not in err, err
