@@ -130,11 +130,14 @@ fn chunk_ranges(meta: &ParquetMetaData) -> Vec<Range<u64>> {
 impl Remote {
     /// The bytes `want` if a kept range holds them.
     fn kept(&self, want: Range<u64>) -> Option<Bytes> {
+        let len = (want.end - want.start) as usize;
+        self.kept_from(want.start).filter(|b| b.len() >= len).map(|b| b.slice(..len))
+    }
+
+    /// The kept bytes from `start` to the end of the range that holds it.
+    fn kept_from(&self, start: u64) -> Option<Bytes> {
         let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        kept.iter()
-            .rev()
-            .find(|(at, b)| *at <= want.start && want.end <= at + b.len() as u64)
-            .map(|(at, b)| b.slice((want.start - at) as usize..(want.end - at) as usize))
+        kept.iter().rev().find(|(at, b)| *at <= start && start < at + b.len() as u64).map(|(at, b)| b.slice((start - at) as usize..))
     }
 
     /// Fetch `range` and keep it.
@@ -233,14 +236,6 @@ impl ChunkReader for Blob {
                 Ok(r.get(start..end, self.len)?)
             }
         }
-    }
-}
-
-impl Remote {
-    /// The kept bytes from `start` to the end of the range that holds it.
-    fn kept_from(&self, start: u64) -> Option<Bytes> {
-        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        kept.iter().rev().find(|(at, b)| *at <= start && start < at + b.len() as u64).map(|(at, b)| b.slice((start - at) as usize..))
     }
 }
 

@@ -79,13 +79,7 @@ impl Folder {
     }
 
     fn read_log(&self, name: &str) -> Result<Bytes> {
-        match self {
-            Folder::Local(p) => {
-                let path = p.join("_delta_log").join(name);
-                std::fs::read(&path).map(Bytes::from).map_err(|e| Error::Io { path, source: e })
-            }
-            Folder::Remote(url, _) => crate::store::get_all(&format!("{}/_delta_log/{name}", url.trim_end_matches('/'))),
-        }
+        crate::store::read_whole(&format!("{}/_delta_log/{name}", self.shown().trim_end_matches('/')))
     }
 
     fn shown(&self) -> String {

@@ -8,10 +8,7 @@
 //! Delete files (position or equality deletes, format v2) are not applied: with any, the
 //! counts are upper bounds and the table's note says so. Only Parquet data files are read.
 
-use std::path::PathBuf;
-
 use apache_avro::types::Value as Avro;
-use bytes::Bytes;
 use serde_json::Value as Json;
 
 use crate::error::{Error, Result};
@@ -47,7 +44,7 @@ pub fn metadata_file(root: &str, listed: Option<&[(String, u64)]>) -> Result<Opt
         },
     };
     if names.iter().any(|n| n == "version-hint.text") {
-        let hint = read(&format!("{dir}/version-hint.text"))?;
+        let hint = crate::store::read_whole(&format!("{dir}/version-hint.text"))?;
         let v = String::from_utf8_lossy(&hint).trim().to_string();
         return Ok(Some(format!("{dir}/v{v}.metadata.json")));
     }
@@ -61,20 +58,11 @@ fn sequence(name: &str) -> i64 {
     digits.parse().unwrap_or(-1)
 }
 
-/// A file by URI or path: local, `file://` or in an object store.
-fn read(uri: &str) -> Result<Bytes> {
-    if crate::store::is_remote(uri) {
-        return crate::store::get_all(uri);
-    }
-    let path: PathBuf = crate::store::local_path(uri);
-    std::fs::read(&path).map(Bytes::from).map_err(|e| Error::Io { path, source: e })
-}
-
 /// The snapshot `as_of` (an id; default the current one) of the table whose metadata is at
 /// `metadata`.
 pub fn snapshot(metadata: &str, as_of: Option<i64>) -> Result<Snapshot> {
     let bad = |what: &str, msg: String| Error::bad_file(what, msg);
-    let meta: Json = serde_json::from_slice(&read(metadata)?).map_err(|e| bad(metadata, format!("not JSON: {e}")))?;
+    let meta: Json = serde_json::from_slice(&crate::store::read_whole(metadata)?).map_err(|e| bad(metadata, format!("not JSON: {e}")))?;
     let current = meta.get("current-snapshot-id").and_then(Json::as_i64).filter(|&id| id != -1);
     let Some(id) = as_of.or(current) else {
         return Err(Error::NoParquet(format!("{metadata}: the Iceberg table has no snapshot (no data yet)")));
@@ -115,7 +103,7 @@ pub fn snapshot(metadata: &str, as_of: Option<i64>) -> Result<Snapshot> {
 
 /// The records of the Avro file at `uri`.
 fn records(uri: &str) -> Result<Vec<Avro>> {
-    let bytes = read(uri)?;
+    let bytes = crate::store::read_whole(uri)?;
     let reader = apache_avro::Reader::new(&bytes[..]).map_err(|e| Error::bad_file(uri, format!("not an Avro file: {e}")))?;
     reader.map(|r| r.map_err(|e| Error::bad_file(uri, format!("corrupt Avro: {e}")))).collect()
 }

@@ -178,6 +178,16 @@ pub fn children(url: &str) -> Result<Vec<String>> {
     Ok(names.collect())
 }
 
+/// The whole file at `path`: an object store URL, a `file://` URL or a local path (a log or
+/// metadata file).
+pub fn read_whole(path: &str) -> Result<Bytes> {
+    if is_remote(path) {
+        return get_all(path);
+    }
+    let local = local_path(path);
+    std::fs::read(&local).map(Bytes::from).map_err(|e| Error::Io { path: local, source: e })
+}
+
 /// The whole object at `url` (a small one: a log or metadata file).
 pub fn get_all(url: &str) -> Result<Bytes> {
     let (store, parsed) = store_for(url)?;
@@ -199,31 +209,6 @@ pub fn object_at(url: &str, size: u64) -> Result<Arc<Object>> {
 /// The bytes `range` of `object`.
 pub fn get_range(object: &Object, range: Range<u64>) -> Result<Bytes> {
     block_on(&object.url, || async { count_request(object.store.get_range(&object.path, range.clone()).await) })
-}
-
-/// Several ranges of `object` at once: near ranges are fetched as one request, and the
-/// requests run side by side.
-pub fn get_ranges(object: &Object, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-    let got = block_on(&object.url, || async { object.store.get_ranges(&object.path, ranges).await })?;
-    // The client coalesces ranges within 1 MiB into one request.
-    REQUESTS.fetch_add(coalesced(ranges, 1 << 20), Ordering::Relaxed);
-    BYTES.fetch_add(got.iter().map(|b| b.len() as u64).sum(), Ordering::Relaxed);
-    Ok(got)
-}
-
-/// The requests `ranges` take when ranges less than `gap` bytes apart are fetched together.
-fn coalesced(ranges: &[Range<u64>], gap: u64) -> u64 {
-    let mut sorted: Vec<&Range<u64>> = ranges.iter().collect();
-    sorted.sort_by_key(|r| r.start);
-    let mut n = 0;
-    let mut end: Option<u64> = None;
-    for r in sorted {
-        if end.is_none_or(|e| r.start > e.saturating_add(gap)) {
-            n += 1;
-        }
-        end = Some(end.map_or(r.end, |e| e.max(r.end)));
-    }
-    n
 }
 
 /// Count one request, and the bytes of its answer.
@@ -253,9 +238,10 @@ impl Received for object_store::ObjectMeta {
 /// about `what`. The client retries a request that fails or gets a 5xx answer; an answer whose
 /// body breaks off (a reset or truncated stream) is asked for again here, up to 3 times.
 fn block_on<T, F: std::future::Future<Output = Result<T, object_store::Error>>>(what: &str, op: impl Fn() -> F) -> Result<T> {
+    let runtime = runtime()?;
     let mut tries = 0;
     loop {
-        match runtime().block_on(op()) {
+        match runtime.block_on(op()) {
             Err(e) if tries < 3 && body_broke(&e) => {
                 tries += 1;
                 std::thread::sleep(Duration::from_millis(100 << tries));
@@ -278,10 +264,13 @@ fn body_broke(e: &object_store::Error) -> bool {
     false
 }
 
-fn runtime() -> &'static tokio::runtime::Runtime {
-    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RUNTIME
-        .get_or_init(|| tokio::runtime::Builder::new_multi_thread().worker_threads(2).thread_name("skewjoin-io").enable_all().build().expect("tokio runtime"))
+/// The runtime the store clients run on, started on first use.
+fn runtime() -> Result<&'static tokio::runtime::Runtime> {
+    static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    let built = RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).thread_name("skewjoin-io").enable_all().build().map_err(|e| e.to_string())
+    });
+    built.as_ref().map_err(|e| Error::Internal(format!("cannot start the object store client's threads: {e}")))
 }
 
 /// Per request: the time to connect and the time for the whole answer.
@@ -444,12 +433,6 @@ mod tests {
         assert_eq!(table_file(".hidden/a.parquet"), None);
         assert_eq!(table_file("dt=1/part-0.parquet.crc"), None);
         assert_eq!(table_file("x%3Dy=a%2Fb/part-0"), Some(vec![("x=y".into(), "a/b".into())]));
-    }
-
-    #[test]
-    fn ranges_near_each_other_are_one_request() {
-        assert_eq!(coalesced(&[0..10, 20..30, (3 << 20)..(3 << 20) + 5], 1 << 20), 2);
-        assert_eq!(coalesced(&[], 1 << 20), 0);
     }
 
     #[test]

@@ -65,15 +65,6 @@ fn remote_files_of(url: &str) -> Result<Vec<PathBuf>> {
     Ok(files.into_iter().map(|f| PathBuf::from(f.1)).collect())
 }
 
-/// A log file's bytes, from disk or an object store.
-fn read_file(f: &Path) -> Result<Vec<u8>> {
-    let text = f.to_string_lossy();
-    if crate::store::is_remote(&text) {
-        return crate::store::get_all(&text).map(|b| b.to_vec());
-    }
-    fs::read(f).map_err(|source| Error::Io { path: f.to_path_buf(), source })
-}
-
 /// Decompress a whole file by its magic bytes. Returns the text, the codec, and an error
 /// message if the stream ended early (the bytes before it are kept).
 fn decode(bytes: Vec<u8>) -> (Vec<u8>, &'static str, Option<String>) {
@@ -235,7 +226,7 @@ pub fn read(path: &Path) -> Result<Events> {
     let mut warnings = Vec::new();
     let mut codec = "none";
     for (fi, f) in files.iter().enumerate() {
-        let bytes = read_file(f)?;
+        let bytes = crate::store::read_whole(&f.to_string_lossy())?.to_vec();
         let (text, c, err) = decode(bytes);
         codec = c;
         if let Some(e) = err {
