@@ -85,7 +85,9 @@ impl Blob {
         match &self.inner {
             Inner::Local(f) => read_local(f, buf, at),
             Inner::Remote(r) => {
-                let end = at + buf.len() as u64;
+                let end = at.checked_add(buf.len() as u64).filter(|&e| e <= self.len).ok_or_else(|| {
+                    std::io::Error::new(std::io::ErrorKind::UnexpectedEof, format!("{} bytes at {at} run past the end ({} bytes)", buf.len(), self.len))
+                })?;
                 // A small read (a page header, an index) would be a request of its own each:
                 // it fetches the chunk that holds it instead, and the next ones are served
                 // from there.
@@ -179,6 +181,7 @@ impl Remote {
         }
         let wide = self.widen(want.clone(), len);
         let got = self.fetch(wide.clone())?;
+        // `fetch` returned the whole of `wide`, which holds `want`: the slice is inside it.
         Ok(got.slice((want.start - wide.start) as usize..(want.end - wide.start) as usize))
     }
 }
@@ -211,6 +214,9 @@ impl ChunkReader for Blob {
         match &self.inner {
             Inner::Local(f) => Ok(BlobRead::Local(f.get_read(start)?)),
             Inner::Remote(r) => {
+                if start >= self.len {
+                    return Err(parquet::errors::ParquetError::EOF(format!("a read at {start} is past the end ({} bytes)", self.len)));
+                }
                 // Page headers are read through this: serve them from the chunk being read.
                 let bytes = match r.kept_from(start) {
                     Some(b) => b,
