@@ -7,7 +7,7 @@ use clap::Args;
 use skewjoin::diagnose::{self, report};
 use skewjoin::Result;
 
-use super::flags::TextOrJson;
+use super::flags::{Quiet, TextOrJson};
 
 /// A Spark event log in: the slow stage, its task summary, the cause, the fix and the next command
 #[derive(Args)]
@@ -24,13 +24,16 @@ pub struct DiagnoseArgs {
     min_stage_seconds: f64,
     #[command(flatten)]
     format: TextOrJson,
+    #[command(flatten)]
+    quiet: Quiet,
 }
 
 pub fn run(a: DiagnoseArgs) -> Result<String> {
     if !(a.min_stage_seconds >= 0.0 && a.min_stage_seconds.is_finite()) {
         return Err(skewjoin::Error::Usage(format!("--min-stage-seconds must be 0 or more, not {}", a.min_stage_seconds)));
     }
-    let opts = diagnose::Options { min_stage_ms: (a.min_stage_seconds * 1000.0).round() as i64 };
+    let opts = diagnose::Options { min_stage_ms: (a.min_stage_seconds * 1000.0).round() as i64, progress: a.quiet.progress() };
     let d = diagnose::diagnose(&a.event_log, a.baseline.as_deref(), &opts)?;
-    Ok(a.format.render(&d, report::text, report::json))
+    let io = if a.format.is_text() { a.quiet.io_line() } else { String::new() };
+    Ok(a.format.render(&d, report::text, report::json) + &io)
 }

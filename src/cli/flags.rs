@@ -176,7 +176,7 @@ impl Threads {
     }
 }
 
-/// `--quiet`: `keys`, `plan`, `rewrite`, `verify`.
+/// `--quiet` and `--verbose`: `keys`, `plan`, `rewrite`, `verify`, `diagnose`.
 #[derive(Args)]
 pub struct Quiet {
     /// No progress bar

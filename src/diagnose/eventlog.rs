@@ -3,17 +3,25 @@
 //! or a rolling event-log folder (`eventlog_v2_*`, its `events_N_*` files in order).
 //! A log that ends mid-event (a crashed or still running application, a copy cut short) is
 //! read up to the last whole line, with a warning. A log may be in an object store (s3://...,
-//! fetched whole).
+//! streamed to a temporary file).
+//!
+//! The log is read as a stream, a step of a few MiB at a time: the lines of a step are parsed in
+//! parallel (`events`), then taken into the application in order, so memory holds one step and
+//! what the model keeps per task, whatever the log's size.
 
 use std::fs;
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
+use indicatif::ProgressBar;
+
+use super::events::{self, Line};
+use super::model::App;
 use crate::error::{Error, Result};
 
-/// The events of a log, as parsed JSON, and what went wrong on the way.
-pub struct Events {
-    pub events: Vec<serde_json::Value>,
+/// The application a log describes, and what went wrong on the way.
+pub struct Log {
+    pub app: App,
     pub warnings: Vec<String>,
     /// The files read, in order.
     pub files: Vec<PathBuf>,
@@ -65,126 +73,144 @@ fn remote_files_of(url: &str) -> Result<Vec<PathBuf>> {
     Ok(files.into_iter().map(|f| PathBuf::from(f.1)).collect())
 }
 
-/// Decompress a whole file by its magic bytes. Returns the text, the codec, and an error
-/// message if the stream ended early (the bytes before it are kept).
-fn decode(bytes: Vec<u8>) -> (Vec<u8>, &'static str, Option<String>) {
-    if bytes.starts_with(&[0x28, 0xB5, 0x2F, 0xFD]) {
-        let mut out = Vec::new();
-        let r = zstd::stream::read::Decoder::new(&bytes[..]).and_then(|mut d| d.read_to_end(&mut out));
-        return (out, "zstd", r.err().map(|e| format!("zstd stream: {e}")));
+/// The decoded bytes of one log file, as a stream, and the codec its first bytes name. The
+/// file's bytes are counted on `bar` as they are read.
+fn open(file: &Path, bar: &ProgressBar) -> Result<(Box<dyn Read>, &'static str)> {
+    let text = file.to_string_lossy();
+    let local = if crate::store::is_remote(&text) {
+        crate::store::download(&text)?
+    } else {
+        fs::File::open(file).map_err(|source| Error::Io { path: file.to_path_buf(), source })?
+    };
+    bar.inc_length(local.metadata().map(|m| m.len()).unwrap_or(0));
+    let mut raw = std::io::BufReader::with_capacity(1 << 20, bar.wrap_read(local));
+    let head = raw.fill_buf().map_err(|source| Error::Io { path: file.to_path_buf(), source })?;
+    if head.starts_with(&[0x28, 0xB5, 0x2F, 0xFD]) {
+        let d = zstd::stream::read::Decoder::with_buffer(raw).map_err(|source| Error::Io { path: file.to_path_buf(), source })?;
+        return Ok((Box::new(d), "zstd"));
     }
-    if bytes.starts_with(b"LZ4Block") {
-        let (out, err) = lz4_blocks(&bytes);
-        return (out, "lz4", err);
+    if head.starts_with(b"LZ4Block") {
+        return Ok((Box::new(Blocks::new(raw, lz4_block)), "lz4"));
     }
-    if bytes.starts_with(b"\x82SNAPPY\x00") {
-        let (out, err) = snappy_java(&bytes);
-        return (out, "snappy", err);
+    if head.starts_with(b"\x82SNAPPY\x00") {
+        raw.consume(16);
+        return Ok((Box::new(Blocks::new(raw, snappy_chunk)), "snappy"));
     }
-    if bytes.starts_with(b"ZV") {
-        let (out, err) = lzf_chunks(&bytes);
-        return (out, "lzf", err);
+    if head.starts_with(b"ZV") {
+        return Ok((Box::new(Blocks::new(raw, lzf_chunk)), "lzf"));
     }
-    (bytes, "none", None)
+    Ok((Box::new(raw), "none"))
 }
 
-/// lz4-java's LZ4BlockOutputStream (what Spark's lz4 codec writes): blocks of
-/// "LZ4Block", a token, compressed and original lengths and a checksum (little endian), data.
-fn lz4_blocks(b: &[u8]) -> (Vec<u8>, Option<String>) {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        if b.len() < i + 21 || &b[i..i + 8] != b"LZ4Block" {
-            return (out, Some(format!("lz4 stream: bad block header at byte {i}")));
-        }
-        let token = b[i + 8];
-        let clen = u32::from_le_bytes([b[i + 9], b[i + 10], b[i + 11], b[i + 12]]) as usize;
-        let dlen = u32::from_le_bytes([b[i + 13], b[i + 14], b[i + 15], b[i + 16]]) as usize;
-        i += 21;
-        if clen == 0 && dlen == 0 {
-            // The end mark; a concatenated stream may follow.
-            continue;
-        }
-        if b.len() < i + clen {
-            return (out, Some("lz4 stream: cut short".into()));
-        }
-        let data = &b[i..i + clen];
-        match token & 0xF0 {
-            0x10 => out.extend_from_slice(data),
-            0x20 => match lz4_flex::block::decompress(data, dlen) {
-                Ok(d) => out.extend_from_slice(&d),
-                Err(e) => return (out, Some(format!("lz4 block: {e}"))),
-            },
-            t => return (out, Some(format!("lz4 stream: unknown block type {t:#x}"))),
-        }
-        i += clen;
-    }
-    (out, None)
+/// A stream of a block codec's decoded blocks: `next` reads one block (None at the end).
+struct Blocks<R> {
+    inner: R,
+    next: fn(&mut R) -> std::io::Result<Option<Vec<u8>>>,
+    out: Vec<u8>,
+    at: usize,
 }
 
-/// snappy-java's SnappyOutputStream (Spark's snappy codec): a 16-byte header, then chunks
-/// of a big-endian length and raw snappy data.
-fn snappy_java(b: &[u8]) -> (Vec<u8>, Option<String>) {
-    let mut out = Vec::new();
-    let mut i = 16;
-    let mut dec = snap::raw::Decoder::new();
-    while i < b.len() {
-        if b.len() < i + 4 {
-            return (out, Some("snappy stream: cut short".into()));
-        }
-        let n = u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]) as usize;
-        i += 4;
-        if b.len() < i + n {
-            return (out, Some("snappy stream: cut short".into()));
-        }
-        match dec.decompress_vec(&b[i..i + n]) {
-            Ok(d) => out.extend_from_slice(&d),
-            Err(e) => return (out, Some(format!("snappy chunk: {e}"))),
-        }
-        i += n;
+impl<R> Blocks<R> {
+    fn new(inner: R, next: fn(&mut R) -> std::io::Result<Option<Vec<u8>>>) -> Self {
+        Blocks { inner, next, out: Vec::new(), at: 0 }
     }
-    (out, None)
 }
 
-/// The LZF chunk format of the compress-lzf library (Spark's lzf codec): "ZV", a type byte
+impl<R> Read for Blocks<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.at == self.out.len() {
+            match (self.next)(&mut self.inner)? {
+                Some(block) => (self.out, self.at) = (block, 0),
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.out.len() - self.at);
+        buf[..n].copy_from_slice(&self.out[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+fn corrupt(what: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string())
+}
+
+/// Fill `buf` from `r`: false at a clean end before its first byte; an error if the stream
+/// ends inside it.
+fn read_block_header(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<bool> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) if got == 0 => return Ok(false),
+            Ok(0) => return Err(corrupt("cut short")),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// `n` bytes of a block's data.
+fn block_data(r: &mut impl Read, n: usize) -> std::io::Result<Vec<u8>> {
+    let mut data = vec![0; n];
+    r.read_exact(&mut data).map_err(|e| if e.kind() == std::io::ErrorKind::UnexpectedEof { corrupt("cut short") } else { e })?;
+    Ok(data)
+}
+
+/// One block of lz4-java's LZ4BlockOutputStream (what Spark's lz4 codec writes): "LZ4Block",
+/// a token, compressed and original lengths and a checksum (little endian), data. A block of
+/// zero lengths is an end mark (a concatenated stream may follow): an empty block.
+fn lz4_block(r: &mut impl Read) -> std::io::Result<Option<Vec<u8>>> {
+    let mut h = [0u8; 21];
+    if !read_block_header(r, &mut h)? {
+        return Ok(None);
+    }
+    if &h[..8] != b"LZ4Block" {
+        return Err(corrupt("bad block header"));
+    }
+    let clen = u32::from_le_bytes([h[9], h[10], h[11], h[12]]) as usize;
+    let dlen = u32::from_le_bytes([h[13], h[14], h[15], h[16]]) as usize;
+    let data = block_data(r, clen)?;
+    match h[8] & 0xF0 {
+        _ if clen == 0 && dlen == 0 => Ok(Some(Vec::new())),
+        0x10 => Ok(Some(data)),
+        0x20 => lz4_flex::block::decompress(&data, dlen).map(Some).map_err(|e| corrupt(&format!("lz4 block: {e}"))),
+        t => Err(corrupt(&format!("unknown block type {t:#x}"))),
+    }
+}
+
+/// One chunk of snappy-java's SnappyOutputStream (Spark's snappy codec), after its 16-byte
+/// header: a big-endian length and raw snappy data.
+fn snappy_chunk(r: &mut impl Read) -> std::io::Result<Option<Vec<u8>>> {
+    let mut h = [0u8; 4];
+    if !read_block_header(r, &mut h)? {
+        return Ok(None);
+    }
+    let data = block_data(r, u32::from_be_bytes(h) as usize)?;
+    snap::raw::Decoder::new().decompress_vec(&data).map(Some).map_err(|e| corrupt(&format!("snappy chunk: {e}")))
+}
+
+/// One chunk of the compress-lzf library's format (Spark's lzf codec): "ZV", a type byte
 /// (0 stored, 1 compressed), lengths (big endian), data.
-fn lzf_chunks(b: &[u8]) -> (Vec<u8>, Option<String>) {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        if b.len() < i + 5 || &b[i..i + 2] != b"ZV" {
-            return (out, Some(format!("lzf stream: bad chunk header at byte {i}")));
-        }
-        let kind = b[i + 2];
-        let n = u16::from_be_bytes([b[i + 3], b[i + 4]]) as usize;
-        match kind {
-            0 => {
-                i += 5;
-                if b.len() < i + n {
-                    return (out, Some("lzf stream: cut short".into()));
-                }
-                out.extend_from_slice(&b[i..i + n]);
-                i += n;
-            }
-            1 => {
-                if b.len() < i + 7 {
-                    return (out, Some("lzf stream: cut short".into()));
-                }
-                let dlen = u16::from_be_bytes([b[i + 5], b[i + 6]]) as usize;
-                i += 7;
-                if b.len() < i + n {
-                    return (out, Some("lzf stream: cut short".into()));
-                }
-                match lzf_block(&b[i..i + n], dlen) {
-                    Some(d) => out.extend_from_slice(&d),
-                    None => return (out, Some("lzf chunk: corrupt data".into())),
-                }
-                i += n;
-            }
-            k => return (out, Some(format!("lzf stream: unknown chunk type {k}"))),
-        }
+fn lzf_chunk(r: &mut impl Read) -> std::io::Result<Option<Vec<u8>>> {
+    let mut h = [0u8; 5];
+    if !read_block_header(r, &mut h)? {
+        return Ok(None);
     }
-    (out, None)
+    if &h[..2] != b"ZV" {
+        return Err(corrupt("bad chunk header"));
+    }
+    let n = u16::from_be_bytes([h[3], h[4]]) as usize;
+    match h[2] {
+        0 => block_data(r, n).map(Some),
+        1 => {
+            let d = block_data(r, 2)?;
+            let data = block_data(r, n)?;
+            lzf_block(&data, u16::from_be_bytes([d[0], d[1]]) as usize).map(Some).ok_or_else(|| corrupt("lzf chunk: corrupt data"))
+        }
+        k => Err(corrupt(&format!("unknown chunk type {k}"))),
+    }
 }
 
 /// One LZF block (liblzf's format): literal runs and back references.
@@ -219,40 +245,151 @@ pub fn lzf_block(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
     (out.len() == out_len).then_some(out)
 }
 
-/// Read every event of the log at `path`.
-pub fn read(path: &Path) -> Result<Events> {
+/// The decoded bytes read per step; the lines of each step are parsed in parallel.
+const STEP: usize = 8 << 20;
+
+/// Read the log at `path` into the application it describes, as one stream: memory holds one
+/// step of the log and what the model keeps per task, whatever the log's size.
+pub fn read(path: &Path, progress: bool) -> Result<Log> {
     let files = files_of(path)?;
-    let mut events = Vec::new();
-    let mut warnings = Vec::new();
+    let bar = progress_bar(progress);
+    let mut feed = Feed { app: App::default(), warnings: Vec::new(), file: PathBuf::new(), first_file: true, line: 0, bad: None };
     let mut codec = "none";
     for (fi, f) in files.iter().enumerate() {
-        let bytes = crate::store::read_whole(&f.to_string_lossy())?.to_vec();
-        let (text, c, err) = decode(bytes);
+        feed.start_file(f, fi == 0);
+        let (input, c) = open(f, &bar)?;
         codec = c;
-        if let Some(e) = err {
-            warnings.push(format!("{}: {e}; read up to there", f.display()));
+        read_lines(input, c, &mut feed)?;
+        feed.end_file();
+    }
+    bar.finish_and_clear();
+    if feed.app.events == 0 {
+        return Err(Error::bad_file(path, "no events: an empty Spark event log"));
+    }
+    feed.app.finish();
+    Ok(Log { app: feed.app, warnings: feed.warnings, files, codec })
+}
+
+/// A bar by bytes of the log files read, on a terminal only.
+fn progress_bar(show: bool) -> ProgressBar {
+    use std::io::IsTerminal;
+    if !show || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(0), indicatif::ProgressDrawTarget::stderr_with_hz(5));
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} reading the event log {bar:30} {binary_bytes}/{binary_total_bytes}, {binary_bytes_per_sec}, eta {eta}") {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// Read `input` step by step, parse each step's whole lines in parallel, take them in order.
+fn read_lines(mut input: Box<dyn Read>, codec: &str, feed: &mut Feed) -> Result<()> {
+    use rayon::prelude::*;
+    let mut buf: Vec<u8> = Vec::with_capacity(STEP * 2);
+    loop {
+        let (n, err) = fill(&mut input, &mut buf, STEP);
+        if let Some(e) = &err {
+            feed.warnings.push(format!("{}: {codec} stream: {e}; read up to there", feed.file.display()));
         }
-        let total = text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count();
-        for (li, line) in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).enumerate() {
-            match serde_json::from_slice::<serde_json::Value>(line) {
-                Ok(v) if v.get("Event").and_then(|e| e.as_str()).is_some() => events.push(v),
-                Ok(_) | Err(_) if events.is_empty() && fi == 0 => {
-                    return Err(Error::bad_file(f, "not a Spark event log: its first line is not a JSON event with an \"Event\" field"));
-                }
-                Ok(_) => warnings.push(format!("{} line {}: a JSON line without an \"Event\" field, skipped", f.display(), li + 1)),
-                Err(_) if li + 1 == total => warnings.push(format!(
-                    "{} ends in the middle of an event (line {}): the log is cut short; diagnosed as far as it goes",
-                    f.display(),
-                    li + 1
-                )),
-                Err(e) => warnings.push(format!("{} line {}: not JSON ({e}), skipped", f.display(), li + 1)),
+        let end = n == 0 || err.is_some();
+        let cut = if end { buf.len() } else { buf.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) };
+        if cut == 0 && !end {
+            continue; // one line longer than a step: read on
+        }
+        let mut lines: Vec<&[u8]> = buf[..cut].split(|&b| b == b'\n').collect();
+        if !end {
+            lines.pop(); // the nothing after the step's last newline
+        }
+        let parsed: Vec<Option<Line>> = lines.par_iter().with_min_len(64).map(|l| (!l.trim_ascii().is_empty()).then(|| events::parse(l))).collect();
+        for p in parsed {
+            feed.take(p)?;
+        }
+        buf.drain(..cut);
+        if end {
+            return Ok(());
+        }
+    }
+}
+
+/// Append up to `step` more bytes of `input` to `buf`: the bytes read (0 at the end), and the
+/// stream's error if it broke (the bytes before it are kept).
+fn fill(input: &mut dyn Read, buf: &mut Vec<u8>, step: usize) -> (usize, Option<std::io::Error>) {
+    let start = buf.len();
+    buf.resize(start + step, 0);
+    let mut got = 0;
+    let mut err = None;
+    while got < step {
+        match input.read(&mut buf[start + got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                err = Some(e);
+                break;
             }
         }
     }
-    if events.is_empty() {
-        return Err(Error::bad_file(path, "no events: an empty Spark event log"));
+    buf.truncate(start + got);
+    (got, err)
+}
+
+/// The parsed lines taken into the application in order, with the warnings they earn.
+struct Feed {
+    app: App,
+    warnings: Vec<String>,
+    file: PathBuf,
+    first_file: bool,
+    /// The line number in the current file of the last line taken.
+    line: usize,
+    /// A line that was not JSON, told once we know whether it was the file's last.
+    bad: Option<(usize, String)>,
+}
+
+impl Feed {
+    fn start_file(&mut self, f: &Path, first: bool) {
+        (self.file, self.first_file, self.line, self.bad) = (f.to_path_buf(), first, 0, None);
     }
-    Ok(Events { events, warnings, files, codec })
+
+    /// One line (None: an empty one).
+    fn take(&mut self, line: Option<Line>) -> Result<()> {
+        self.line += 1;
+        let Some(line) = line else { return Ok(()) };
+        let before_any = self.app.events == 0 && self.first_file;
+        match line {
+            Line::Bad(_) | Line::NotEvent if before_any => {
+                return Err(Error::bad_file(&self.file, "not a Spark event log: its first line is not a JSON event with an \"Event\" field"));
+            }
+            Line::Bad(e) => {
+                self.flush_bad();
+                self.bad = Some((self.line, e));
+                return Ok(());
+            }
+            Line::NotEvent => {
+                self.flush_bad();
+                self.warnings.push(format!("{} line {}: a JSON line without an \"Event\" field, skipped", self.file.display(), self.line));
+            }
+            other => {
+                self.flush_bad();
+                self.app.take(other);
+            }
+        }
+        Ok(())
+    }
+
+    /// A bad line followed by another: it was not the end of the log.
+    fn flush_bad(&mut self) {
+        if let Some((n, e)) = self.bad.take() {
+            self.warnings.push(format!("{} line {n}: not JSON ({e}), skipped", self.file.display()));
+        }
+    }
+
+    /// A bad last line: the log is cut short.
+    fn end_file(&mut self) {
+        if let Some((n, _)) = self.bad.take() {
+            self.warnings.push(format!("{} ends in the middle of an event (line {n}): the log is cut short; diagnosed as far as it goes", self.file.display()));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -280,9 +417,13 @@ mod tests {
         b.extend(b"LZ4Block");
         b.push(0x10);
         b.extend([0u8; 12]);
-        let (out, codec, err) = decode(b);
-        assert_eq!(codec, "lz4");
-        assert_eq!(err, None);
+        let mut out = Vec::new();
+        Blocks::<&[u8]>::new(&b[..], lz4_block).read_to_end(&mut out).unwrap();
+        assert_eq!(out, text);
+        // Cut inside the second block's header: the first block's bytes, then an error.
+        let mut out = Vec::new();
+        let err = Blocks::<&[u8]>::new(&b[..b.len() - 5], lz4_block).read_to_end(&mut out).unwrap_err();
+        assert_eq!(err.to_string(), "cut short");
         assert_eq!(out, text);
     }
 }

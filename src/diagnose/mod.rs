@@ -9,6 +9,7 @@
 //! (`Options::min_stage_ms` and `MIN_STAGE_SHARE`); below that it is listed as checked.
 
 pub mod eventlog;
+mod events;
 mod idle;
 pub mod model;
 pub mod plan;
@@ -276,11 +277,13 @@ fn stage_report(app: &App, st: &Stage, app_ms: i64) -> StageReport {
 pub struct Options {
     /// A stage shorter than this gets no finding (its checks are still listed).
     pub min_stage_ms: i64,
+    /// A progress bar by bytes while the log is read (on a terminal only).
+    pub progress: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { min_stage_ms: MIN_STAGE_MS }
+        Options { min_stage_ms: MIN_STAGE_MS, progress: false }
     }
 }
 
@@ -290,24 +293,24 @@ pub const MIN_STAGE_MS: i64 = 10_000;
 const MIN_STAGE_SHARE: f64 = 0.10;
 
 pub fn diagnose(path: &Path, baseline: Option<&Path>, opts: &Options) -> Result<Diagnosis> {
-    let ev = eventlog::read(path)?;
-    let app = App::from_events(&ev.events);
+    let ev = eventlog::read(path, opts.progress)?;
+    let app = &ev.app;
     let mut warnings = ev.warnings.clone();
     let base = match baseline {
         Some(b) => {
-            let bev = eventlog::read(b)?;
+            let bev = eventlog::read(b, opts.progress)?;
             warnings.extend(bev.warnings.iter().map(|w| format!("baseline: {w}")));
-            Some((App::from_events(&bev.events), bev))
+            Some(bev)
         }
         None => None,
     };
-    warnings.extend(unfinished_warnings(&app));
-    let app_sum = app_summary(&app, &ev);
+    warnings.extend(unfinished_warnings(app));
+    let app_sum = app_summary(app, &ev);
     let app_ms = app_sum.duration_ms;
 
     // 1. Locate.
-    let all = stage_reports(&app, app_ms);
-    let locate = locate_text(&all, app_ms, active_ms(&app));
+    let all = stage_reports(app, app_ms);
+    let locate = locate_text(&all, app_ms, active_ms(app));
     let top = worth_diagnosing(&all);
 
     // 2-3. Measure and diagnose.
@@ -315,16 +318,16 @@ pub fn diagnose(path: &Path, baseline: Option<&Path>, opts: &Options) -> Result<
     let shuffle_partitions = app_sum.shuffle_partitions.unwrap_or(200);
     for sr in &top {
         let st = &app.stages[&(sr.stage_id, sr.attempt)];
-        let ctx = StageCtx { app: &app, st, sr, shuffle_partitions };
-        verdicts.check_stage(&ctx, base.as_ref().map(|(b, _)| b));
+        let ctx = StageCtx { app, st, sr, shuffle_partitions };
+        verdicts.check_stage(&ctx, base.as_ref().map(|b| &b.app));
     }
-    for c in idle::checks(&app) {
+    for c in idle::checks(app) {
         verdicts.add(c);
     }
     let Verdicts { checks, findings, .. } = verdicts;
     let memory = top.first().map(|s| memory_text(s, findings.iter().find(|f| f.stage_id == Some(s.stage_id)).map(|f| f.kind)));
     let stages: Vec<StageReport> = all.into_iter().take(10).collect();
-    let baseline = base.as_ref().map(|(a, e)| app_summary(a, e));
+    let baseline = base.as_ref().map(|b| app_summary(&b.app, b));
     Ok(Diagnosis { app: app_sum, locate, stages, checks, findings, memory, baseline, warnings })
 }
 
@@ -345,7 +348,7 @@ fn unfinished_warnings(app: &App) -> Vec<String> {
     warnings
 }
 
-fn app_summary(a: &App, e: &eventlog::Events) -> AppSummary {
+fn app_summary(a: &App, e: &eventlog::Log) -> AppSummary {
     AppSummary {
         name: a.name.clone(),
         id: a.id.clone(),

@@ -5,6 +5,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 
+use super::events::{kind_of, Line};
+
 /// One finished task attempt, its times in milliseconds and sizes in bytes.
 #[derive(Debug, Clone, Default)]
 pub struct Task {
@@ -109,6 +111,8 @@ pub struct App {
     /// The last timestamp seen in the log.
     pub last_time: Option<i64>,
     pub events: usize,
+    /// Stage ID to job, from the job starts: for stages whose own events do not say.
+    stage_job: HashMap<i64, i64>,
 }
 
 fn i(v: &Value, k: &str) -> i64 {
@@ -164,72 +168,32 @@ fn stage_entry<'a>(app: &'a mut App, info: &Value) -> &'a mut Stage {
     st
 }
 
-/// The last part of an event's class name (`SparkListenerTaskEnd`, also for the SQL events
-/// that Spark names with their package).
-fn event_kind(e: &Value) -> &str {
-    let kind = e.get("Event").and_then(|x| x.as_str()).unwrap_or("");
-    kind.rsplit('.').next().unwrap_or(kind)
-}
-
-/// A task's times and metrics from its `SparkListenerTaskEnd` event (`info` its "Task Info",
-/// `m` its "Task Metrics").
-fn task_of_end(e: &Value, info: &Value, m: &Value) -> Task {
-    let sr = m.get("Shuffle Read Metrics").cloned().unwrap_or_default();
-    let sw = m.get("Shuffle Write Metrics").cloned().unwrap_or_default();
-    let inp = m.get("Input Metrics").cloned().unwrap_or_default();
-    let out = m.get("Output Metrics").cloned().unwrap_or_default();
-    let launch = i(info, "Launch Time");
-    let finish = i(info, "Finish Time");
-    let getting = i(info, "Getting Result Time");
-    let mut t = Task {
-        launch,
-        finish,
-        duration: (finish - launch).max(0),
-        run: i(m, "Executor Run Time"),
-        cpu_ms: i(m, "Executor CPU Time") / 1_000_000,
-        deserialize: i(m, "Executor Deserialize Time"),
-        result_ser: i(m, "Result Serialization Time"),
-        getting_result: if getting > 0 { (finish - getting).max(0) } else { 0 },
-        gc: i(m, "JVM GC Time"),
-        scheduler_delay: 0,
-        shuffle_read_bytes: i(&sr, "Remote Bytes Read") + i(&sr, "Local Bytes Read"),
-        shuffle_read_records: i(&sr, "Total Records Read"),
-        fetch_wait: i(&sr, "Fetch Wait Time"),
-        shuffle_write_bytes: i(&sw, "Shuffle Bytes Written"),
-        shuffle_write_records: i(&sw, "Shuffle Records Written"),
-        input_bytes: i(&inp, "Bytes Read"),
-        input_records: i(&inp, "Records Read"),
-        output_bytes: i(&out, "Bytes Written"),
-        output_records: i(&out, "Records Written"),
-        memory_spill: i(m, "Memory Bytes Spilled"),
-        disk_spill: i(m, "Disk Bytes Spilled"),
-        result_size: i(m, "Result Size"),
-        index: i(info, "Index"),
-        executor: s(info, "Executor ID"),
-        host: s(info, "Host"),
-        success: e.get("Task End Reason").map(|r| s(r, "Reason") == "Success").unwrap_or(true)
-            && !info.get("Failed").and_then(|x| x.as_bool()).unwrap_or(false),
-    };
-    // As the Spark UI computes it.
-    t.scheduler_delay = (t.duration - t.run - t.deserialize - t.result_ser - t.getting_result).max(0);
-    t
-}
-
 impl App {
-    pub fn from_events(events: &[Value]) -> App {
-        let mut app = App { events: events.len(), ..Default::default() };
-        // Stage ID to job, from the job starts: for stages whose own events do not say.
-        let mut stage_job: HashMap<i64, i64> = HashMap::new();
-        for e in events {
-            app.note_time(e);
-            app.apply(e, &mut stage_job);
+    /// Take one line of the log into the application.
+    pub fn take(&mut self, line: Line) {
+        match line {
+            Line::TaskEnd { stage, task, accums } => self.task_end(stage, task, accums),
+            Line::Event(e) => {
+                self.events += 1;
+                self.note_time(&e);
+                self.apply(&e);
+            }
+            Line::Other { time } => {
+                self.events += 1;
+                self.last_time = self.last_time.max(time);
+            }
+            Line::NotEvent | Line::Bad(_) => {}
         }
-        for st in app.stages.values_mut() {
+    }
+
+    /// After the last line: stages whose own events did not name their job get it from the
+    /// job starts.
+    pub fn finish(&mut self) {
+        for st in self.stages.values_mut() {
             if st.job.is_none() {
-                st.job = stage_job.get(&st.id).copied();
+                st.job = self.stage_job.get(&st.id).copied();
             }
         }
-        app
     }
 
     /// Move `last_time` to the latest of the event's timestamps.
@@ -242,8 +206,8 @@ impl App {
     }
 
     /// Take one event into the application; events of other kinds are ignored.
-    fn apply(&mut self, e: &Value, stage_job: &mut HashMap<i64, i64>) {
-        match event_kind(e) {
+    fn apply(&mut self, e: &Value) {
+        match kind_of(e.get("Event").and_then(|x| x.as_str()).unwrap_or("")) {
             "SparkListenerLogStart" => self.spark_version = e.get("Spark Version").and_then(|x| x.as_str()).map(str::to_string),
             "SparkListenerApplicationStart" => {
                 self.name = s(e, "App Name");
@@ -254,11 +218,10 @@ impl App {
             "SparkListenerEnvironmentUpdate" => self.properties.extend(props(e.get("Spark Properties"))),
             "SparkListenerExecutorAdded" => self.executor_added(e),
             "SparkListenerExecutorRemoved" => self.executor_removed(e),
-            "SparkListenerJobStart" => self.job_start(e, stage_job),
+            "SparkListenerJobStart" => self.job_start(e),
             "SparkListenerJobEnd" => self.job_end(e),
             "SparkListenerStageSubmitted" => self.stage_submitted(e),
             "SparkListenerStageCompleted" => self.stage_completed(e),
-            "SparkListenerTaskEnd" => self.task_end(e),
             "SparkListenerSQLExecutionStart" => self.sql_start(e),
             "SparkListenerSQLAdaptiveExecutionUpdate" => self.sql_adaptive_update(e),
             "SparkListenerSQLExecutionEnd" => self.sql_end(e),
@@ -278,12 +241,12 @@ impl App {
         }
     }
 
-    fn job_start(&mut self, e: &Value, stage_job: &mut HashMap<i64, i64>) {
+    fn job_start(&mut self, e: &Value) {
         let id = i(e, "Job ID");
         let p = props(e.get("Properties"));
         let stages: Vec<i64> = e.get("Stage IDs").and_then(|x| x.as_array()).into_iter().flatten().filter_map(|x| x.as_i64()).collect();
         for &st in &stages {
-            stage_job.insert(st, id);
+            self.stage_job.insert(st, id);
         }
         for info in e.get("Stage Infos").and_then(|x| x.as_array()).into_iter().flatten() {
             let st = stage_entry(self, info);
@@ -324,16 +287,13 @@ impl App {
     }
 
     /// A finished task: added to its stage (created if the log has not named it yet).
-    fn task_end(&mut self, e: &Value) {
-        let (Some(info), Some(m)) = (e.get("Task Info"), e.get("Task Metrics")) else { return };
-        let key = (i(e, "Stage ID"), i(e, "Stage Attempt ID"));
-        let t = task_of_end(e, info, m);
+    fn task_end(&mut self, key: (i64, i64), t: Task, accums: Vec<i64>) {
+        self.events += 1;
         self.last_time = Some(self.last_time.map_or(t.finish, |l| l.max(t.finish)));
-        let ids: Vec<i64> = accum_ids(info).collect();
         let st = self.stages.entry(key).or_default();
         st.id = key.0;
         st.attempt = key.1;
-        st.accums.extend(ids);
+        st.accums.extend(accums);
         st.tasks.push(t);
     }
 

@@ -148,6 +148,30 @@ def test_truncated_log_is_diagnosed_as_far_as_it_goes(tmp_path):
     assert d["stages"], d
 
 
+def test_streamed_in_steps_the_same_as_whole(tmp_path):
+    """The log is read in 8 MiB steps: a line longer than a step (a 9 MiB SQL description), lines
+    across step boundaries, a log not written Spark's way (spaces, so every line takes the JSON-tree
+    reader) and the same log zstd-compressed all give the same diagnosis as the plain log."""
+    import zstandard
+
+    src = tmp_path / "hot"
+    synthlogs.worked_hot_key(src)
+    want = diag(src)
+    lines = src.read_text().splitlines()
+    big = json.dumps({"Event": "org.apache.spark.sql.execution.ui.SparkListenerDriverAccumUpdates",
+                      "executionId": 1, "accumUpdates": [], "pad": "x" * (9 << 20)}, separators=(",", ":"))
+    long_line = tmp_path / "long"
+    long_line.write_text("\n".join(lines[:5] + [big] + lines[5:] + [big]) + "\n")
+    spaced = tmp_path / "spaced"
+    spaced.write_text("\n".join(json.dumps(json.loads(l)) for l in lines) + "\n")
+    packed = tmp_path / "packed"
+    packed.write_bytes(zstandard.ZstdCompressor().compress(src.read_bytes()))
+    for p in (long_line, spaced, packed):
+        d = diag(p)
+        assert d["findings"] == want["findings"] and d["stages"] == want["stages"], p
+        assert d["app"]["tasks"] == want["app"]["tasks"] and not d["warnings"], (p, d["warnings"])
+
+
 def test_bad_input(tmp_path, corpus):
     p = tmp_path / "x.csv"
     synthlogs.not_a_log(p)
