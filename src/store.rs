@@ -293,6 +293,12 @@ fn body_broke(e: &object_store::Error) -> bool {
     false
 }
 
+/// Run `fut` to completion on the runtime the store clients run on (the History Server's
+/// client runs there too).
+pub fn run<T>(fut: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    runtime()?.block_on(fut)
+}
+
 /// The runtime the store clients run on, started on first use.
 fn runtime() -> Result<&'static tokio::runtime::Runtime> {
     static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> = OnceLock::new();

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use skewjoin::diagnose::{self, report};
+use skewjoin::diagnose::{self, history, report};
 use skewjoin::Result;
 
 use super::flags::{Quiet, TextOrJson};
@@ -12,12 +12,22 @@ use super::flags::{Quiet, TextOrJson};
 /// A Spark event log in: the slow stage, its task summary, the cause, the fix and the next command
 #[derive(Args)]
 pub struct DiagnoseArgs {
-    /// A Spark event log: a file (plain, zstd, lz4, snappy or lzf) or a rolling eventlog_v2_* folder
+    /// A Spark event log: a file (plain, zstd, lz4, snappy or lzf), a rolling eventlog_v2_*
+    /// folder, either in an object store (s3://...), or a Spark History Server
+    /// (http://HOST:18080: its applications listed, or one diagnosed with --app or a URL that
+    /// names it)
     #[arg(value_name = "EVENT_LOG")]
-    event_log: PathBuf,
-    /// An earlier run of the same job, to tell what changed (input growth)
+    event_log: String,
+    /// An earlier run of the same job, to tell what changed (input growth): a log, or an
+    /// application of the same History Server by its id
     #[arg(long, value_name = "EVENT_LOG")]
-    baseline: Option<PathBuf>,
+    baseline: Option<String>,
+    /// The application to diagnose, when EVENT_LOG is a History Server
+    #[arg(long, value_name = "APP_ID")]
+    app: Option<String>,
+    /// The attempt of a retried application (default: its last)
+    #[arg(long, value_name = "N")]
+    attempt: Option<String>,
     /// A stage shorter than this gets no finding (its checks are still listed): a cost of a few
     /// seconds is not worth a user's attention
     #[arg(long, value_name = "SECONDS", default_value_t = diagnose::MIN_STAGE_MS as f64 / 1000.0)]
@@ -33,7 +43,42 @@ pub fn run(a: DiagnoseArgs) -> Result<String> {
         return Err(skewjoin::Error::Usage(format!("--min-stage-seconds must be 0 or more, not {}", a.min_stage_seconds)));
     }
     let opts = diagnose::Options { min_stage_ms: (a.min_stage_seconds * 1000.0).round() as i64, progress: a.quiet.progress() };
-    let d = diagnose::diagnose(&a.event_log, a.baseline.as_deref(), &opts)?;
+    let mut fetched = Vec::new();
+    let server = history::is_server(&a.event_log);
+    if !server && (a.app.is_some() || a.attempt.is_some()) {
+        return Err(skewjoin::Error::Usage("--app and --attempt name an application of a Spark History Server: give its URL (http://HOST:18080)".into()));
+    }
+    let log = if server {
+        let t = history::target(&a.event_log, a.app.as_deref(), a.attempt.as_deref())?;
+        if t.app.is_none() {
+            return Ok(a.format.render(&history::list(&t)?, report::listing_text, report::listing_json));
+        }
+        from_server(&t, &mut fetched)?
+    } else {
+        PathBuf::from(&a.event_log)
+    };
+    let baseline = match &a.baseline {
+        Some(b) if history::is_server(b) => Some(from_server(&history::target(b, None, None)?, &mut fetched)?),
+        Some(b) if server && !b.contains('/') && !std::path::Path::new(b).exists() => {
+            let t = history::target(&a.event_log, Some(b), None)?;
+            Some(from_server(&t, &mut fetched)?)
+        }
+        Some(b) => Some(PathBuf::from(b)),
+        None => None,
+    };
+    let d = diagnose::diagnose(&log, baseline.as_deref(), &opts)?;
     let io = if a.format.is_text() { a.quiet.io_line() } else { String::new() };
     Ok(a.format.render(&d, report::text, report::json) + &io)
+}
+
+/// The application's event log, downloaded from the History Server into a temporary folder
+/// that lives as long as `fetched`.
+fn from_server(t: &history::Target, fetched: &mut Vec<tempfile::TempDir>) -> Result<PathBuf> {
+    if t.app.is_none() {
+        return Err(skewjoin::Error::Usage(format!("{}: name the application (--app, or a URL with its id)", t.base)));
+    }
+    let dir = tempfile::tempdir().map_err(|source| skewjoin::Error::Io { path: std::env::temp_dir(), source })?;
+    let log = history::fetch_log(t, dir.path())?;
+    fetched.push(dir);
+    Ok(log)
 }

@@ -277,7 +277,9 @@ fn progress_bar(show: bool) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(Some(0), indicatif::ProgressDrawTarget::stderr_with_hz(5));
-    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} reading the event log {bar:30} {binary_bytes}/{binary_total_bytes}, {binary_bytes_per_sec}, eta {eta}") {
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{spinner} reading the event log {bar:30} {binary_bytes}/{binary_total_bytes}, {binary_bytes_per_sec}, eta {eta}",
+    ) {
         bar.set_style(style);
     }
     bar

@@ -10,6 +10,7 @@
 
 pub mod eventlog;
 mod events;
+pub mod history;
 mod idle;
 pub mod model;
 pub mod plan;

@@ -172,3 +172,42 @@ fn push_verify(o: &mut String, d: &Diagnosis) {
         o.push_str("   re-run with the event log on and compare the stage table above\n");
     }
 }
+
+/// A History Server's applications, newest first, each with its slowest stage.
+pub fn listing_text(l: &super::history::Listing) -> String {
+    let mut o = format!("skewjoin diagnose {}: {} application(s)\n", l.server, l.applications.len());
+    let mut t = table(&["application", "attempt", "name", "duration", "slowest stage"]);
+    for a in &l.applications {
+        let attempt = match (&a.attempt, a.attempts) {
+            (Some(x), n) if n > 1 => format!("{x} of {n}"),
+            (Some(x), _) => x.clone(),
+            (None, _) => "-".into(),
+        };
+        let slowest =
+            a.slowest_stage.as_ref().map(|s| format!("stage {} ({}): {}", s.stage_id, short(&s.name, 40), fmt_ms(s.duration_ms))).unwrap_or_else(|| "-".into());
+        let duration = if a.completed { fmt_ms(a.duration_ms) } else { "running".into() };
+        t.add_row(vec![a.id.clone(), attempt, short(&a.name, 40), duration, slowest]);
+    }
+    if let Some(c) = t.column_mut(2) {
+        c.set_cell_alignment(CellAlignment::Left);
+    }
+    o.push_str(&indent(&t.to_string(), "  "));
+    o.push('\n');
+    if let Some(a) = l.applications.first() {
+        o.push_str(&format!("next: skewjoin diagnose {} --app {}\n", l.server, a.id));
+    }
+    o
+}
+
+pub fn listing_json(l: &super::history::Listing) -> String {
+    serde_json::to_string_pretty(l).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+/// `s` cut to `n` characters, on one line.
+fn short(s: &str, n: usize) -> String {
+    let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    match one.char_indices().nth(n) {
+        Some((i, _)) => format!("{}...", &one[..i]),
+        None => one,
+    }
+}

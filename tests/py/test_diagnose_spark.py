@@ -3,6 +3,8 @@ scenario as its own Spark application (in its own process, since this one alread
 Spark session), then every log is diagnosed. The hot-key case also runs the `skewjoin plan`
 command the diagnosis hands over, on the tables the physical plan names."""
 import json
+import os
+import pathlib
 import shlex
 import subprocess
 import sys
@@ -106,3 +108,142 @@ def test_rolling_folder_of_several_files_reads_as_one_log(logs, tmp_path):
     whole, rolled = diag(logs["hot_null_join"]), diag(folder)
     assert rolled["app"]["files"] == 3 and not rolled["warnings"], rolled["warnings"]
     assert rolled["stages"] == whole["stages"] and rolled["findings"] == whole["findings"]
+
+
+# --- The Spark History Server as input ---------------------------------------------------------
+
+def _retried_app(folder):
+    """A synthetic application retried once: attempt 1 a short GC-heavy job, attempt 2 the
+    worked hot-key job, both under one application id, named the way YARN names attempts."""
+    import synthlogs
+    app = "application_1767225600000_0042"
+    for attempt, make in (("1", synthlogs.short_gc), ("2", synthlogs.worked_hot_key)):
+        src = folder.parent / f"src_{attempt}"
+        make(src)
+        out = []
+        for line in src.read_text().splitlines():
+            e = json.loads(line)
+            if e["Event"] == "SparkListenerApplicationStart":
+                e["App ID"], e["App Attempt ID"] = app, attempt
+                line = json.dumps(e, separators=(",", ":"))
+            out.append(line)
+        (folder / f"{app}_{attempt}").write_text("\n".join(out) + "\n")
+    return app
+
+
+@pytest.fixture(scope="module")
+def history(logs, tmp_path_factory):
+    """Spark's own History Server (pyspark's sbin/start-history-server.sh) on 127.0.0.1 over a
+    folder of real logs (one plain, one zstd, one rolling folder) and a retried synthetic
+    application; stopped at the end. Yields (url, {name: app id}, the log folder)."""
+    import shutil, time, urllib.request
+    import pyspark
+    from conftest import free_port
+
+    base = tmp_path_factory.mktemp("history")
+    folder = base / "logs"
+    folder.mkdir()
+    apps = {}
+    for name in ("hot_null_join", "zstd", "rolling"):
+        src = pathlib.Path(logs[name])
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, folder / src.name)
+        apps[name] = _app_id(src)
+    apps["retried"] = _retried_app(folder)
+    port = free_port()
+    home = pathlib.Path(pyspark.__file__).parent
+    env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", SPARK_LOG_DIR=str(base), SPARK_PID_DIR=str(base),
+               SPARK_IDENT_STRING=f"skewjoin{port}",
+               SPARK_HISTORY_OPTS=f"-Dspark.history.fs.logDirectory=file:{folder} -Dspark.history.ui.port={port} "
+                                  "-Dspark.history.fs.update.interval=1s -Dspark.ui.host=127.0.0.1")
+    env["PATH"] = f"{pathlib.Path(sys.executable).parent}:{env['PATH']}"
+    subprocess.run(["bash", str(home / "sbin" / "start-history-server.sh")], env=env, check=True, capture_output=True, timeout=60)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 90
+        while True:
+            try:
+                listed = json.load(urllib.request.urlopen(f"{url}/api/v1/applications", timeout=5))
+                if len(listed) == len(apps):
+                    break
+            except OSError:
+                pass
+            assert time.time() < deadline, "the History Server did not list the logs within 90 s"
+            time.sleep(1)
+        yield url, apps, folder
+    finally:
+        subprocess.run(["bash", str(home / "sbin" / "stop-history-server.sh")], env=env, capture_output=True, timeout=60)
+
+
+def _app_id(log):
+    """The application id in a log's start event (a rolling folder's first events file)."""
+    import zstandard
+    p = pathlib.Path(log)
+    if p.is_dir():
+        p = sorted(p.glob("events_1_*"))[0]
+    raw = p.read_bytes()
+    if raw[:4] == b"\x28\xb5\x2f\xfd":
+        raw = zstandard.ZstdDecompressor().stream_reader(raw).read()
+    for line in raw.decode().splitlines():
+        e = json.loads(line)
+        if e["Event"] == "SparkListenerApplicationStart":
+            return e["App ID"]
+    raise AssertionError(f"no application start in {log}")
+
+
+def same_diagnosis(a, b):
+    for k in ("findings", "stages", "checks"):
+        assert a[k] == b[k], k
+    assert {k: v for k, v in a["app"].items() if k != "files"} == {k: v for k, v in b["app"].items() if k != "files"}
+
+
+def test_history_server_lists_its_applications(history):
+    url, apps, _ = history
+    p = run("diagnose", url, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    listed = {a["id"]: a for a in json.loads(p.stdout)["applications"]}
+    assert set(listed) == set(apps.values())
+    retried = listed[apps["retried"]]
+    assert (retried["attempt"], retried["attempts"]) == ("2", 2)
+    # The last attempt is the worked hot-key job: its slowest stage is the 2 h 51 min join.
+    assert retried["slowest_stage"]["stage_id"] == 2 and retried["slowest_stage"]["duration_ms"] > 10_000_000
+    assert all(a["slowest_stage"] for a in listed.values()), listed
+    text = run("diagnose", url).stdout
+    assert f"next: skewjoin diagnose {url} --app" in text and "2 of 2" in text
+
+
+@pytest.mark.parametrize("name", ["hot_null_join", "zstd", "rolling"])
+def test_history_server_application_diagnosed_as_its_log(history, logs, name):
+    url, apps, _ = history
+    want = diag(logs[name])
+    for args in ([url, "--app", apps[name]], [f"{url}/history/{apps[name]}/jobs/"]):
+        p = run("diagnose", *args, "--format", "json", "--min-stage-seconds", "0")
+        assert p.returncode == 0, p.stderr
+        same_diagnosis(json.loads(p.stdout), want)
+
+
+def test_history_server_attempts(history, tmp_path):
+    url, apps, folder = history
+    app = apps["retried"]
+    last = json.loads(run("diagnose", url, "--app", app, "--format", "json").stdout)
+    assert "hot_key" in kinds(last) and last["app"]["tasks"] == 808
+    first = json.loads(run("diagnose", url, "--app", app, "--attempt", "1", "--format", "json").stdout)
+    same_diagnosis(first, json.loads(run("diagnose", folder / f"{app}_1", "--format", "json").stdout))
+    p = run("diagnose", f"{url}/api/v1/applications/{app}/9")
+    assert p.returncode == 2 and "has no attempt 9 (it has attempts 2, 1)" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    # A baseline named by its id on the same server.
+    d = json.loads(run("diagnose", url, "--app", app, "--baseline", apps["hot_null_join"], "--format", "json").stdout)
+    assert d["baseline"]["id"] == apps["hot_null_join"]
+
+
+def test_history_server_bad_input(history):
+    url, apps, _ = history
+    from conftest import free_port
+    down = f"http://127.0.0.1:{free_port()}"
+    for args, why in [([url, "--app", "app-does-not-exist"], "HTTP 404: unknown app: app-does-not-exist"),
+                      ([down], f"cannot reach the Spark History Server at {down}"),
+                      ([down.replace("http://", "http://ann:pw-9f3k2@"), "--app", "x"], "Connection refused"),
+                      ([url + "/history/x", "--attempt", "1", "--app", ""], "--app and --attempt need a value"),
+                      (["/no/such/log", "--app", "x"], "--app and --attempt name an application of a Spark History Server")]:
+        p = run("diagnose", *args)
+        assert p.returncode == 2 and why in p.stderr and len(p.stderr.strip().splitlines()) == 1, (args, p.stderr)
+        assert "pw-9f3k2" not in p.stderr and "panicked" not in p.stderr
