@@ -2,7 +2,7 @@
 //!
 //! Data flows one way: `source` (files, footers, columns) -> `count` (count keys) ->
 //! `classify` (null / placeholder / junk / demand) -> `keys` (the report of one command)
-//! -> `report` (text, JSON, CSV). `hash` is Spark's own Murmur3, for the partition of a key.
+//! -> `report` (text, JSON, CSV; `html` for the `--html` pages). `hash` is Spark's own Murmur3, for the partition of a key.
 
 pub mod blob;
 pub mod classify;
@@ -14,6 +14,7 @@ pub mod filter;
 pub mod format;
 pub mod guard;
 pub mod hash;
+pub mod html;
 pub mod iceberg;
 pub mod keys;
 pub mod plan;

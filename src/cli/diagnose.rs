@@ -7,7 +7,7 @@ use clap::Args;
 use skewjoin::diagnose::{self, history, report};
 use skewjoin::Result;
 
-use super::flags::{Quiet, TextOrJson};
+use super::flags::{HtmlOut, Quiet, TextOrJson};
 
 /// A Spark event log in: the slow stage, its task summary, the cause, the fix and the next command
 #[derive(Args)]
@@ -36,6 +36,8 @@ pub struct DiagnoseArgs {
     format: TextOrJson,
     #[command(flatten)]
     quiet: Quiet,
+    #[command(flatten)]
+    html: HtmlOut,
 }
 
 pub fn run(a: DiagnoseArgs) -> Result<String> {
@@ -67,6 +69,7 @@ pub fn run(a: DiagnoseArgs) -> Result<String> {
         None => None,
     };
     let d = diagnose::diagnose(&log, baseline.as_deref(), &opts)?;
+    a.html.write(&d, report::html)?;
     let io = if a.format.is_text() { a.quiet.io_line() } else { String::new() };
     Ok(a.format.render(&d, report::text, report::json) + &io)
 }

@@ -231,3 +231,22 @@ impl TextOrJson {
 pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
     skewjoin::size::parse_size(s)
 }
+
+/// `--html FILE`: `diagnose`, `plan`, `verify`.
+#[derive(Args)]
+pub struct HtmlOut {
+    /// Also write the report as one self-contained HTML file (inline SVG charts of the tasks,
+    /// nothing fetched), to attach to a ticket
+    #[arg(long, value_name = "FILE")]
+    html: Option<std::path::PathBuf>,
+}
+
+impl HtmlOut {
+    /// Write the page `make` builds, when --html is given.
+    pub fn write<T>(&self, value: &T, make: fn(&T) -> skewjoin::html::Page) -> skewjoin::Result<()> {
+        match &self.html {
+            Some(path) => skewjoin::html::write(path, make(value)),
+            None => Ok(()),
+        }
+    }
+}

@@ -9,7 +9,7 @@ use skewjoin::plan::{self, JoinType, SideInput};
 use skewjoin::source::Table;
 use skewjoin::{Error, Result};
 
-use super::flags::{PlannerArgs, Quiet, TextOrJson, Threads};
+use super::flags::{HtmlOut, PlannerArgs, Quiet, TextOrJson, Threads};
 
 /// Two tables and a join key: the hot keys, what they are, the fix, the tasks before and after, the SQL
 #[derive(Args)]
@@ -43,6 +43,8 @@ pub struct PlanArgs {
     threads: Threads,
     #[command(flatten)]
     quiet: Quiet,
+    #[command(flatten)]
+    html: HtmlOut,
 }
 
 /// `--how`: the join type.
@@ -82,6 +84,7 @@ pub fn run(a: PlanArgs) -> Result<String> {
         right.name = format!("{}_2", right.name);
     }
     let p = plan::plan(&left, &right, &classifier, &opts)?;
+    a.html.write(&p, plan::html)?;
     let io = if a.format.is_text() { skewjoin::report::table_notes() + &a.quiet.io_line() } else { String::new() };
     Ok(a.format.render(&p, plan::text, plan::json) + &io)
 }

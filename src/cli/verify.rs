@@ -13,7 +13,7 @@ use skewjoin::source::Table;
 use skewjoin::verify::{self, SparkOptions, Verification};
 use skewjoin::{Error, Result};
 
-use super::flags::{open_tables, PlannerArgs, QueryArgs, Quiet, TextOrJson};
+use super::flags::{open_tables, HtmlOut, PlannerArgs, QueryArgs, Quiet, TextOrJson};
 
 /// Run the original query and the rewrite side by side: same rows, and the largest task before and after
 #[derive(Args)]
@@ -46,6 +46,8 @@ pub struct VerifyArgs {
     format: TextOrJson,
     #[command(flatten)]
     quiet: Quiet,
+    #[command(flatten)]
+    html: HtmlOut,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -82,6 +84,7 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
         Engine::Polars => verify_polars(&sql, &rewritten, planned, &named, &tables, &a)?,
         Engine::Spark => verify_spark(&sql, &rewritten, planned, &named, &a)?,
     };
+    a.html.write(&v, verify::html)?;
     Ok((a.format.render(&v, verify::text, verify::json), v.identical))
 }
 

@@ -208,6 +208,56 @@ pub struct Diagnosis {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline: Option<AppSummary>,
     pub warnings: Vec<String>,
+    /// What the HTML report and the text's task line draw (not in the JSON).
+    #[serde(skip)]
+    pub picture: Picture,
+}
+
+/// The stages over the application's clock, and the slowest stage's tasks.
+#[derive(Debug, Clone, Default)]
+pub struct Picture {
+    pub app_ms: i64,
+    /// (stage id, attempt, name, start and end in ms from the application's start), by start.
+    pub stages: Vec<(i64, i64, String, i64, i64)>,
+    pub slow: Option<SlowStage>,
+}
+
+/// The stage diagnosed first, task by task.
+#[derive(Debug, Clone)]
+pub struct SlowStage {
+    pub stage_id: i64,
+    /// What its tasks read: "shuffle records" or "input records".
+    pub reads: &'static str,
+    /// Per successful task in index order: (duration ms, records read).
+    pub tasks: Vec<(i64, u64)>,
+}
+
+/// At most this many stages on the timeline (the longest, drawn in order of start).
+const TIMELINE_STAGES: usize = 60;
+
+fn picture(app: &App, all: &[StageReport], app_ms: i64, slow: Option<&StageReport>) -> Picture {
+    let t0 = app.span().map(|s| s.0).unwrap_or(0);
+    let mut stages: Vec<(i64, i64, String, i64, i64)> = all
+        .iter()
+        .take(TIMELINE_STAGES)
+        .filter_map(|r| {
+            let (a, b) = app.stages.get(&(r.stage_id, r.attempt))?.span()?;
+            Some((r.stage_id, r.attempt, r.name.clone(), a - t0, b - t0))
+        })
+        .collect();
+    stages.sort_by_key(|s| (s.3, s.0));
+    let slow = slow.and_then(|r| app.stages.get(&(r.stage_id, r.attempt))).map(|st| {
+        let mut ok: Vec<&Task> = st.tasks.iter().filter(|t| t.success).collect();
+        ok.sort_by_key(|t| t.index);
+        let shuffle = ok.iter().any(|t| t.shuffle_read_records > 0);
+        let read = |t: &Task| (if shuffle { t.shuffle_read_records } else { t.input_records }).max(0) as u64;
+        SlowStage {
+            stage_id: st.id,
+            reads: if shuffle { "shuffle records" } else { "input records" },
+            tasks: ok.iter().map(|t| (t.duration, read(t))).collect(),
+        }
+    });
+    Picture { app_ms, stages, slow }
 }
 
 fn ratio(a: i64, b: i64) -> f64 {
@@ -327,9 +377,10 @@ pub fn diagnose(path: &Path, baseline: Option<&Path>, opts: &Options) -> Result<
     }
     let Verdicts { checks, findings, .. } = verdicts;
     let memory = top.first().map(|s| memory_text(s, findings.iter().find(|f| f.stage_id == Some(s.stage_id)).map(|f| f.kind)));
+    let picture = picture(app, &all, app_ms, top.first());
     let stages: Vec<StageReport> = all.into_iter().take(10).collect();
     let baseline = base.as_ref().map(|b| app_summary(&b.app, b));
-    Ok(Diagnosis { app: app_sum, locate, stages, checks, findings, memory, baseline, warnings })
+    Ok(Diagnosis { app: app_sum, locate, stages, checks, findings, memory, baseline, warnings, picture })
 }
 
 /// The warnings for a log whose application or stages did not finish.

@@ -105,7 +105,21 @@ fn push_measure(o: &mut String, d: &Diagnosis) {
         ));
         o.push_str(&indent(&quantile_table(&s.task_summary).to_string(), "  "));
         o.push('\n');
+        if let Some(line) = task_line(d, s.stage_id) {
+            o.push_str(&line);
+        }
     }
+}
+
+/// On a terminal: the stage's tasks in index order as one line of bars, by what they read.
+fn task_line(d: &Diagnosis, stage_id: i64) -> Option<String> {
+    use std::io::IsTerminal;
+    let super::SlowStage { stage_id: id, reads: what, tasks } = d.picture.slow.as_ref()?;
+    if *id != stage_id || tasks.len() < 2 || !std::io::stdout().is_terminal() {
+        return None;
+    }
+    let reads: Vec<u64> = tasks.iter().map(|t| t.1).collect();
+    Some(format!("   {what} per task, task 0 to {}: {}\n", tasks.len() - 1, crate::html::sparkline(&reads, 60)))
 }
 
 /// The Spark UI's summary metrics table: one row per metric, min to max.
@@ -210,4 +224,77 @@ fn short(s: &str, n: usize) -> String {
         Some((i, _)) => format!("{}...", &one[..i]),
         None => one,
     }
+}
+
+/// The diagnosis as one self-contained HTML page: the application, the stage timeline, the
+/// slow stage's tasks (what each read, the duration histogram, the summary table), the
+/// findings and the checks.
+pub fn html(d: &Diagnosis) -> crate::html::Page {
+    use crate::html::{histogram, timeline, Bars, Page, Span};
+    let a = &d.app;
+    let mut p = Page::new(&format!("skewjoin diagnose: {} ({})", if a.name.is_empty() { "?" } else { &a.name }, a.id));
+    p.para(&format!(
+        "{} wall clock, {} job(s), {} stage(s), {} tasks, {} executor cores{}",
+        fmt_ms(a.duration_ms),
+        a.jobs,
+        a.stages,
+        a.tasks,
+        a.slots,
+        a.spark_version.as_deref().map(|v| format!(", Spark {v}")).unwrap_or_default()
+    ));
+    for w in &d.warnings {
+        p.note(true, "warning", std::slice::from_ref(w));
+    }
+    p.heading("1. Locate");
+    p.para(&d.locate);
+    let slow_id = d.picture.slow.as_ref().map(|s| s.stage_id);
+    let spans: Vec<Span> = d
+        .picture
+        .stages
+        .iter()
+        .map(|(id, attempt, name, a, b)| Span {
+            label: format!("stage {id}{}: {name}", if *attempt > 0 { format!(".{attempt}") } else { String::new() }),
+            start_ms: *a,
+            end_ms: *b,
+            marked: Some(*id) == slow_id,
+        })
+        .collect();
+    p.svg(timeline("stages over the wall clock (the slow stage red)", &spans, d.picture.app_ms));
+    if let Some(super::SlowStage { stage_id: id, reads: what, tasks }) = &d.picture.slow {
+        p.heading(&format!("2. Measure: stage {id}"));
+        let reads: Vec<u64> = tasks.iter().map(|t| t.1).collect();
+        let durations: Vec<i64> = tasks.iter().map(|t| t.0).collect();
+        let max_at = reads.iter().enumerate().max_by_key(|x| x.1).map(|x| x.0);
+        let marks = max_at.filter(|&i| reads[i] > 0).map(|i| vec![(i, "the largest".to_string())]).unwrap_or_default();
+        p.svg(Bars { title: &format!("{what} per task of stage {id}, in task index order"), item: "task", unit: what, values: &reads, marks, top: None }.svg());
+        p.svg(histogram(&format!("task durations of stage {id}"), &durations));
+        if let Some(s) = d.stages.iter().find(|s| s.stage_id == *id) {
+            p.table(&["per task", "min", "25th", "median", "75th", "max"], &table_rows(&quantile_table(&s.task_summary)));
+        }
+    }
+    p.heading("3. Findings");
+    if d.findings.is_empty() {
+        p.para("no finding: no cause was confirmed on a stage that matters");
+    }
+    for f in &d.findings {
+        let title = format!("{}{}", f.kind.as_str(), f.stage_id.map(|s| format!(" (stage {s})")).unwrap_or_default());
+        p.note(true, &title, &[f.evidence.clone(), format!("fix: {}", f.fix), format!("cost: {}", f.cost), format!("verify: {}", f.verify)]);
+        for c in &f.next_commands {
+            p.pre(c);
+        }
+    }
+    p.heading("Every check");
+    for c in &d.checks {
+        p.note(
+            c.confirmed,
+            &format!("{}{}", c.kind.as_str(), c.stage_id.map(|s| format!(" (stage {s})")).unwrap_or_default()),
+            std::slice::from_ref(&c.numbers),
+        );
+    }
+    p
+}
+
+/// A comfy table's rows as cells (for the HTML table).
+fn table_rows(t: &Table) -> Vec<Vec<String>> {
+    t.row_iter().map(|r| r.cell_iter().map(|c| c.content()).collect()).collect()
 }

@@ -27,7 +27,8 @@ pub fn decide(m: &Measured, classifier: &Classifier, opts: &PlanOptions) -> Resu
     let mut warnings = Vec::new();
     hot_keys.extend(hot_values(m, &found.keys, classifier, opts, before.median_task_rows.max(1) as f64, &mut warnings));
     let broadcast_side = broadcast_side::choose(how, &hot_keys, [&left, &right], opts.broadcast_threshold);
-    let after = if broadcast_side.is_some() { TaskStats::default() } else { after_stage(m, &stage, &hot_keys) };
+    let after_tasks = if broadcast_side.is_some() { Vec::new() } else { after_stage(m, &stage, &hot_keys) };
+    let after = if broadcast_side.is_some() { TaskStats::default() } else { TaskStats::of(&after_tasks, m.partitions as usize) };
     let next = hot_keys.is_empty().then(|| advice::next_step(&before, &before_tasks, m.partitions, opts.hot_factor));
     let spark_broadcasts = spark_broadcasts(how, [&left, &right], opts.broadcast_threshold);
     let mut plan = Plan {
@@ -43,6 +44,8 @@ pub fn decide(m: &Measured, classifier: &Classifier, opts: &PlanOptions) -> Resu
         spark_broadcasts,
         before,
         after,
+        before_tasks: before_tasks.iter().map(|t| t.0).collect(),
+        after_tasks: after_tasks.iter().map(|t| t.0).collect(),
         notes,
         warnings,
         next,
@@ -230,9 +233,9 @@ fn junk_warning(h: &HotKey, m: &Measured) -> String {
     )
 }
 
-/// The stage after the plan: the rest without the moved keys and the bypassed NULLs, plus one
-/// task per salted piece (its own shuffle).
-fn after_stage(m: &Measured, stage: &JoinStage, hot: &[HotKey]) -> TaskStats {
+/// The tasks of the stage after the plan: the rest without the moved keys and the bypassed
+/// NULLs, plus one task per salted piece (its own shuffle).
+fn after_stage(m: &Measured, stage: &JoinStage, hot: &[HotKey]) -> Vec<super::tasks::Task> {
     let moved: Vec<bool> = m.candidates.iter().map(|k| hot.iter().any(|h| &h.key == k && h.strategy.moves())).collect();
     let lrest = m.left.scan.without(&m.candidates, &moved, m.partitions);
     let rrest = m.right.scan.without(&m.candidates, &moved, m.partitions);
@@ -243,7 +246,7 @@ fn after_stage(m: &Measured, stage: &JoinStage, hot: &[HotKey]) -> TaskStats {
         salt::add_tasks(h, [stage.left_bpr, stage.right_bpr], m.partitions, &mut salted);
     }
     tasks.extend(salted.into_values());
-    TaskStats::of(&tasks, m.partitions as usize)
+    tasks
 }
 
 /// The join as SQL over the two tables by name.

@@ -26,7 +26,7 @@ mod tests;
 pub use decide::decide;
 pub use emit::{emit_sql, table_name, JoinSql, HELPER_ALIASES, SALT_COLUMN};
 pub use measure::{hashable_columns, measure, Measured, SideMeasure};
-pub use report::{json, text};
+pub use report::{html, json, text};
 pub use strategy::broadcast_side::COMMENT as BROADCAST_SIDE_COMMENT;
 pub use strategy::{KeepReason, Strategy};
 pub use tasks::TaskStats;
@@ -283,6 +283,13 @@ pub struct Plan {
     pub spark_broadcasts: Option<Side>,
     pub before: TaskStats,
     pub after: TaskStats,
+    /// Rows per task before: one per shuffle partition (for the HTML report; not in the JSON).
+    #[serde(skip)]
+    pub before_tasks: Vec<u64>,
+    /// Rows per task after: the shuffle partitions, then one per salted piece (none when a
+    /// whole side is broadcast).
+    #[serde(skip)]
+    pub after_tasks: Vec<u64>,
     /// Facts worth knowing that change nothing (NULLs Spark drops itself, auto-broadcast).
     pub notes: Vec<String>,
     pub warnings: Vec<String>,

@@ -71,6 +71,9 @@ fn header(o: &mut String, plan: &Plan) {
 
 fn before(o: &mut String, plan: &Plan) {
     let _ = writeln!(o, "Before: sort-merge join over {} shuffle partitions: {}", plan.shuffle_partitions, stats_line(&plan.before));
+    if std::io::IsTerminal::is_terminal(&std::io::stdout()) && plan.before_tasks.len() > 1 {
+        let _ = writeln!(o, "  rows per partition, 0 to {}: {}", plan.before_tasks.len() - 1, crate::html::sparkline(&plan.before_tasks, 60));
+    }
     if plan.sample.is_some() {
         let _ = writeln!(o, "  (hot candidates found from a sample; every count below is exact)");
     }
@@ -136,4 +139,81 @@ fn after(o: &mut String, plan: &Plan) {
         after.ratio(),
         if after.ratio() <= 2.0 { "" } else { " (what is left is many mid-size keys sharing partitions, not one hot key)" }
     );
+}
+
+/// The plan as one self-contained HTML page: rows per shuffle partition before and after on
+/// one scale (the hot keys' partitions marked with their values), the hot keys, the SQL.
+pub fn html(plan: &Plan) -> crate::html::Page {
+    use crate::html::{Bars, Page};
+    let (l, r) = (&plan.left, &plan.right);
+    let on: Vec<String> = l.keys.iter().zip(&r.keys).map(|(a, b)| format!("{}.{a} = {}.{b}", l.name, r.name)).collect();
+    let mut p = Page::new(&format!("skewjoin plan: {} {} JOIN {} ON {}", l.name, plan.how.as_str().to_uppercase(), r.name, on.join(" AND ")));
+    let sides: Vec<Vec<String>> = [l, r]
+        .iter()
+        .map(|s| vec![s.name.clone(), s.table.clone(), fmt_count(s.rows), human(s.disk_bytes), human(s.memory_bytes), fmt_count(s.null_key_rows)])
+        .collect();
+    p.table(&["side", "table", "rows", "on disk", "in memory", "NULL keys"], &sides);
+    for n in &plan.notes {
+        p.para(&format!("note: {n}"));
+    }
+    let top = plan.before_tasks.iter().chain(&plan.after_tasks).copied().max();
+    let mut marks: Vec<(usize, String)> = Vec::new();
+    for h in &plan.hot_keys {
+        let i = h.spark_partition as usize;
+        match marks.iter_mut().find(|m| m.0 == i) {
+            Some(m) => m.1.push_str(&format!(", {}", h.display)),
+            None => marks.push((i, h.display.clone())),
+        }
+    }
+    p.heading(&format!("Before: {}", stats_line(&plan.before)));
+    p.svg(
+        Bars {
+            title: &format!("rows per shuffle partition before ({} partitions; hot keys red)", plan.shuffle_partitions),
+            item: "partition",
+            unit: "rows",
+            values: &plan.before_tasks,
+            marks,
+            top,
+        }
+        .svg(),
+    );
+    if !plan.hot_keys.is_empty() {
+        p.heading("Hot keys");
+        let rows: Vec<Vec<String>> = plan
+            .hot_keys
+            .iter()
+            .map(|h| {
+                vec![
+                    h.display.clone(),
+                    h.class.as_str().into(),
+                    h.side.to_string(),
+                    fmt_count(h.rows),
+                    fmt_share(h.share),
+                    h.spark_partition.to_string(),
+                    h.strategy.fix([&l.name, &r.name]),
+                ]
+            })
+            .collect();
+        p.table(&["key", "class", "hot on", "rows", "share", "partition", "fix"], &rows);
+        if plan.after_tasks.is_empty() {
+            p.heading("After: no shuffle join (a whole side is broadcast)");
+        } else {
+            p.heading(&format!("After: {}", stats_line(&plan.after)));
+            let pieces = plan.after_tasks.len().saturating_sub(plan.shuffle_partitions as usize);
+            let title = format!(
+                "rows per task after, on the same scale: partitions 0 to {}{}",
+                plan.shuffle_partitions.saturating_sub(1),
+                if pieces > 0 { format!(", then {pieces} salted pieces") } else { String::new() }
+            );
+            p.svg(Bars { title: &title, item: "task", unit: "rows", values: &plan.after_tasks, marks: Vec::new(), top }.svg());
+        }
+    } else if let Some(n) = &plan.next {
+        p.para(n);
+    }
+    for w in &plan.warnings {
+        p.note(true, "warning", std::slice::from_ref(w));
+    }
+    p.heading("SQL (Spark 3.5 and 4.x)");
+    p.pre(&format!("{};", plan.sql));
+    p
 }

@@ -44,6 +44,10 @@ pub struct StageStats {
     pub max_task_ms: i64,
     pub median_task_ms: i64,
     pub spill_bytes: i64,
+    /// Shuffle records read per task, in task index order (for the HTML report; not in the
+    /// JSON).
+    #[serde(default, skip_serializing)]
+    pub task_records: Vec<i64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -295,6 +299,35 @@ pub fn text(v: &Verification) -> String {
         o.push_str(&format!("note: {n}\n"));
     }
     o
+}
+
+/// The verification as one self-contained HTML page: the verdict on the rows, the tasks table,
+/// and the join stage's records per task before and after on one scale, as Spark measured them.
+pub fn html(v: &Verification) -> crate::html::Page {
+    use crate::html::{Bars, Page};
+    let verdict = if v.identical { "identical rows" } else { "DIFFERENT rows" };
+    let mut p = Page::new(&format!("skewjoin verify: {verdict}"));
+    p.para(engine_heading(v).trim_end());
+    p.para(rows_verdict(v).trim_end());
+    let t = tasks_table(v);
+    let header: Vec<String> = t.header().map(|h| h.cell_iter().map(|c| c.content()).collect()).unwrap_or_default();
+    let rows: Vec<Vec<String>> = t.row_iter().map(|r| r.cell_iter().map(|c| c.content()).collect()).collect();
+    p.table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &rows);
+    let stages = [("before", v.measured_before.join_stage()), ("after", v.measured_after.join_stage())];
+    let as_u64 = |s: &StageStats| s.task_records.iter().map(|&r| r.max(0) as u64).collect::<Vec<u64>>();
+    let top = stages.iter().filter_map(|(_, s)| s.map(|s| s.max_task_records.max(0) as u64)).max();
+    for (when, s) in stages {
+        let Some(s) = s.filter(|s| !s.task_records.is_empty()) else { continue };
+        let values = as_u64(s);
+        let largest = values.iter().enumerate().max_by_key(|x| x.1).map(|x| x.0);
+        let marks = largest.map(|i| vec![(i, "the largest".to_string())]).unwrap_or_default();
+        let title = format!("{when}: shuffle records per task of stage {} (the join stage), measured", s.stage_id);
+        p.svg(Bars { title: &title, item: "task", unit: "records", values: &values, marks, top }.svg());
+    }
+    for n in &v.notes {
+        p.para(&format!("note: {n}"));
+    }
+    p
 }
 
 /// The first lines: the engine, and for Spark its settings, for Polars what was rendered

@@ -69,6 +69,7 @@ def stages_of(sc, group):
                 continue
             tl = get(sc, f"/stages/{sid}/{a['attemptId']}/taskList?length=10000000")
             recs, byts, durs = [], [], []
+            tl = sorted(tl, key=lambda t: t.get("index", 0))
             for t in tl:
                 m = t.get("taskMetrics", {}).get("shuffleReadMetrics", {})
                 recs.append(m.get("recordsRead", 0))
@@ -86,6 +87,7 @@ def stages_of(sc, group):
                 "max_task_bytes": max(byts, default=0),
                 "max_task_ms": max(durs, default=0), "median_task_ms": d[len(d) // 2] if d else 0,
                 "spill_bytes": a.get("memoryBytesSpilled", 0) + a.get("diskBytesSpilled", 0),
+                "task_records": recs,
             })
     return out
 

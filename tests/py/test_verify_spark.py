@@ -32,8 +32,9 @@ def verify(tmp_path, sql, tables, *extra, rewritten=None, python=sys.executable)
     ("both-sides-null-full", ["fl", "fr"], "SELECT * FROM fl a FULL JOIN fr b ON a.k = b.k", ["--broadcast-threshold", "1KB"]),
 ], ids=lambda c: c[0])
 def test_verify_on_skewed_data(data, tmp_path, case):
-    _, names, sql, extra = case
-    p = verify(tmp_path, sql, {n: data[n] for n in names}, *extra)
+    name, names, sql, extra = case
+    html = tmp_path / "verify.html"
+    p = verify(tmp_path, sql, {n: data[n] for n in names}, *extra, "--html", str(html))
     assert p.returncode == 0, p.stderr + p.stdout
     v = json.loads(p.stdout)
     assert v["identical"] and v["columns_match"] and v["rows_original"] == v["rows_rewritten"] > 0
@@ -43,6 +44,24 @@ def test_verify_on_skewed_data(data, tmp_path, case):
     # Measured next to predicted: the planner's largest task before is Spark's.
     pb = v["predicted_before"]["max_task_rows"]
     assert abs(pb - before) <= 0.05 * before + 20, (pb, before)
+    verify_html(tmp_path, html, v, name)
+
+
+def verify_html(tmp_path, html, v, name):
+    """The HTML report: one bar per task of the join stage before and after, the largest
+    marked with its count, drawn in Chromium (where the machine has it)."""
+    text = html.read_text()
+    assert "skewjoin verify: identical rows" in text
+    b, a = v["measured_before"], v["measured_after"]
+    join = lambda r: max(r["stages"], key=lambda s: (s["max_task_records"], s["max_task_bytes"]))
+    assert f"the largest ({join(b)['max_task_records']:,} records)" in text
+    charts = text.split("shuffle records per task of stage")
+    assert len(charts) == 5, "two charts, each titled twice"
+    assert charts[2].count('<rect class="bar') == join(b)["tasks"] or join(b)["tasks"] > 1000
+    from browser import CHROMIUM, open_in_browser, red_pixels
+    if CHROMIUM:
+        dom, img = open_in_browser(tmp_path, html, f"verify-{name}")
+        assert dom.count('class="bar hot"') == 2 and red_pixels(img) > 20
 
 
 def test_broken_rewrite_is_caught(data, tmp_path):
