@@ -195,28 +195,29 @@ pub fn get_all(url: &str) -> Result<Bytes> {
     block_on(url, || async { count_request(async { store.get(&path).await?.bytes().await }.await) })
 }
 
-/// The object at `url` copied to a temporary file as it arrives (a large one: an event log), the
-/// file's position at its start. A body that breaks off is asked for again from the start.
+/// The object at `url` copied to a temporary file (a large one: an event log), the file's
+/// position at its start. It is fetched in ranges of `DOWNLOAD_PART` bytes, each one request
+/// retried on its own and well inside the per-request timeout whatever the object's size.
 pub fn download(url: &str) -> Result<std::fs::File> {
-    use futures::StreamExt;
     use std::io::{Seek, Write};
     let (store, parsed) = store_for(url)?;
     let path = ObjectPath::from(key_of(&parsed, url)?.as_str());
-    let file = tempfile::tempfile().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
-    let local = |e: std::io::Error| object_store::Error::Generic { store: "local temporary file", source: Box::new(e) };
-    block_on(url, || async {
-        let mut f = file.try_clone().map_err(local)?;
-        f.set_len(0).and_then(|_| f.rewind()).map_err(local)?;
-        let mut body = count_request(store.get(&path).await)?.into_stream();
-        while let Some(chunk) = body.next().await {
-            let chunk = chunk?;
-            BYTES.fetch_add(chunk.len() as u64, Ordering::Relaxed);
-            f.write_all(&chunk).map_err(local)?;
-        }
-        f.rewind().map_err(local)?;
-        Ok(f)
-    })
+    let size = block_on(url, || async { count_request(store.head(&path).await) })?.size;
+    let object = Object { store, url: url.to_string(), path, size };
+    let mut file = tempfile::tempfile().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
+    let mut at = 0;
+    while at < size {
+        let end = (at + DOWNLOAD_PART).min(size);
+        let part = get_range(&object, at..end)?;
+        file.write_all(&part).map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
+        at = end;
+    }
+    file.rewind().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
+    Ok(file)
 }
+
+/// The bytes per request of `download`.
+const DOWNLOAD_PART: u64 = 16 << 20;
 
 /// The object at `url`, of `size` bytes (known from a listing or a table's log: no request
 /// made). The key is taken as written after `scheme://authority/`, not percent-decoded: object
@@ -249,12 +250,6 @@ trait Received {
 impl Received for Bytes {
     fn received(&self) -> u64 {
         self.len() as u64
-    }
-}
-impl Received for object_store::GetResult {
-    /// Counted as the body arrives.
-    fn received(&self) -> u64 {
-        0
     }
 }
 impl Received for object_store::ObjectMeta {

@@ -46,6 +46,7 @@ pub fn run(a: DiagnoseArgs) -> Result<String> {
     }
     let opts = diagnose::Options { min_stage_ms: (a.min_stage_seconds * 1000.0).round() as i64, progress: a.quiet.progress() };
     let mut fetched = Vec::new();
+    let mut server_of = None;
     let server = history::is_server(&a.event_log);
     if !server && (a.app.is_some() || a.attempt.is_some()) {
         return Err(skewjoin::Error::Usage("--app and --attempt name an application of a Spark History Server: give its URL (http://HOST:18080)".into()));
@@ -53,20 +54,25 @@ pub fn run(a: DiagnoseArgs) -> Result<String> {
     let log = if server {
         let t = history::target(&a.event_log, a.app.as_deref(), a.attempt.as_deref())?;
         if t.app.is_none() {
+            if a.html.is_set() || a.baseline.is_some() {
+                return Err(skewjoin::Error::Usage(format!(
+                    "--html and --baseline are for one application: name it with --app (the listing of {} names them)",
+                    t.base
+                )));
+            }
             return Ok(a.format.render(&history::list(&t)?, report::listing_text, report::listing_json));
         }
-        from_server(&t, &mut fetched)?
+        let log = from_server(&t, &mut fetched)?;
+        server_of = Some(t);
+        log
     } else {
         PathBuf::from(&a.event_log)
     };
-    let baseline = match &a.baseline {
-        Some(b) if history::is_server(b) => Some(from_server(&history::target(b, None, None)?, &mut fetched)?),
-        Some(b) if server && !b.contains('/') && !std::path::Path::new(b).exists() => {
-            let t = history::target(&a.event_log, Some(b), None)?;
-            Some(from_server(&t, &mut fetched)?)
-        }
-        Some(b) => Some(PathBuf::from(b)),
-        None => None,
+    let baseline = match (&a.baseline, &server_of) {
+        (Some(b), _) if history::is_server(b) => Some(from_server(&history::target(b, None, None)?, &mut fetched)?),
+        (Some(b), Some(t)) if !b.contains('/') && !std::path::Path::new(b).exists() => Some(from_server(&t.other_app(b), &mut fetched)?),
+        (Some(b), _) => Some(PathBuf::from(b)),
+        (None, _) => None,
     };
     let d = diagnose::diagnose(&log, baseline.as_deref(), &opts)?;
     a.html.write(&d, report::html)?;

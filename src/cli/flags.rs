@@ -242,6 +242,10 @@ pub struct HtmlOut {
 }
 
 impl HtmlOut {
+    pub fn is_set(&self) -> bool {
+        self.html.is_some()
+    }
+
     /// Write the page `make` builds, when --html is given.
     pub fn write<T>(&self, value: &T, make: fn(&T) -> skewjoin::html::Page) -> skewjoin::Result<()> {
         match &self.html {

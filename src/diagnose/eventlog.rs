@@ -151,8 +151,15 @@ fn read_block_header(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<bool>
     Ok(true)
 }
 
+/// The largest block a codec's header may announce: lz4-java's and snappy-java's blocks are 32
+/// MiB at most; a larger length is a corrupt header, not a reason to allocate it.
+const MAX_BLOCK: usize = 64 << 20;
+
 /// `n` bytes of a block's data.
 fn block_data(r: &mut impl Read, n: usize) -> std::io::Result<Vec<u8>> {
+    if n > MAX_BLOCK {
+        return Err(corrupt(&format!("a block of {n} bytes announced (a corrupt header)")));
+    }
     let mut data = vec![0; n];
     r.read_exact(&mut data).map_err(|e| if e.kind() == std::io::ErrorKind::UnexpectedEof { corrupt("cut short") } else { e })?;
     Ok(data)
@@ -171,6 +178,9 @@ fn lz4_block(r: &mut impl Read) -> std::io::Result<Option<Vec<u8>>> {
     }
     let clen = u32::from_le_bytes([h[9], h[10], h[11], h[12]]) as usize;
     let dlen = u32::from_le_bytes([h[13], h[14], h[15], h[16]]) as usize;
+    if dlen > MAX_BLOCK {
+        return Err(corrupt(&format!("a block of {dlen} bytes announced (a corrupt header)")));
+    }
     let data = block_data(r, clen)?;
     match h[8] & 0xF0 {
         _ if clen == 0 && dlen == 0 => Ok(Some(Vec::new())),
@@ -188,6 +198,9 @@ fn snappy_chunk(r: &mut impl Read) -> std::io::Result<Option<Vec<u8>>> {
         return Ok(None);
     }
     let data = block_data(r, u32::from_be_bytes(h) as usize)?;
+    if snap::raw::decompress_len(&data).is_ok_and(|n| n > MAX_BLOCK) {
+        return Err(corrupt("snappy chunk: a block of more than 64 MiB announced (a corrupt header)"));
+    }
     snap::raw::Decoder::new().decompress_vec(&data).map(Some).map_err(|e| corrupt(&format!("snappy chunk: {e}")))
 }
 
@@ -291,8 +304,11 @@ fn read_lines(mut input: Box<dyn Read>, codec: &str, feed: &mut Feed) -> Result<
     let mut buf: Vec<u8> = Vec::with_capacity(STEP * 2);
     loop {
         let (n, err) = fill(&mut input, &mut buf, STEP);
-        if let Some(e) = &err {
-            feed.warnings.push(format!("{}: {codec} stream: {e}; read up to there", feed.file.display()));
+        match &err {
+            // An uncompressed file that cannot be read is an error, not a log cut short.
+            Some(e) if codec == "none" => return Err(Error::Io { path: feed.file.clone(), source: std::io::Error::new(e.kind(), e.to_string()) }),
+            Some(e) => feed.warnings.push(format!("{}: {codec} stream: {e}; read up to there", feed.file.display())),
+            None => {}
         }
         let end = n == 0 || err.is_some();
         let cut = if end { buf.len() } else { buf.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) };

@@ -7,8 +7,6 @@
 //! stages, SQL executions with their plans) are kept as JSON values; every other kind (task
 //! starts, block managers, metric updates) is only checked to be JSON and read for its time.
 
-use std::borrow::Cow;
-
 use serde::de::{Deserializer, IgnoredAny, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
@@ -160,27 +158,43 @@ impl Times {
 }
 
 #[derive(Deserialize)]
-struct TaskEndEvent<'a> {
+struct TaskEndEvent {
     #[serde(rename = "Stage ID", default)]
     stage: Num,
     #[serde(rename = "Stage Attempt ID", default)]
     attempt: Num,
-    #[serde(rename = "Task End Reason", borrow)]
-    reason: Option<EndReason<'a>>,
-    #[serde(rename = "Task Info", borrow)]
-    info: Option<TaskInfo<'a>>,
+    #[serde(rename = "Task End Reason", default)]
+    reason: EndReason,
+    #[serde(rename = "Task Info")]
+    info: Option<TaskInfo>,
     #[serde(rename = "Task Metrics")]
     metrics: Option<Metrics>,
 }
 
-#[derive(Deserialize)]
-struct EndReason<'a> {
-    #[serde(rename = "Reason", borrow)]
-    reason: Option<Cow<'a, str>>,
+/// A task's end reason: none written counts as success (old logs), anything written but
+/// `{"Reason": "Success"}` as a failure.
+#[derive(Default)]
+enum EndReason {
+    #[default]
+    Unsaid,
+    Said(bool),
+}
+
+impl<'de> Deserialize<'de> for EndReason {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<EndReason, D::Error> {
+        let said = Lenient::<Reason>::deserialize(d)?.0;
+        Ok(EndReason::Said(said.is_some_and(|r| r.reason.0 == "Success")))
+    }
 }
 
 #[derive(Deserialize)]
-struct TaskInfo<'a> {
+struct Reason {
+    #[serde(rename = "Reason", default)]
+    reason: Text,
+}
+
+#[derive(Deserialize)]
+struct TaskInfo {
     #[serde(rename = "Launch Time", default)]
     launch: Num,
     #[serde(rename = "Finish Time", default)]
@@ -189,20 +203,153 @@ struct TaskInfo<'a> {
     getting_result: Num,
     #[serde(rename = "Index", default)]
     index: Num,
-    #[serde(rename = "Executor ID", borrow)]
-    executor: Option<Cow<'a, str>>,
-    #[serde(rename = "Host", borrow)]
-    host: Option<Cow<'a, str>>,
+    #[serde(rename = "Executor ID", default)]
+    executor: Text,
+    #[serde(rename = "Host", default)]
+    host: Text,
     #[serde(rename = "Failed", default)]
-    failed: Option<bool>,
+    failed: Lenient<bool>,
     #[serde(rename = "Accumulables", default)]
-    accumulables: Vec<Accumulable>,
+    accumulables: AccumIds,
 }
 
-#[derive(Deserialize)]
-struct Accumulable {
-    #[serde(rename = "ID")]
-    id: Option<Num>,
+/// The IDs of a task's accumulables, read without building them (they are most of a task-end
+/// event's bytes): each element's "ID", other keys skipped; anything not a list of objects
+/// gives no IDs.
+#[derive(Default)]
+struct AccumIds(Vec<i64>);
+
+/// Ignore whatever a visitor meets that is not the shape it reads: the default value.
+macro_rules! otherwise_default {
+    ($t:ty) => {
+        fn visit_bool<E>(self, _: bool) -> Result<$t, E> {
+            Ok(<$t>::default())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<$t, E> {
+            Ok(<$t>::default())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<$t, E> {
+            Ok(<$t>::default())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<$t, E> {
+            Ok(<$t>::default())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<$t, E> {
+            Ok(<$t>::default())
+        }
+        fn visit_unit<E>(self) -> Result<$t, E> {
+            Ok(<$t>::default())
+        }
+    };
+}
+
+impl<'de> Deserialize<'de> for AccumIds {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<AccumIds, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = AccumIds;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of accumulables")
+            }
+            otherwise_default!(AccumIds);
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<AccumIds, A::Error> {
+                let mut ids = Vec::new();
+                while let Some(AccumId(id)) = a.next_element::<AccumId>()? {
+                    ids.extend(id);
+                }
+                Ok(AccumIds(ids))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<AccumIds, A::Error> {
+                while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(AccumIds::default())
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// One accumulable's "ID".
+#[derive(Default)]
+struct AccumId(Option<i64>);
+
+impl<'de> Deserialize<'de> for AccumId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<AccumId, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = AccumId;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an accumulable")
+            }
+            otherwise_default!(AccumId);
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<AccumId, A::Error> {
+                while a.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(AccumId::default())
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<AccumId, A::Error> {
+                let mut id = None;
+                while let Some(IsId(is)) = a.next_key::<IsId>()? {
+                    if is {
+                        id = Some(a.next_value::<Num>()?.0);
+                    } else {
+                        a.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(AccumId(id))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Whether a key is "ID", without keeping the key.
+struct IsId(bool);
+
+impl<'de> Deserialize<'de> for IsId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<IsId, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = IsId;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E>(self, k: &str) -> Result<IsId, E> {
+                Ok(IsId(k == "ID"))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A string as Spark writes it; a number is read as its digits, anything else as empty.
+#[derive(Default)]
+struct Text(String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
+        Ok(Text(match serde_json::Value::deserialize(d)? {
+            Value::String(s) => s,
+            Value::Number(n) => n.to_string(),
+            _ => String::new(),
+        }))
+    }
+}
+
+/// A value of the expected shape, or nothing when the log wrote another (null, a string where
+/// an object belongs): a field the model cannot read is left out, not a reason to drop the
+/// task.
+struct Lenient<T>(Option<T>);
+
+impl<T> Default for Lenient<T> {
+    fn default() -> Self {
+        Lenient(None)
+    }
+}
+
+impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for Lenient<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Lenient<T>, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        Ok(Lenient(T::deserialize(v).ok()))
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -224,14 +371,19 @@ struct Metrics {
     disk_spill: Num,
     #[serde(rename = "Result Size")]
     result_size: Num,
-    #[serde(rename = "Shuffle Read Metrics")]
+    #[serde(rename = "Shuffle Read Metrics", deserialize_with = "or_default")]
     shuffle_read: ShuffleRead,
-    #[serde(rename = "Shuffle Write Metrics")]
+    #[serde(rename = "Shuffle Write Metrics", deserialize_with = "or_default")]
     shuffle_write: ShuffleWrite,
-    #[serde(rename = "Input Metrics")]
+    #[serde(rename = "Input Metrics", deserialize_with = "or_default")]
     input: InOut,
-    #[serde(rename = "Output Metrics")]
+    #[serde(rename = "Output Metrics", deserialize_with = "or_default")]
     output: OutMetrics,
+}
+
+/// A metrics object, or its zeros when the log wrote null.
+fn or_default<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
+    Option::<T>::deserialize(d).map(Option::unwrap_or_default)
 }
 
 #[derive(Deserialize, Default)]
@@ -274,7 +426,7 @@ struct OutMetrics {
     records: Num,
 }
 
-impl TaskEndEvent<'_> {
+impl TaskEndEvent {
     /// The task, as the Spark UI computes its times; a task-end event without its info or
     /// metrics (a task lost with its executor, in old logs) is no task.
     fn into_line(self) -> Line {
@@ -304,12 +456,12 @@ impl TaskEndEvent<'_> {
             disk_spill: m.disk_spill.0,
             result_size: m.result_size.0,
             index: info.index.0,
-            executor: info.executor.unwrap_or_default().into_owned(),
-            host: info.host.unwrap_or_default().into_owned(),
-            success: self.reason.is_none_or(|r| r.reason.as_deref() == Some("Success")) && !info.failed.unwrap_or(false),
+            executor: info.executor.0,
+            host: info.host.0,
+            success: !matches!(self.reason, EndReason::Said(false)) && !info.failed.0.unwrap_or(false),
         };
         task.scheduler_delay = (task.duration - task.run - task.deserialize - task.result_ser - task.getting_result).max(0);
-        let accums = info.accumulables.iter().filter_map(|a| a.id.map(|n| n.0)).collect();
+        let accums = info.accumulables.0;
         Line::TaskEnd { stage: (self.stage.0, self.attempt.0), task, accums }
     }
 }
@@ -345,8 +497,24 @@ mod tests {
         assert!(matches!(parse(br#"{"Event":"SparkListenerTaskStart","Stage ID":1,"Task In"#), Line::Bad(_)));
         assert!(matches!(parse(br#"{"a":1}"#), Line::NotEvent));
         assert!(matches!(parse(br#"{"Event":"SparkListenerJobEnd","Job ID":1}"#), Line::Event(_)));
-        // A metric written as a string is read as 0, not a reason to drop the task.
-        let odd = END.replace(r#""JVM GC Time":50"#, r#""JVM GC Time":"50""#);
-        assert!(matches!(parse(odd.as_bytes()), Line::TaskEnd { .. }));
+        // Fields of an unexpected type are read leniently, not a reason to drop the task.
+        for (from, to) in [
+            (r#""JVM GC Time":50"#, r#""JVM GC Time":"50""#),
+            (r#""Executor ID":"2""#, r#""Executor ID":2"#),
+            (r#""Failed":false"#, r#""Failed":"false""#),
+            (r#""Accumulables":[{"ID":7,"Name":"x","Update":"1","Value":"2"},{"ID":8}]"#, r#""Accumulables":null"#),
+            (r#""Shuffle Write Metrics":{"Shuffle Bytes Written":0,"Shuffle Records Written":0}"#, r#""Shuffle Write Metrics":null"#),
+        ] {
+            let odd = END.replace(from, to);
+            assert_ne!(odd, END);
+            let Line::TaskEnd { task, .. } = parse(odd.as_bytes()) else { panic!("dropped: {to}") };
+            assert!(task.success && task.run == 3500, "{to}");
+        }
+        // A reason written as null or a string is a failure, as Spark would not write it for a success.
+        for r in ["null", r#""Success""#, r#"{"Reason":"TaskKilled"}"#] {
+            let odd = END.replace(r#""Task End Reason":{"Reason":"Success"}"#, &format!(r#""Task End Reason":{r}"#));
+            let Line::TaskEnd { task, .. } = parse(odd.as_bytes()) else { panic!() };
+            assert!(!task.success, "{r}");
+        }
     }
 }

@@ -35,6 +35,28 @@ pub struct Target {
     pub base: String,
     pub app: Option<String>,
     pub attempt: Option<String>,
+    /// A user and password from the URL, sent as HTTP basic authentication, never shown.
+    auth: Option<Auth>,
+}
+
+#[derive(PartialEq)]
+struct Auth {
+    user: String,
+    password: Option<String>,
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("Auth(***)")
+    }
+}
+
+impl Target {
+    /// Another application of the same server (a baseline named by its id).
+    pub fn other_app(&self, app: &str) -> Target {
+        let auth = self.auth.as_ref().map(|a| Auth { user: a.user.clone(), password: a.password.clone() });
+        Target { base: self.base.clone(), app: Some(app.to_string()), attempt: None, auth }
+    }
 }
 
 /// The server, application and attempt that `url` names, `--app` and `--attempt` over it.
@@ -43,6 +65,7 @@ pub fn target(url: &str, app: Option<&str>, attempt: Option<&str>) -> Result<Tar
         return Err(Error::Usage("--app and --attempt need a value".into()));
     }
     let mut parsed = url::Url::parse(url).map_err(|e| Error::Usage(format!("{}: not a URL: {e}", shown(url))))?;
+    let auth = (!parsed.username().is_empty()).then(|| Auth { user: decode(parsed.username()), password: parsed.password().map(decode) });
     let _ = parsed.set_username("");
     let _ = parsed.set_password(None);
     parsed.set_query(None);
@@ -50,19 +73,29 @@ pub fn target(url: &str, app: Option<&str>, attempt: Option<&str>) -> Result<Tar
     let segments: Vec<String> = parsed.path_segments().into_iter().flatten().filter(|s| !s.is_empty()).map(str::to_string).collect();
     let (prefix, named) = split_path(&segments);
     let base = format!("{}{}", parsed.origin().ascii_serialization(), prefix.iter().map(|s| format!("/{s}")).collect::<String>());
+    let named: Vec<String> = named.iter().map(|s| decode(s)).collect();
+    // The URL's attempt belongs to the URL's application, not to another named by --app.
+    let url_app = named.first().filter(|n| app.is_none_or(|a| a == n.as_str()));
+    let url_attempt = url_app.and(named.get(1)).filter(|a| a.chars().all(|c| c.is_ascii_digit()));
     let app = app.map(str::to_string).or(named.first().cloned());
-    let attempt = attempt.map(str::to_string).or_else(|| named.get(1).filter(|a| a.chars().all(|c| c.is_ascii_digit())).cloned());
+    let attempt = attempt.map(str::to_string).or(url_attempt.cloned());
     if attempt.is_some() && app.is_none() {
         return Err(Error::Usage("--attempt names an attempt of an application: give --app too".into()));
     }
-    Ok(Target { base, app, attempt })
+    Ok(Target { base, app, attempt, auth })
+}
+
+/// A percent-encoded URL part, decoded.
+fn decode(s: &str) -> String {
+    percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned()
 }
 
 /// The path's prefix before the API or UI part, and the application and attempt after it.
 fn split_path(segments: &[String]) -> (&[String], &[String]) {
     let at = |w: &[&str]| segments.windows(w.len()).position(|s| s.iter().zip(w).all(|(a, b)| a == b));
-    if let Some(i) = at(&["api", "v1", "applications"]) {
-        return (&segments[..i], &segments[i + 3..]);
+    if let Some(i) = at(&["api", "v1"]) {
+        let rest = &segments[i + 2..];
+        return (&segments[..i], if rest.first().map(String::as_str) == Some("applications") { &rest[1..] } else { &[] });
     }
     if let Some(i) = at(&["history"]) {
         return (&segments[..i], &segments[i + 1..]);
@@ -78,7 +111,10 @@ fn shown(url: &str) -> String {
             let _ = u.set_password(None);
             u.to_string()
         }
-        Err(_) => crate::store::redact(url),
+        Err(_) => {
+            let userinfo = regex::Regex::new(r"//[^/@]*@").map(|r| r.replace(url, "//").into_owned()).unwrap_or_default();
+            crate::store::redact(&userinfo)
+        }
     }
 }
 
@@ -120,7 +156,9 @@ pub fn list(t: &Target) -> Result<Listing> {
         let attempts = a.get("attempts").and_then(Value::as_array).cloned().unwrap_or_default();
         let last = attempts.first().cloned().unwrap_or_default();
         let attempt = last.get("attemptId").and_then(Value::as_str).map(str::to_string);
-        let slowest_stage = if n < LIST_STAGES_OF { slowest_stage(t, &id, attempt.as_deref())? } else { None };
+        // An application whose stages the server cannot give (its log gone or unreadable)
+        // is listed without its slowest stage.
+        let slowest_stage = if n < LIST_STAGES_OF { slowest_stage(t, &id, attempt.as_deref()).ok().flatten() } else { None };
         rows.push(AppRow {
             name: text(a, "name"),
             attempts: attempts.len(),
@@ -230,7 +268,11 @@ fn client() -> Result<&'static reqwest::Client> {
 
 /// GET `url`: the answer if it is a success, else one line with the server's own message.
 async fn get(t: &Target, url: &str) -> Result<reqwest::Response> {
-    let r = client()?.get(url).send().await.map_err(|e| unreachable(t, &e))?;
+    let mut request = client()?.get(url);
+    if let Some(a) = &t.auth {
+        request = request.basic_auth(&a.user, a.password.as_ref());
+    }
+    let r = request.send().await.map_err(|e| unreachable(t, &e))?;
     if r.status().is_success() {
         return Ok(r);
     }
@@ -288,7 +330,17 @@ mod tests {
     #[test]
     fn a_url_names_the_server_and_maybe_an_application() {
         let t = target("http://u:pw@h:18080/", None, None).unwrap();
-        assert_eq!(t, Target { base: "http://h:18080".into(), app: None, attempt: None });
+        assert_eq!((t.base.as_str(), &t.app, &t.attempt), ("http://h:18080", &None, &None));
+        assert!(t.auth.is_some() && !format!("{t:?}").contains("pw"));
+        let t = target("http://h:18080/api/v1/", None, None).unwrap();
+        assert_eq!((t.base.as_str(), t.app), ("http://h:18080", None));
+        let t = target("http://h:18080/history/app%3A1/", None, None).unwrap();
+        assert_eq!(t.app.as_deref(), Some("app:1"));
+        assert_eq!(encode("app:1 x"), "app%3A1%20x");
+        // The URL's attempt is not given to another application named by --app.
+        let t = target("http://h:18080/history/app-2/2/jobs/", Some("app-1"), None).unwrap();
+        assert_eq!((t.app.as_deref(), t.attempt), (Some("app-1"), None));
+        assert!(!shown("http://alice:hunter2pw@h:99999/").contains("hunter2pw"));
         let t = target("http://h:18080/history/app-1/2/jobs/", None, None).unwrap();
         assert_eq!((t.app.as_deref(), t.attempt.as_deref()), (Some("app-1"), Some("2")));
         let t = target("https://gw/spark/api/v1/applications/application_1_2?x=1", None, None).unwrap();

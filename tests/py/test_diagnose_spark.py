@@ -230,9 +230,9 @@ def test_history_server_attempts(history, tmp_path):
     same_diagnosis(first, json.loads(run("diagnose", folder / f"{app}_1", "--format", "json").stdout))
     p = run("diagnose", f"{url}/api/v1/applications/{app}/9")
     assert p.returncode == 2 and "has no attempt 9 (it has attempts 2, 1)" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
-    # A baseline named by its id on the same server.
-    d = json.loads(run("diagnose", url, "--app", app, "--baseline", apps["hot_null_join"], "--format", "json").stdout)
-    assert d["baseline"]["id"] == apps["hot_null_join"]
+    # A baseline named by its id on the same server (the URL's attempt 2 is not given to it).
+    d = json.loads(run("diagnose", f"{url}/history/{app}/2/jobs/", "--baseline", apps["hot_null_join"], "--format", "json").stdout)
+    assert d["baseline"]["id"] == apps["hot_null_join"] and d["app"]["tasks"] == 808
 
 
 def test_history_server_bad_input(history):
@@ -243,7 +243,8 @@ def test_history_server_bad_input(history):
                       ([down], f"cannot reach the Spark History Server at {down}"),
                       ([down.replace("http://", "http://ann:pw-9f3k2@"), "--app", "x"], "Connection refused"),
                       ([url + "/history/x", "--attempt", "1", "--app", ""], "--app and --attempt need a value"),
-                      (["/no/such/log", "--app", "x"], "--app and --attempt name an application of a Spark History Server")]:
+                      (["/no/such/log", "--app", "x"], "--app and --attempt name an application of a Spark History Server"),
+                      ([url, "--html", "x.html"], "--html and --baseline are for one application")]:
         p = run("diagnose", *args)
         assert p.returncode == 2 and why in p.stderr and len(p.stderr.strip().splitlines()) == 1, (args, p.stderr)
         assert "pw-9f3k2" not in p.stderr and "panicked" not in p.stderr
