@@ -2,6 +2,15 @@
 //! shares, byte sizes (powers of 1024, as Spark's UI writes them) and durations.
 
 /// 1234567 -> "1,234,567".
+/// `s` on one line (whitespace runs as one space), cut to `max_chars` characters with "...".
+pub fn one_line(s: &str, max_chars: usize) -> String {
+    let line = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(max_chars) {
+        Some((i, _)) => format!("{}...", &line[..i]),
+        None => line,
+    }
+}
+
 pub fn fmt_count(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();

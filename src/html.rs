@@ -69,6 +69,14 @@ impl Page {
         self.body.push_str(&format!("<table><tr>{th}</tr>{trs}</table>\n"));
     }
 
+    /// A table the text output prints, as an HTML table (its header and cells, escaped).
+    pub fn comfy(&mut self, t: &comfy_table::Table) {
+        let cells = |r: &comfy_table::Row| r.cell_iter().map(|c| c.content()).collect::<Vec<String>>();
+        let header = t.header().map(cells).unwrap_or_default();
+        let rows: Vec<Vec<String>> = t.row_iter().map(cells).collect();
+        self.table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &rows);
+    }
+
     pub fn svg(&mut self, svg: String) {
         self.body.push_str(&svg);
         self.body.push('\n');

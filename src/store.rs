@@ -411,11 +411,7 @@ fn server_answer(said: &str) -> Option<(String, String)> {
 }
 
 fn one_line(s: &str) -> String {
-    let line = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    match line.char_indices().nth(400) {
-        Some((i, _)) => format!("{}...", &line[..i]),
-        None => line,
-    }
+    crate::format::one_line(s, 400)
 }
 
 /// `s` with the values of the environment's secret variables, and signatures in URLs,

@@ -5,7 +5,7 @@ use comfy_table::presets::NOTHING;
 use comfy_table::{CellAlignment, Table};
 
 use super::{pct, Diagnosis, Quantiles, TaskSummary};
-use crate::format::{fmt_ms, human_i64};
+use crate::format::{fmt_ms, human_i64, one_line};
 
 pub fn json(d: &Diagnosis) -> String {
     serde_json::to_string_pretty(d).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
@@ -197,10 +197,13 @@ pub fn listing_text(l: &super::history::Listing) -> String {
             (Some(x), _) => x.clone(),
             (None, _) => "-".into(),
         };
-        let slowest =
-            a.slowest_stage.as_ref().map(|s| format!("stage {} ({}): {}", s.stage_id, short(&s.name, 40), fmt_ms(s.duration_ms))).unwrap_or_else(|| "-".into());
+        let slowest = a
+            .slowest_stage
+            .as_ref()
+            .map(|s| format!("stage {} ({}): {}", s.stage_id, one_line(&s.name, 40), fmt_ms(s.duration_ms)))
+            .unwrap_or_else(|| "-".into());
         let duration = if a.completed { fmt_ms(a.duration_ms) } else { "running".into() };
-        t.add_row(vec![a.id.clone(), attempt, short(&a.name, 40), duration, slowest]);
+        t.add_row(vec![a.id.clone(), attempt, one_line(&a.name, 40), duration, slowest]);
     }
     if let Some(c) = t.column_mut(2) {
         c.set_cell_alignment(CellAlignment::Left);
@@ -215,15 +218,6 @@ pub fn listing_text(l: &super::history::Listing) -> String {
 
 pub fn listing_json(l: &super::history::Listing) -> String {
     serde_json::to_string_pretty(l).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
-}
-
-/// `s` cut to `n` characters, on one line.
-fn short(s: &str, n: usize) -> String {
-    let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    match one.char_indices().nth(n) {
-        Some((i, _)) => format!("{}...", &one[..i]),
-        None => one,
-    }
 }
 
 /// The diagnosis as one self-contained HTML page: the application, the stage timeline, the
@@ -269,7 +263,7 @@ pub fn html(d: &Diagnosis) -> crate::html::Page {
         p.svg(Bars { title: &format!("{what} per task of stage {id}, in task index order"), item: "task", unit: what, values: &reads, marks, top: None }.svg());
         p.svg(histogram(&format!("task durations of stage {id}"), &durations));
         if let Some(s) = d.stages.iter().find(|s| s.stage_id == *id) {
-            p.table(&["per task", "min", "25th", "median", "75th", "max"], &table_rows(&quantile_table(&s.task_summary)));
+            p.comfy(&quantile_table(&s.task_summary));
         }
     }
     p.heading("3. Findings");
@@ -292,9 +286,4 @@ pub fn html(d: &Diagnosis) -> crate::html::Page {
         );
     }
     p
-}
-
-/// A comfy table's rows as cells (for the HTML table).
-fn table_rows(t: &Table) -> Vec<Vec<String>> {
-    t.row_iter().map(|r| r.cell_iter().map(|c| c.content()).collect()).collect()
 }

@@ -309,10 +309,7 @@ pub fn html(v: &Verification) -> crate::html::Page {
     let mut p = Page::new(&format!("skewjoin verify: {verdict}"));
     p.para(engine_heading(v).trim_end());
     p.para(rows_verdict(v).trim_end());
-    let t = tasks_table(v);
-    let header: Vec<String> = t.header().map(|h| h.cell_iter().map(|c| c.content()).collect()).unwrap_or_default();
-    let rows: Vec<Vec<String>> = t.row_iter().map(|r| r.cell_iter().map(|c| c.content()).collect()).collect();
-    p.table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &rows);
+    p.comfy(&tasks_table(v));
     let stages = [("before", v.measured_before.join_stage()), ("after", v.measured_after.join_stage())];
     let as_u64 = |s: &StageStats| s.task_records.iter().map(|&r| r.max(0) as u64).collect::<Vec<u64>>();
     let top = stages.iter().filter_map(|(_, s)| s.map(|s| s.max_task_records.max(0) as u64)).max();
