@@ -203,6 +203,13 @@ pub fn render_expr(e: &Expr) -> String {
     e.to_string()
 }
 
+/// One SELECT as Spark SQL text on one line (string literals with backslash escapes).
+pub fn render_select(sel: &sqlparser::ast::Select) -> String {
+    let mut sel = sel.clone();
+    fix_literals(&mut sel);
+    sel.to_string()
+}
+
 pub fn render_query(q: &Query) -> String {
     render(&Statement::Query(Box::new(q.clone())))
 }

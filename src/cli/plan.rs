@@ -7,6 +7,7 @@ use skewjoin::classify::Classifier;
 use skewjoin::count::KeySpec;
 use skewjoin::plan::{self, JoinType, SideInput};
 use skewjoin::source::Table;
+use skewjoin::window::{self, Shape};
 use skewjoin::{Error, Result};
 
 use super::flags::{HtmlOut, PlannerArgs, Quiet, TextOrJson, Threads};
@@ -18,11 +19,20 @@ pub struct PlanArgs {
     #[arg(long, value_name = "TABLE", required = true)]
     left: Vec<String>,
     /// Right table: Parquet file, folder or glob
-    #[arg(long, value_name = "TABLE", required = true)]
+    #[arg(long, value_name = "TABLE", required_unless_present = "partition_by")]
     right: Vec<String>,
     /// Join key: `k` (same name on both sides) or `l=r`; repeat for a composite key
-    #[arg(long = "on", value_name = "KEY", required = true)]
+    #[arg(long = "on", value_name = "KEY", required_unless_present = "partition_by")]
     on: Vec<String>,
+    /// Plan a window or GROUP BY over these columns of --left instead of a join (no --right):
+    /// the rows per shuffle partition, the hot values, and whether a rewrite or Spark copes
+    #[arg(long, value_name = "COL", conflicts_with_all = ["right", "on"])]
+    partition_by: Vec<String>,
+    /// With --partition-by, what runs over each partition: `whole` (aggregates OVER (PARTITION
+    /// BY ..) with no ORDER BY), `ordered` (running sums, lag/lead, rankings), `top-N` (a ranking
+    /// filtered to its first N rows), `group-by`, `group-by-lists` (collect_list, collect_set)
+    #[arg(long, value_name = "SHAPE", default_value = "whole", value_parser = parse_shape, requires = "partition_by")]
+    shape: Shape,
     /// Join type
     #[arg(long, value_enum, default_value = "inner")]
     how: How,
@@ -76,6 +86,9 @@ pub fn run(a: PlanArgs) -> Result<String> {
     let opts = a.planner.options(a.how.into(), &a.quiet)?;
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
     let lt = Table::open_at(&a.left, a.as_of)?;
+    if !a.partition_by.is_empty() {
+        return window_plan(&a, &lt, &classifier, &opts);
+    }
     let rt = Table::open_at(&a.right, a.as_of)?;
     let (lkeys, rkeys) = join_keys(&a.on, &lt, &rt)?;
     let left = SideInput { table: &lt, keys: lkeys, name: a.left_name.clone().unwrap_or_else(|| default_name(&a.left)), filter: None, group_by: None };
@@ -87,6 +100,32 @@ pub fn run(a: PlanArgs) -> Result<String> {
     a.html.write(&p, plan::html)?;
     let io = if a.format.is_text() { skewjoin::report::table_notes() + &a.quiet.io_line() } else { String::new() };
     Ok(a.format.render(&p, plan::text, plan::json) + &io)
+}
+
+/// `--partition-by`: the window or GROUP BY stage over those columns of the left table.
+fn window_plan(a: &PlanArgs, t: &Table, classifier: &Classifier, opts: &plan::PlanOptions) -> Result<String> {
+    if a.html.is_set() {
+        return Err(Error::Usage("--html draws a join's plan; with --partition-by, use the text or JSON output".into()));
+    }
+    let columns = a.partition_by.iter().flat_map(|c| c.split(',')).map(str::trim).filter(|c| !c.is_empty()).map(|c| t.resolve(c)).collect::<Result<Vec<_>>>()?;
+    let input = SideInput { table: t, keys: KeySpec { columns }, name: a.left_name.clone().unwrap_or_else(|| default_name(&a.left)), filter: None, group_by: None };
+    let p = window::plan(&input, a.shape, classifier, opts)?;
+    let io = if a.format.is_text() { skewjoin::report::table_notes() + &a.quiet.io_line() } else { String::new() };
+    Ok(a.format.render(&p, window::text, window::json) + &io)
+}
+
+/// `--shape`: whole, ordered, top-N, group-by, group-by-lists.
+fn parse_shape(s: &str) -> std::result::Result<Shape, String> {
+    match s {
+        "whole" => Ok(Shape::WholePartition),
+        "ordered" => Ok(Shape::Ordered),
+        "group-by" => Ok(Shape::Aggregate { lists: false }),
+        "group-by-lists" => Ok(Shape::Aggregate { lists: true }),
+        _ => match s.strip_prefix("top-").map(str::parse::<u64>) {
+            Some(Ok(n)) if n > 0 => Ok(Shape::TopN { n }),
+            _ => Err(format!("unknown shape {s:?}: whole, ordered, top-N (N from 1), group-by or group-by-lists")),
+        },
+    }
 }
 
 /// The `--on` keys: `k` or `l=r`, comma-separated or repeated, resolved on each side.

@@ -149,6 +149,20 @@ pub fn measure(left: &SideInput, right: &SideInput, opts: &PlanOptions) -> Resul
     Ok(Measured { partitions: parts, left: side(left, lscan, &lf), right: side(right, rscan, &rf), candidates: cands })
 }
 
+/// Read one table for a window or an aggregate over its keys: the candidates from its most
+/// frequent values, its exact partition scan for them, and its sizes.
+pub fn measure_one(input: &SideInput, opts: &PlanOptions) -> Result<(Vec<Vec<Value>>, SideMeasure)> {
+    let parts = opts.partitions.max(1);
+    let popts =
+        ProfileOptions { top: opts.top.max(1), sample: opts.sample, seed: opts.seed, memory: opts.memory, progress: opts.progress, exact_distinct: false };
+    let f = filtered(input)?;
+    let (t, k) = f_src(input, &f);
+    let top: Vec<Vec<Value>> = count::profile(t, std::slice::from_ref(k), &popts)?.remove(0).top.into_iter().map(|kc| kc.key).collect();
+    let cands = candidates(&top, &[]);
+    let scan = count::scan(t, k, parts, &cands)?;
+    Ok((cands, side(input, scan, &f)))
+}
+
 /// The side's passing rows (or their groups), when it has conditions or groups.
 fn filtered(s: &SideInput) -> Result<Option<Filtered>> {
     if s.filter.is_none() && s.group_by.is_none() {

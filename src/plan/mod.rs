@@ -25,7 +25,7 @@ mod tests;
 
 pub use decide::decide;
 pub use emit::{emit_sql, table_name, JoinSql, HELPER_ALIASES, SALT_COLUMN};
-pub use measure::{hashable_columns, measure, Measured, SideMeasure};
+pub use measure::{hashable_columns, measure, measure_one, Measured, SideFilter, SideMeasure};
 pub use report::{html, json, text};
 pub use strategy::broadcast_side::COMMENT as BROADCAST_SIDE_COMMENT;
 pub use strategy::{KeepReason, Strategy};

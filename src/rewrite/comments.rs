@@ -1,15 +1,16 @@
 //! The rewritten SQL as `skewjoin rewrite` prints it: after `--` lines that explain each
 //! change with its numbers, and each join left as written with the reason.
 
-use super::{Change, Rewritten};
+use super::{Change, Rewritten, WindowSeen};
 use crate::format::{fmt_count, fmt_share};
 use crate::plan::BROADCAST_SIDE_COMMENT;
+use crate::window::Verdict;
 
 /// The rewritten SQL, after `--` lines that explain each change with its numbers; a query with
 /// nothing rewritten comes back byte for byte after them.
 pub fn sql_with_comments(r: &Rewritten) -> String {
     let mut o = String::new();
-    if r.changes.is_empty() {
+    if !r.changed() {
         o.push_str("-- skewjoin: no join rewritten (nothing hot, or nothing that can be rewritten safely)\n");
     }
     for c in &r.changes {
@@ -18,8 +19,11 @@ pub fn sql_with_comments(r: &Rewritten) -> String {
     for u in &r.unchanged_joins {
         o.push_str(&format!("-- skewjoin: left as written{}: {}: {}\n", place(u.at), one_line(&u.join), one_line(&u.reason.to_string())));
     }
+    for w in &r.windows {
+        window_comments(w, &mut o);
+    }
     o.push_str(&r.sql);
-    if !r.changes.is_empty() {
+    if r.changed() {
         o.push_str(";\n");
     }
     o
@@ -53,6 +57,48 @@ fn change_comments(c: &Change, o: &mut String) {
     let notes = c.warnings.iter().cloned().chain(c.notes.iter().map(ToString::to_string));
     for w in notes {
         o.push_str(&format!("--   note: {}\n", one_line(&w)));
+    }
+}
+
+/// The lines of one window stage: what it is, its hot values, the tasks, the verdict or reason.
+fn window_comments(w: &WindowSeen, o: &mut String) {
+    let head = format!("-- skewjoin: {}{}", one_line(&crate::format::one_line(&w.stage, 160)), place(w.at));
+    let Some(p) = &w.plan else {
+        o.push_str(&format!("{head}: not planned: {}\n", one_line(w.reason.as_deref().unwrap_or(""))));
+        return;
+    };
+    let status = match &w.alias {
+        Some(a) => format!("rewritten, each hot value's aggregate in {a}_N"),
+        None => "left as written".into(),
+    };
+    o.push_str(&format!("{head} ({}, by {} of {}): {status}\n", p.shape.label(), p.keys.join(", "), p.input));
+    for h in &p.hot {
+        o.push_str(&format!(
+            "--   {} [{}]: {} rows ({} of the input), partition {}\n",
+            one_line(&h.display),
+            h.class.as_str(),
+            fmt_count(h.rows),
+            fmt_share(h.share),
+            h.spark_partition
+        ));
+    }
+    let after = p
+        .after
+        .as_ref()
+        .map(|a| format!(" -> {} (median {} -> {})", fmt_count(a.max_task_rows), fmt_count(p.before.median_task_rows), fmt_count(a.median_task_rows)));
+    let reduced = matches!(p.verdict, Verdict::GroupLimit | Verdict::PartialAggregation);
+    let what = if reduced { "before Spark's reduction per map task, the largest task would read" } else { "largest task" };
+    o.push_str(&format!(
+        "--   {what} {} rows{}\n",
+        fmt_count(p.before.max_task_rows),
+        after.unwrap_or_else(|| format!(" (median {})", fmt_count(p.before.median_task_rows)))
+    ));
+    o.push_str(&format!("--   {}\n", one_line(&p.why)));
+    if let Some(r) = &w.reason {
+        o.push_str(&format!("--   not rewritten: {}\n", one_line(r)));
+    }
+    for n in &w.notes {
+        o.push_str(&format!("--   note: {}\n", one_line(n)));
     }
 }
 

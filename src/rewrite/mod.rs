@@ -30,6 +30,7 @@ mod reason;
 mod scope;
 mod select;
 mod subquery;
+mod window;
 
 use std::collections::HashMap;
 
@@ -46,6 +47,7 @@ use names::lc;
 pub use note::Note;
 pub use reason::{LeftAlone, Untraced};
 use scope::{repoint_all, Remap};
+pub use window::WindowSeen;
 
 /// Where a join is in the query as given: the line and column (from 1) where its joined table
 /// (or its subquery of WHERE) starts.
@@ -117,6 +119,15 @@ pub struct Rewritten {
     pub joins: Vec<Seen>,
     pub changes: Vec<Change>,
     pub unchanged_joins: Vec<Unchanged>,
+    /// Every window stage seen (its PARTITION BY), rewritten or left as written.
+    pub windows: Vec<WindowSeen>,
+}
+
+impl Rewritten {
+    /// Something in the query was rewritten (a join or a window).
+    pub fn changed(&self) -> bool {
+        !self.changes.is_empty() || self.windows.iter().any(|w| w.status == "rewritten")
+    }
 }
 
 /// The joins of `changes` and `unchanged`, by where they are (those without a place last).
@@ -139,8 +150,13 @@ struct Ctx<'a> {
     opts: &'a PlanOptions,
     changes: Vec<Change>,
     unchanged: Vec<Unchanged>,
-    /// The number of the next derived table (`__sjN`, `__sjpN`).
+    /// The number of the next derived table (`__sjN`, `__sjpN`, `__swN`).
     next_id: usize,
+    /// The window stages seen.
+    windows: Vec<WindowSeen>,
+    /// The top-N filters of the SELECT around the subquery being rewritten: a column's name
+    /// (lower case) and the rows kept (`rn <= 3` keeps 3).
+    rank_limits: Vec<(String, u64)>,
 }
 
 /// Rewrite `sql` (one query). `tables` maps the names used in the query (lower case) to tables.
@@ -151,7 +167,17 @@ pub fn rewrite(sql: &str, tables: &HashMap<String, Table>, classifier: &Classifi
     if stmts.is_empty() {
         return Err(Error::Usage("no SQL statement found".into()));
     }
-    let mut ctx = Ctx { tables, ctes: HashMap::new(), classifier, opts, changes: Vec::new(), unchanged: Vec::new(), next_id: 1 };
+    let mut ctx = Ctx {
+        tables,
+        ctes: HashMap::new(),
+        classifier,
+        opts,
+        changes: Vec::new(),
+        unchanged: Vec::new(),
+        next_id: 1,
+        windows: Vec::new(),
+        rank_limits: Vec::new(),
+    };
     for stmt in &mut stmts {
         match stmt {
             Statement::Query(q) => process_query(q, &mut ctx)?,
@@ -169,8 +195,9 @@ pub fn rewrite(sql: &str, tables: &HashMap<String, Table>, classifier: &Classifi
         }
     }
     // Nothing rewritten: the query exactly as given, not re-printed.
-    let out = if ctx.changes.is_empty() { sql.to_string() } else { stmts.iter().map(render).collect::<Vec<_>>().join(";\n\n") };
-    Ok(Rewritten { sql: out, joins: seen(&ctx.changes, &ctx.unchanged), changes: ctx.changes, unchanged_joins: ctx.unchanged })
+    let changed = !ctx.changes.is_empty() || ctx.windows.iter().any(|w| w.status == "rewritten");
+    let out = if changed { stmts.iter().map(render).collect::<Vec<_>>().join(";\n\n") } else { sql.to_string() };
+    Ok(Rewritten { sql: out, joins: seen(&ctx.changes, &ctx.unchanged), changes: ctx.changes, unchanged_joins: ctx.unchanged, windows: ctx.windows })
 }
 
 fn process_query(q: &mut Query, ctx: &mut Ctx) -> Result<()> {
@@ -182,7 +209,9 @@ fn process_query(q: &mut Query, ctx: &mut Ctx) -> Result<()> {
             ctx.ctes.insert(lc(&cte.alias.name.value), (*cte.query).clone());
         }
     }
+    let input_is_join = matches!(q.body.as_ref(), SetExpr::Select(s) if s.from.len() != 1 || !s.from[0].joins.is_empty());
     let remaps = process_set(&mut q.body, ctx)?;
+    window::process_windows(q, input_is_join, ctx)?;
     // ORDER BY of a query whose body is one SELECT sees that SELECT's FROM.
     if let (Some(ob), false) = (&mut q.order_by, remaps.is_empty()) {
         repoint_all(ob, &remaps);

@@ -25,7 +25,10 @@ type Done = (usize, TableWithJoins, Option<Vec<SelectItem>>);
 
 /// Rewrite the joins of `sel`; returns the re-pointings, for an ORDER BY outside the SELECT.
 pub(super) fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
-    // Subqueries in FROM first: their joins are rewritten in their own scope.
+    // Subqueries in FROM first: their joins are rewritten in their own scope; a ranking
+    // inside one that this WHERE filters to a top N is limited by Spark before its shuffle.
+    let limits = super::window::rank_limits(sel);
+    let saved_limits = std::mem::replace(&mut ctx.rank_limits, limits);
     for twj in &mut sel.from {
         let factors = std::iter::once(&mut twj.relation).chain(twj.joins.iter_mut().map(|j| &mut j.relation));
         for f in factors {
@@ -34,6 +37,7 @@ pub(super) fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Rema
             }
         }
     }
+    ctx.rank_limits = saved_limits;
     // Subqueries in WHERE and the select list (IN, EXISTS, scalar): their joins in their own
     // scope, when they do not refer to this SELECT's FROM.
     let outer: Vec<String> =

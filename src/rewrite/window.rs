@@ -1,0 +1,445 @@
+//! Windows over a hot partition: the window functions of one SELECT, grouped by their
+//! PARTITION BY; the stage's input traced to a table and counted through the SELECT's WHERE;
+//! and a window over the whole partition whose hot values are taken out of the shuffle.
+//!
+//! The rewrite of `SELECT .., f(x) OVER (PARTITION BY k) .. FROM r WHERE w` with hot values
+//! v1..vn is a UNION ALL of
+//! - the rest, first (its column names are the output's): the SELECT as written, with
+//!   `AND NOT (k = v1 OR ..)` added to WHERE; a window partition holds one value, so the other
+//!   values' windows are unchanged;
+//! - one branch per hot value: `SELECT .., __swN.__w1 .. FROM r CROSS JOIN (SELECT f(x) AS __w1
+//!   FROM r WHERE w AND k = vi) __swN WHERE w AND k = vi`, the aggregate computed once (Spark
+//!   aggregates it per map task, then in one task of one record per map task) and broadcast to
+//!   the value's rows, which are read where they lie.
+//!
+//! Every value condition is written so that it is never NULL (`k IS NULL`, or `k IS NOT NULL
+//! AND k = v`), so the rest's NOT keeps exactly the rows no branch takes.
+
+use std::ops::ControlFlow;
+
+use serde::Serialize;
+use sqlparser::ast::{
+    Expr, Function, FunctionArguments, GroupByExpr, ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, Visit, VisitMut, Visitor, VisitorMut,
+    WindowType,
+};
+
+use super::condition::conjuncts;
+use super::filters::{column_of, to_base};
+use super::input::{input_of, Input};
+use super::names::{factor_alias, lc};
+use super::{At, Ctx};
+use crate::count::KeySpec;
+use crate::error::Result;
+use crate::filter::{check, RowFilter};
+use crate::plan::SideInput;
+use crate::source::Table;
+use crate::sql::{ident, literal, parse_query, render_expr};
+use crate::value::{KeyType, Value};
+use crate::window::{self, Shape, WindowPlan};
+
+/// Spark's largest group limit it pushes below a window (`spark.sql.optimizer.windowGroupLimitThreshold`).
+const GROUP_LIMIT_THRESHOLD: u64 = 1000;
+
+/// Aggregate functions whose value over a whole partition is the GROUP BY aggregate's.
+const WHOLE_PARTITION_AGGREGATES: [&str; 6] = ["sum", "count", "min", "max", "avg", "mean"];
+
+/// Rankings Spark limits before the shuffle when filtered to a top N.
+const RANKINGS: [&str; 3] = ["row_number", "rank", "dense_rank"];
+
+/// One window stage of the query, rewritten, planned and left, or not planned.
+#[derive(Debug, Serialize)]
+pub struct WindowSeen {
+    pub at: Option<At>,
+    /// The stage as written: its window functions, or its GROUP BY.
+    pub stage: String,
+    /// `rewritten` or `left_as_written`.
+    pub status: &'static str,
+    /// The derived tables of its hot values' aggregates, when rewritten.
+    pub alias: Option<String>,
+    /// The stage planned: its hot values, tasks and verdict with the numbers.
+    pub plan: Option<WindowPlan>,
+    /// Why it was not planned or not rewritten, when that is not the plan's verdict.
+    pub reason: Option<String>,
+    /// The WHERE conditions the counts could not apply.
+    pub notes: Vec<String>,
+}
+
+/// One window function of the SELECT.
+struct WinFn {
+    func: Function,
+    partition: Vec<Expr>,
+    ordered: bool,
+    at: Option<At>,
+    /// Its select item's alias.
+    alias: Option<String>,
+}
+
+/// The window stages of `q`'s SELECT (when its body is one): planned, and the whole-partition
+/// one rewritten when it is hot. `input_is_join`: the SELECT's FROM joined before its joins
+/// were rewritten.
+pub(super) fn process_windows(q: &mut Query, input_is_join: bool, ctx: &mut Ctx) -> Result<()> {
+    let SetExpr::Select(sel) = q.body.as_ref() else { return Ok(()) };
+    let fns = window_functions(sel);
+    if fns.is_empty() {
+        aggregate(sel, input_is_join, ctx);
+        return Ok(());
+    }
+    let text = fns.iter().map(|w| one_line(&w.func.to_string())).collect::<Vec<_>>().join(", ");
+    let mut seen = WindowSeen { at: fns[0].at, stage: text, status: "left_as_written", alias: None, plan: None, reason: None, notes: vec![] };
+    match stage(sel, &fns, input_is_join, ctx) {
+        Err(why) => seen.reason = Some(why),
+        Ok((p, notes)) => {
+            seen.notes = notes;
+            if p.acts() {
+                match rewritable(q, sel, &fns) {
+                    Ok(()) => {
+                        let alias = format!("__sw{}", ctx.next_id);
+                        ctx.next_id += 1;
+                        *q.body = rewritten_body(sel, &fns, &p, &alias)?;
+                        seen.status = "rewritten";
+                        seen.alias = Some(alias);
+                    }
+                    Err(why) => seen.reason = Some(why),
+                }
+            }
+            seen.plan = Some(p);
+        }
+    }
+    ctx.windows.push(seen);
+    Ok(())
+}
+
+/// The top-N filters of `sel`'s WHERE, as Spark reads them for a group limit: `rn <= 3`,
+/// `rn < 4`, `rn = 3` (and the same written the other way round) keep at most 3 rows.
+pub(super) fn rank_limits(sel: &Select) -> Vec<(String, u64)> {
+    use sqlparser::ast::BinaryOperator as Op;
+    let mut parts = Vec::new();
+    if let Some(w) = &sel.selection {
+        conjuncts(w, &mut parts);
+    }
+    let name = |e: &Expr| match e {
+        Expr::Identifier(i) => Some(lc(&i.value)),
+        Expr::CompoundIdentifier(p) => p.last().map(|i| lc(&i.value)),
+        _ => None,
+    };
+    let number = |e: &Expr| match e {
+        Expr::Value(v) => match &v.value {
+            sqlparser::ast::Value::Number(n, _) => n.parse::<u64>().ok(),
+            _ => None,
+        },
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for c in &parts {
+        let Expr::BinaryOp { left, op, right } = c else { continue };
+        let found = match (name(left), number(right), number(left), name(right)) {
+            (Some(col), Some(n), _, _) => match op {
+                Op::LtEq | Op::Eq => Some((col, n)),
+                Op::Lt => Some((col, n.saturating_sub(1))),
+                _ => None,
+            },
+            (_, _, Some(n), Some(col)) => match op {
+                Op::GtEq | Op::Eq => Some((col, n)),
+                Op::Gt => Some((col, n.saturating_sub(1))),
+                _ => None,
+            },
+            _ => None,
+        };
+        out.extend(found);
+    }
+    out
+}
+
+/// The window functions of the select list.
+fn window_functions(sel: &Select) -> Vec<WinFn> {
+    let mut out = Vec::new();
+    for item in &sel.projection {
+        let (e, alias) = match item {
+            SelectItem::UnnamedExpr(e) => (e, None),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.clone())),
+            _ => continue,
+        };
+        let _ = e.visit(&mut FnCollector { out: &mut out, alias });
+    }
+    out
+}
+
+struct FnCollector<'a> {
+    out: &'a mut Vec<WinFn>,
+    alias: Option<String>,
+}
+
+impl Visitor for FnCollector<'_> {
+    type Break = ();
+    fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+        if let Expr::Function(f) = e {
+            match &f.over {
+                Some(WindowType::WindowSpec(spec)) => self.out.push(WinFn {
+                    func: f.clone(),
+                    partition: spec.partition_by.clone(),
+                    ordered: !spec.order_by.is_empty() || spec.window_frame.is_some(),
+                    at: At::of(e),
+                    alias: self.alias.clone(),
+                }),
+                Some(WindowType::NamedWindow(_)) => {
+                    self.out.push(WinFn { func: f.clone(), partition: vec![], ordered: true, at: At::of(e), alias: self.alias.clone() })
+                }
+                None => {}
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn fn_name(f: &Function) -> String {
+    match f.name.0.last() {
+        Some(ObjectNamePart::Identifier(i)) => lc(&i.value),
+        _ => String::new(),
+    }
+}
+
+/// The shape of the stage: every function an aggregate over the whole partition, a ranking
+/// filtered to a top N by the query around it, or an ordered window.
+fn shape_of(fns: &[WinFn], limits: &[(String, u64)]) -> Shape {
+    if fns.iter().all(|w| !w.ordered && WHOLE_PARTITION_AGGREGATES.contains(&fn_name(&w.func).as_str())) {
+        return Shape::WholePartition;
+    }
+    let rankings = fns.iter().all(|w| w.ordered && RANKINGS.contains(&fn_name(&w.func).as_str()));
+    let limit = fns.iter().filter_map(|w| w.alias.as_ref()).filter_map(|a| limits.iter().find(|l| l.0 == lc(a)).map(|l| l.1)).min();
+    match limit {
+        Some(n) if rankings && n <= GROUP_LIMIT_THRESHOLD => Shape::TopN { n },
+        _ => Shape::Ordered,
+    }
+}
+
+/// The stage planned, or why it cannot be: one PARTITION BY of columns of one traced input.
+fn stage(sel: &Select, fns: &[WinFn], input_is_join: bool, ctx: &Ctx) -> std::result::Result<(WindowPlan, Vec<String>), String> {
+    let spec = |w: &WinFn| w.partition.iter().map(render_expr).collect::<Vec<_>>();
+    if fns.iter().any(|w| spec(w) != spec(&fns[0])) || fns[0].partition.is_empty() {
+        return Err("window functions with different PARTITION BY (or none, or a named window): each is its own stage; not planned".into());
+    }
+    if input_is_join || sel.from.len() != 1 || !sel.from[0].joins.is_empty() {
+        return Err("the window's input is a join: its partition values are not counted through joins yet".into());
+    }
+    if !matches!(&sel.group_by, GroupByExpr::Expressions(g, _) if g.is_empty()) || sel.having.is_some() {
+        return Err("the window runs over the SELECT's groups (GROUP BY), whose rows are not a table's".into());
+    }
+    let inp = input_of(&sel.from[0].relation, ctx, 0).map_err(|e| format!("its input: {e}"))?;
+    planned(sel, &inp, &fns[0].partition, shape_of(fns, &ctx.rank_limits), ctx)
+}
+
+/// The stage over `keys` (expressions of `sel`) planned on the table `inp` traces to.
+fn planned(sel: &Select, inp: &Input, keys: &[Expr], shape: Shape, ctx: &Ctx) -> std::result::Result<(WindowPlan, Vec<String>), String> {
+    let keys: Vec<String> = keys
+        .iter()
+        .map(|e| column_of(e, inp).ok_or_else(|| format!("{} is not a column of its input", render_expr(e))))
+        .collect::<std::result::Result<_, _>>()?;
+    let (tname, cols) = inp.key_base(&keys, ctx.tables).map_err(|e| e.to_string())?;
+    let table = &ctx.tables[&tname];
+    let (filter, notes) = where_filter(sel, inp, &tname, table);
+    let group_by = match &inp.grouped {
+        Some(g) => Some(KeySpec { columns: g.iter().map(|c| table.resolve(c)).collect::<Result<Vec<_>>>().map_err(|e| e.to_string())? }),
+        None => None,
+    };
+    let input = SideInput { table, keys: KeySpec { columns: cols }, name: inp.display(), filter, group_by };
+    let p = window::plan(&input, shape, ctx.classifier, ctx.opts).map_err(|e| e.to_string())?;
+    Ok((p, notes))
+}
+
+/// A GROUP BY of columns of one traced table: planned as an aggregate (which Spark aggregates
+/// per map task before the shuffle) and reported; one over anything else is not looked at.
+fn aggregate(sel: &Select, input_is_join: bool, ctx: &mut Ctx) {
+    let GroupByExpr::Expressions(keys, modifiers) = &sel.group_by else { return };
+    if keys.is_empty() || !modifiers.is_empty() || input_is_join || sel.from.len() != 1 || !sel.from[0].joins.is_empty() {
+        return;
+    }
+    let Ok(inp) = input_of(&sel.from[0].relation, ctx, 0) else { return };
+    if keys.iter().any(|k| column_of(k, &inp).is_none()) {
+        return;
+    }
+    let lists = builds_lists(sel);
+    let text = format!("GROUP BY {}", keys.iter().map(render_expr).collect::<Vec<_>>().join(", "));
+    let mut seen =
+        WindowSeen { at: keys.first().and_then(At::of), stage: text, status: "left_as_written", alias: None, plan: None, reason: None, notes: vec![] };
+    match planned(sel, &inp, keys, Shape::Aggregate { lists }, ctx) {
+        Ok((p, notes)) => {
+            seen.plan = Some(p);
+            seen.notes = notes;
+        }
+        Err(why) => seen.reason = Some(why),
+    }
+    ctx.windows.push(seen);
+}
+
+/// An aggregate of the select list or HAVING builds a list of its group's values.
+fn builds_lists(sel: &Select) -> bool {
+    struct Lists(bool);
+    impl Visitor for Lists {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            if let Expr::Function(f) = e {
+                self.0 |= ["collect_list", "collect_set", "array_agg"].contains(&fn_name(f).as_str());
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut l = Lists(false);
+    let _ = sel.projection.visit(&mut l);
+    let _ = sel.having.visit(&mut l);
+    l.0
+}
+
+/// The input's own conditions and the SELECT's WHERE conjuncts on its table (Spark filters
+/// before the window), and those the counts cannot apply, with why.
+fn where_filter(sel: &Select, inp: &Input, tname: &str, table: &Table) -> (Option<RowFilter>, Vec<String>) {
+    let mut parts = Vec::new();
+    if let Some(w) = &sel.selection {
+        conjuncts(w, &mut parts);
+    }
+    let (mut conds, mut notes) = (Vec::new(), Vec::new());
+    let own = inp.conditions.iter().map(|c| (render_expr(c), Some(c.clone())));
+    let outer = parts.iter().map(|c| (render_expr(c), to_base(c, inp, tname)));
+    for (text, base) in own.chain(outer) {
+        match base.map(|b| check(&b, table).map(|()| b)) {
+            Some(Ok(b)) => conds.push(b),
+            Some(Err(why)) => notes.push(format!("{text}: {why}; the counts include the rows it drops")),
+            None => notes.push(format!("{text}: not a condition on {}'s table alone; the counts include the rows it drops", inp.display())),
+        }
+    }
+    ((!conds.is_empty()).then_some(RowFilter { conditions: conds }), notes)
+}
+
+/// Whether the rewrite can keep the query's meaning around the SELECT.
+fn rewritable(q: &Query, sel: &Select, fns: &[WinFn]) -> std::result::Result<(), String> {
+    if sel.distinct.is_some() || sel.top.is_some() || sel.into.is_some() || sel.qualify.is_some() || !sel.named_window.is_empty() {
+        return Err("the SELECT has DISTINCT, TOP, INTO, QUALIFY or a WINDOW clause: not rewritten".into());
+    }
+    if !sel.lateral_views.is_empty() || sel.from.len() != 1 || !sel.cluster_by.is_empty() || !sel.distribute_by.is_empty() || !sel.sort_by.is_empty() {
+        return Err("the SELECT has LATERAL VIEW, several FROM items, CLUSTER BY, DISTRIBUTE BY or SORT BY: not rewritten".into());
+    }
+    if fns.iter().any(|w| matches!(&w.func.args, FunctionArguments::List(l) if l.duplicate_treatment.is_some())) {
+        return Err("a DISTINCT aggregate in the window: not rewritten".into());
+    }
+    let star = sel.projection.iter().any(|i| matches!(i, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)));
+    let outputs: Vec<String> = sel.projection.iter().filter_map(output_name).collect();
+    if let Some(ob) = &q.order_by {
+        let OrderByKind::Expressions(items) = &ob.kind else { return Err("ORDER BY ALL: not rewritten".into()) };
+        for o in items {
+            let ok = match &o.expr {
+                Expr::Value(_) => true,
+                Expr::Identifier(i) => star || outputs.contains(&lc(&i.value)),
+                _ => false,
+            };
+            if !ok {
+                return Err(format!("ORDER BY {} is not an output column of the SELECT, which the UNION ALL of the rewrite needs", render_expr(&o.expr)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The name a select item gives its column, lower case, when it is a plain one.
+fn output_name(i: &SelectItem) -> Option<String> {
+    match i {
+        SelectItem::ExprWithAlias { alias, .. } => Some(lc(&alias.value)),
+        SelectItem::UnnamedExpr(Expr::Identifier(i)) => Some(lc(&i.value)),
+        SelectItem::UnnamedExpr(Expr::CompoundIdentifier(p)) => p.last().map(|i| lc(&i.value)),
+        _ => None,
+    }
+}
+
+/// The UNION ALL of the rest and one branch per hot value.
+fn rewritten_body(sel: &Select, fns: &[WinFn], p: &WindowPlan, alias: &str) -> Result<SetExpr> {
+    let conds: Vec<String> = p.hot.iter().map(|h| value_condition(&fns[0].partition, &h.key, &p.key_types)).collect();
+    let mut branches = vec![rest_branch(sel, &conds)];
+    for (i, c) in conds.iter().enumerate() {
+        branches.push(hot_branch(sel, fns, c, &format!("{alias}_{}", i + 1))?);
+    }
+    let q = parse_query(&branches.join("\nUNION ALL\n"))?;
+    Ok(*q.body)
+}
+
+/// `k IS NULL` or `(k IS NOT NULL AND k = v)` per key column, joined by AND: never NULL.
+fn value_condition(keys: &[Expr], values: &[Value], types: &[KeyType]) -> String {
+    let parts: Vec<String> = keys
+        .iter()
+        .zip(values.iter().zip(types))
+        .map(|(k, (v, t))| {
+            let k = render_expr(k);
+            if v.is_null() {
+                format!("{k} IS NULL")
+            } else {
+                format!("({k} IS NOT NULL AND {k} = {})", literal(v, *t))
+            }
+        })
+        .collect();
+    format!("({})", parts.join(" AND "))
+}
+
+/// The SELECT's WHERE with `extra` added.
+fn where_with(sel: &Select, extra: &str) -> String {
+    match &sel.selection {
+        Some(w) => format!("WHERE ({}) AND {extra}", render_expr(w)),
+        None => format!("WHERE {extra}"),
+    }
+}
+
+/// The SELECT as written over the values no branch takes.
+fn rest_branch(sel: &Select, conds: &[String]) -> String {
+    let mut rest = sel.clone();
+    rest.selection = None;
+    let text = crate::sql::render_select(&rest);
+    format!("{text} {}", where_with(sel, &format!("NOT ({})", conds.join(" OR "))))
+}
+
+/// One hot value's rows with the window functions' values from its aggregate `agg`.
+fn hot_branch(sel: &Select, fns: &[WinFn], cond: &str, agg: &str) -> Result<String> {
+    let from = sel.from[0].relation.to_string();
+    let name = factor_alias(&sel.from[0].relation).unwrap_or_default();
+    let mut aggs: Vec<String> = Vec::new();
+    for (i, w) in fns.iter().enumerate() {
+        let mut f = w.func.clone();
+        f.over = None;
+        aggs.push(format!("{f} AS __w{}", i + 1));
+    }
+    let mut out = sel.clone();
+    out.selection = None;
+    out.optimizer_hints.clear();
+    out.projection = out.projection.into_iter().map(|i| if matches!(i, SelectItem::Wildcard(_)) { star_of(&name) } else { Ok(i) }).collect::<Result<_>>()?;
+    let mut n = 0;
+    let _ = VisitMut::visit(&mut out.projection, &mut Replace { agg, n: &mut n });
+    let text = crate::sql::render_select(&out);
+    let select = text.strip_prefix("SELECT ").unwrap_or(&text);
+    Ok(format!(
+        "SELECT /*+ BROADCAST({a}) */ {select_rest} CROSS JOIN (SELECT {aggs} FROM {from} {w}) {a} {w}",
+        a = ident(agg),
+        select_rest = select,
+        aggs = aggs.join(", "),
+        w = where_with(sel, cond)
+    ))
+}
+
+fn star_of(name: &str) -> Result<SelectItem> {
+    super::names::parse_item(&format!("{}.*", ident(name)))
+}
+
+/// Each window function, in order, replaced by its aggregate's column.
+struct Replace<'a> {
+    agg: &'a str,
+    n: &'a mut usize,
+}
+
+impl VisitorMut for Replace<'_> {
+    type Break = ();
+    fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+        if matches!(e, Expr::Function(f) if f.over.is_some()) {
+            *self.n += 1;
+            *e = Expr::CompoundIdentifier(vec![sqlparser::ast::Ident::new(self.agg), sqlparser::ast::Ident::new(format!("__w{}", self.n))]);
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}

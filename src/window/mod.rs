@@ -1,0 +1,147 @@
+//! Skew in a window or an aggregate: the rows of one PARTITION BY (or GROUP BY) value all go to
+//! the task that owns its shuffle partition. Whether that task is slow depends on what Spark
+//! runs over the partition, the stage's `Shape`:
+//!
+//! - a window over the whole partition (an aggregate `OVER (PARTITION BY k)`, no ORDER BY, no
+//!   frame) reads every row of the partition in one task, and can be rewritten: the aggregate
+//!   per hot value computed on its own (Spark aggregates it partially, per map task) and joined
+//!   back to that value's rows;
+//! - an ordered window (running sums, lag/lead, a ranking not filtered to a top N) needs the
+//!   partition's rows in order in one task: nothing safe splits it;
+//! - a ranking filtered to its first N rows per partition is limited before the shuffle by
+//!   Spark 3.5+ (`WindowGroupLimit`): at most N rows per partition value per map task;
+//! - GROUP BY and DISTINCT are aggregated per map task before the shuffle: at most one record
+//!   per key per map task (a `collect_list` record still holds the value's whole list).
+//!
+//! `measure` reads the input once ([`crate::plan::measure_one`]); `decide` is a pure function
+//! from the measurements, the shape and the options to a [`WindowPlan`].
+
+mod decide;
+mod report;
+#[cfg(test)]
+mod tests;
+
+pub use decide::decide;
+pub use report::{json, text};
+
+use serde::Serialize;
+use serde_json::Value as Json;
+
+use crate::classify::{Class, Classifier};
+use crate::error::Result;
+use crate::plan::{measure_one, PlanOptions, SideInput, SideMeasure, TaskStats};
+use crate::value::Value;
+
+/// What Spark runs over the rows of one partition value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Shape {
+    /// Aggregate functions over the whole partition: no ORDER BY, no frame.
+    WholePartition,
+    /// A window that needs the partition's rows in order in one task.
+    Ordered,
+    /// A ranking (row_number, rank, dense_rank) filtered to its first `n` rows.
+    TopN { n: u64 },
+    /// GROUP BY or DISTINCT; `lists` when an aggregate builds a list (collect_list, collect_set).
+    Aggregate { lists: bool },
+}
+
+impl Shape {
+    pub fn label(self) -> String {
+        match self {
+            Shape::WholePartition => "window over the whole partition".into(),
+            Shape::Ordered => "ordered window".into(),
+            Shape::TopN { n } => format!("top {n} per partition"),
+            Shape::Aggregate { lists: false } => "aggregate".into(),
+            Shape::Aggregate { lists: true } => "aggregate building lists".into(),
+        }
+    }
+}
+
+/// What the plan does with the stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Each hot value's aggregate is computed on its own and joined back to its rows.
+    Rewrite,
+    /// No partition is over the hot line.
+    NothingHot,
+    /// Spark's partial aggregation already reduces the hot value to records per map task.
+    PartialAggregation,
+    /// Spark 3.5+ limits the ranking per map task before the shuffle.
+    GroupLimit,
+    /// An ordered window over a hot partition: no rewrite keeps its result.
+    LeftAlone,
+}
+
+/// The input of a window or aggregate, measured.
+#[derive(Debug, Clone)]
+pub struct WindowMeasured {
+    pub partitions: u32,
+    /// The most frequent non-NULL values of the partition key, in `side.scan.key_rows` order.
+    pub candidates: Vec<Vec<Value>>,
+    pub side: SideMeasure,
+}
+
+/// One hot partition value.
+#[derive(Debug, Clone, Serialize)]
+pub struct HotGroup {
+    /// Native JSON, as in `keys`; an array for a composite key; null for the NULL value.
+    pub value: Json,
+    #[serde(skip)]
+    pub key: Vec<Value>,
+    #[serde(skip)]
+    pub display: String,
+    pub rows: u64,
+    pub share: f64,
+    pub class: Class,
+    pub reason: String,
+    pub spark_partition: u32,
+}
+
+/// The stage of a window or aggregate before and after, and what to do about it.
+#[derive(Debug, Clone, Serialize)]
+pub struct WindowPlan {
+    pub shape: Shape,
+    pub input: String,
+    pub keys: Vec<String>,
+    #[serde(skip)]
+    pub key_types: Vec<crate::value::KeyType>,
+    pub shuffle_partitions: u32,
+    /// Rows that reach the stage (after the input's conditions).
+    pub rows: u64,
+    pub bytes_per_row: f64,
+    pub hot: Vec<HotGroup>,
+    pub verdict: Verdict,
+    /// Why, with the numbers.
+    pub why: String,
+    /// The stage as written, in rows per task before any partial aggregation or limit.
+    pub before: TaskStats,
+    /// The stage after the rewrite: the rows of the other values, in the window as written;
+    /// the hot values' rows are read where they lie. None when nothing is rewritten.
+    pub after: Option<TaskStats>,
+    /// The conditions the counts applied, when the input has any.
+    pub conditions: Option<String>,
+    #[serde(skip)]
+    pub before_tasks: Vec<u64>,
+    #[serde(skip)]
+    pub after_tasks: Vec<u64>,
+}
+
+impl WindowPlan {
+    /// The plan rewrites the stage.
+    pub fn acts(&self) -> bool {
+        self.verdict == Verdict::Rewrite
+    }
+}
+
+/// Read the input of a window or aggregate over `input.keys`.
+pub fn measure(input: &SideInput, opts: &PlanOptions) -> Result<WindowMeasured> {
+    let (candidates, side) = measure_one(input, opts)?;
+    Ok(WindowMeasured { partitions: opts.partitions.max(1), candidates, side })
+}
+
+/// Measure then decide.
+pub fn plan(input: &SideInput, shape: Shape, classifier: &Classifier, opts: &PlanOptions) -> Result<WindowPlan> {
+    Ok(decide(&measure(input, opts)?, shape, classifier, opts))
+}

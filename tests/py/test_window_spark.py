@@ -1,0 +1,112 @@
+"""Windows and aggregates over a hot partition, on real Spark. The data: 40,000 views where one
+user holds 25% of the rows, NULL users 10% and the placeholder user -1 8% (and one country
+40%, for a composite key). A window over the
+whole partition is rewritten: the rows must be identical, the window stage's largest task at
+least 4x smaller, and the predicted largest task before and after within 5% of Spark's. An
+ordered window, a top-N ranking and a GROUP BY are not rewritten (the SQL comes back as given):
+the ordered window's predicted task must match Spark's, and for the top N and the GROUP BY,
+Spark's largest task must be at least 4x under the rows the tool says Spark reduces before the
+shuffle."""
+import json
+import random
+
+import pytest
+
+from conftest import run
+from sparkrun import max_records, measured
+from test_plan_spark import P, sj_spark, write  # noqa: F401  (fixtures)
+from test_rewrite_spark import multiset
+
+
+@pytest.fixture(scope="module")
+def views(tmp_path_factory):
+    d = tmp_path_factory.mktemp("windows")
+    rng = random.Random(21)
+    n = 40_000
+    users = [7] * 10_000 + [None] * 4_000 + [-1] * 3_200
+    users += [rng.randrange(100, 1600) for _ in range(n - len(users))]
+    rng.shuffle(users)
+    return write(d / "views.parquet", {
+        "id": list(range(n)),
+        "user_id": users,
+        "plan": [rng.choice(["basic", "premium"]) for _ in range(n)],
+        "day": [rng.randrange(30) for _ in range(n)],
+        "hours": [round(rng.random() * 4, 3) for _ in range(n)],
+        "title_id": [rng.randrange(1, 500) for _ in range(n)],
+        "country": ["US" if rng.random() < 0.4 else f"C{rng.randrange(300):03d}" for _ in range(n)],
+    })
+
+
+def rewrite(sql, views, tmp_path):
+    q = tmp_path / "q.sql"
+    q.write_text(sql)
+    p = run("rewrite", q, "-q", "--shuffle-partitions", P, "--format", "json", "--table", f"views={views}")
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def within(predicted, measured_, share=0.05):
+    return abs(predicted - measured_) <= share * max(measured_, 1)
+
+
+REWRITTEN = {
+    "sum-count-max": "SELECT v.*, sum(hours) OVER (PARTITION BY user_id) AS total, count(*) OVER (PARTITION BY user_id) AS n, "
+                     "max(title_id) OVER (PARTITION BY user_id) AS top FROM views v WHERE title_id > 10",
+    "share-of-total": "SELECT id, user_id, hours / sum(hours) OVER (PARTITION BY v.user_id) AS frac, avg(hours) OVER (PARTITION BY v.user_id) "
+                      "FROM views v",
+    "composite": "SELECT id, country, plan, count(*) OVER (PARTITION BY country, plan) AS n, min(day) OVER (PARTITION BY country, plan) AS first_day "
+                 "FROM views",
+    "cte-with-filters": "WITH recent AS (SELECT id, user_id, hours FROM views WHERE day >= 5) "
+                        "SELECT id, sum(hours) OVER (PARTITION BY user_id) AS s FROM recent WHERE hours > 0.5 OR user_id IS NULL",
+}
+
+
+@pytest.mark.parametrize("name", list(REWRITTEN))
+def test_whole_partition_window_rewritten_same_rows_smaller_task(sj_spark, views, tmp_path, name):
+    sql = REWRITTEN[name]
+    r = rewrite(sql, views, tmp_path)
+    w = r["windows"][0]
+    assert w["status"] == "rewritten", w
+    assert w["plan"]["shape"]["kind"] == "whole_partition"
+    hot = {json.dumps(h["value"]) for h in w["plan"]["hot"]}
+    assert ({'["US", "basic"]', '["US", "premium"]'} if name == "composite" else {"7", "null", "-1"}) <= hot, hot
+    sj_spark.read.parquet(views).createOrReplaceTempView("views")
+    before_rows, before = measured(sj_spark, sql)
+    after_rows, after = measured(sj_spark, r["sql"])
+    assert multiset(before_rows) == multiset(after_rows)
+    assert list(before_rows[0].__fields__) == list(after_rows[0].__fields__)
+    mb, ma = max_records(before), max_records(after)
+    assert mb >= 4 * ma, (mb, ma)
+    p = w["plan"]
+    assert within(p["before"]["max_task_rows"], mb), (p["before"], mb)
+    assert within(p["after"]["max_task_rows"], ma), (p["after"], ma)
+
+
+LEFT = {
+    "running-sum": ("SELECT id, sum(hours) OVER (PARTITION BY user_id ORDER BY id) AS running FROM views", "ordered", "left_alone"),
+    "lag": ("SELECT id, lag(hours) OVER (PARTITION BY user_id ORDER BY id) AS prev FROM views", "ordered", "left_alone"),
+    "top-3": ("SELECT * FROM (SELECT id, user_id, row_number() OVER (PARTITION BY user_id ORDER BY hours, id) AS rn FROM views) x "
+              "WHERE rn <= 3", "top_n", "group_limit"),
+    "group-by-lists": ("SELECT user_id, sum(hours) AS s, collect_list(title_id) AS titles FROM views GROUP BY user_id",
+                       "aggregate", "partial_aggregation"),
+}
+
+
+@pytest.mark.parametrize("name", list(LEFT))
+def test_what_spark_handles_or_nothing_can_split_is_left_as_written(sj_spark, views, tmp_path, name):
+    sql, shape, verdict = LEFT[name]
+    r = rewrite(sql, views, tmp_path)
+    assert r["sql"] == sql
+    w = r["windows"][0]
+    assert w["status"] == "left_as_written"
+    p = w["plan"]
+    assert (p["shape"]["kind"], p["verdict"]) == (shape, verdict)
+    assert p["after"] is None and p["hot"][0]["value"] == 7
+    sj_spark.read.parquet(views).createOrReplaceTempView("views")
+    _, tasks = measured(sj_spark, sql)
+    largest = max_records(tasks)
+    if verdict == "left_alone":
+        assert within(p["before"]["max_task_rows"], largest), (p["before"], largest)
+    else:
+        # Spark reduced the hot value per map task: its task reads far fewer records than rows.
+        assert largest * 4 <= p["before"]["max_task_rows"], (largest, p["before"])
