@@ -192,3 +192,16 @@ fn full_reports_of_a_left_join_and_a_salted_full_join() {
     insta::assert_snapshot!("report_left_null_and_slice", text(&decide_case(&cases()[0], JoinType::Left)));
     insta::assert_snapshot!("report_full_salt", text(&decide_case(&cases()[5], JoinType::Full)));
 }
+
+#[test]
+fn salted_pieces_stay_within_twice_the_median_when_the_copied_rows_allow() {
+    // The copied side has 60 rows for the key, between the median task (48) and 1.5x it: a
+    // split share of the copied rows (the old rule, 7 pieces of 118) would leave pieces of 2.5x.
+    let c = case("salt-mid", with(ordinary(250, 2), &[(Some("hot"), 400)]), with(ordinary(250, 1), &[(Some("hot"), 60)]), "'hot'");
+    let p = decide_case(&c, JoinType::Inner);
+    let Strategy::Salt { n, .. } = &p.hot_keys[0].strategy else { panic!("{:?}", p.hot_keys[0].strategy) };
+    let median = p.before.median_task_rows as f64;
+    assert_eq!(*n, 12, "{:?}", p.hot_keys[0].why);
+    assert!((400f64 / *n as f64).ceil() + 60.0 <= 2.0 * median, "{n} pieces, median {median}");
+    assert!(p.hot_keys[0].why.contains(&format!("{n} tasks of about 94 (2.0x the median task of 48)")), "{}", p.hot_keys[0].why);
+}

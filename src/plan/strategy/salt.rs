@@ -60,7 +60,7 @@ pub(crate) fn choose(f: &KeyFacts, salting: &mut Salting) -> Option<Choice> {
     let n = pieces(f, split, salting.keys);
     let salts = choose_salts(f.key, n, f.partitions, &mut salting.used);
     let why = format!(
-        "both slices are over the {} threshold ({} left, {} right): {}'s {} rows are split {n} ways by a salt from their other columns and the other side's {} rows are copied {n} times ({} extra rows shuffled): its task goes from {} rows to {n} tasks of about {}{}",
+        "both slices are over the {} threshold ({} left, {} right): {}'s {} rows are split {n} ways by a salt from their other columns and the other side's {} rows are copied {n} times ({} extra rows shuffled): its task goes from {} rows to {n} tasks of about {} ({:.1}x the median task of {}){}",
         human(f.threshold()),
         human(f.bytes(Side::Left)),
         human(f.bytes(Side::Right)),
@@ -70,17 +70,29 @@ pub(crate) fn choose(f: &KeyFacts, salting: &mut Salting) -> Option<Choice> {
         fmt_count(reprows * (n as u64 - 1)),
         fmt_count(srows + reprows),
         fmt_count(srows.div_ceil(n as u64) + reprows),
+        (srows.div_ceil(n as u64) + reprows) as f64 / f.median.max(1.0),
+        fmt_count(f.median as u64),
         if decomposed { format!("; as an inner join, plus an anti join that keeps the unmatched rows of the {} join's kept side", f.how().as_str()) } else { String::new() }
     );
     Some((Strategy::Salt { n, split, salts, decomposed }, why))
 }
 
-/// Pieces near the median task, and none over the target task size. Every piece carries all
-/// the copied rows, so pieces smaller than those gain little and cost a copy each; and the
-/// salted keys share the partitions.
+/// Pieces of at most twice the median task where the copied rows allow it, and none over the
+/// target task size. Every piece carries all the copied rows r: with r up to the median m, a
+/// split share of m keeps a piece under 2m; with r up to 1.5m, a share of 2m - r does; beyond,
+/// no share does, and smaller shares than r only copy r again for little gain. The salted keys
+/// share the partitions.
 fn pieces(f: &KeyFacts, split: Side, salted_keys: u32) -> u32 {
-    let (srows, reprows) = (f.rows(split), f.rows(split.other()));
-    let by_median = (srows as f64 / f.median.max(reprows as f64).max(1.0)).ceil();
+    let (srows, reprows) = (f.rows(split), f.rows(split.other()) as f64);
+    let m = f.median.max(1.0);
+    let share = if reprows <= m {
+        m
+    } else if reprows < 1.5 * m {
+        2.0 * m - reprows
+    } else {
+        reprows
+    };
+    let by_median = (srows as f64 / share).ceil();
     let by_size = (srows as f64 * f.bytes_per_row[split as usize] / f.opts.target_task_size.max(1) as f64).ceil();
     (by_median.max(by_size) as u32).clamp(2, (f.partitions / salted_keys).max(2))
 }
