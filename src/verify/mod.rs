@@ -128,7 +128,7 @@ pub fn spark(original: &str, rewritten: &str, r: Option<&Rewritten>, tables: &[(
     }
     let before = parsed.before.unwrap_or_default();
     let after = parsed.after.unwrap_or_default();
-    let change = r.and_then(|r| r.changes.first());
+    let (predicted_before, predicted_after) = predicted(r);
     let notes = rewrite_notes(r);
     let version = parsed.spark_version.unwrap_or_default();
     Ok(Verification {
@@ -145,8 +145,8 @@ pub fn spark(original: &str, rewritten: &str, r: Option<&Rewritten>, tables: &[(
         rows_rewritten: after.rows,
         only_in_original: parsed.only_in_original,
         only_in_rewritten: parsed.only_in_rewritten,
-        predicted_before: change.map(|c| c.before.clone()),
-        predicted_after: change.map(|c| c.after.clone()),
+        predicted_before,
+        predicted_after,
         measured_before: before,
         measured_after: after,
         conf: opts.conf.clone(),
@@ -220,7 +220,7 @@ pub fn polars(
     let original = one_query(original, "query")?;
     let rewritten = one_query(rewritten, "rewrite")?;
     let run = polars_engine::run(&original, &rewritten, tables, sample, tolerance)?;
-    let change = r.and_then(|r| r.changes.first());
+    let (predicted_before, predicted_after) = predicted(r);
     let mut rendered: Vec<String> = run.original.changes.clone();
     for c in &run.rewritten.changes {
         if !rendered.contains(c) {
@@ -246,13 +246,26 @@ pub fn polars(
         rows_rewritten: run.after.rows,
         only_in_original: run.only_in_original,
         only_in_rewritten: run.only_in_rewritten,
-        predicted_before: change.map(|c| c.before.clone()),
-        predicted_after: change.map(|c| c.after.clone()),
+        predicted_before,
+        predicted_after,
         measured_before: run.before,
         measured_after: run.after,
         conf: vec![],
         notes,
     })
+}
+
+/// The planner's stage before and after: the first rewritten join's, else the first rewritten
+/// window's.
+fn predicted(r: Option<&Rewritten>) -> (Option<crate::plan::TaskStats>, Option<crate::plan::TaskStats>) {
+    let Some(r) = r else { return (None, None) };
+    if let Some(c) = r.changes.first() {
+        return (Some(c.before.clone()), Some(c.after.clone()));
+    }
+    match r.windows.iter().filter(|w| w.status == "rewritten").find_map(|w| w.plan.as_ref()) {
+        Some(p) => (Some(p.before.clone()), p.after.clone()),
+        None => (None, None),
+    }
 }
 
 /// What the reader of a verification should know about the rewrite itself.
@@ -262,8 +275,11 @@ fn rewrite_notes(r: Option<&Rewritten>) -> Vec<String> {
         if r.changes.len() > 1 {
             notes.push(format!("{} joins were rewritten; the predicted figures are the first one's ({})", r.changes.len(), r.changes[0].join));
         }
-        if r.changes.is_empty() {
+        if !r.changed() {
             notes.push("nothing was rewritten: the two queries are the same query".into());
+        }
+        if r.changes.is_empty() && r.windows.iter().filter(|w| w.status == "rewritten").count() > 1 {
+            notes.push("several windows were rewritten; the predicted figures are the first one's".into());
         }
         if let Some(c) = r.changes.first() {
             notes.extend(c.notes.iter().filter(|n| n.on_counts()).map(ToString::to_string));

@@ -30,6 +30,9 @@ k:b" in Polars SQL). What the rendering gets wrong today is drawn anyway, rarely
 in test_random_polars.py). No LIMIT, so every result is a set of rows, not a pick.
 A query whose join (every join made FULL, filters dropped) would exceed `max_rows` rows is drawn
 again, so that no case is slow.
+
+`window_query(seed, tables)` draws a window or aggregate over one input instead (see
+`Gen.draw_window`): aggregates over the whole partition, a running sum, a top N, a GROUP BY.
 """
 import math
 import random
@@ -500,7 +503,72 @@ class Gen:
         return f"{b} = {a}" if self.chance(0.3) else f"{a} = {b}"
 
 
+    # -- windows and aggregates over one input ---------------------------------------------
+    def draw_window(self):
+        """One input (a table, a filtering or aggregating CTE, a derived table) with window
+        functions over a PARTITION BY of its key columns: aggregates over the whole partition
+        (mostly; what skewjoin rewrites), a running sum (RANGE frame: ties share a value, so the
+        result is deterministic), a top N by a unique column, or a GROUP BY."""
+        rng = self.rng
+        table = self.tabs[rng.choice(sorted(self.tabs))]
+        src = self.source(table, set())
+        keys = [k for k in [("ki",), ("ks",), ("ki",), ("kc", "ki"), ("kc", "ks")] if set(k) <= src.keys]
+        if not keys:
+            return None
+        part = ", ".join(f"{src.alias}.{c}" if self.chance(0.5) else c for c in rng.choice(keys))
+        nums = [c for c, t in src.cols.items() if t in "id" and c not in ("ki",)]
+        if not nums:
+            return None
+        over = f"{self.kw('OVER')} ({self.kw('PARTITION BY')} {part})"
+        where = f" {self.kw('WHERE')} {self.pred(src)}" if self.chance(0.5) else ""
+        with_ = f"{self.kw('WITH')} {', '.join(self.ctes)} " if self.ctes else ""
+        r = rng.random()
+        if r < 0.72:
+            fns = [rng.choice(["sum", "min", "max", "avg", "count"]) for _ in range(rng.randint(1, 3))]
+            items = [f"{self.kw(f)}({rng.choice(nums) if f != 'count' or self.chance(0.5) else '*'}) {over} {self.kw('AS')} w{i}" for i, f in enumerate(fns)]
+            if self.chance(0.3):
+                c = rng.choice(nums)
+                items.append(f"{c} - {self.kw('min')}({c}) {over} {self.kw('AS')} wd")
+            head = f"{src.alias}.*" if self.chance(0.4) else ", ".join(list(src.cols)[:4])
+            self.tags.add("window")
+            return f"{with_}{self.kw('SELECT')} {head}, {', '.join(items)} {self.kw('FROM')} {src.text}{where}", [table.name], "window over the whole partition"
+        if r < 0.82:
+            c = rng.choice(nums)
+            order = f"{self.kw('ORDER BY')} {c}"
+            self.tags.add("ordered-window")
+            return f"{with_}{self.kw('SELECT')} {', '.join(src.cols)}, {self.kw('sum')}({c}) {over[:-1]} {order}) {self.kw('AS')} running {self.kw('FROM')} {src.text}{where}", [table.name], "running sum"
+        if r < 0.92 and f"{table.prefix}_id" in src.cols:
+            order = f"{self.kw('ORDER BY')} {table.prefix}_id"
+            inner = f"{self.kw('SELECT')} {', '.join(src.cols)}, {self.kw('row_number')}() {over[:-1]} {order}) {self.kw('AS')} rn {self.kw('FROM')} {src.text}{where}"
+            self.tags.add("top-n")
+            return f"{with_}{self.kw('SELECT')} * {self.kw('FROM')} ({inner}) tn {self.kw('WHERE')} rn <= {rng.randint(1, 3)}", [table.name], "top N"
+        cols = rng.choice(keys)
+        g = ", ".join(cols)
+        self.tags.add("group-by")
+        return f"{with_}{self.kw('SELECT')} {g}, {self.kw('count')}(*) {self.kw('AS')} n, {self.kw('sum')}({rng.choice(nums)}) {self.kw('AS')} s {self.kw('FROM')} {src.text}{where} {self.kw('GROUP BY')} {g}", [table.name], "group by"
+
+
 THRESHOLDS = ["256", "1KB", "2KB", "2KB", "4KB", "16KB"]
+
+
+def window_query(seed, tabs):
+    """Case `seed` over the tables `tabs`: a window or aggregate over one input (see
+    `Gen.draw_window`)."""
+    rng = random.Random(seed)
+    for _ in range(50):
+        g = Gen(rng, tabs, 0, None, 0.0)
+        out = g.draw_window()
+        if out is not None:
+            sql, used, shape = out
+            # A low hot line, so that many cases are rewritten (the point is their rows).
+            opts = ["--shuffle-partitions", "8", "--hot-factor", "1.5"]
+            return Case(seed, sql, used, opts, shape, g.tags, f"python tests/py/randquery.py {seed} --windows")
+    raise AssertionError(f"seed {seed}: no window query in 50 draws")
+
+
+def rewritten(rw):
+    """Whether the rewrite changed a join or a window."""
+    return bool(rw["changes"]) or any(w["status"] == "rewritten" for w in rw.get("windows", []))
 
 
 def query(seed, tabs, bound, max_rows=150_000, parens=0.02):
@@ -602,6 +670,9 @@ def changes_line(rw):
     for c in (rw or {}).get("changes", []):
         kinds = sorted({h["strategy"]["kind"] for h in c["hot_keys"]})
         out.append(f"{c['join']} [{c['how']}]: {', '.join(kinds)} for {len(c['hot_keys'])} hot key(s)")
+    for w in (rw or {}).get("windows", []):
+        if w["status"] == "rewritten":
+            out.append(f"{w['stage']}: {len(w['plan']['hot'])} hot value(s) out of the window")
     return out
 
 
@@ -624,7 +695,7 @@ def check_polars(binary, case, tabs, tmp):
                f"only in the original ({len(v['only_in_original'])} shown): {v['only_in_original'][:3]}\n"
                f"only in the rewrite ({len(v['only_in_rewritten'])} shown): {v['only_in_rewritten'][:3]}")
         return Outcome("failed", msg, v["rows_original"], changes)
-    return Outcome("rewritten" if rw["changes"] else "unchanged", "", v["rows_original"], changes)
+    return Outcome("rewritten" if rewritten(rw) else "unchanged", "", v["rows_original"], changes)
 
 
 def summary(outcomes, what, known=0):
@@ -666,11 +737,12 @@ if __name__ == "__main__":
     ap.add_argument("folder", nargs="?")
     ap.add_argument("--max-rows", type=int, default=150_000)
     ap.add_argument("--parens", type=float, default=0.02)
+    ap.add_argument("--windows", action="store_true", help="a window case (window_query)")
     a = ap.parse_intermixed_args()
     seed = a.seed
     folder = a.folder or f"/tmp/randquery-{seed}"
     tabs, bound = Group(folder)(seed)
-    case = query(seed, tabs, bound, max_rows=a.max_rows, parens=a.parens)
+    case = window_query(seed, tabs) if a.windows else query(seed, tabs, bound, max_rows=a.max_rows, parens=a.parens)
     q = os.path.join(folder, f"q{seed}.sql")
     with open(q, "w") as f:
         f.write(case.sql + "\n")

@@ -76,3 +76,44 @@ def test_random_summary(outcomes, capsys):
     refused = [o for o in got if o.kind == "refused"]
     assert len(refused) <= 0.1 * len(got), f"{line}: the generator writes too much that Polars cannot run, e.g. {refused[0].message}"
     assert sum(o.kind == "rewritten" for o in got) >= 0.25 * len(got), line
+
+
+# Windows and aggregates over one input (randquery.window_query): 150 cases, each rewritten and
+# verified on Polars like the joins above.
+WINDOW_SEEDS = range(1000, 1150)
+WINDOW_KNOWN_BUGS = {}
+
+_window_outcomes = {}
+
+
+@pytest.fixture(scope="module")
+def window_outcomes(tmp_path_factory):
+    b = binary()
+    folder = tmp_path_factory.mktemp("randwindow")
+    groups = rq.Group(folder)
+    cases = []
+    for seed in WINDOW_SEEDS:
+        tabs, _ = groups(seed)
+        cases.append((rq.window_query(seed, tabs), tabs))
+
+    def one(ct):
+        case, tabs = ct
+        return case.seed, (case, tabs, rq.check_polars(b, case, tabs, folder))
+
+    with ThreadPoolExecutor(2) as ex:
+        _window_outcomes.update(ex.map(one, cases))
+    return _window_outcomes
+
+
+@pytest.mark.parametrize("seed", rq.params(WINDOW_SEEDS, WINDOW_KNOWN_BUGS))
+def test_random_window_polars(window_outcomes, seed):
+    case, tabs, o = window_outcomes[seed]
+    assert o.kind != "failed", f"{rq.describe(case, tabs)}\nrewrite: {o.changes or 'nothing rewritten'}\n{o.message}"
+
+
+def test_random_window_summary(window_outcomes, capsys):
+    got = [o for _, _, o in window_outcomes.values()]
+    line = rq.summary(got, "polars", len(WINDOW_KNOWN_BUGS)).replace("random queries", "random window queries")
+    with capsys.disabled():
+        print(f"\n{line}")
+    assert sum(o.kind == "rewritten" for o in got) >= 0.25 * len(got), line

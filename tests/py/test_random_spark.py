@@ -1,5 +1,6 @@
 """Random join queries (randquery.py) on real Spark: 50 cases, seeds 100000-100049 (two groups of
-random skewed tables), each rewritten by `skewjoin rewrite`; where anything was rewritten, the
+random skewed tables), and 30 window and aggregate cases (seeds 1000-1029, the first window
+cases of test_random_polars.py), each rewritten by `skewjoin rewrite`; where anything was rewritten, the
 original and the rewrite run on the shared local Spark session and must return the same rows
 (as a multiset, floating-point values to 9 significant digits, as in test_rewrite_spark.py) and
 the same column names. A rewrite that exits with anything but 0 fails too. A failure prints the
@@ -61,7 +62,12 @@ def test_random_query_spark(spark_random, groups, seed, tmp_path):
     if rc != 0 or rw is None or "panicked" in err:
         _outcomes.append(rq.Outcome("failed", err))
         pytest.fail(f"{what}\nskewjoin rewrite exited {rc}: {err.strip()[:2000]}")
-    if not rw["changes"]:
+    compare(spark, case, tabs, rw, what)
+
+
+def compare(spark, case, tabs, rw, what):
+    """Run the original and the rewrite (when something was rewritten): same rows, same columns."""
+    if not rq.rewritten(rw):
         _outcomes.append(rq.Outcome("unchanged", ""))
         return
     register(spark, tabs)
@@ -80,6 +86,22 @@ def test_random_query_spark(spark_random, groups, seed, tmp_path):
         lost, extra = m0 - m1, m1 - m0
         pytest.fail(f"{what}\nrewrite: {rq.changes_line(rw)}\nrows {len(rows0)} vs {len(rows1)}; columns {df0.columns} vs {df1.columns}\n"
                     f"only in the original ({sum(lost.values())}): {list(lost)[:3]}\nonly in the rewrite ({sum(extra.values())}): {list(extra)[:3]}")
+
+
+WINDOW_SEEDS = range(1000, 1030)
+
+
+@pytest.mark.parametrize("seed", WINDOW_SEEDS)
+def test_random_window_spark(spark_random, groups, seed, tmp_path):
+    """Windows and aggregates over one input (randquery.window_query), as the joins above."""
+    tabs, _ = groups(seed)
+    case = rq.window_query(seed, tabs)
+    what = rq.describe(case, tabs)
+    rc, rw, err = rq.rewrite(binary(), case, tabs, tmp_path)
+    if rc != 0 or rw is None or "panicked" in err:
+        _outcomes.append(rq.Outcome("failed", err))
+        pytest.fail(f"{what}\nskewjoin rewrite exited {rc}: {err.strip()[:2000]}")
+    compare(spark_random, case, tabs, rw, what)
 
 
 def test_random_summary_spark(capsys):
