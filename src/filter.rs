@@ -180,7 +180,7 @@ fn first_of_groups(g: &mut Groups, batch: &RecordBatch, pass: &BooleanArray) -> 
 }
 
 /// Rows where every condition is TRUE (NULL counts as not passing).
-fn all_true(conds: &[Expr], batch: &RecordBatch) -> std::result::Result<BooleanArray, String> {
+pub(crate) fn all_true(conds: &[Expr], batch: &RecordBatch) -> std::result::Result<BooleanArray, String> {
     let mut acc = BooleanArray::from(vec![true; batch.num_rows()]);
     for c in conds {
         acc = kleene_and(&acc, &eval(c, batch)?);
@@ -193,7 +193,7 @@ fn all_true(conds: &[Expr], batch: &RecordBatch) -> std::result::Result<BooleanA
 }
 
 /// A top-level field of the file by name, case ignored as Spark ignores it.
-fn field_ci(file: &DataFile, name: &str) -> Option<usize> {
+pub(crate) fn field_ci(file: &DataFile, name: &str) -> Option<usize> {
     file.meta.schema().fields().iter().position(|f| f.name().eq_ignore_ascii_case(name))
 }
 

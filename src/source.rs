@@ -32,6 +32,14 @@ impl DataFile {
         crate::blob::open_for(&self.location, Some(self.meta.metadata()), &self.path)
     }
 
+    /// The file's length in bytes (0 when it cannot be read; the footer was read, so it can).
+    pub fn byte_len(&self) -> u64 {
+        match &self.location {
+            crate::blob::Location::Local(p) => std::fs::metadata(p).map(|m| m.len()).unwrap_or(0),
+            crate::blob::Location::Remote(o) => o.size,
+        }
+    }
+
     /// Rows, as the row groups count them (some writers leave the file total at 0).
     pub fn rows(&self) -> u64 {
         self.meta.metadata().row_groups().iter().map(|rg| rg.num_rows().max(0) as u64).sum()

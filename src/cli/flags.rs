@@ -68,6 +68,11 @@ pub struct PlannerArgs {
     /// Remove junk-class keys (test, QA, bot accounts) before the join: the result changes
     #[arg(long)]
     pub drop_junk: bool,
+    /// The cluster's cores (spark.default.parallelism): how Spark splits a table under
+    /// cores x 128 MiB into map tasks, for the records a GROUP BY or top N sends per task
+    /// (default: a cluster large enough that every split is 128 MiB)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub cores: Option<u32>,
 }
 
 impl PlannerArgs {
@@ -85,6 +90,7 @@ impl PlannerArgs {
             memory: 2 << 30,
             progress: quiet.progress(),
             extra_predicates: false,
+            cores: self.cores,
         })
     }
 }

@@ -43,6 +43,7 @@ mod units;
 #[cfg(test)]
 mod page_reader_tests;
 
+pub(crate) use encode::decode_key;
 pub use encode::group_keys;
 pub use profile::profile;
 pub use scan::{scan, PartitionScan, MAX_LOOKUP};

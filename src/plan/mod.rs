@@ -148,6 +148,9 @@ pub struct PlanOptions {
     /// The ON clause has predicates beyond the key equalities (the `rewrite` command): the
     /// branches that find unmatched rows from distinct keys alone are then not safe.
     pub extra_predicates: bool,
+    /// The cluster's parallelism (`spark.default.parallelism`), for how Spark splits a small
+    /// table's files into map tasks; None: large enough that the splits are 128 MiB.
+    pub cores: Option<u32>,
 }
 
 impl Default for PlanOptions {
@@ -165,6 +168,7 @@ impl Default for PlanOptions {
             memory: 2 << 30,
             progress: false,
             extra_predicates: false,
+            cores: None,
         }
     }
 }

@@ -93,6 +93,14 @@ fn window_comments(w: &WindowSeen, o: &mut String) {
         fmt_count(p.before.max_task_rows),
         after.unwrap_or_else(|| format!(" (median {})", fmt_count(p.before.median_task_rows)))
     ));
+    if let (Some(r), Some(m)) = (&p.records, p.map_tasks) {
+        o.push_str(&format!(
+            "--   records Spark shuffles after its reduction over {} map tasks: largest task {} (median {})\n",
+            fmt_count(m),
+            fmt_count(r.max_task_rows),
+            fmt_count(r.median_task_rows)
+        ));
+    }
     o.push_str(&format!("--   {}\n", one_line(&p.why)));
     if let Some(r) = &w.reason {
         o.push_str(&format!("--   not rewritten: {}\n", one_line(r)));

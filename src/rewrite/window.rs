@@ -257,6 +257,9 @@ fn aggregate(sel: &Select, input_is_join: bool, ctx: &mut Ctx) {
     if keys.iter().any(|k| column_of(k, &inp).is_none()) {
         return;
     }
+    if has_distinct_aggregate(sel) {
+        return;
+    }
     let lists = builds_lists(sel);
     let text = format!("GROUP BY {}", keys.iter().map(render_expr).collect::<Vec<_>>().join(", "));
     let mut seen =
@@ -269,6 +272,25 @@ fn aggregate(sel: &Select, input_is_join: bool, ctx: &mut Ctx) {
         Err(why) => seen.reason = Some(why),
     }
     ctx.windows.push(seen);
+}
+
+/// An aggregate with DISTINCT: Spark aggregates by the key and the value first (another
+/// shape of stage, not predicted here).
+fn has_distinct_aggregate(sel: &Select) -> bool {
+    struct Distinct(bool);
+    impl Visitor for Distinct {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            if let Expr::Function(f) = e {
+                self.0 |= matches!(&f.args, FunctionArguments::List(l) if l.duplicate_treatment.is_some());
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut d = Distinct(false);
+    let _ = sel.projection.visit(&mut d);
+    let _ = sel.having.visit(&mut d);
+    d.0
 }
 
 /// An aggregate of the select list or HAVING builds a list of its group's values.

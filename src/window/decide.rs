@@ -6,7 +6,7 @@
 
 use serde_json::Value as Json;
 
-use super::{HotGroup, Shape, Verdict, WindowMeasured, WindowPlan};
+use super::{HotGroup, Reduced, Shape, Verdict, WindowMeasured, WindowPlan};
 use crate::classify::{Class, Classification, Classifier};
 use crate::format::{fmt_count, fmt_share, human};
 use crate::hash::{pmod, spark_partition, SPARK_SEED};
@@ -32,7 +32,11 @@ pub fn decide(m: &WindowMeasured, shape: Shape, classifier: &Classifier, opts: &
     };
     let after_tasks = if verdict == Verdict::Rewrite { rest_rows(m, &keys, null) } else { vec![] };
     let after = (verdict == Verdict::Rewrite).then(|| stats(&after_tasks, bpr));
-    let why = explain(verdict, shape, &hot, &before, after.as_ref(), bpr, opts.hot_factor);
+    let records = m.reduced.as_ref().map(|r| stats(&r.records, if matches!(shape, Shape::TopN { .. }) { bpr } else { 0.0 }));
+    let mut why = explain(verdict, shape, &hot, &before, after.as_ref(), bpr, opts.hot_factor);
+    if let (Some(r), Some(s)) = (&m.reduced, &records) {
+        why.push_str(&records_note(r, s));
+    }
     WindowPlan {
         shape,
         input: m.side.name.clone(),
@@ -46,6 +50,9 @@ pub fn decide(m: &WindowMeasured, shape: Shape, classifier: &Classifier, opts: &
         why,
         before,
         after,
+        records,
+        map_tasks: m.reduced.as_ref().map(|r| r.map_tasks),
+        cores: m.reduced.as_ref().and_then(|r| r.cores),
         conditions: m.side.filter.as_ref().map(|f| f.conditions.clone()).filter(|c| !c.is_empty()),
         before_tasks,
         after_tasks,
@@ -174,4 +181,19 @@ fn explain(v: Verdict, shape: Shape, hot: &[HotGroup], before: &TaskStats, after
             )
         }
     }
+}
+
+/// The records Spark sends after its map-side reduction, and the splits they assume.
+fn records_note(r: &Reduced, s: &TaskStats) -> String {
+    let splits = match r.cores {
+        Some(c) => format!("split for {c} cores"),
+        None => "split at 128 MiB; with fewer than the table's size / 128 MiB cores (see --cores), more tasks and more records".into(),
+    };
+    format!(
+        ". Over {} map tasks ({splits}), the largest task reads {} records, the median {} ({:.1}x)",
+        fmt_count(r.map_tasks),
+        fmt_count(s.max_task_rows),
+        fmt_count(s.median_task_rows),
+        s.ratio()
+    )
 }

@@ -17,11 +17,13 @@
 //! from the measurements, the shape and the options to a [`WindowPlan`].
 
 mod decide;
+mod map_side;
 mod report;
 #[cfg(test)]
 mod tests;
 
 pub use decide::decide;
+pub use map_side::{map_tasks, reduced_records, MapTask};
 pub use report::{json, text};
 
 use serde::Serialize;
@@ -81,6 +83,17 @@ pub struct WindowMeasured {
     /// The most frequent non-NULL values of the partition key, in `side.scan.key_rows` order.
     pub candidates: Vec<Vec<Value>>,
     pub side: SideMeasure,
+    /// For a stage Spark reduces per map task (a GROUP BY, a top N): the records it sends.
+    pub reduced: Option<Reduced>,
+}
+
+/// The records a map-side reduction sends through the shuffle, per shuffle partition.
+#[derive(Debug, Clone)]
+pub struct Reduced {
+    pub map_tasks: u64,
+    /// The cores the splits were computed for (None: 128 MiB splits).
+    pub cores: Option<u32>,
+    pub records: Vec<u64>,
 }
 
 /// One hot partition value.
@@ -120,6 +133,11 @@ pub struct WindowPlan {
     /// The stage after the rewrite: the rows of the other values, in the window as written;
     /// the hot values' rows are read where they lie. None when nothing is rewritten.
     pub after: Option<TaskStats>,
+    /// For a GROUP BY or top N: the records per task Spark sends after reducing each map
+    /// task's rows (with `map_tasks` and the `cores` they were split for).
+    pub records: Option<TaskStats>,
+    pub map_tasks: Option<u64>,
+    pub cores: Option<u32>,
     /// The conditions the counts applied, when the input has any.
     pub conditions: Option<String>,
     #[serde(skip)]
@@ -135,13 +153,29 @@ impl WindowPlan {
     }
 }
 
-/// Read the input of a window or aggregate over `input.keys`.
-pub fn measure(input: &SideInput, opts: &PlanOptions) -> Result<WindowMeasured> {
+/// Read the input of a window or aggregate of `shape` over `input.keys`: its key counts, and
+/// for a stage Spark reduces per map task, the records each task sends (not for an input that
+/// groups: its rows are not the files').
+pub fn measure(input: &SideInput, shape: Shape, opts: &PlanOptions) -> Result<WindowMeasured> {
     let (candidates, side) = measure_one(input, opts)?;
-    Ok(WindowMeasured { partitions: opts.partitions.max(1), candidates, side })
+    let parts = opts.partitions.max(1);
+    let limit = match shape {
+        Shape::Aggregate { .. } => Some(1),
+        Shape::TopN { n } => Some(n),
+        _ => None,
+    };
+    let reduced = match limit {
+        Some(limit) if input.group_by.is_none() => {
+            let tasks = map_tasks(input.table, opts.cores);
+            let records = reduced_records(input.table, &input.keys, input.filter.as_ref(), &tasks, parts, limit)?;
+            Some(Reduced { map_tasks: tasks.len() as u64, cores: opts.cores, records })
+        }
+        _ => None,
+    };
+    Ok(WindowMeasured { partitions: parts, candidates, side, reduced })
 }
 
 /// Measure then decide.
 pub fn plan(input: &SideInput, shape: Shape, classifier: &Classifier, opts: &PlanOptions) -> Result<WindowPlan> {
-    Ok(decide(&measure(input, opts)?, shape, classifier, opts))
+    Ok(decide(&measure(input, shape, opts)?, shape, classifier, opts))
 }

@@ -29,10 +29,28 @@ pub fn text(p: &WindowPlan) -> String {
         let _ = writeln!(o, "\nHot values:");
     }
     for h in &p.hot {
-        let _ = writeln!(o, "  {} [{}]: {} rows ({} of the input); Spark partition {}", h.display, h.class.as_str(), fmt_count(h.rows), fmt_share(h.share), h.spark_partition);
+        let _ = writeln!(
+            o,
+            "  {} [{}]: {} rows ({} of the input); Spark partition {}",
+            h.display,
+            h.class.as_str(),
+            fmt_count(h.rows),
+            fmt_share(h.share),
+            h.spark_partition
+        );
         let _ = writeln!(o, "    what: {}", h.reason);
     }
     let _ = writeln!(o, "\n{}: {}", verdict_label(p.verdict), p.why);
+    if let (Some(r), Some(m)) = (&p.records, p.map_tasks) {
+        let _ = writeln!(
+            o,
+            "Records Spark shuffles after its reduction over {} map tasks: largest task {} records, median {}, {:.1}x",
+            fmt_count(m),
+            fmt_count(r.max_task_rows),
+            fmt_count(r.median_task_rows),
+            r.ratio()
+        );
+    }
     if let Some(a) = &p.after {
         let _ = writeln!(o, "After: {}", stats_line(a));
         let _ = writeln!(o, "  the SQL: skewjoin rewrite --table {}=TABLE QUERY_FILE rewrites the query's window", p.input);

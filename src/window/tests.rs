@@ -17,7 +17,7 @@ fn measured(counts: &Counts) -> WindowMeasured {
     top.sort_by_key(|c| std::cmp::Reverse(c.1));
     let candidates: Vec<Vec<Value>> = top.into_iter().take(20).map(|c| c.0).collect();
     let side = SideMeasure::from_counts("views", &[("user_id", KeyType::BigInt)], counts, &candidates, PARTITIONS, 24);
-    WindowMeasured { partitions: PARTITIONS, candidates, side }
+    WindowMeasured { partitions: PARTITIONS, candidates, side, reduced: None }
 }
 
 fn skewed() -> Counts {
@@ -87,7 +87,7 @@ fn a_composite_key_never_takes_its_null_rows_as_one_value() {
     top.sort_by_key(|c| std::cmp::Reverse(c.1));
     let candidates: Vec<Vec<Value>> = top.into_iter().take(20).map(|c| c.0).collect();
     let side = SideMeasure::from_counts("v", &[("a", KeyType::BigInt), ("b", KeyType::BigInt)], &c, &candidates, PARTITIONS, 24);
-    let m = WindowMeasured { partitions: PARTITIONS, candidates, side };
+    let m = WindowMeasured { partitions: PARTITIONS, candidates, side, reduced: None };
     let p = decide(&m, Shape::WholePartition, &Classifier::builtin().unwrap(), &PlanOptions { partitions: PARTITIONS, ..Default::default() });
     // The partly NULL rows are counted in their partition (so the stage before is right) but not
     // taken out as one value.

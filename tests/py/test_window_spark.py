@@ -4,9 +4,9 @@ user holds 25% of the rows, NULL users 10% and the placeholder user -1 8% (and o
 whole partition is rewritten: the rows must be identical, the window stage's largest task at
 least 4x smaller, and the predicted largest task before and after within 5% of Spark's. An
 ordered window, a top-N ranking and a GROUP BY are not rewritten (the SQL comes back as given):
-the ordered window's predicted task must match Spark's, and for the top N and the GROUP BY,
-Spark's largest task must be at least 4x under the rows the tool says Spark reduces before the
-shuffle."""
+the ordered window's predicted task must match Spark's; for the top N and the GROUP BY, Spark's
+largest task must be at least 4x under the rows the tool says Spark reduces before the shuffle,
+and the records predicted for Spark's two map tasks (five files, --cores 2) within 5% of it."""
 import json
 import random
 
@@ -26,7 +26,8 @@ def views(tmp_path_factory):
     users = [7] * 10_000 + [None] * 4_000 + [-1] * 3_200
     users += [rng.randrange(100, 1600) for _ in range(n - len(users))]
     rng.shuffle(users)
-    return write(d / "views.parquet", {
+    # Five files, so that Spark's local[2] reads them in two map tasks (see --cores).
+    cols = {
         "id": list(range(n)),
         "user_id": users,
         "plan": [rng.choice(["basic", "premium"]) for _ in range(n)],
@@ -34,13 +35,18 @@ def views(tmp_path_factory):
         "hours": [round(rng.random() * 4, 3) for _ in range(n)],
         "title_id": [rng.randrange(1, 500) for _ in range(n)],
         "country": ["US" if rng.random() < 0.4 else f"C{rng.randrange(300):03d}" for _ in range(n)],
-    })
+    }
+    folder = d / "views"
+    folder.mkdir()
+    for i in range(5):
+        write(folder / f"part-{i}.parquet", {c: v[i * n // 5:(i + 1) * n // 5] for c, v in cols.items()})
+    return str(folder)
 
 
 def rewrite(sql, views, tmp_path):
     q = tmp_path / "q.sql"
     q.write_text(sql)
-    p = run("rewrite", q, "-q", "--shuffle-partitions", P, "--format", "json", "--table", f"views={views}")
+    p = run("rewrite", q, "-q", "--shuffle-partitions", P, "--cores", 2, "--format", "json", "--table", f"views={views}")
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
 
@@ -108,5 +114,7 @@ def test_what_spark_handles_or_nothing_can_split_is_left_as_written(sj_spark, vi
     if verdict == "left_alone":
         assert within(p["before"]["max_task_rows"], largest), (p["before"], largest)
     else:
-        # Spark reduced the hot value per map task: its task reads far fewer records than rows.
+        # Spark reduced the hot value per map task: its task reads far fewer records than rows,
+        # as many as predicted.
         assert largest * 4 <= p["before"]["max_task_rows"], (largest, p["before"])
+        assert p["map_tasks"] == 2 and within(p["records"]["max_task_rows"], largest), (p["records"], largest)
