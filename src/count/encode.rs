@@ -152,6 +152,15 @@ pub(crate) fn bytes_value(b: &[u8], t: KeyType) -> Value {
     }
 }
 
+/// Values encoded as `group_keys` encodes a row of them (so `decode_key` reads them back).
+pub(crate) fn encode_values(key: &[Value], types: &[KeyType]) -> Vec<u8> {
+    let mut buf = Vec::new();
+    for (v, t) in key.iter().zip(types) {
+        encode_atom(&atom_of(v, *t), &mut buf);
+    }
+    buf
+}
+
 /// The key as the per-unit tallies store it (None for a single NULL, which is tallied apart).
 pub(crate) fn tally_key(key: &[Value], types: &[KeyType]) -> Option<Vec<u8>> {
     if key.len() == 1 {

@@ -225,11 +225,19 @@ fn stage(sel: &Select, fns: &[WinFn], input_is_join: bool, ctx: &Ctx) -> std::re
         return Err("the window runs over the SELECT's groups (GROUP BY), whose rows are not a table's".into());
     }
     let inp = input_of(&sel.from[0].relation, ctx, 0).map_err(|e| format!("its input: {e}"))?;
-    planned(sel, &inp, &fns[0].partition, shape_of(fns, &ctx.rank_limits), ctx)
+    planned(sel, &inp, &fns[0].partition, shape_of(fns, &ctx.rank_limits), None, ctx)
 }
 
-/// The stage over `keys` (expressions of `sel`) planned on the table `inp` traces to.
-fn planned(sel: &Select, inp: &Input, keys: &[Expr], shape: Shape, ctx: &Ctx) -> std::result::Result<(WindowPlan, Vec<String>), String> {
+/// The stage over `keys` (expressions of `sel`) planned on the table `inp` traces to;
+/// `distinct`: the argument of a DISTINCT aggregate (`Shape::DistinctAggregate`).
+fn planned(
+    sel: &Select,
+    inp: &Input,
+    keys: &[Expr],
+    shape: Shape,
+    distinct: Option<&Expr>,
+    ctx: &Ctx,
+) -> std::result::Result<(WindowPlan, Vec<String>), String> {
     let keys: Vec<String> = keys
         .iter()
         .map(|e| column_of(e, inp).ok_or_else(|| format!("{} is not a column of its input", render_expr(e))))
@@ -241,13 +249,24 @@ fn planned(sel: &Select, inp: &Input, keys: &[Expr], shape: Shape, ctx: &Ctx) ->
         Some(g) => Some(KeySpec { columns: g.iter().map(|c| table.resolve(c)).collect::<Result<Vec<_>>>().map_err(|e| e.to_string())? }),
         None => None,
     };
+    let distinct = match distinct {
+        Some(e) => {
+            let col = column_of(e, inp).ok_or_else(|| format!("DISTINCT {} is not a column of its input", render_expr(e)))?;
+            Some(inp.key_base(&[col], ctx.tables).map_err(|e| e.to_string())?)
+        }
+        None => None,
+    };
+    if distinct.as_ref().is_some_and(|d| d.0 != tname) {
+        return Err("the DISTINCT aggregate's column is not of the key's table".into());
+    }
     let input = SideInput { table, keys: KeySpec { columns: cols }, name: inp.display(), filter, group_by };
-    let p = window::plan(&input, shape, ctx.classifier, ctx.opts).map_err(|e| e.to_string())?;
+    let p = window::plan(&input, shape, distinct.as_ref().map(|d| &d.1[0]), ctx.classifier, ctx.opts).map_err(|e| e.to_string())?;
     Ok((p, notes))
 }
 
 /// A GROUP BY of columns of one traced table: planned as an aggregate (which Spark aggregates
-/// per map task before the shuffle) and reported; one over anything else is not looked at.
+/// per map task before the shuffle) and reported; one over anything else, or with DISTINCT
+/// aggregates of several arguments (Spark expands the rows), is not looked at.
 fn aggregate(sel: &Select, input_is_join: bool, ctx: &mut Ctx) {
     let GroupByExpr::Expressions(keys, modifiers) = &sel.group_by else { return };
     if keys.is_empty() || !modifiers.is_empty() || input_is_join || sel.from.len() != 1 || !sel.from[0].joins.is_empty() {
@@ -257,14 +276,16 @@ fn aggregate(sel: &Select, input_is_join: bool, ctx: &mut Ctx) {
     if keys.iter().any(|k| column_of(k, &inp).is_none()) {
         return;
     }
-    if has_distinct_aggregate(sel) {
-        return;
-    }
-    let lists = builds_lists(sel);
+    let Some(distinct) = distinct_arguments(sel) else { return };
+    let shape = match distinct.len() {
+        0 => Shape::Aggregate { lists: builds_lists(sel) },
+        1 => Shape::DistinctAggregate,
+        _ => return,
+    };
     let text = format!("GROUP BY {}", keys.iter().map(render_expr).collect::<Vec<_>>().join(", "));
     let mut seen =
         WindowSeen { at: keys.first().and_then(At::of), stage: text, status: "left_as_written", alias: None, plan: None, reason: None, notes: vec![] };
-    match planned(sel, &inp, keys, Shape::Aggregate { lists }, ctx) {
+    match planned(sel, &inp, keys, shape, distinct.first(), ctx) {
         Ok((p, notes)) => {
             seen.plan = Some(p);
             seen.notes = notes;
@@ -274,23 +295,37 @@ fn aggregate(sel: &Select, input_is_join: bool, ctx: &mut Ctx) {
     ctx.windows.push(seen);
 }
 
-/// An aggregate with DISTINCT: Spark aggregates by the key and the value first (another
-/// shape of stage, not predicted here).
-fn has_distinct_aggregate(sel: &Select) -> bool {
-    struct Distinct(bool);
+/// The arguments of the DISTINCT aggregates of the select list and HAVING, each once; None
+/// when one has other than one plain argument.
+fn distinct_arguments(sel: &Select) -> Option<Vec<Expr>> {
+    use sqlparser::ast::{FunctionArg, FunctionArgExpr};
+    struct Distinct {
+        args: Vec<Expr>,
+        plain: bool,
+    }
     impl Visitor for Distinct {
         type Break = ();
         fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
-            if let Expr::Function(f) = e {
-                self.0 |= matches!(&f.args, FunctionArguments::List(l) if l.duplicate_treatment.is_some());
+            let Expr::Function(f) = e else { return ControlFlow::Continue(()) };
+            let FunctionArguments::List(l) = &f.args else { return ControlFlow::Continue(()) };
+            if l.duplicate_treatment.is_none() {
+                return ControlFlow::Continue(());
+            }
+            match l.args.as_slice() {
+                [FunctionArg::Unnamed(FunctionArgExpr::Expr(x))] => {
+                    if !self.args.iter().any(|a| render_expr(a) == render_expr(x)) {
+                        self.args.push(x.clone());
+                    }
+                }
+                _ => self.plain = false,
             }
             ControlFlow::Continue(())
         }
     }
-    let mut d = Distinct(false);
+    let mut d = Distinct { args: Vec::new(), plain: true };
     let _ = sel.projection.visit(&mut d);
     let _ = sel.having.visit(&mut d);
-    d.0
+    d.plain.then_some(d.args)
 }
 
 /// An aggregate of the select list or HAVING builds a list of its group's values.

@@ -28,7 +28,7 @@ pub fn decide(m: &WindowMeasured, shape: Shape, classifier: &Classifier, opts: &
         Shape::WholePartition => Verdict::Rewrite,
         Shape::Ordered => Verdict::LeftAlone,
         Shape::TopN { .. } => Verdict::GroupLimit,
-        Shape::Aggregate { .. } => Verdict::PartialAggregation,
+        Shape::Aggregate { .. } | Shape::DistinctAggregate => Verdict::PartialAggregation,
     };
     let after_tasks = if verdict == Verdict::Rewrite { rest_rows(m, &keys, null) } else { vec![] };
     let after = (verdict == Verdict::Rewrite).then(|| stats(&after_tasks, bpr));
@@ -166,6 +166,11 @@ fn explain(v: Verdict, shape: Shape, hot: &[HotGroup], before: &TaskStats, after
                 h.display
             )
         }
+        (Verdict::PartialAggregation, Some(h)) if shape == Shape::DistinctAggregate => format!(
+            "Spark aggregates each map task's rows by the key and the DISTINCT column first, shuffled by both, then by the key: the {} of {} arrive as one record per distinct value of the other column per map task, spread over the partitions, then one per task of that first shuffle",
+            big(h),
+            h.display
+        ),
         (Verdict::PartialAggregation, Some(h)) => {
             let lists = matches!(shape, Shape::Aggregate { lists: true });
             let tail = if lists {
@@ -189,8 +194,9 @@ fn records_note(r: &Reduced, s: &TaskStats) -> String {
         Some(c) => format!("split for {c} cores"),
         None => "split at 128 MiB; with fewer than the table's size / 128 MiB cores (see --cores), more tasks and more records".into(),
     };
+    let which = r.stage.as_ref().map(|s| format!(" of {s}")).unwrap_or_default();
     format!(
-        ". Over {} map tasks ({splits}), the largest task reads {} records, the median {} ({:.1}x)",
+        ". Over {} map tasks ({splits}), the largest task{which} reads {} records, the median {} ({:.1}x)",
         fmt_count(r.map_tasks),
         fmt_count(s.max_task_rows),
         fmt_count(s.median_task_rows),

@@ -10,11 +10,11 @@ use parquet::arrow::ProjectionMask;
 use parquet::file::metadata::RowGroupMetaData;
 use rayon::prelude::*;
 
-use crate::count::{decode_key, group_keys, KeySpec};
+use crate::count::{decode_key, encode_values, group_keys, KeySpec};
 use crate::error::{Error, Result};
 use crate::filter::{all_true, field_ci, RowFilter};
 use crate::hash::spark_partition;
-use crate::source::{ColumnSource, Table};
+use crate::source::{ColumnSource, ResolvedColumn, Table};
 
 /// `spark.sql.files.maxPartitionBytes`: the largest split.
 pub const MAX_PARTITION_BYTES: u64 = 128 << 20;
@@ -96,8 +96,59 @@ pub fn reduced_records(table: &Table, keys: &KeySpec, filter: Option<&RowFilter>
     Ok(out)
 }
 
+/// GROUP BY with one DISTINCT aggregate, as Spark plans it: each map task sends one record per
+/// distinct (key, value) pair, shuffled by both; each task of that shuffle sends one record per
+/// key it holds, shuffled by the key. The records per partition of each shuffle.
+pub fn distinct_records(
+    table: &Table,
+    keys: &KeySpec,
+    distinct: &ResolvedColumn,
+    filter: Option<&RowFilter>,
+    tasks: &[MapTask],
+    partitions: u32,
+) -> Result<(Vec<u64>, Vec<u64>)> {
+    let mut both = keys.clone();
+    both.columns.push(distinct.clone());
+    if both.columns.iter().any(|c| matches!(c.source, ColumnSource::Partition { .. })) {
+        return Err(Error::Usage(format!("{}: a partition column key: the map-side records are not counted", table.display)));
+    }
+    let n = partitions.max(1) as usize;
+    let per_task: Vec<HashMap<Vec<u8>, u64>> = tasks.par_iter().map(|t| task_rows(table, &both, filter, t)).collect::<Result<_>>()?;
+    let types = both.types();
+    let mut first = vec![0u64; n];
+    // Each (partition of the first shuffle, key) once.
+    let mut second_keys: std::collections::HashSet<(u32, Vec<u8>)> = std::collections::HashSet::new();
+    for rows in &per_task {
+        for pair in rows.keys() {
+            let values = decode_key(pair, &types);
+            let q = spark_partition(&values, partitions);
+            first[q as usize] += 1;
+            let key = encode_values(&values[..keys.columns.len()], &types[..keys.columns.len()]);
+            second_keys.insert((q, key));
+        }
+    }
+    let key_types = keys.types();
+    let mut second = vec![0u64; n];
+    for (_, k) in second_keys {
+        second[spark_partition(&decode_key(&k, &key_types), partitions) as usize] += 1;
+    }
+    Ok((first, second))
+}
+
 /// One map task's records per shuffle partition.
 fn task_records(table: &Table, keys: &KeySpec, filter: Option<&RowFilter>, task: &MapTask, partitions: u32, limit: u64) -> Result<Vec<u64>> {
+    let rows = task_rows(table, keys, filter, task)?;
+    let mut out = vec![0u64; partitions.max(1) as usize];
+    let types = keys.types();
+    for (k, n) in rows {
+        out[spark_partition(&decode_key(&k, &types), partitions) as usize] += n.min(limit);
+    }
+    Ok(out)
+}
+
+/// One map task's rows per value of `keys` (encoded as Spark groups them), of the rows that
+/// pass `filter`.
+fn task_rows(table: &Table, keys: &KeySpec, filter: Option<&RowFilter>, task: &MapTask) -> Result<HashMap<Vec<u8>, u64>> {
     let mut rows: HashMap<Vec<u8>, u64> = HashMap::new();
     for &(fi, g) in task {
         let file = &table.files[fi];
@@ -134,12 +185,7 @@ fn task_records(table: &Table, keys: &KeySpec, filter: Option<&RowFilter>, task:
             }
         }
     }
-    let mut out = vec![0u64; partitions.max(1) as usize];
-    let types = keys.types();
-    for (k, n) in rows {
-        out[spark_partition(&decode_key(&k, &types), partitions) as usize] += n.min(limit);
-    }
-    Ok(out)
+    Ok(rows)
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ mod report;
 mod tests;
 
 pub use decide::decide;
-pub use map_side::{map_tasks, reduced_records, MapTask};
+pub use map_side::{distinct_records, map_tasks, reduced_records, MapTask};
 pub use report::{json, text};
 
 use serde::Serialize;
@@ -32,6 +32,7 @@ use serde_json::Value as Json;
 use crate::classify::{Class, Classifier};
 use crate::error::Result;
 use crate::plan::{measure_one, PlanOptions, SideInput, SideMeasure, TaskStats};
+use crate::source::ResolvedColumn;
 use crate::value::Value;
 
 /// What Spark runs over the rows of one partition value.
@@ -46,6 +47,9 @@ pub enum Shape {
     TopN { n: u64 },
     /// GROUP BY or DISTINCT; `lists` when an aggregate builds a list (collect_list, collect_set).
     Aggregate { lists: bool },
+    /// GROUP BY with one DISTINCT aggregate: Spark aggregates by the key and the distinct
+    /// column first (a shuffle by both), then by the key (a second shuffle).
+    DistinctAggregate,
 }
 
 impl Shape {
@@ -56,6 +60,7 @@ impl Shape {
             Shape::TopN { n } => format!("top {n} per partition"),
             Shape::Aggregate { lists: false } => "aggregate".into(),
             Shape::Aggregate { lists: true } => "aggregate building lists".into(),
+            Shape::DistinctAggregate => "aggregate with a DISTINCT aggregate".into(),
         }
     }
 }
@@ -94,6 +99,8 @@ pub struct Reduced {
     /// The cores the splits were computed for (None: 128 MiB splits).
     pub cores: Option<u32>,
     pub records: Vec<u64>,
+    /// Which shuffle `records` is, when the stage has two.
+    pub stage: Option<String>,
 }
 
 /// One hot partition value.
@@ -156,26 +163,45 @@ impl WindowPlan {
 /// Read the input of a window or aggregate of `shape` over `input.keys`: its key counts, and
 /// for a stage Spark reduces per map task, the records each task sends (not for an input that
 /// groups: its rows are not the files').
-pub fn measure(input: &SideInput, shape: Shape, opts: &PlanOptions) -> Result<WindowMeasured> {
+/// `distinct`: the column of a DISTINCT aggregate (for `Shape::DistinctAggregate`).
+pub fn measure(input: &SideInput, shape: Shape, distinct: Option<&ResolvedColumn>, opts: &PlanOptions) -> Result<WindowMeasured> {
     let (candidates, side) = measure_one(input, opts)?;
     let parts = opts.partitions.max(1);
-    let limit = match shape {
-        Shape::Aggregate { .. } => Some(1),
-        Shape::TopN { n } => Some(n),
-        _ => None,
-    };
-    let reduced = match limit {
-        Some(limit) if input.group_by.is_none() => {
-            let tasks = map_tasks(input.table, opts.cores);
-            let records = reduced_records(input.table, &input.keys, input.filter.as_ref(), &tasks, parts, limit)?;
-            Some(Reduced { map_tasks: tasks.len() as u64, cores: opts.cores, records })
-        }
-        _ => None,
-    };
+    let reduced = if input.group_by.is_some() { None } else { reduced(input, shape, distinct, opts)? };
     Ok(WindowMeasured { partitions: parts, candidates, side, reduced })
 }
 
+/// The records Spark's map-side reduction sends, for the shapes that have one.
+fn reduced(input: &SideInput, shape: Shape, distinct: Option<&ResolvedColumn>, opts: &PlanOptions) -> Result<Option<Reduced>> {
+    let parts = opts.partitions.max(1);
+    let tasks = || map_tasks(input.table, opts.cores);
+    let (tasks, records, stage) = match (shape, distinct) {
+        (Shape::Aggregate { .. }, _) => {
+            let t = tasks();
+            let r = reduced_records(input.table, &input.keys, input.filter.as_ref(), &t, parts, 1)?;
+            (t, r, None)
+        }
+        (Shape::TopN { n }, _) => {
+            let t = tasks();
+            let r = reduced_records(input.table, &input.keys, input.filter.as_ref(), &t, parts, n)?;
+            (t, r, None)
+        }
+        (Shape::DistinctAggregate, Some(d)) => {
+            let t = tasks();
+            let (first, second) = distinct_records(input.table, &input.keys, d, input.filter.as_ref(), &t, parts)?;
+            let max = |v: &[u64]| v.iter().copied().max().unwrap_or(0);
+            if max(&first) >= max(&second) {
+                (t, first, Some(format!("the first of its two shuffles, by {} and {}", input.keys.names().join(", "), d.name)))
+            } else {
+                (t, second, Some(format!("the second of its two shuffles, by {}", input.keys.names().join(", "))))
+            }
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(Reduced { map_tasks: tasks.len() as u64, cores: opts.cores, records, stage }))
+}
+
 /// Measure then decide.
-pub fn plan(input: &SideInput, shape: Shape, classifier: &Classifier, opts: &PlanOptions) -> Result<WindowPlan> {
-    Ok(decide(&measure(input, shape, opts)?, shape, classifier, opts))
+pub fn plan(input: &SideInput, shape: Shape, distinct: Option<&ResolvedColumn>, classifier: &Classifier, opts: &PlanOptions) -> Result<WindowPlan> {
+    Ok(decide(&measure(input, shape, distinct, opts)?, shape, classifier, opts))
 }

@@ -3,7 +3,7 @@ user holds 25% of the rows, NULL users 10% and the placeholder user -1 8% (and o
 40%, for a composite key). A window over the
 whole partition is rewritten: the rows must be identical, the window stage's largest task at
 least 4x smaller, and the predicted largest task before and after within 5% of Spark's. An
-ordered window, a top-N ranking and a GROUP BY are not rewritten (the SQL comes back as given):
+ordered window, a top-N ranking and two GROUP BYs (one with count(DISTINCT)) are not rewritten (the SQL comes back as given):
 the ordered window's predicted task must match Spark's; for the top N and the GROUP BY, Spark's
 largest task must be at least 4x under the rows the tool says Spark reduces before the shuffle,
 and the records predicted for Spark's two map tasks (five files, --cores 2) within 5% of it."""
@@ -95,6 +95,8 @@ LEFT = {
               "WHERE rn <= 3", "top_n", "group_limit"),
     "group-by-lists": ("SELECT user_id, sum(hours) AS s, collect_list(title_id) AS titles FROM views GROUP BY user_id",
                        "aggregate", "partial_aggregation"),
+    "group-by-distinct": ("SELECT user_id, count(DISTINCT title_id) AS titles, sum(hours) AS s FROM views GROUP BY user_id",
+                          "distinct_aggregate", "partial_aggregation"),
 }
 
 
