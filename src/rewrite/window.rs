@@ -43,6 +43,9 @@ const GROUP_LIMIT_THRESHOLD: u64 = 1000;
 /// Aggregate functions whose value over a whole partition is the GROUP BY aggregate's.
 const WHOLE_PARTITION_AGGREGATES: [&str; 6] = ["sum", "count", "min", "max", "avg", "mean"];
 
+/// Aggregates that build a list of their group's values.
+const LIST_AGGREGATES: [&str; 3] = ["collect_list", "collect_set", "array_agg"];
+
 /// Rankings Spark limits before the shuffle when filtered to a top N.
 const RANKINGS: [&str; 3] = ["row_number", "rank", "dense_rank"];
 
@@ -287,7 +290,11 @@ fn aggregate(sel: &Select, input_is_join: bool, ctx: &mut Ctx) {
         WindowSeen { at: keys.first().and_then(At::of), stage: text, status: "left_as_written", alias: None, plan: None, reason: None, notes: vec![] };
     match planned(sel, &inp, keys, shape, distinct.first(), ctx) {
         Ok((p, notes)) => {
-            seen.plan = Some(p);
+            let per_value = list_argument(sel).and_then(|e| list_bytes_per_value(&e, &inp, ctx));
+            seen.plan = Some(match per_value {
+                Some(b) if matches!(shape, Shape::Aggregate { lists: true }) => p.with_list_bytes(b),
+                _ => p,
+            });
             seen.notes = notes;
         }
         Err(why) => seen.reason = Some(why),
@@ -328,6 +335,45 @@ fn distinct_arguments(sel: &Select) -> Option<Vec<Expr>> {
     d.plain.then_some(d.args)
 }
 
+/// The argument of the first list-building aggregate of the select list.
+fn list_argument(sel: &Select) -> Option<Expr> {
+    use sqlparser::ast::{FunctionArg, FunctionArgExpr};
+    struct First(Option<Expr>);
+    impl Visitor for First {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            if let (None, Expr::Function(f)) = (&self.0, e) {
+                if let (true, FunctionArguments::List(l)) = (LIST_AGGREGATES.contains(&fn_name(f).as_str()), &f.args) {
+                    if let [FunctionArg::Unnamed(FunctionArgExpr::Expr(x))] = l.args.as_slice() {
+                        self.0 = Some(x.clone());
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut first = First(None);
+    let _ = sel.projection.visit(&mut first);
+    first.0
+}
+
+/// The bytes a value of a column of the input takes in a list, for a fixed-width type (a
+/// string's or a binary's length is not known from the footers: None).
+fn list_bytes_per_value(e: &Expr, inp: &Input, ctx: &Ctx) -> Option<f64> {
+    let col = column_of(e, inp)?;
+    let (table, base) = inp.base.get(&lc(&col))?;
+    let width = match ctx.tables[table].resolve(base).ok()?.key_type {
+        KeyType::Boolean | KeyType::TinyInt => 1,
+        KeyType::SmallInt => 2,
+        KeyType::Int | KeyType::Float | KeyType::Date => 4,
+        KeyType::BigInt | KeyType::Double | KeyType::Timestamp { .. } => 8,
+        KeyType::Decimal { precision, .. } if precision <= 18 => 8,
+        KeyType::Decimal { .. } => 16,
+        KeyType::Void | KeyType::String | KeyType::Binary => return None,
+    };
+    Some(width as f64)
+}
+
 /// An aggregate of the select list or HAVING builds a list of its group's values.
 fn builds_lists(sel: &Select) -> bool {
     struct Lists(bool);
@@ -335,7 +381,7 @@ fn builds_lists(sel: &Select) -> bool {
         type Break = ();
         fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
             if let Expr::Function(f) = e {
-                self.0 |= ["collect_list", "collect_set", "array_agg"].contains(&fn_name(f).as_str());
+                self.0 |= LIST_AGGREGATES.contains(&fn_name(f).as_str());
             }
             ControlFlow::Continue(())
         }

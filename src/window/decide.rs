@@ -53,6 +53,7 @@ pub fn decide(m: &WindowMeasured, shape: Shape, classifier: &Classifier, opts: &
         records,
         map_tasks: m.reduced.as_ref().map(|r| r.map_tasks),
         cores: m.reduced.as_ref().and_then(|r| r.cores),
+        list_bytes: None,
         conditions: m.side.filter.as_ref().map(|f| f.conditions.clone()).filter(|c| !c.is_empty()),
         before_tasks,
         after_tasks,

@@ -145,6 +145,9 @@ pub struct WindowPlan {
     pub records: Option<TaskStats>,
     pub map_tasks: Option<u64>,
     pub cores: Option<u32>,
+    /// For a list-building aggregate over a fixed-width column: the bytes of the largest hot
+    /// value's list, which one task merges (its rows times the type's width).
+    pub list_bytes: Option<u64>,
     /// The conditions the counts applied, when the input has any.
     pub conditions: Option<String>,
     #[serde(skip)]
@@ -157,6 +160,23 @@ impl WindowPlan {
     /// The plan rewrites the stage.
     pub fn acts(&self) -> bool {
         self.verdict == Verdict::Rewrite
+    }
+
+    /// A list-building aggregate over a column of `bytes_per_value`: the largest hot value's
+    /// list, which one task holds and merges, in bytes, said in `why`.
+    pub fn with_list_bytes(mut self, bytes_per_value: f64) -> WindowPlan {
+        if let Some(h) = self.hot.first() {
+            let bytes = (h.rows as f64 * bytes_per_value).round() as u64;
+            self.why.push_str(&format!(
+                ". {}'s list holds about {} ({} values of {:.0} B, before any per-element overhead): the map tasks' records carry its pieces and one task merges them into one",
+                h.display,
+                crate::format::human(bytes),
+                crate::format::fmt_count(h.rows),
+                bytes_per_value
+            ));
+            self.list_bytes = Some(bytes);
+        }
+        self
     }
 }
 

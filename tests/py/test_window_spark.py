@@ -110,6 +110,8 @@ def test_what_spark_handles_or_nothing_can_split_is_left_as_written(sj_spark, vi
     p = w["plan"]
     assert (p["shape"]["kind"], p["verdict"]) == (shape, verdict)
     assert p["after"] is None and p["hot"][0]["value"] == 7
+    # collect_list of a bigint: the hot user's list is 8 bytes a value.
+    assert p["list_bytes"] == (8 * p["hot"][0]["rows"] if name == "group-by-lists" else None)
     sj_spark.read.parquet(views).createOrReplaceTempView("views")
     _, tasks = measured(sj_spark, sql)
     largest = max_records(tasks)
