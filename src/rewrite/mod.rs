@@ -209,9 +209,8 @@ fn process_query(q: &mut Query, ctx: &mut Ctx) -> Result<()> {
             ctx.ctes.insert(lc(&cte.alias.name.value), (*cte.query).clone());
         }
     }
-    let input_is_join = matches!(q.body.as_ref(), SetExpr::Select(s) if s.from.len() != 1 || !s.from[0].joins.is_empty());
     let remaps = process_set(&mut q.body, ctx)?;
-    window::process_windows(q, input_is_join, ctx)?;
+    window::process_windows(q, !remaps.is_empty(), ctx)?;
     // ORDER BY of a query whose body is one SELECT sees that SELECT's FROM.
     if let (Some(ob), false) = (&mut q.order_by, remaps.is_empty()) {
         repoint_all(ob, &remaps);

@@ -19,19 +19,20 @@ use std::ops::ControlFlow;
 
 use serde::Serialize;
 use sqlparser::ast::{
-    Expr, Function, FunctionArguments, GroupByExpr, ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, Visit, VisitMut, Visitor, VisitorMut,
-    WindowType,
+    Expr, Function, FunctionArguments, GroupByExpr, ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, TableWithJoins, Visit, VisitMut, Visitor,
+    VisitorMut, WindowType,
 };
 
-use super::condition::conjuncts;
+use super::condition::{conjuncts, join_type};
 use super::filters::{column_of, to_base};
+use super::from::merges;
 use super::input::{input_of, Input};
 use super::names::{factor_alias, lc};
 use super::{At, Ctx};
 use crate::count::KeySpec;
 use crate::error::Result;
 use crate::filter::{check, RowFilter};
-use crate::plan::SideInput;
+use crate::plan::{JoinType, SideInput};
 use crate::source::Table;
 use crate::sql::{ident, literal, parse_query, render_expr};
 use crate::value::{KeyType, Value};
@@ -78,18 +79,18 @@ struct WinFn {
 }
 
 /// The window stages of `q`'s SELECT (when its body is one): planned, and the whole-partition
-/// one rewritten when it is hot. `input_is_join`: the SELECT's FROM joined before its joins
-/// were rewritten.
-pub(super) fn process_windows(q: &mut Query, input_is_join: bool, ctx: &mut Ctx) -> Result<()> {
+/// one rewritten when it is hot. `joins_rewritten`: a join of the SELECT's FROM was rewritten
+/// (its windows are then left to it).
+pub(super) fn process_windows(q: &mut Query, joins_rewritten: bool, ctx: &mut Ctx) -> Result<()> {
     let SetExpr::Select(sel) = q.body.as_ref() else { return Ok(()) };
     let fns = window_functions(sel);
     if fns.is_empty() {
-        aggregate(sel, input_is_join, ctx);
+        aggregate(sel, ctx);
         return Ok(());
     }
     let text = fns.iter().map(|w| one_line(&w.func.to_string())).collect::<Vec<_>>().join(", ");
     let mut seen = WindowSeen { at: fns[0].at, stage: text, status: "left_as_written", alias: None, plan: None, reason: None, notes: vec![] };
-    match stage(sel, &fns, input_is_join, ctx) {
+    match stage(sel, &fns, joins_rewritten, ctx) {
         Err(why) => seen.reason = Some(why),
         Ok((p, notes)) => {
             seen.notes = notes;
@@ -216,19 +217,50 @@ fn shape_of(fns: &[WinFn], limits: &[(String, u64)]) -> Shape {
 }
 
 /// The stage planned, or why it cannot be: one PARTITION BY of columns of one traced input.
-fn stage(sel: &Select, fns: &[WinFn], input_is_join: bool, ctx: &Ctx) -> std::result::Result<(WindowPlan, Vec<String>), String> {
+fn stage(sel: &Select, fns: &[WinFn], joins_rewritten: bool, ctx: &Ctx) -> std::result::Result<(WindowPlan, Vec<String>), String> {
     let spec = |w: &WinFn| w.partition.iter().map(render_expr).collect::<Vec<_>>();
     if fns.iter().any(|w| spec(w) != spec(&fns[0])) || fns[0].partition.is_empty() {
         return Err("window functions with different PARTITION BY (or none, or a named window): each is its own stage; not planned".into());
     }
-    if input_is_join || sel.from.len() != 1 || !sel.from[0].joins.is_empty() {
-        return Err("the window's input is a join: its partition values are not counted through joins yet".into());
+    if joins_rewritten || sel.from.len() != 1 {
+        return Err("the window's input is a comma join or a join rewritten above: not planned".into());
     }
     if !matches!(&sel.group_by, GroupByExpr::Expressions(g, _) if g.is_empty()) || sel.having.is_some() {
         return Err("the window runs over the SELECT's groups (GROUP BY), whose rows are not a table's".into());
     }
-    let inp = input_of(&sel.from[0].relation, ctx, 0).map_err(|e| format!("its input: {e}"))?;
-    planned(sel, &inp, &fns[0].partition, shape_of(fns, &ctx.rank_limits), None, ctx)
+    let shape = shape_of(fns, &ctx.rank_limits);
+    if sel.from[0].joins.is_empty() {
+        let inp = input_of(&sel.from[0].relation, ctx, 0).map_err(|e| format!("its input: {e}"))?;
+        return planned(sel, &inp, &fns[0].partition, shape, None, ctx);
+    }
+    let inp = joined_input(&sel.from[0], &fns[0].partition, ctx)?;
+    let (p, mut notes) = planned(sel, &inp, &fns[0].partition, shape, None, ctx)?;
+    notes.push(format!("the partition key is counted on {} before its joins, which can drop or repeat its rows: the task sizes are estimates", inp.display()));
+    Ok((p, notes))
+}
+
+/// The input of a joined FROM item that holds every key: any input of a chain of inner joins,
+/// or the first input of a chain of inner, left, semi and anti joins (its rows reach the
+/// window, each at least once). Not where an outer join can bring its rows back as NULLs.
+fn joined_input(twj: &TableWithJoins, keys: &[Expr], ctx: &Ctx) -> std::result::Result<Input, String> {
+    let kinds: Vec<JoinType> =
+        twj.joins.iter().map(|j| join_type(&j.join_operator).map(|k| k.0)).collect::<std::result::Result<_, _>>().map_err(|e| e.to_string())?;
+    let factors = std::iter::once(&twj.relation).chain(twj.joins.iter().map(|j| &j.relation));
+    let mut found = Vec::new();
+    for (i, f) in factors.enumerate() {
+        let Ok(inp) = input_of(f, ctx, 0) else { continue };
+        if keys.iter().all(|e| column_of(e, &inp).is_some()) {
+            found.push((i, inp));
+        }
+    }
+    let [(i, inp)] =
+        <[(usize, Input); 1]>::try_from(found).map_err(|_| "the window's PARTITION BY is not the columns of one traced input of its joins".to_string())?;
+    let inner = kinds.iter().all(|k| *k == JoinType::Inner);
+    let kept = i == 0 && kinds.iter().all(|k| matches!(k, JoinType::Inner | JoinType::Left | JoinType::Semi | JoinType::Anti));
+    if !inner && !kept {
+        return Err(format!("the window's PARTITION BY is of {}, which an outer join can bring back as NULLs: not planned", inp.display()));
+    }
+    Ok(inp)
 }
 
 /// The stage over `keys` (expressions of `sel`) planned on the table `inp` traces to;
@@ -270,9 +302,9 @@ fn planned(
 /// A GROUP BY of columns of one traced table: planned as an aggregate (which Spark aggregates
 /// per map task before the shuffle) and reported; one over anything else, or with DISTINCT
 /// aggregates of several arguments (Spark expands the rows), is not looked at.
-fn aggregate(sel: &Select, input_is_join: bool, ctx: &mut Ctx) {
+fn aggregate(sel: &Select, ctx: &mut Ctx) {
     let GroupByExpr::Expressions(keys, modifiers) = &sel.group_by else { return };
-    if keys.is_empty() || !modifiers.is_empty() || input_is_join || sel.from.len() != 1 || !sel.from[0].joins.is_empty() {
+    if keys.is_empty() || !modifiers.is_empty() || sel.from.len() != 1 || !sel.from[0].joins.is_empty() {
         return;
     }
     let Ok(inp) = input_of(&sel.from[0].relation, ctx, 0) else { return };
@@ -423,6 +455,9 @@ fn rewritable(q: &Query, sel: &Select, fns: &[WinFn]) -> std::result::Result<(),
     if fns.iter().any(|w| matches!(&w.func.args, FunctionArguments::List(l) if l.duplicate_treatment.is_some())) {
         return Err("a DISTINCT aggregate in the window: not rewritten".into());
     }
+    if sel.projection.iter().any(|i| matches!(i, SelectItem::Wildcard(_))) && sel.from[0].joins.iter().any(|j| merges(&j.join_operator)) {
+        return Err("SELECT * over a USING or NATURAL join: its columns cannot be listed in the rewrite's branches".into());
+    }
     let star = sel.projection.iter().any(|i| matches!(i, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)));
     let outputs: Vec<String> = sel.projection.iter().filter_map(output_name).collect();
     if let Some(ob) = &q.order_by {
@@ -497,8 +532,9 @@ fn rest_branch(sel: &Select, conds: &[String]) -> String {
 
 /// One hot value's rows with the window functions' values from its aggregate `agg`.
 fn hot_branch(sel: &Select, fns: &[WinFn], cond: &str, agg: &str) -> Result<String> {
-    let from = sel.from[0].relation.to_string();
-    let name = factor_alias(&sel.from[0].relation).unwrap_or_default();
+    let mut twj = sel.from[0].clone();
+    crate::sql::fix_literals(&mut twj);
+    let from = twj.to_string();
     let mut aggs: Vec<String> = Vec::new();
     for (i, w) in fns.iter().enumerate() {
         let mut f = w.func.clone();
@@ -508,7 +544,14 @@ fn hot_branch(sel: &Select, fns: &[WinFn], cond: &str, agg: &str) -> Result<Stri
     let mut out = sel.clone();
     out.selection = None;
     out.optimizer_hints.clear();
-    out.projection = out.projection.into_iter().map(|i| if matches!(i, SelectItem::Wildcard(_)) { star_of(&name) } else { Ok(i) }).collect::<Result<_>>()?;
+    let mut projection = Vec::new();
+    for item in std::mem::take(&mut out.projection) {
+        match item {
+            SelectItem::Wildcard(_) => projection.extend(stars_of(&sel.from[0])?),
+            other => projection.push(other),
+        }
+    }
+    out.projection = projection;
     let mut n = 0;
     let _ = VisitMut::visit(&mut out.projection, &mut Replace { agg, n: &mut n });
     let text = crate::sql::render_select(&out);
@@ -522,8 +565,12 @@ fn hot_branch(sel: &Select, fns: &[WinFn], cond: &str, agg: &str) -> Result<Stri
     ))
 }
 
-fn star_of(name: &str) -> Result<SelectItem> {
-    super::names::parse_item(&format!("{}.*", ident(name)))
+/// `*` over a FROM item as `alias.*` of each input it outputs (not the right input of a semi
+/// or anti join).
+fn stars_of(twj: &TableWithJoins) -> Result<Vec<SelectItem>> {
+    let right_outputs = |j: &sqlparser::ast::Join| !matches!(join_type(&j.join_operator), Ok((JoinType::Semi | JoinType::Anti, _)));
+    let factors = std::iter::once(&twj.relation).chain(twj.joins.iter().filter(|j| right_outputs(j)).map(|j| &j.relation));
+    factors.map(|f| super::names::parse_item(&format!("{}.*", ident(&factor_alias(f).unwrap_or_default())))).collect()
 }
 
 /// Each window function, in order, replaced by its aggregate's column.

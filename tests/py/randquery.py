@@ -515,7 +515,11 @@ class Gen:
         keys = [k for k in [("ki",), ("ks",), ("ki",), ("kc", "ki"), ("kc", "ks")] if set(k) <= src.keys]
         if not keys:
             return None
-        part = ", ".join(f"{src.alias}.{c}" if self.chance(0.5) else c for c in rng.choice(keys))
+        joined = self.window_join(src, table) if self.bound is not None and self.chance(0.3) else ""
+        if joined is None:
+            return None
+        used = [table.name] + ([self.joined_table] if joined else [])
+        part = ", ".join(f"{src.alias}.{c}" if joined or self.chance(0.5) else c for c in rng.choice(keys))
         nums = [c for c, t in src.cols.items() if t in "id" and c not in ("ki",)]
         if not nums:
             return None
@@ -529,34 +533,48 @@ class Gen:
             if self.chance(0.3):
                 c = rng.choice(nums)
                 items.append(f"{c} - {self.kw('min')}({c}) {over} {self.kw('AS')} wd")
-            head = f"{src.alias}.*" if self.chance(0.4) else ", ".join(list(src.cols)[:4])
+            head = f"{src.alias}.*" if self.chance(0.4) else ", ".join(f"{src.alias}.{c}" if joined else c for c in list(src.cols)[:4])
             self.tags.add("window")
-            return f"{with_}{self.kw('SELECT')} {head}, {', '.join(items)} {self.kw('FROM')} {src.text}{where}", [table.name], "window over the whole partition"
+            return f"{with_}{self.kw('SELECT')} {head}, {', '.join(items)} {self.kw('FROM')} {src.text}{joined}{where}", used, "window over the whole partition"
         if r < 0.82:
             c = rng.choice(nums)
             order = f"{self.kw('ORDER BY')} {c}"
             self.tags.add("ordered-window")
-            return f"{with_}{self.kw('SELECT')} {', '.join(src.cols)}, {self.kw('sum')}({c}) {over[:-1]} {order}) {self.kw('AS')} running {self.kw('FROM')} {src.text}{where}", [table.name], "running sum"
+            return f"{with_}{self.kw('SELECT')} {', '.join(f'{src.alias}.{x}' for x in src.cols)}, {self.kw('sum')}({c}) {over[:-1]} {order}) {self.kw('AS')} running {self.kw('FROM')} {src.text}{joined}{where}", used, "running sum"
         if r < 0.92 and f"{table.prefix}_id" in src.cols:
             order = f"{self.kw('ORDER BY')} {table.prefix}_id"
-            inner = f"{self.kw('SELECT')} {', '.join(src.cols)}, {self.kw('row_number')}() {over[:-1]} {order}) {self.kw('AS')} rn {self.kw('FROM')} {src.text}{where}"
+            inner = f"{self.kw('SELECT')} {', '.join(f'{src.alias}.{x}' for x in src.cols)}, {self.kw('row_number')}() {over[:-1]} {order}) {self.kw('AS')} rn {self.kw('FROM')} {src.text}{joined}{where}"
             self.tags.add("top-n")
-            return f"{with_}{self.kw('SELECT')} * {self.kw('FROM')} ({inner}) tn {self.kw('WHERE')} rn <= {rng.randint(1, 3)}", [table.name], "top N"
+            return f"{with_}{self.kw('SELECT')} * {self.kw('FROM')} ({inner}) tn {self.kw('WHERE')} rn <= {rng.randint(1, 3)}", used, "top N"
         cols = rng.choice(keys)
-        g = ", ".join(cols)
+        g = ", ".join(f"{src.alias}.{c}" for c in cols)
         self.tags.add("group-by")
-        return f"{with_}{self.kw('SELECT')} {g}, {self.kw('count')}(*) {self.kw('AS')} n, {self.kw('sum')}({rng.choice(nums)}) {self.kw('AS')} s {self.kw('FROM')} {src.text}{where} {self.kw('GROUP BY')} {g}", [table.name], "group by"
+        return f"{with_}{self.kw('SELECT')} {g}, {self.kw('count')}(*) {self.kw('AS')} n, {self.kw('sum')}({rng.choice(nums)}) {self.kw('AS')} s {self.kw('FROM')} {src.text}{joined}{where} {self.kw('GROUP BY')} {g}", used, "group by"
 
+
+    def window_join(self, src, table):
+        """` JOIN other ON ...` (inner or left) of the window's input with another table on a
+        key both have, when the join stays under `max_rows` rows; None when it would not."""
+        rng = self.rng
+        other = self.tabs[rng.choice(sorted(t for t in self.tabs if t != table.name))]
+        o = self.source(other, {table.name})
+        k = rng.choice([k for k in [("ki",), ("ks",)] if set(k) <= src.keys and set(k) <= o.keys] or [None])
+        if k is None or self.bound([src, o], [("inner", 1, 0, k)]) > self.max_rows:
+            return None
+        kind = self.kw(rng.choice(["JOIN", "LEFT JOIN"]))
+        self.tags.add("window-over-join")
+        self.joined_table = other.name
+        return f" {kind} {o.text} {self.kw('ON')} {src.alias}.{k[0]} = {o.alias}.{k[0]}"
 
 THRESHOLDS = ["256", "1KB", "2KB", "2KB", "4KB", "16KB"]
 
 
-def window_query(seed, tabs):
-    """Case `seed` over the tables `tabs`: a window or aggregate over one input (see
-    `Gen.draw_window`)."""
+def window_query(seed, tabs, bound=None, max_rows=20_000):
+    """Case `seed` over the tables `tabs`: a window or aggregate over one input, or (with
+    `bound`) over it joined to another table (see `Gen.draw_window`)."""
     rng = random.Random(seed)
     for _ in range(50):
-        g = Gen(rng, tabs, 0, None, 0.0)
+        g = Gen(rng, tabs, max_rows, bound, 0.0)
         out = g.draw_window()
         if out is not None:
             sql, used, shape = out
@@ -742,7 +760,7 @@ if __name__ == "__main__":
     seed = a.seed
     folder = a.folder or f"/tmp/randquery-{seed}"
     tabs, bound = Group(folder)(seed)
-    case = window_query(seed, tabs) if a.windows else query(seed, tabs, bound, max_rows=a.max_rows, parens=a.parens)
+    case = window_query(seed, tabs, bound) if a.windows else query(seed, tabs, bound, max_rows=a.max_rows, parens=a.parens)
     q = os.path.join(folder, f"q{seed}.sql")
     with open(q, "w") as f:
         f.write(case.sql + "\n")

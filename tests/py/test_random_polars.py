@@ -93,8 +93,8 @@ def window_outcomes(tmp_path_factory):
     groups = rq.Group(folder)
     cases = []
     for seed in WINDOW_SEEDS:
-        tabs, _ = groups(seed)
-        cases.append((rq.window_query(seed, tabs), tabs))
+        tabs, bound = groups(seed)
+        cases.append((rq.window_query(seed, tabs, bound), tabs))
 
     def one(ct):
         case, tabs = ct

@@ -94,8 +94,8 @@ WINDOW_SEEDS = range(1000, 1030)
 @pytest.mark.parametrize("seed", WINDOW_SEEDS)
 def test_random_window_spark(spark_random, groups, seed, tmp_path):
     """Windows and aggregates over one input (randquery.window_query), as the joins above."""
-    tabs, _ = groups(seed)
-    case = rq.window_query(seed, tabs)
+    tabs, bound = groups(seed)
+    case = rq.window_query(seed, tabs, bound)
     what = rq.describe(case, tabs)
     rc, rw, err = rq.rewrite(binary(), case, tabs, tmp_path)
     if rc != 0 or rw is None or "panicked" in err:

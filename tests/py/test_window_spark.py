@@ -88,6 +88,36 @@ def test_whole_partition_window_rewritten_same_rows_smaller_task(sj_spark, views
     assert within(p["after"]["max_task_rows"], ma), (p["after"], ma)
 
 
+def test_window_over_a_join_counted_on_its_input(sj_spark, views, tmp_path):
+    """A window over views joined to a dimension (every title matches): counted on views before
+    the join, said to be an estimate, rewritten with the join in every branch. Spark broadcasts
+    the dimension (as it would at 20 KB), so the window's shuffle is the only one."""
+    titles = write(tmp_path / "titles.parquet", {"title_id": list(range(1, 500)), "genre": [f"g{i % 7}" for i in range(1, 500)]})
+    sql = ("SELECT v.id, v.user_id, t.genre, sum(v.hours) OVER (PARTITION BY v.user_id) AS total "
+           "FROM views v JOIN titles t ON v.title_id = t.title_id WHERE v.day > 3")
+    q = tmp_path / "q.sql"
+    q.write_text(sql)
+    p = run("rewrite", q, "-q", "--shuffle-partitions", P, "--format", "json", "--table", f"views={views}", "--table", f"titles={titles}")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    w = r["windows"][0]
+    assert w["status"] == "rewritten", w
+    assert any("counted on v before its joins" in n and "estimates" in n for n in w["notes"]), w["notes"]
+    sj_spark.read.parquet(views).createOrReplaceTempView("views")
+    sj_spark.read.parquet(titles).createOrReplaceTempView("titles")
+    sj_spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "10MB")
+    try:
+        before_rows, before = measured(sj_spark, sql)
+        after_rows, after = measured(sj_spark, r["sql"])
+    finally:
+        sj_spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    assert multiset(before_rows) == multiset(after_rows)
+    mb, ma = max_records(before), max_records(after)
+    assert mb >= 4 * ma, (mb, ma)
+    plan = w["plan"]
+    assert within(plan["before"]["max_task_rows"], mb) and within(plan["after"]["max_task_rows"], ma), (plan["before"], plan["after"], mb, ma)
+
+
 LEFT = {
     "running-sum": ("SELECT id, sum(hours) OVER (PARTITION BY user_id ORDER BY id) AS running FROM views", "ordered", "left_alone"),
     "lag": ("SELECT id, lag(hours) OVER (PARTITION BY user_id ORDER BY id) AS prev FROM views", "ordered", "left_alone"),
