@@ -81,6 +81,11 @@ impl Value {
         matches!(self, Value::Null)
     }
 
+    /// A float or double NaN.
+    pub fn is_nan(&self) -> bool {
+        matches!(self, Value::Float(f) if f.is_nan()) || matches!(self, Value::Double(d) if d.is_nan())
+    }
+
     /// Rebuild a value from the 64-bit counting key used for fixed-width types.
     pub fn from_i64_key(k: i64, t: KeyType) -> Value {
         match t {

@@ -105,7 +105,7 @@ impl<'a> Gen<'a> {
     }
     pub fn eq(&self, alias: &str, side: Side, key: &[Value]) -> String {
         let parts: Vec<String> =
-            self.keys(side).iter().zip(key).zip(&self.js.key_types).map(|((c, v), t)| format!("{alias}.{} = {}", ident(c), literal(v, *t))).collect();
+            self.keys(side).iter().zip(key).zip(&self.js.key_types).map(|((c, v), t)| equals(&format!("{alias}.{}", ident(c)), v, *t)).collect();
         if parts.len() == 1 {
             parts[0].clone()
         } else {
@@ -115,9 +115,15 @@ impl<'a> Gen<'a> {
     /// The row's key is one of `set` (never true for a NULL key).
     pub fn in_set(&self, alias: &str, side: Side, set: &[&[Value]]) -> String {
         if self.keys(side).len() == 1 {
-            let c = &self.keys(side)[0];
-            let lits: Vec<String> = set.iter().map(|k| literal(&k[0], self.js.key_types[0])).collect();
-            format!("{alias}.{} IN ({})", ident(c), lits.join(", "))
+            let c = format!("{alias}.{}", ident(&self.keys(side)[0]));
+            let lits: Vec<String> = set.iter().filter(|k| !k[0].is_nan()).map(|k| literal(&k[0], self.js.key_types[0])).collect();
+            let in_list = (!lits.is_empty()).then(|| format!("{c} IN ({})", lits.join(", ")));
+            let nan = set.iter().any(|k| k[0].is_nan()).then(|| format!("isnan({c})"));
+            match (in_list, nan) {
+                (Some(i), Some(n)) => format!("({i} OR {n})"),
+                (Some(x), None) | (None, Some(x)) => x,
+                (None, None) => "FALSE".into(),
+            }
         } else {
             format!("({})", set.iter().map(|k| self.eq(alias, side, k)).collect::<Vec<_>>().join(" OR "))
         }
@@ -214,4 +220,15 @@ fn rest(g: &Gen, hot: &[&HotKey]) -> String {
         }
     };
     g.join(g.js.how, &[], g.filtered(Side::Left, pred(Side::Left)), g.filtered(Side::Right, pred(Side::Right)), "")
+}
+
+/// `col = v`, or `isnan(col)` for a NaN: Spark pushes `col = NaN` down to Parquet, and the
+/// statistics some writers (pyarrow) keep leave NaN out, so the row groups that hold it are
+/// skipped and its rows lost.
+pub fn equals(col: &str, v: &Value, t: crate::value::KeyType) -> String {
+    if v.is_nan() {
+        format!("isnan({col})")
+    } else {
+        format!("{col} = {}", literal(v, t))
+    }
 }

@@ -45,7 +45,8 @@ const GROUP_LIMIT_THRESHOLD: u64 = 1000;
 const WHOLE_PARTITION_AGGREGATES: [&str; 6] = ["sum", "count", "min", "max", "avg", "mean"];
 
 /// Aggregates that build a list of their group's values.
-const LIST_AGGREGATES: [&str; 3] = ["collect_list", "collect_set", "array_agg"];
+/// (`percentile` and `median` keep every value of the group in their buffer, as a list does.)
+const LIST_AGGREGATES: [&str; 5] = ["collect_list", "collect_set", "array_agg", "percentile", "median"];
 
 /// Rankings Spark limits before the shuffle when filtered to a top N.
 const RANKINGS: [&str; 3] = ["row_number", "rank", "dense_rank"];
@@ -95,7 +96,7 @@ pub(super) fn process_windows(q: &mut Query, joins_rewritten: bool, ctx: &mut Ct
         Ok((p, notes)) => {
             seen.notes = notes;
             if p.acts() {
-                match rewritable(q, sel, &fns) {
+                match rewritable(q, sel, &fns, ctx) {
                     Ok(()) => {
                         let alias = format!("__sw{}", ctx.next_id);
                         ctx.next_id += 1;
@@ -163,19 +164,32 @@ fn window_functions(sel: &Select) -> Vec<WinFn> {
             SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.clone())),
             _ => continue,
         };
-        let _ = e.visit(&mut FnCollector { out: &mut out, alias });
+        let _ = e.visit(&mut FnCollector { out: &mut out, alias, depth: 0 });
     }
     out
 }
 
+/// The window functions of one select item, not those of its subqueries (their own SELECTs).
 struct FnCollector<'a> {
     out: &'a mut Vec<WinFn>,
     alias: Option<String>,
+    depth: usize,
 }
 
 impl Visitor for FnCollector<'_> {
     type Break = ();
+    fn pre_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+        self.depth += 1;
+        ControlFlow::Continue(())
+    }
+    fn post_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
     fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+        if self.depth > 0 {
+            return ControlFlow::Continue(());
+        }
         if let Expr::Function(f) = e {
             match &f.over {
                 Some(WindowType::WindowSpec(spec)) => self.out.push(WinFn {
@@ -303,24 +317,22 @@ fn planned(
 /// per map task before the shuffle) and reported; one over anything else, or with DISTINCT
 /// aggregates of several arguments (Spark expands the rows), is not looked at.
 fn aggregate(sel: &Select, ctx: &mut Ctx) {
-    let GroupByExpr::Expressions(keys, modifiers) = &sel.group_by else { return };
-    if keys.is_empty() || !modifiers.is_empty() || sel.from.len() != 1 || !sel.from[0].joins.is_empty() {
+    let Some((keys, text)) = grouping(sel) else { return };
+    if sel.from.len() != 1 {
         return;
     }
-    let Ok(inp) = input_of(&sel.from[0].relation, ctx, 0) else { return };
-    if keys.iter().any(|k| column_of(k, &inp).is_none()) {
-        return;
-    }
+    let joined = !sel.from[0].joins.is_empty();
+    let inp = if joined { joined_input(&sel.from[0], &keys, ctx).ok() } else { input_of(&sel.from[0].relation, ctx, 0).ok() };
+    let Some(inp) = inp.filter(|inp| keys.iter().all(|k| column_of(k, inp).is_some())) else { return };
     let Some(distinct) = distinct_arguments(sel) else { return };
     let shape = match distinct.len() {
         0 => Shape::Aggregate { lists: builds_lists(sel) },
         1 => Shape::DistinctAggregate,
         _ => return,
     };
-    let text = format!("GROUP BY {}", keys.iter().map(render_expr).collect::<Vec<_>>().join(", "));
     let mut seen =
         WindowSeen { at: keys.first().and_then(At::of), stage: text, status: "left_as_written", alias: None, plan: None, reason: None, notes: vec![] };
-    match planned(sel, &inp, keys, shape, distinct.first(), ctx) {
+    match planned(sel, &inp, &keys, shape, distinct.first(), ctx) {
         Ok((p, notes)) => {
             let per_value = list_argument(sel).and_then(|e| list_bytes_per_value(&e, &inp, ctx));
             seen.plan = Some(match per_value {
@@ -328,10 +340,38 @@ fn aggregate(sel: &Select, ctx: &mut Ctx) {
                 _ => p,
             });
             seen.notes = notes;
+            if joined {
+                seen.notes.push(format!(
+                    "the key is counted on {} before its joins, which can drop or repeat its rows: the task sizes are estimates, and the records assume the joins run in its map tasks (broadcast)",
+                    inp.display()
+                ));
+            }
         }
         Err(why) => seen.reason = Some(why),
     }
     ctx.windows.push(seen);
+}
+
+/// The grouping of a SELECT and how it is written: its GROUP BY columns, or the columns of a
+/// `SELECT DISTINCT` of plain columns.
+fn grouping(sel: &Select) -> Option<(Vec<Expr>, String)> {
+    match (&sel.group_by, &sel.distinct) {
+        (GroupByExpr::Expressions(keys, modifiers), _) if !keys.is_empty() && modifiers.is_empty() => {
+            Some((keys.clone(), format!("GROUP BY {}", keys.iter().map(render_expr).collect::<Vec<_>>().join(", "))))
+        }
+        (GroupByExpr::Expressions(keys, _), Some(sqlparser::ast::Distinct::Distinct)) if keys.is_empty() => {
+            let cols: Vec<Expr> = sel
+                .projection
+                .iter()
+                .map(|i| match i {
+                    SelectItem::UnnamedExpr(e @ (Expr::Identifier(_) | Expr::CompoundIdentifier(_))) => Some(e.clone()),
+                    _ => None,
+                })
+                .collect::<Option<_>>()?;
+            Some((cols.clone(), format!("SELECT DISTINCT {}", cols.iter().map(render_expr).collect::<Vec<_>>().join(", "))))
+        }
+        _ => None,
+    }
 }
 
 /// The arguments of the DISTINCT aggregates of the select list and HAVING, each once; None
@@ -445,15 +485,21 @@ fn where_filter(sel: &Select, inp: &Input, tname: &str, table: &Table) -> (Optio
 }
 
 /// Whether the rewrite can keep the query's meaning around the SELECT.
-fn rewritable(q: &Query, sel: &Select, fns: &[WinFn]) -> std::result::Result<(), String> {
+fn rewritable(q: &Query, sel: &Select, fns: &[WinFn], ctx: &Ctx) -> std::result::Result<(), String> {
     if sel.distinct.is_some() || sel.top.is_some() || sel.into.is_some() || sel.qualify.is_some() || !sel.named_window.is_empty() {
         return Err("the SELECT has DISTINCT, TOP, INTO, QUALIFY or a WINDOW clause: not rewritten".into());
     }
     if !sel.lateral_views.is_empty() || sel.from.len() != 1 || !sel.cluster_by.is_empty() || !sel.distribute_by.is_empty() || !sel.sort_by.is_empty() {
         return Err("the SELECT has LATERAL VIEW, several FROM items, CLUSTER BY, DISTRIBUTE BY or SORT BY: not rewritten".into());
     }
-    if fns.iter().any(|w| matches!(&w.func.args, FunctionArguments::List(l) if l.duplicate_treatment.is_some())) {
-        return Err("a DISTINCT aggregate in the window: not rewritten".into());
+    if fns.iter().any(|w| matches!(&w.func.args, FunctionArguments::List(l) if l.duplicate_treatment.is_some()) || w.func.filter.is_some()) {
+        return Err("a DISTINCT aggregate or a FILTER clause in the window (Spark runs neither): not rewritten".into());
+    }
+    if let Some(f) = nondeterministic(sel, ctx) {
+        return Err(format!("{f}() in the SELECT's FROM or WHERE: each branch would draw other rows than its aggregate: not rewritten"));
+    }
+    if columns_of_from(sel, ctx).iter().any(|c| lc(c).starts_with(AGG_COLUMN)) {
+        return Err(format!("a column named {AGG_COLUMN}N in the input would clash with the rewrite's: not rewritten"));
     }
     if sel.projection.iter().any(|i| matches!(i, SelectItem::Wildcard(_))) && sel.from[0].joins.iter().any(|j| merges(&j.join_operator)) {
         return Err("SELECT * over a USING or NATURAL join: its columns cannot be listed in the rewrite's branches".into());
@@ -474,6 +520,65 @@ fn rewritable(q: &Query, sel: &Select, fns: &[WinFn]) -> std::result::Result<(),
         }
     }
     Ok(())
+}
+
+/// Spark's non-deterministic functions: evaluated again in each branch, they pick other rows.
+const NONDETERMINISTIC: [&str; 12] = [
+    "rand",
+    "randn",
+    "random",
+    "randstr",
+    "uniform",
+    "uuid",
+    "shuffle",
+    "monotonically_increasing_id",
+    "spark_partition_id",
+    "input_file_name",
+    "input_file_block_start",
+    "input_file_block_length",
+];
+
+/// The first non-deterministic function of the SELECT's FROM (the CTEs it reads included) or
+/// WHERE.
+fn nondeterministic(sel: &Select, ctx: &Ctx) -> Option<String> {
+    struct Find(Option<String>);
+    impl Visitor for Find {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            if let (None, Expr::Function(f)) = (&self.0, e) {
+                let name = fn_name(f);
+                if NONDETERMINISTIC.contains(&name.as_str()) {
+                    self.0 = Some(name);
+                }
+            }
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_table_factor(&mut self, t: &sqlparser::ast::TableFactor) -> ControlFlow<()> {
+            if matches!(t, sqlparser::ast::TableFactor::Table { sample: Some(_), .. }) {
+                self.0.get_or_insert_with(|| "TABLESAMPLE".into());
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut find = Find(None);
+    let _ = sel.from.visit(&mut find);
+    let _ = sel.selection.visit(&mut find);
+    for twj in &sel.from {
+        for f in std::iter::once(&twj.relation).chain(twj.joins.iter().map(|j| &j.relation)) {
+            if let sqlparser::ast::TableFactor::Table { name, .. } = f {
+                if let Some(cte) = name.0.last().and_then(|p| p.as_ident()).and_then(|i| ctx.ctes.get(&lc(&i.value))) {
+                    let _ = cte.visit(&mut find);
+                }
+            }
+        }
+    }
+    find.0
+}
+
+/// The columns of the SELECT's traced inputs.
+fn columns_of_from(sel: &Select, ctx: &Ctx) -> Vec<String> {
+    let factors = sel.from.iter().flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation)));
+    factors.filter_map(|f| input_of(f, ctx, 0).ok()).flat_map(|i| i.columns).collect()
 }
 
 /// The name a select item gives its column, lower case, when it is a plain one.
@@ -506,6 +611,10 @@ fn value_condition(keys: &[Expr], values: &[Value], types: &[KeyType]) -> String
             let k = render_expr(k);
             if v.is_null() {
                 format!("{k} IS NULL")
+            } else if v.is_nan() {
+                // Not `k = NaN`: Spark pushes it to Parquet, whose statistics (as pyarrow
+                // writes them) leave NaN out, and the row groups holding it are skipped.
+                format!("({k} IS NOT NULL AND isnan({k}))")
             } else {
                 format!("({k} IS NOT NULL AND {k} = {})", literal(v, *t))
             }
@@ -539,7 +648,7 @@ fn hot_branch(sel: &Select, fns: &[WinFn], cond: &str, agg: &str) -> Result<Stri
     for (i, w) in fns.iter().enumerate() {
         let mut f = w.func.clone();
         f.over = None;
-        aggs.push(format!("{f} AS __w{}", i + 1));
+        aggs.push(format!("{f} AS {AGG_COLUMN}{}", i + 1));
     }
     let mut out = sel.clone();
     out.selection = None;
@@ -553,7 +662,7 @@ fn hot_branch(sel: &Select, fns: &[WinFn], cond: &str, agg: &str) -> Result<Stri
     }
     out.projection = projection;
     let mut n = 0;
-    let _ = VisitMut::visit(&mut out.projection, &mut Replace { agg, n: &mut n });
+    let _ = VisitMut::visit(&mut out.projection, &mut Replace { agg, n: &mut n, depth: 0 });
     let text = crate::sql::render_select(&out);
     let select = text.strip_prefix("SELECT ").unwrap_or(&text);
     Ok(format!(
@@ -574,21 +683,34 @@ fn stars_of(twj: &TableWithJoins) -> Result<Vec<SelectItem>> {
 }
 
 /// Each window function, in order, replaced by its aggregate's column.
+/// (Not those of subqueries, which are their own SELECTs.)
 struct Replace<'a> {
     agg: &'a str,
     n: &'a mut usize,
+    depth: usize,
 }
 
 impl VisitorMut for Replace<'_> {
     type Break = ();
+    fn pre_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+        self.depth += 1;
+        ControlFlow::Continue(())
+    }
+    fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
     fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
-        if matches!(e, Expr::Function(f) if f.over.is_some()) {
+        if self.depth == 0 && matches!(e, Expr::Function(f) if f.over.is_some()) {
             *self.n += 1;
-            *e = Expr::CompoundIdentifier(vec![sqlparser::ast::Ident::new(self.agg), sqlparser::ast::Ident::new(format!("__w{}", self.n))]);
+            *e = Expr::CompoundIdentifier(vec![sqlparser::ast::Ident::new(self.agg), sqlparser::ast::Ident::new(format!("{AGG_COLUMN}{}", self.n))]);
         }
         ControlFlow::Continue(())
     }
 }
+
+/// The prefix of the columns of a hot value's aggregates (`__skewjoin_w1`, ...).
+const AGG_COLUMN: &str = "__skewjoin_w";
 
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
