@@ -44,7 +44,7 @@ mod units;
 mod page_reader_tests;
 
 pub use encode::group_keys;
-pub(crate) use encode::{decode_key, encode_values};
+pub(crate) use encode::{decode_key, encode_values, Atoms};
 pub use profile::profile;
 pub use scan::{scan, PartitionScan, MAX_LOOKUP};
 pub use table_size::TableSize;

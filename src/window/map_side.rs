@@ -3,14 +3,18 @@
 //! map tasks are Spark's file splits ([`map_tasks`]); each task's rows are counted per value
 //! ([`reduced_records`]), so the records of every shuffle partition are exact for that split.
 
-use std::collections::HashMap;
+use arrow_array::BooleanArray;
 
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 use parquet::file::metadata::RowGroupMetaData;
 use rayon::prelude::*;
 
-use crate::count::{decode_key, encode_values, group_keys, KeySpec};
+use crate::count::{decode_key, encode_values, Atoms, KeySpec};
+use crate::value::KeyType;
+
+/// A map task's rows per key (its bytes, as `group_keys` encodes them).
+type Rows = hashbrown::HashMap<Vec<u8>, u64>;
 use crate::error::{Error, Result};
 use crate::filter::{all_true, field_ci, RowFilter};
 use crate::hash::spark_partition;
@@ -113,7 +117,7 @@ pub fn distinct_records(
         return Err(Error::Usage(format!("{}: a partition column key: the map-side records are not counted", table.display)));
     }
     let n = partitions.max(1) as usize;
-    let per_task: Vec<HashMap<Vec<u8>, u64>> = tasks.par_iter().map(|t| task_rows(table, &both, filter, t)).collect::<Result<_>>()?;
+    let per_task: Vec<Rows> = tasks.par_iter().map(|t| task_rows(table, &both, filter, t)).collect::<Result<_>>()?;
     let types = both.types();
     let mut first = vec![0u64; n];
     // Each (partition of the first shuffle, key) once.
@@ -148,8 +152,8 @@ fn task_records(table: &Table, keys: &KeySpec, filter: Option<&RowFilter>, task:
 
 /// One map task's rows per value of `keys` (encoded as Spark groups them), of the rows that
 /// pass `filter`.
-fn task_rows(table: &Table, keys: &KeySpec, filter: Option<&RowFilter>, task: &MapTask) -> Result<HashMap<Vec<u8>, u64>> {
-    let mut rows: HashMap<Vec<u8>, u64> = HashMap::new();
+fn task_rows(table: &Table, keys: &KeySpec, filter: Option<&RowFilter>, task: &MapTask) -> Result<Rows> {
+    let mut rows = Rows::default();
     for &(fi, g) in task {
         let file = &table.files[fi];
         let names: Vec<String> = keys.names().into_iter().chain(filter.map(|f| f.columns()).unwrap_or_default()).collect();
@@ -177,15 +181,33 @@ fn task_rows(table: &Table, keys: &KeySpec, filter: Option<&RowFilter>, task: &M
                 .map(|n| schema.fields().iter().position(|f| f.name().eq_ignore_ascii_case(n)).map(|i| batch.column(i).clone()))
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(|| Error::bad_file(&file.path, "a key column is missing"))?;
-            let encoded = group_keys(&cols, &keys.types()).map_err(|e| Error::bad_file(&file.path, e))?;
-            for (i, k) in encoded.into_iter().enumerate() {
-                if pass.as_ref().is_none_or(|p| p.value(i)) {
-                    *rows.entry(k).or_default() += 1;
-                }
-            }
+            count_batch(&cols, &keys.types(), pass.as_ref(), &mut rows).map_err(|e| Error::bad_file(&file.path, e))?;
         }
     }
     Ok(rows)
+}
+
+/// Each passing row of `cols` counted under its key's bytes (as `group_keys` encodes them),
+/// one reused buffer for the lookups: a key is copied only when it is new.
+fn count_batch(cols: &[arrow_array::ArrayRef], types: &[KeyType], pass: Option<&BooleanArray>, rows: &mut Rows) -> std::result::Result<(), String> {
+    let atoms: Vec<Atoms> = cols.iter().zip(types).map(|(a, t)| Atoms::from_array(a, *t)).collect::<std::result::Result<_, _>>()?;
+    let mut buf = Vec::new();
+    for row in 0..cols.first().map_or(0, |c| c.len()) {
+        if pass.is_some_and(|p| !p.value(row)) {
+            continue;
+        }
+        buf.clear();
+        atoms.iter().for_each(|a| {
+            a.encode(row, &mut buf);
+        });
+        match rows.get_mut(buf.as_slice()) {
+            Some(n) => *n += 1,
+            None => {
+                rows.insert(buf.clone(), 1);
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -180,15 +180,10 @@ impl WindowPlan {
     }
 }
 
-/// Read the input of a window or aggregate of `shape` over `input.keys`: its key counts, and
-/// for a stage Spark reduces per map task, the records each task sends (not for an input that
-/// groups: its rows are not the files').
-/// `distinct`: the column of a DISTINCT aggregate (for `Shape::DistinctAggregate`).
-pub fn measure(input: &SideInput, shape: Shape, distinct: Option<&ResolvedColumn>, opts: &PlanOptions) -> Result<WindowMeasured> {
+/// Read the input of a window or aggregate over `input.keys`: its key counts.
+pub fn measure(input: &SideInput, opts: &PlanOptions) -> Result<WindowMeasured> {
     let (candidates, side) = measure_one(input, opts)?;
-    let parts = opts.partitions.max(1);
-    let reduced = if input.group_by.is_some() { None } else { reduced(input, shape, distinct, opts)? };
-    Ok(WindowMeasured { partitions: parts, candidates, side, reduced })
+    Ok(WindowMeasured { partitions: opts.partitions.max(1), candidates, side, reduced: None })
 }
 
 /// The records Spark's map-side reduction sends, for the shapes that have one.
@@ -221,7 +216,16 @@ fn reduced(input: &SideInput, shape: Shape, distinct: Option<&ResolvedColumn>, o
     Ok(Some(Reduced { map_tasks: tasks.len() as u64, cores: opts.cores, records, stage }))
 }
 
-/// Measure then decide.
+/// Measure then decide; where Spark reduces a hot stage per map task (a GROUP BY, a top N),
+/// count the records each task sends too (a second pass over the key columns, per map task:
+/// not for an input that groups, whose rows are not the files') and decide with them.
+/// `distinct`: the column of a DISTINCT aggregate (for `Shape::DistinctAggregate`).
 pub fn plan(input: &SideInput, shape: Shape, distinct: Option<&ResolvedColumn>, classifier: &Classifier, opts: &PlanOptions) -> Result<WindowPlan> {
-    Ok(decide(&measure(input, shape, distinct, opts)?, shape, classifier, opts))
+    let mut m = measure(input, opts)?;
+    let first = decide(&m, shape, classifier, opts);
+    if !matches!(first.verdict, Verdict::PartialAggregation | Verdict::GroupLimit) || input.group_by.is_some() {
+        return Ok(first);
+    }
+    m.reduced = reduced(input, shape, distinct, opts)?;
+    Ok(decide(&m, shape, classifier, opts))
 }
