@@ -13,8 +13,6 @@ use rayon::prelude::*;
 use crate::count::{decode_key, encode_values, Atoms, KeySpec};
 use crate::value::KeyType;
 
-/// A map task's rows per key (its bytes, as `group_keys` encodes them).
-type Rows = hashbrown::HashMap<Vec<u8>, u64>;
 use crate::error::{Error, Result};
 use crate::filter::{all_true, field_ci, RowFilter};
 use crate::hash::spark_partition;
@@ -116,43 +114,57 @@ pub fn distinct_records(
     if both.columns.iter().any(|c| matches!(c.source, ColumnSource::Partition { .. })) {
         return Err(Error::Usage(format!("{}: a partition column key: the map-side records are not counted", table.display)));
     }
+    let (types, nk) = (both.types(), keys.columns.len());
+    // Per pair: its partition in the first shuffle, its key's identity and partition.
+    let new = |b: &[u8]| {
+        let v = decode_key(b, &types);
+        (spark_partition(&v, partitions), hash64(&encode_values(&v[..nk], &types[..nk])), spark_partition(&v[..nk], partitions))
+    };
+    let per_task: Vec<Rows<(u32, u64, u32)>> = tasks.par_iter().map(|t| task_rows(table, &both, filter, t, &new)).collect::<Result<_>>()?;
     let n = partitions.max(1) as usize;
-    let per_task: Vec<Rows> = tasks.par_iter().map(|t| task_rows(table, &both, filter, t)).collect::<Result<_>>()?;
-    let types = both.types();
     let mut first = vec![0u64; n];
-    // Each (partition of the first shuffle, key) once.
-    let mut second_keys: std::collections::HashSet<(u32, Vec<u8>)> = std::collections::HashSet::new();
+    // Each (partition of the first shuffle, key) once, with the key's partition.
+    let mut second_keys: hashbrown::HashMap<(u32, u64), u32> = hashbrown::HashMap::new();
     for rows in &per_task {
-        for pair in rows.keys() {
-            let values = decode_key(pair, &types);
-            let q = spark_partition(&values, partitions);
-            first[q as usize] += 1;
-            let key = encode_values(&values[..keys.columns.len()], &types[..keys.columns.len()]);
-            second_keys.insert((q, key));
+        for ((q, key, key_part), _) in rows.values() {
+            first[*q as usize] += 1;
+            second_keys.insert((*q, *key), *key_part);
         }
     }
-    let key_types = keys.types();
     let mut second = vec![0u64; n];
-    for (_, k) in second_keys {
-        second[spark_partition(&decode_key(&k, &key_types), partitions) as usize] += 1;
+    for key_part in second_keys.values() {
+        second[*key_part as usize] += 1;
     }
     Ok((first, second))
 }
 
 /// One map task's records per shuffle partition.
 fn task_records(table: &Table, keys: &KeySpec, filter: Option<&RowFilter>, task: &MapTask, partitions: u32, limit: u64) -> Result<Vec<u64>> {
-    let rows = task_rows(table, keys, filter, task)?;
-    let mut out = vec![0u64; partitions.max(1) as usize];
     let types = keys.types();
-    for (k, n) in rows {
-        out[spark_partition(&decode_key(&k, &types), partitions) as usize] += n.min(limit);
+    let rows = task_rows(table, keys, filter, task, &|b: &[u8]| spark_partition(&decode_key(b, &types), partitions))?;
+    let mut out = vec![0u64; partitions.max(1) as usize];
+    for (part, n) in rows.values() {
+        out[*part as usize] += (*n).min(limit);
     }
     Ok(out)
 }
 
-/// One map task's rows per value of `keys` (encoded as Spark groups them), of the rows that
-/// pass `filter`.
-fn task_rows(table: &Table, keys: &KeySpec, filter: Option<&RowFilter>, task: &MapTask) -> Result<Rows> {
+/// A map task's rows per key: the 64-bit hash of its bytes (as `group_keys` encodes them) ->
+/// what `new` made of the key when first seen, and its rows. 16 bytes and the value a key,
+/// not the key's bytes: a task of 15 million distinct keys holds about 400 MB, not 1.5 GB.
+type Rows<V> = hashbrown::HashMap<u64, (V, u64)>;
+
+/// A stable 64-bit hash (SipHash with fixed keys): equal keys of different tasks agree. Two
+/// keys of a table share one with a chance of about n^2 / 2^65 (1 in 150,000 for 15 million).
+fn hash64(b: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut h = std::hash::DefaultHasher::new();
+    h.write(b);
+    h.finish()
+}
+
+/// One map task's rows per value of `keys`, of the rows that pass `filter`.
+fn task_rows<V>(table: &Table, keys: &KeySpec, filter: Option<&RowFilter>, task: &MapTask, new: &(dyn Fn(&[u8]) -> V + Sync)) -> Result<Rows<V>> {
     let mut rows = Rows::default();
     for &(fi, g) in task {
         let file = &table.files[fi];
@@ -181,15 +193,20 @@ fn task_rows(table: &Table, keys: &KeySpec, filter: Option<&RowFilter>, task: &M
                 .map(|n| schema.fields().iter().position(|f| f.name().eq_ignore_ascii_case(n)).map(|i| batch.column(i).clone()))
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(|| Error::bad_file(&file.path, "a key column is missing"))?;
-            count_batch(&cols, &keys.types(), pass.as_ref(), &mut rows).map_err(|e| Error::bad_file(&file.path, e))?;
+            count_batch(&cols, &keys.types(), pass.as_ref(), &mut rows, new).map_err(|e| Error::bad_file(&file.path, e))?;
         }
     }
     Ok(rows)
 }
 
-/// Each passing row of `cols` counted under its key's bytes (as `group_keys` encodes them),
-/// one reused buffer for the lookups: a key is copied only when it is new.
-fn count_batch(cols: &[arrow_array::ArrayRef], types: &[KeyType], pass: Option<&BooleanArray>, rows: &mut Rows) -> std::result::Result<(), String> {
+/// Each passing row of `cols` counted under its key (one reused buffer for the encoding).
+fn count_batch<V>(
+    cols: &[arrow_array::ArrayRef],
+    types: &[KeyType],
+    pass: Option<&BooleanArray>,
+    rows: &mut Rows<V>,
+    new: &(dyn Fn(&[u8]) -> V + Sync),
+) -> std::result::Result<(), String> {
     let atoms: Vec<Atoms> = cols.iter().zip(types).map(|(a, t)| Atoms::from_array(a, *t)).collect::<std::result::Result<_, _>>()?;
     let mut buf = Vec::new();
     for row in 0..cols.first().map_or(0, |c| c.len()) {
@@ -200,12 +217,7 @@ fn count_batch(cols: &[arrow_array::ArrayRef], types: &[KeyType], pass: Option<&
         atoms.iter().for_each(|a| {
             a.encode(row, &mut buf);
         });
-        match rows.get_mut(buf.as_slice()) {
-            Some(n) => *n += 1,
-            None => {
-                rows.insert(buf.clone(), 1);
-            }
-        }
+        rows.entry(hash64(&buf)).or_insert_with(|| (new(&buf), 0)).1 += 1;
     }
     Ok(())
 }
