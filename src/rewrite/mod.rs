@@ -16,6 +16,7 @@
 //! the rest of the SELECT; `reason`
 //! and `note` are what the reports say; `comments` prints the SQL with them.
 
+mod aggregate;
 mod chain;
 mod comma;
 mod comments;
