@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::strategy::broadcast_side;
-use super::{HotKey, Plan, TaskStats};
+use super::{HotKey, Plan};
 use crate::format::{fmt_count, fmt_share, human};
 
 pub fn json(plan: &Plan) -> String {
@@ -35,17 +35,6 @@ pub fn text(plan: &Plan) -> String {
     o
 }
 
-fn stats_line(s: &TaskStats) -> String {
-    format!(
-        "largest task {} rows ({}), median {} rows ({}), {:.1}x",
-        fmt_count(s.max_task_rows),
-        human(s.max_task_bytes),
-        fmt_count(s.median_task_rows),
-        human(s.median_task_bytes),
-        s.ratio()
-    )
-}
-
 /// The join, each side's size, and the notes.
 fn header(o: &mut String, plan: &Plan) {
     let (l, r) = (&plan.left, &plan.right);
@@ -70,7 +59,7 @@ fn header(o: &mut String, plan: &Plan) {
 }
 
 fn before(o: &mut String, plan: &Plan) {
-    let _ = writeln!(o, "Before: sort-merge join over {} shuffle partitions: {}", plan.shuffle_partitions, stats_line(&plan.before));
+    let _ = writeln!(o, "Before: sort-merge join over {} shuffle partitions: {}", plan.shuffle_partitions, plan.before.line());
     if std::io::IsTerminal::is_terminal(&std::io::stdout()) && plan.before_tasks.len() > 1 {
         let _ = writeln!(o, "  rows per partition, 0 to {}: {}", plan.before_tasks.len() - 1, crate::html::sparkline(&plan.before_tasks, 60));
     }
@@ -124,7 +113,7 @@ fn after(o: &mut String, plan: &Plan) {
         let _ = writeln!(o, "  verify on the real job: the join stage should show a broadcast hash join and no shuffle read for the join");
         return;
     }
-    let _ = writeln!(o, "After: {}", stats_line(after));
+    let _ = writeln!(o, "After: {}", after.line());
     let _ = writeln!(
         o,
         "  largest task {} rows -> {} (median {})",
@@ -165,7 +154,7 @@ pub fn html(plan: &Plan) -> crate::html::Page {
             None => marks.push((i, h.display.clone())),
         }
     }
-    p.heading(&format!("Before: {}", stats_line(&plan.before)));
+    p.heading(&format!("Before: {}", plan.before.line()));
     p.svg(
         Bars {
             title: &format!("rows per shuffle partition before ({} partitions; hot keys red)", plan.shuffle_partitions),
@@ -198,7 +187,7 @@ pub fn html(plan: &Plan) -> crate::html::Page {
         if plan.after_tasks.is_empty() {
             p.heading("After: no shuffle join (a whole side is broadcast)");
         } else {
-            p.heading(&format!("After: {}", stats_line(&plan.after)));
+            p.heading(&format!("After: {}", plan.after.line()));
             let pieces = plan.after_tasks.len().saturating_sub(plan.shuffle_partitions as usize);
             let title = format!(
                 "rows per task after, on the same scale: partitions 0 to {}{}",

@@ -41,6 +41,19 @@ impl TaskStats {
         };
         TaskStats { tasks: tasks.len() as u32, max_task_rows, median_task_rows: m_rows, max_task_bytes, median_task_bytes: m_bytes, shuffled_rows }
     }
+    /// `largest task R rows (B), median r rows (b), N.Nx`, as the reports print a stage.
+    pub fn line(&self) -> String {
+        use crate::format::{fmt_count, human};
+        format!(
+            "largest task {} rows ({}), median {} rows ({}), {:.1}x",
+            fmt_count(self.max_task_rows),
+            human(self.max_task_bytes),
+            fmt_count(self.median_task_rows),
+            human(self.median_task_bytes),
+            self.ratio()
+        )
+    }
+
     pub fn ratio(&self) -> f64 {
         self.max_task_rows as f64 / self.median_task_rows.max(1) as f64
     }

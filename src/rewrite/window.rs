@@ -85,7 +85,7 @@ pub(super) fn process_windows(q: &mut Query, joins_rewritten: bool, ctx: &mut Ct
         super::aggregate::aggregate(sel, ctx);
         return Ok(());
     }
-    let text = fns.iter().map(|w| one_line(&w.func.to_string())).collect::<Vec<_>>().join(", ");
+    let text = fns.iter().map(|w| crate::format::one_line(&w.func.to_string(), usize::MAX)).collect::<Vec<_>>().join(", ");
     let mut seen = WindowSeen { at: fns[0].at, stage: text, status: "left_as_written", alias: None, plan: None, reason: None, notes: vec![] };
     match stage(sel, &fns, joins_rewritten, ctx) {
         Err(why) => seen.reason = Some(why),
@@ -556,7 +556,3 @@ impl VisitorMut for Replace<'_> {
 
 /// The prefix of the columns of a hot value's aggregates (`__skewjoin_w1`, ...).
 const AGG_COLUMN: &str = "__skewjoin_w";
-
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}

@@ -166,9 +166,10 @@ fn hash64(b: &[u8]) -> u64 {
 /// One map task's rows per value of `keys`, of the rows that pass `filter`.
 fn task_rows<V>(table: &Table, keys: &KeySpec, filter: Option<&RowFilter>, task: &MapTask, new: &(dyn Fn(&[u8]) -> V + Sync)) -> Result<Rows<V>> {
     let mut rows = Rows::default();
+    let (key_names, types) = (keys.names(), keys.types());
+    let names: Vec<String> = key_names.iter().cloned().chain(filter.map(|f| f.columns()).unwrap_or_default()).collect();
     for &(fi, g) in task {
         let file = &table.files[fi];
-        let names: Vec<String> = keys.names().into_iter().chain(filter.map(|f| f.columns()).unwrap_or_default()).collect();
         let mut fields: Vec<usize> =
             names.iter().map(|n| field_ci(file, n).ok_or_else(|| Error::bad_file(&file.path, format!("no column {n}")))).collect::<Result<_>>()?;
         fields.sort_unstable();
@@ -187,13 +188,12 @@ fn task_rows<V>(table: &Table, keys: &KeySpec, filter: Option<&RowFilter>, task:
                 None => None,
             };
             let schema = batch.schema();
-            let cols = keys
-                .names()
+            let cols = key_names
                 .iter()
                 .map(|n| schema.fields().iter().position(|f| f.name().eq_ignore_ascii_case(n)).map(|i| batch.column(i).clone()))
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(|| Error::bad_file(&file.path, "a key column is missing"))?;
-            count_batch(&cols, &keys.types(), pass.as_ref(), &mut rows, new).map_err(|e| Error::bad_file(&file.path, e))?;
+            count_batch(&cols, &types, pass.as_ref(), &mut rows, new).map_err(|e| Error::bad_file(&file.path, e))?;
         }
     }
     Ok(rows)

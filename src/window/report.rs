@@ -4,8 +4,7 @@
 use std::fmt::Write;
 
 use super::{Verdict, WindowPlan};
-use crate::format::{fmt_count, fmt_share, human};
-use crate::plan::TaskStats;
+use crate::format::{fmt_count, fmt_share};
 
 pub fn json(p: &WindowPlan) -> String {
     crate::report::json(p)
@@ -21,7 +20,7 @@ pub fn text(p: &WindowPlan) -> String {
     let _ = writeln!(o);
     let reduced = matches!(p.verdict, Verdict::GroupLimit | Verdict::PartialAggregation);
     let what = if reduced { "Rows per task before Spark's reduction per map task" } else { "Before" };
-    let _ = writeln!(o, "{what}: {} shuffle partitions: {}", p.shuffle_partitions, stats_line(&p.before));
+    let _ = writeln!(o, "{what}: {} shuffle partitions: {}", p.shuffle_partitions, p.before.line());
     if std::io::IsTerminal::is_terminal(&std::io::stdout()) && p.before_tasks.len() > 1 {
         let _ = writeln!(o, "  rows per partition, 0 to {}: {}", p.before_tasks.len() - 1, crate::html::sparkline(&p.before_tasks, 60));
     }
@@ -52,7 +51,7 @@ pub fn text(p: &WindowPlan) -> String {
         );
     }
     if let Some(a) = &p.after {
-        let _ = writeln!(o, "After: {}", stats_line(a));
+        let _ = writeln!(o, "After: {}", a.line());
         let _ = writeln!(o, "  the SQL: skewjoin rewrite --table {}=TABLE QUERY_FILE rewrites the query's window", p.input);
     }
     o
@@ -66,15 +65,4 @@ fn verdict_label(v: Verdict) -> &'static str {
         Verdict::GroupLimit => "Spark copes (group limit)",
         Verdict::LeftAlone => "Left alone",
     }
-}
-
-fn stats_line(s: &TaskStats) -> String {
-    format!(
-        "largest task {} rows ({}), median {} rows ({}), {:.1}x",
-        fmt_count(s.max_task_rows),
-        human(s.max_task_bytes),
-        fmt_count(s.median_task_rows),
-        human(s.median_task_bytes),
-        s.ratio()
-    )
 }
