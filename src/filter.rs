@@ -64,6 +64,10 @@ impl RowFilter {
 /// (not a Hive partition) of a type the comparison takes, every operator supported.
 pub fn check(cond: &Expr, table: &Table) -> std::result::Result<(), String> {
     let f = RowFilter { conditions: vec![cond.clone()] };
+    if table.spark.is_some() {
+        // Spark evaluates the condition itself: it need only name the table's columns.
+        return f.columns().iter().try_for_each(|c| table.resolve(c).map(|_| ()).map_err(|e| e.to_string()));
+    }
     let file = table.files.first().ok_or("the table has no files")?;
     let schema = file.meta.schema();
     let mut fields = Vec::new();
@@ -99,6 +103,10 @@ struct Groups {
 /// `group_by`, one row per group of those columns.
 pub fn filtered_keys(table: &Table, keys: &KeySpec, filter: &RowFilter, group_by: Option<&KeySpec>) -> Result<Filtered> {
     let dir = tempfile::Builder::new().prefix("skewjoin-filtered-").tempdir().map_err(|e| Error::Io { path: std::env::temp_dir(), source: e })?;
+    if let Some(st) = &table.spark {
+        let (table, keys, rows_in, rows_out) = crate::spark::filtered(table, st, keys, filter, group_by)?;
+        return Ok(Filtered { table, keys, rows_in, rows_out, _dir: dir });
+    }
     let mut out_names = keys.names();
     let all = keys.columns.iter().chain(group_by.iter().flat_map(|g| g.columns.iter()));
     if all.clone().any(|c| matches!(c.source, ColumnSource::Partition { .. })) {

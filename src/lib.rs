@@ -22,6 +22,7 @@ pub mod report;
 pub mod rewrite;
 pub mod size;
 pub mod source;
+pub mod spark;
 pub mod sql;
 pub mod store;
 mod store_profile;

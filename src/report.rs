@@ -25,14 +25,22 @@ pub fn json<T: serde::Serialize>(report: &T) -> String {
         io: Option<crate::store::Io>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         table_notes: Vec<String>,
+        /// With `--engine spark`: the Spark that counted, and the time its jobs took.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        spark: Option<crate::spark::Summary>,
     }
     let io = Some(crate::store::io()).filter(|io| io.requests > 0);
-    serde_json::to_string_pretty(&WithIo { report, io, table_notes: crate::source::notes() }).unwrap_or_default() + "\n"
+    serde_json::to_string_pretty(&WithIo { report, io, table_notes: crate::source::notes(), spark: crate::spark::summary() }).unwrap_or_default() + "\n"
 }
 
-/// The tables' notes (see `source::notes`), a line each.
+/// The tables' notes (see `source::notes`), a line each, and with `--engine spark` the Spark
+/// that counted.
 pub fn table_notes() -> String {
-    crate::source::notes().iter().map(|n| format!("note: {n}\n")).collect()
+    let mut out: String = crate::source::notes().iter().map(|n| format!("note: {n}\n")).collect();
+    if let Some(s) = crate::spark::summary() {
+        out += &format!("{}\n", s.line());
+    }
+    out
 }
 
 /// What the run fetched from object stores, as a line; None when it read none.

@@ -66,6 +66,8 @@ pub struct Table {
     pub display: String,
     pub files: Vec<DataFile>,
     pub partitions: Vec<PartitionColumn>,
+    /// A table the Spark engine reads (no files here): its view, columns and sizes.
+    pub spark: Option<crate::spark::SparkTable>,
 }
 
 /// Where a key column's values come from.
@@ -164,15 +166,26 @@ impl Table {
             })
             .collect::<Result<Vec<_>>>()?;
 
-        Ok(Table { display: paths.join(" "), files, partitions })
+        Ok(Table { display: paths.join(" "), files, partitions, spark: None })
+    }
+
+    /// A table the Spark engine reads: its columns and sizes are Spark's.
+    pub fn in_spark(display: &str, spark: crate::spark::SparkTable) -> Table {
+        Table { display: display.to_string(), files: Vec::new(), partitions: Vec::new(), spark: Some(spark) }
     }
 
     pub fn rows(&self) -> u64 {
-        self.files.iter().map(|f| f.rows()).sum()
+        match &self.spark {
+            Some(s) => s.size.rows,
+            None => self.files.iter().map(|f| f.rows()).sum(),
+        }
     }
 
     pub fn schema(&self) -> &SchemaRef {
-        self.files[0].meta.schema()
+        match &self.spark {
+            Some(s) => &s.schema,
+            None => self.files[0].meta.schema(),
+        }
     }
 
     /// The names a user can pass as key columns, for error messages.
@@ -198,7 +211,7 @@ impl Table {
         if let Some(&index) = hits.first() {
             let field = schema.field(index);
             let key_type = key_type_of(field).map_err(|msg| Error::Column { column: field.name().clone(), msg })?;
-            for f in &self.files[1..] {
+            for f in self.files.iter().skip(1) {
                 let other = f.meta.schema();
                 match other.fields().iter().position(|g| g.name() == field.name()) {
                     None => return Err(Error::bad_file(&f.path, format!("has no column {} (the first file has it)", field.name()))),
@@ -288,7 +301,7 @@ pub fn notes() -> Vec<String> {
 
 static NOTES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 
-fn add_note(note: String) {
+pub(crate) fn add_note(note: String) {
     if let Ok(mut n) = NOTES.lock() {
         if !n.contains(&note) {
             n.push(note);

@@ -6,12 +6,14 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 
 use skewjoin::count::Sample;
 use skewjoin::plan::{JoinType, PlanOptions};
 use skewjoin::source::Table;
+use skewjoin::spark::Session;
 use skewjoin::{Error, Result};
 
 /// How the frequent values are found and which of them are hot: `keys`, `plan`, `rewrite`, `verify`.
@@ -101,9 +103,10 @@ pub struct QueryArgs {
     /// The query as written (a file, or - for stdin; default stdin)
     #[arg(value_name = "QUERY_FILE")]
     query: Option<String>,
-    /// A table the query names, and its Parquet data: NAME=TABLE (file, folder or glob); repeat.
-    /// Wins over --tables
-    #[arg(long = "table", value_name = "NAME=TABLE", required_unless_present = "tables_dir")]
+    /// A table the query names, and its Parquet data: NAME=TABLE (file, folder or glob; with
+    /// --engine spark also a catalog name); repeat. Wins over --tables. With --engine spark and
+    /// neither --table nor --tables, the query's names are the catalog's
+    #[arg(long = "table", value_name = "NAME=TABLE")]
     tables: Vec<String>,
     /// Find every table the query names under DIR (a folder or an object store URL):
     /// DIR/name, DIR/name.parquet, or Spark's warehouse layout DIR/db.db/name for db.name
@@ -130,6 +133,9 @@ impl QueryArgs {
     /// found under `--tables DIR`. A name the query uses that is in neither is listed on stderr
     /// in one line (unless `quiet`).
     pub fn named(&self, sql: &str, quiet: &Quiet) -> Result<Vec<(String, String)>> {
+        if self.tables.is_empty() && self.tables_dir.is_none() {
+            return Err(Error::Usage("give the query's tables: --table NAME=TABLE, --tables DIR, or --engine spark to take them from Spark's catalog".into()));
+        }
         let mut out = self.listed()?;
         let Some(dir) = &self.tables_dir else { return Ok(out) };
         let wanted: Vec<String> = skewjoin::tables_dir::table_names(sql)?.into_iter().filter(|n| !out.iter().any(|(m, _)| m == n)).collect();
@@ -139,6 +145,14 @@ impl QueryArgs {
             eprintln!("skewjoin: not under {dir} (nor given with --table): {}", missing.join(", "));
         }
         Ok(out)
+    }
+
+    /// With neither --table nor --tables: every table the query names, for the catalog.
+    pub fn catalog_names(&self, sql: &str) -> Result<Option<Vec<String>>> {
+        if !self.tables.is_empty() || self.tables_dir.is_some() {
+            return Ok(None);
+        }
+        skewjoin::tables_dir::table_names(sql).map(Some)
     }
 
     /// The `--table NAME=TABLE` arguments: (name in lower case, path).
@@ -156,13 +170,130 @@ impl QueryArgs {
     }
 }
 
-/// The named tables, opened (a name given twice keeps its last table).
-pub fn open_tables(named: &[(String, String)]) -> Result<HashMap<String, Table>> {
+/// The tables of a query for `rewrite`: those given, or with the Spark engine and none given,
+/// each name the query uses as Spark's catalog knows it.
+pub fn query_tables(query: &QueryArgs, sql: &str, session: Option<&Arc<Session>>, quiet: &Quiet) -> Result<HashMap<String, Table>> {
+    if let (Some(s), Some(names)) = (session, query.catalog_names(sql)?) {
+        return names.into_iter().map(|n| skewjoin::spark::open_name(s, &n).map(|t| (n, t))).collect();
+    }
+    open_tables(&query.named(sql, quiet)?, session)
+}
+
+/// The named tables, opened (a name given twice keeps its last table): read here, or by the
+/// Spark session.
+pub fn open_tables(named: &[(String, String)], session: Option<&Arc<Session>>) -> Result<HashMap<String, Table>> {
     let mut tables = HashMap::new();
     for (name, path) in named {
-        tables.insert(name.clone(), Table::open(std::slice::from_ref(path))?);
+        let t = match session {
+            Some(s) => skewjoin::spark::open(s, path)?,
+            None => Table::open(std::slice::from_ref(path))?,
+        };
+        tables.insert(name.clone(), t);
     }
     Ok(tables)
+}
+
+/// How to start the user's Spark through pyspark: `verify --engine spark`, and the counting of
+/// `keys`, `plan` and `rewrite` with `--engine spark`.
+#[derive(Args)]
+pub struct SparkArgs {
+    /// Python with pyspark, for the Spark engine (default: $SKEWJOIN_PYTHON, else python3)
+    #[arg(long, value_name = "PYTHON")]
+    pub python: Option<String>,
+    /// Spark master for the Spark engine
+    #[arg(long, default_value = "local[*]", value_name = "MASTER")]
+    pub master: String,
+    /// A Spark setting (repeat). verify's defaults are the planner's partitions and broadcast
+    /// threshold, with AQE off so that the measured stage is the predicted one
+    #[arg(long = "conf", value_name = "KEY=VALUE")]
+    pub conf: Vec<String>,
+}
+
+impl SparkArgs {
+    pub fn python(&self) -> String {
+        self.python.clone().or_else(|| std::env::var("SKEWJOIN_PYTHON").ok()).unwrap_or_else(|| "python3".into())
+    }
+
+    /// `--conf KEY=VALUE`s, each checked, after `defaults` (a key given again wins).
+    pub fn conf(&self, defaults: Vec<(String, String)>) -> Result<Vec<(String, String)>> {
+        let mut conf = defaults;
+        for c in &self.conf {
+            let (k, v) = c.split_once('=').ok_or_else(|| Error::Usage(format!("--conf {c:?}: write KEY=VALUE")))?;
+            conf.retain(|(x, _)| x != k.trim());
+            conf.push((k.trim().to_string(), v.trim().to_string()));
+        }
+        Ok(conf)
+    }
+}
+
+/// Where `keys`, `plan` and `rewrite` count: in this process (the files are read here), or as
+/// jobs on the user's Spark (`--engine spark`, local mode, a `--master`, or `--remote`).
+#[derive(Args)]
+pub struct CountingArgs {
+    /// Where the counting runs: embedded (this process reads the Parquet files) or spark (Spark
+    /// jobs on the user's Spark, which hashes the keys itself; a TABLE may then be a catalog name)
+    #[arg(long, value_enum, default_value_t = CountingEngine::Embedded)]
+    engine: CountingEngine,
+    /// With --engine spark: a Spark Connect server, sc://HOST:PORT (Spark 3.4 and later)
+    #[arg(long, value_name = "URL")]
+    remote: Option<String>,
+    /// With --engine spark: the longest Spark's start or one counting job may take, in seconds
+    #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
+    spark_timeout: u64,
+    #[command(flatten)]
+    pub spark: SparkArgs,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CountingEngine {
+    Embedded,
+    Spark,
+}
+
+impl CountingArgs {
+    pub fn is_spark(&self) -> bool {
+        self.engine == CountingEngine::Spark
+    }
+
+    /// The Spark session, started, with --engine spark; None for the embedded engine (a Spark
+    /// flag given without --engine spark is refused rather than ignored).
+    pub fn session(&self, sample: bool) -> Result<Option<Arc<Session>>> {
+        if !self.is_spark() {
+            if self.remote.is_some() || self.spark.python.is_some() || !self.spark.conf.is_empty() || self.spark.master != "local[*]" {
+                return Err(Error::Usage("--remote, --python, --master and --conf choose the Spark that counts: add --engine spark".into()));
+            }
+            return Ok(None);
+        }
+        if sample {
+            return Err(Error::Usage("--sample is for the embedded engine: --engine spark counts every row".into()));
+        }
+        let opts = skewjoin::spark::SparkOptions {
+            python: self.spark.python(),
+            master: self.spark.master.clone(),
+            remote: self.remote.clone(),
+            conf: self.spark.conf(Vec::new())?,
+            timeout: std::time::Duration::from_secs(self.spark_timeout.max(1)),
+        };
+        Session::start(&opts).map(Some)
+    }
+
+    /// Open a table: its files here, or in Spark (a path or a catalog name).
+    pub fn open(&self, session: Option<&Arc<Session>>, paths: &[String], as_of: Option<i64>) -> Result<Table> {
+        match session {
+            None => Table::open_at(paths, as_of),
+            Some(s) => {
+                if as_of.is_some() {
+                    return Err(Error::Usage(
+                        "--as-of is for the embedded engine; with --engine spark, name the version in the table (Spark's own syntax is not read yet)".into(),
+                    ));
+                }
+                if paths.len() != 1 {
+                    return Err(Error::Usage("--engine spark reads one path or catalog name per table".into()));
+                }
+                skewjoin::spark::open(s, &paths[0])
+            }
+        }
+    }
 }
 
 /// `--threads`: `keys`, `plan`, `rewrite`.

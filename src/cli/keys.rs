@@ -9,12 +9,13 @@ use skewjoin::report::{self, Format};
 use skewjoin::source::Table;
 use skewjoin::{Error, Result};
 
-use super::flags::{parse_size, HotKeyArgs, Quiet, Threads};
+use super::flags::{parse_size, CountingArgs, HotKeyArgs, Quiet, Threads};
 
 /// Top key values of one or more columns: counts, NULLs, shares, classes and Spark partitions
 #[derive(Args)]
 pub struct KeysArgs {
-    /// Parquet file, folder (recursive, Hive k=v folders understood) or glob; several are read as one table
+    /// Parquet file, folder (recursive, Hive k=v folders understood) or glob; several are read as
+    /// one table. With --engine spark, one path or catalog name
     #[arg(required = true, value_name = "TABLE")]
     tables: Vec<String>,
     /// Key column to count; `a,b` counts the composite key (a, b). Repeat for several keys
@@ -22,6 +23,8 @@ pub struct KeysArgs {
     columns: Vec<String>,
     #[command(flatten)]
     hot: HotKeyArgs,
+    #[command(flatten)]
+    counting: CountingArgs,
     /// Memory for the counting tables; past it, counts become bounded lower bounds (said in the output)
     #[arg(long, default_value = "2GB", value_name = "SIZE", value_parser = parse_size)]
     memory: u64,
@@ -69,7 +72,7 @@ pub fn run(a: KeysArgs) -> Result<String> {
         let join = |h: std::thread::ScopedJoinHandle<'_, Result<Classifier>>| {
             h.join().unwrap_or_else(|_| Err(Error::Internal("the rules could not be compiled".into())))
         };
-        let table = Table::open_at(&a.tables, a.as_of);
+        let table = a.counting.session(a.hot.sample.is_some()).and_then(|s| a.counting.open(s.as_ref(), &a.tables, a.as_of));
         enum Rules<C, H> {
             Ready(C),
             Compiling(H),

@@ -10,15 +10,15 @@ use skewjoin::source::Table;
 use skewjoin::window::{self, Shape};
 use skewjoin::{Error, Result};
 
-use super::flags::{HtmlOut, PlannerArgs, Quiet, TextOrJson, Threads};
+use super::flags::{CountingArgs, HtmlOut, PlannerArgs, Quiet, TextOrJson, Threads};
 
 /// Two tables and a join key: the hot keys, what they are, the fix, the tasks before and after, the SQL
 #[derive(Args)]
 pub struct PlanArgs {
-    /// Left table: Parquet file, folder or glob
+    /// Left table: Parquet file, folder or glob (with --engine spark, also a catalog name)
     #[arg(long, value_name = "TABLE", required = true)]
     left: Vec<String>,
-    /// Right table: Parquet file, folder or glob
+    /// Right table: Parquet file, folder or glob (with --engine spark, also a catalog name)
     #[arg(long, value_name = "TABLE", required_unless_present = "partition_by")]
     right: Vec<String>,
     /// Join key: `k` (same name on both sides) or `l=r`; repeat for a composite key
@@ -47,6 +47,8 @@ pub struct PlanArgs {
     right_name: Option<String>,
     #[command(flatten)]
     planner: PlannerArgs,
+    #[command(flatten)]
+    counting: CountingArgs,
     #[command(flatten)]
     format: TextOrJson,
     #[command(flatten)]
@@ -85,11 +87,12 @@ pub fn run(a: PlanArgs) -> Result<String> {
     a.threads.apply();
     let opts = a.planner.options(a.how.into(), &a.quiet)?;
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
-    let lt = Table::open_at(&a.left, a.as_of)?;
+    let session = a.counting.session(a.planner.hot.sample.is_some())?;
+    let lt = a.counting.open(session.as_ref(), &a.left, a.as_of)?;
     if !a.partition_by.is_empty() {
         return window_plan(&a, &lt, &classifier, &opts);
     }
-    let rt = Table::open_at(&a.right, a.as_of)?;
+    let rt = a.counting.open(session.as_ref(), &a.right, a.as_of)?;
     let (lkeys, rkeys) = join_keys(&a.on, &lt, &rt)?;
     let left = SideInput { table: &lt, keys: lkeys, name: a.left_name.clone().unwrap_or_else(|| default_name(&a.left)), filter: None, group_by: None };
     let mut right = SideInput { table: &rt, keys: rkeys, name: a.right_name.clone().unwrap_or_else(|| default_name(&a.right)), filter: None, group_by: None };

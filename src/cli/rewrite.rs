@@ -9,7 +9,7 @@ use skewjoin::plan::JoinType;
 use skewjoin::rewrite;
 use skewjoin::{Error, Result};
 
-use super::flags::{open_tables, PlannerArgs, QueryArgs, Quiet, Threads};
+use super::flags::{query_tables, CountingArgs, PlannerArgs, QueryArgs, Quiet, Threads};
 
 /// A Spark SQL query in, the same query with its skewed joins rewritten out
 #[derive(Args)]
@@ -18,6 +18,8 @@ pub struct RewriteArgs {
     query: QueryArgs,
     #[command(flatten)]
     planner: PlannerArgs,
+    #[command(flatten)]
+    counting: CountingArgs,
     /// Output: the SQL with explaining comments, or JSON {"sql", "changes", "unchanged_joins"}
     #[arg(long, value_enum, default_value_t = RewriteFormat::Sql)]
     format: RewriteFormat,
@@ -46,7 +48,8 @@ pub fn run(a: RewriteArgs) -> Result<String> {
     let opts = a.planner.options(JoinType::Inner, &a.quiet)?;
     let sql = a.query.read()?;
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
-    let tables = open_tables(&a.query.named(&sql, &a.quiet)?)?;
+    let session = a.counting.session(a.planner.hot.sample.is_some())?;
+    let tables = query_tables(&a.query, &sql, session.as_ref(), &a.quiet)?;
     let r = rewrite::rewrite(&sql, &tables, &classifier, &opts)?;
     let out = match a.format {
         RewriteFormat::Json => skewjoin::report::json(&r),

@@ -13,7 +13,7 @@ use skewjoin::source::Table;
 use skewjoin::verify::{self, SparkOptions, Verification};
 use skewjoin::{Error, Result};
 
-use super::flags::{open_tables, HtmlOut, PlannerArgs, QueryArgs, Quiet, TextOrJson};
+use super::flags::{open_tables, HtmlOut, PlannerArgs, QueryArgs, Quiet, SparkArgs, TextOrJson};
 
 /// Run the original query and the rewrite side by side: same rows, and the largest task before and after
 #[derive(Args)]
@@ -27,16 +27,8 @@ pub struct VerifyArgs {
     /// else spark). With polars, --sample also samples the tables the queries run on
     #[arg(long, value_enum)]
     engine: Option<Engine>,
-    /// Python with pyspark, for the Spark engine (default: $SKEWJOIN_PYTHON, else python3)
-    #[arg(long, value_name = "PYTHON")]
-    python: Option<String>,
-    /// Spark master for the Spark engine
-    #[arg(long, default_value = "local[2]", value_name = "MASTER")]
-    master: String,
-    /// A Spark setting for both runs (repeat); the defaults are the planner's partitions and
-    /// broadcast threshold, with AQE off so that the measured stage is the predicted one
-    #[arg(long = "conf", value_name = "KEY=VALUE")]
-    conf: Vec<String>,
+    #[command(flatten)]
+    spark: SparkArgs,
     /// Relative tolerance when comparing floating-point values
     #[arg(long, default_value_t = 1e-9, value_name = "REL")]
     tolerance: f64,
@@ -72,7 +64,7 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
     let opts = a.planner.options(JoinType::Inner, &a.quiet)?;
     let sql = a.query.read()?;
     let named = a.query.named(&sql, &a.quiet)?;
-    let tables = open_tables(&named)?;
+    let tables = open_tables(&named, None)?;
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
     let r = rewrite::rewrite(&sql, &tables, &classifier, &opts)?;
     let rewritten = match &a.rewritten {
@@ -91,18 +83,12 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
 /// Both queries on the user's Spark, with the planner's partitions and broadcast threshold and
 /// AQE off unless `--conf` says otherwise.
 fn verify_spark(sql: &str, rewritten: &str, planned: Option<&Rewritten>, named: &[(String, String)], a: &VerifyArgs) -> Result<Verification> {
-    let mut conf: Vec<(String, String)> = vec![
+    let conf = a.spark.conf(vec![
         ("spark.sql.shuffle.partitions".into(), a.planner.hot.shuffle_partitions.to_string()),
         ("spark.sql.autoBroadcastJoinThreshold".into(), a.planner.broadcast_threshold.to_string()),
         ("spark.sql.adaptive.enabled".into(), "false".into()),
-    ];
-    for c in &a.conf {
-        let (k, v) = c.split_once('=').ok_or_else(|| Error::Usage(format!("--conf {c:?}: write KEY=VALUE")))?;
-        conf.retain(|(x, _)| x != k.trim());
-        conf.push((k.trim().to_string(), v.trim().to_string()));
-    }
-    let python = a.python.clone().or_else(|| std::env::var("SKEWJOIN_PYTHON").ok()).unwrap_or_else(|| "python3".into());
-    let sopts = SparkOptions { python, master: a.master.clone(), tolerance: a.tolerance, conf };
+    ])?;
+    let sopts = SparkOptions { python: a.spark.python(), master: a.spark.master.clone(), tolerance: a.tolerance, conf };
     let mut v = verify::spark(sql, rewritten, planned, named, &sopts)?;
     if a.planner.hot.sample.is_some() {
         v.notes.push("--sample: the planner counted a sample; the Spark engine ran both queries on the full tables".into());

@@ -24,6 +24,9 @@ use crate::value::Value;
 
 /// Count every key of `specs` over `table`.
 pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Result<Vec<ColumnProfile>> {
+    if let Some(st) = &table.spark {
+        return crate::spark::profile(table, st, specs, opts);
+    }
     let split = !opts.exact_distinct && opts.top > 0 && opts.top < 200;
     match profile_pass(table, specs, opts, split)? {
         Some(out) => Ok(out),

@@ -137,6 +137,9 @@ fn lookup_for(col: usize, ty: KeyType, keys: &[Vec<Value>]) -> Lookup {
 
 /// Scan `spec` over every row of `table`.
 pub fn scan(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>]) -> Result<PartitionScan> {
+    if let Some(st) = &table.spark {
+        return crate::spark::scan(table, st, spec, partitions, keys);
+    }
     if keys.len() > MAX_LOOKUP {
         return Err(Error::Usage(format!("at most {MAX_LOOKUP} key values can be looked for in one scan, {} given", keys.len())));
     }

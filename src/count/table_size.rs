@@ -14,6 +14,9 @@ pub struct TableSize {
 
 impl TableSize {
     pub fn of(table: &Table) -> TableSize {
+        if let Some(st) = &table.spark {
+            return st.size;
+        }
         let mut s = TableSize { rows: 0, disk_bytes: 0, memory_bytes: 0 };
         for f in &table.files {
             for rg in f.meta.metadata().row_groups() {

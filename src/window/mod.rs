@@ -226,6 +226,13 @@ pub fn plan(input: &SideInput, shape: Shape, distinct: Option<&ResolvedColumn>, 
     if !matches!(first.verdict, Verdict::PartialAggregation | Verdict::GroupLimit) || input.group_by.is_some() {
         return Ok(first);
     }
+    if input.table.spark.is_some() {
+        crate::source::add_note(format!(
+            "{}: the records each map task sends are counted from Parquet row groups, which --engine spark does not read: not predicted",
+            input.table.display
+        ));
+        return Ok(first);
+    }
     m.reduced = reduced(input, shape, distinct, opts)?;
     Ok(decide(&m, shape, classifier, opts))
 }

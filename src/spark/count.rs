@@ -1,0 +1,111 @@
+//! The counts of a table the Spark engine reads, as the embedded engine returns them: a key's
+//! profile (rows, NULL rows, distinct values, the most frequent values), the rows per shuffle
+//! partition and of each candidate (Spark's `pmod(hash(key), N)`, so Spark's own partitions),
+//! and a filtered input as a view of the rows that meet the query's conditions.
+
+use serde_json::{json, Value as Json};
+
+use super::{wire, SparkTable};
+use crate::count::{ColumnProfile, KeyCount, KeySpec, PartitionScan, ProfileOptions, TableSize};
+use crate::error::{Error, Result};
+use crate::filter::RowFilter;
+use crate::source::Table;
+use crate::value::{KeyType, Value};
+
+/// Every key of `specs`, counted exactly by Spark.
+pub fn profile(table: &Table, st: &SparkTable, specs: &[KeySpec], opts: &ProfileOptions) -> Result<Vec<ColumnProfile>> {
+    if opts.sample.is_some() {
+        return Err(Error::Usage("--sample is for the embedded engine: --engine spark counts every row".into()));
+    }
+    specs.iter().map(|spec| profile_one(table, st, spec, opts.top)).collect()
+}
+
+fn profile_one(table: &Table, st: &SparkTable, spec: &KeySpec, top: usize) -> Result<ColumnProfile> {
+    let a = st
+        .session
+        .request(&json!({"op": "profile", "view": st.view, "keys": spec.names(), "top": top}), &format!("counting {} in {}", spec.name(), table.display))?;
+    let rows = a["rows"].as_u64().unwrap_or(0);
+    let types = spec.types();
+    let mut counted = Vec::new();
+    for t in a["top"].as_array().into_iter().flatten() {
+        let count = t["rows"].as_u64().unwrap_or(0);
+        counted.push(KeyCount { key: key(&t["key"], &types)?, count, sample_count: None, share: share(count, rows), share_error: None });
+    }
+    Ok(ColumnProfile {
+        spec: spec.clone(),
+        rows,
+        rows_read: rows,
+        nulls: a["null_rows"].as_u64().unwrap_or(0),
+        distinct: a["distinct"].as_u64().unwrap_or(0),
+        distinct_exact: true,
+        distinct_estimate: false,
+        counts_exact: true,
+        count_error: 0,
+        top: counted,
+        sample: None,
+    })
+}
+
+/// The rows of every shuffle partition and of each of `keys`, as Spark partitions them.
+pub fn scan(table: &Table, st: &SparkTable, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>]) -> Result<PartitionScan> {
+    let candidates: Vec<Vec<Json>> = keys.iter().map(|k| k.iter().map(wire::candidate).collect()).collect();
+    let req = json!({"op": "scan", "view": st.view, "keys": spec.names(), "partitions": partitions, "candidates": candidates});
+    let a = st.session.request(&req, &format!("partitioning {} in {}", spec.name(), table.display))?;
+    let list = |name: &str, len: usize| -> Result<Vec<u64>> {
+        let v: Vec<u64> = a[name].as_array().map(|x| x.iter().map(|n| n.as_u64().unwrap_or(0)).collect()).unwrap_or_default();
+        if v.len() == len {
+            Ok(v)
+        } else {
+            Err(Error::Internal(format!("Spark engine: {name} has {} entries, not {len}", v.len())))
+        }
+    };
+    let n = partitions.max(1) as usize;
+    let (partition_rows, null_partition_rows, key_rows) = (list("partition_rows", n)?, list("null_partition_rows", n)?, list("key_rows", keys.len())?);
+    let null_rows: u64 = null_partition_rows.iter().sum();
+    let rows = null_rows + partition_rows.iter().sum::<u64>();
+    Ok(PartitionScan { rows, null_rows, null_partition_rows, partition_rows, key_rows })
+}
+
+/// The key columns of the rows that meet `filter` (one row per group with `group_by`), as a
+/// new view: (that table, its keys, rows of the table, rows or groups kept). Spark evaluates
+/// the conditions, so every condition the query has on the table applies.
+pub fn filtered(table: &Table, st: &SparkTable, keys: &KeySpec, filter: &RowFilter, group_by: Option<&KeySpec>) -> Result<(Table, KeySpec, u64, u64)> {
+    let req = json!({
+        "op": "filter",
+        "of": st.view,
+        "where": filter.text(),
+        "keys": keys.names(),
+        "group_by": group_by.map(|g| g.names()),
+    });
+    let a = st.session.request(&req, &format!("filtering {}", table.display))?;
+    let view = a["view"].as_str().ok_or_else(|| Error::Internal("Spark engine: no view".into()))?.to_string();
+    let rows_out = a["rows"].as_u64().unwrap_or(0);
+    let fields: Vec<arrow_schema::Field> = keys
+        .columns
+        .iter()
+        .map(|c| st.schema.field_with_name(&c.name).cloned())
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| Error::Internal(e.to_string()))?;
+    let size = TableSize { rows: rows_out, disk_bytes: 0, memory_bytes: 0 };
+    let sub = SparkTable { session: st.session.clone(), view, schema: std::sync::Arc::new(arrow_schema::Schema::new(fields)), size };
+    let t = Table::in_spark(&table.display, sub);
+    let columns = keys.names().iter().map(|k| t.resolve(k)).collect::<Result<Vec<_>>>()?;
+    Ok((t, KeySpec { columns }, st.size.rows, rows_out))
+}
+
+fn key(j: &Json, types: &[KeyType]) -> Result<Vec<Value>> {
+    let parts = j.as_array().ok_or_else(|| Error::Internal("Spark engine: a key is not a list".into()))?;
+    parts
+        .iter()
+        .zip(types)
+        .map(|(p, t)| wire::value(p, *t).ok_or_else(|| Error::Internal(format!("Spark engine: cannot read {p} as {}", t.spark_name()))))
+        .collect()
+}
+
+fn share(count: u64, rows: u64) -> f64 {
+    if rows == 0 {
+        0.0
+    } else {
+        count as f64 / rows as f64
+    }
+}

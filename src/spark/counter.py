@@ -1,0 +1,262 @@
+"""skewjoin's Spark counting engine: the jobs `--engine spark` runs on the user's Spark (local
+mode through pyspark, a --master, or a Spark Connect server with --remote), so that a table too
+big for one machine, or known only by its catalog name, is counted where it lives and hashed by
+Spark itself.
+
+The first line on stdin says how to start the session; every later line is one request, and
+every answer is one JSON line on the protocol stream (the process's stdout when it started;
+stdout itself is sent to stderr, so that nothing Spark prints can corrupt an answer).
+
+Requests:
+  open     a table by path (Parquet) or catalog name: its fields, rows, size and files
+  filter   a view of a table's rows that meet the query's conditions (one row per group)
+  profile  a key's rows, NULL rows, distinct values, most frequent values, rows per partition
+  scan     the rows of each candidate value
+Values go back in a form that loses nothing: integers as numbers, dates as days and timestamps
+as microseconds since 1970 (session time zone UTC), floats and decimals as Spark's strings,
+binaries as hex.
+"""
+import json
+import os
+import sys
+import time
+
+PROTO = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
+
+
+def reply(obj):
+    PROTO.write(json.dumps(obj) + "\n")
+    PROTO.flush()
+
+
+def one_line(e):
+    msg = str(e).strip() or type(e).__name__
+    # Spark's own messages: the first line says it; the rest is a plan or a stack.
+    first = msg.splitlines()[0].strip()
+    return first[:1000]
+
+
+def q(name):
+    return "`" + name.replace("`", "``") + "`"
+
+
+class Engine:
+    def __init__(self, start):
+        from pyspark.sql import SparkSession
+
+        self.remote = start.get("remote")
+        if self.remote:
+            self.spark = SparkSession.builder.remote(self.remote).getOrCreate()
+        else:
+            b = SparkSession.builder.master(start.get("master") or "local[*]").appName("skewjoin counting")
+            for k, v in (start.get("conf") or {}).items():
+                b = b.config(k, v)
+            self.spark = b.getOrCreate()
+            self.spark.sparkContext.setLogLevel("ERROR")
+        if self.remote:
+            for k, v in (start.get("conf") or {}).items():
+                self.spark.conf.set(k, v)
+        self.spark.conf.set("spark.sql.session.timeZone", "UTC")
+        # The kept groups of a key take AQE's coalesced partitions (Spark 4's default), so that
+        # the small jobs over them do not run one task per shuffle partition.
+        self.spark.conf.set("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true")
+        self.parallelism = self.default_parallelism()
+        self.views = {}
+        self.grouped = {}
+        self.n = 0
+
+    def default_parallelism(self):
+        try:
+            return int(self.spark.sparkContext.defaultParallelism)
+        except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+            try:
+                return int(self.spark.conf.get("spark.default.parallelism"))
+            except Exception:  # noqa: BLE001
+                return None
+
+    def hello(self):
+        try:
+            app = self.spark.conf.get("spark.app.id")
+        except Exception:  # noqa: BLE001 - not every server exposes it
+            app = None
+        master = self.remote or self.spark.conf.get("spark.master", None)
+        return {"version": self.spark.version, "app_id": app, "master": master}
+
+    def view(self, df):
+        self.n += 1
+        name = f"__skewjoin_t{self.n}"
+        df.createOrReplaceTempView(name)
+        self.views[name] = df
+        return name
+
+    def open(self, r):
+        if r.get("name"):
+            df = self.spark.table(r["name"])
+        else:
+            df = self.spark.read.parquet(r["path"])
+        name = self.view(df)
+        fields = [{"name": f.name, "type": f.dataType.simpleString()} for f in df.schema.fields]
+        rows = self.spark.sql(f"SELECT count(*) FROM {name}").collect()[0][0]
+        try:
+            files = list(df.inputFiles())
+        except Exception:  # noqa: BLE001 - a view or a source without files
+            files = []
+        size, exact = self.size_in_bytes(df, name)
+        return {"view": name, "fields": fields, "rows": rows, "files": files, "size_bytes": size, "size_exact": exact}
+
+    def size_in_bytes(self, df, name):
+        """Spark's own estimate of the relation's size (what it compares to the broadcast
+        threshold): exact through the JVM in local mode, else as EXPLAIN COST prints it."""
+        try:
+            return int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes().toString()), True
+        except Exception:  # noqa: BLE001 - Spark Connect has no JVM handle
+            pass
+        try:
+            text = self.spark.sql(f"EXPLAIN COST SELECT * FROM {name}").collect()[0][0]
+            import re
+
+            m = re.search(r"sizeInBytes=([0-9.E+]+)\s*(B|KiB|MiB|GiB|TiB|PiB|EiB)?", text)
+            if m:
+                unit = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50, "EiB": 1 << 60}[m.group(2) or "B"]
+                return int(float(m.group(1)) * unit), False
+        except Exception:  # noqa: BLE001
+            pass
+        return None, False
+
+    def filter(self, r):
+        base = r["of"]
+        where = f" WHERE {r['where']}" if r.get("where") else ""
+        keys = ", ".join(q(k) for k in r["keys"])
+        if r.get("group_by"):
+            groups = ", ".join(q(g) for g in r["group_by"])
+            sql = f"SELECT {keys} FROM (SELECT DISTINCT {groups} FROM {base}{where})"
+        else:
+            sql = f"SELECT {keys} FROM {base}{where}"
+        name = self.view(self.spark.sql(sql))
+        rows = self.spark.sql(f"SELECT count(*) FROM {name}").collect()[0][0]
+        return {"view": name, "rows": rows}
+
+    def groups(self, view, keys):
+        """The key's groups with their rows, kept for the requests that follow."""
+        k = (view, tuple(keys))
+        if k not in self.grouped:
+            cols = ", ".join(q(c) for c in keys)
+            g = self.spark.sql(f"SELECT {cols}, count(*) AS __c FROM {view} GROUP BY {cols}")
+            # Kept in as many partitions as the cluster has cores: the jobs that read it then
+            # run one task per core, not one per shuffle partition.
+            if self.parallelism:
+                g = g.coalesce(self.parallelism)
+            self.grouped[k] = g.persist()
+        return self.grouped[k]
+
+    def encoded(self, df, keys):
+        """Each key column as an expression whose value round-trips exactly."""
+        types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+        out = []
+        for k in keys:
+            t = types.get(k, "string")
+            c = q(k)
+            if t in ("tinyint", "smallint", "int", "bigint"):
+                out.append(f"CAST({c} AS BIGINT)")
+            elif t in ("float", "double") or t.startswith("decimal"):
+                out.append(f"CAST({c} AS STRING)")
+            elif t == "date":
+                out.append(f"unix_date({c})")
+            elif t == "timestamp":
+                out.append(f"unix_micros({c})")
+            elif t == "timestamp_ntz":
+                out.append(f"unix_micros(CAST({c} AS TIMESTAMP))")
+            elif t == "binary":
+                out.append(f"hex({c})")
+            else:
+                out.append(c)
+        return out
+
+    def profile(self, r):
+        view, keys = r["view"], r["keys"]
+        g = self.groups(view, keys)
+        gv = self.view(g)
+        any_null = " OR ".join(f"{q(c)} IS NULL" for c in keys)
+        tot = self.spark.sql(
+            f"SELECT coalesce(sum(CASE WHEN {any_null} THEN 0 ELSE 1 END), 0), coalesce(sum(__c), 0), coalesce(sum(CASE WHEN {any_null} THEN __c ELSE 0 END), 0) FROM {gv}"
+        ).collect()[0]
+        enc = ", ".join(f"{e} AS __k{i}" for i, e in enumerate(self.encoded(g, keys)))
+        limit = f" LIMIT {int(r['top'])}" if int(r["top"]) > 0 else ""
+        rows = self.spark.sql(f"SELECT {enc}, __c FROM {gv} ORDER BY __c DESC{limit}").collect()
+        top = [{"key": [row[f"__k{i}"] for i in range(len(keys))], "rows": row["__c"]} for row in rows]
+        return {"distinct": tot[0], "rows": tot[1], "null_rows": tot[2], "top": top}
+
+    def scan(self, r):
+        view, keys, parts = r["view"], r["keys"], int(r["partitions"])
+        g = self.groups(view, keys)
+        gv = self.view(g)
+        cols = ", ".join(q(c) for c in keys)
+        any_null = " OR ".join(f"{q(c)} IS NULL" for c in keys)
+        part_rows = [0] * parts
+        null_rows = [0] * parts
+        for row in self.spark.sql(
+            f"SELECT pmod(hash({cols}), {parts}) AS p, ({any_null}) AS n, sum(__c) AS c FROM {gv} GROUP BY 1, 2"
+        ).collect():
+            (null_rows if row["n"] else part_rows)[row["p"]] += row["c"]
+        key_rows = [0] * len(r["candidates"])
+        if r["candidates"]:
+            key_rows = self.candidate_rows(g, gv, keys, r["candidates"], key_rows)
+        return {"partition_rows": part_rows, "null_partition_rows": null_rows, "key_rows": key_rows}
+
+    def candidate_rows(self, g, gv, keys, candidates, key_rows):
+        from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+        schema = StructType([StructField("__i", LongType(), False)] + [StructField(f"__v{j}", StringType(), True) for j in range(len(keys))])
+        data = [[i] + [None if v is None else str(v) for v in cand] for i, cand in enumerate(candidates)]
+        cands = self.view(self.spark.createDataFrame(data, schema))
+        types = {f.name: f.dataType.simpleString() for f in g.schema.fields}
+        decoded = ", ".join(f"{decode(f'__v{j}', types[k])} AS {q(k)}" for j, k in enumerate(keys))
+        wanted = self.view(self.spark.sql(f"SELECT __i, {decoded} FROM {cands}"))
+        on = " AND ".join(f"g.{q(k)} = w.{q(k)}" for k in keys)
+        for row in self.spark.sql(f"SELECT w.__i, g.__c FROM {gv} g JOIN {wanted} w ON {on}").collect():
+            key_rows[row[0]] += row[1]
+        return key_rows
+
+
+def decode(col, t):
+    """A candidate's value (sent as a string) back in the key's type."""
+    if t == "date":
+        return f"date_from_unix_date(CAST({col} AS INT))"
+    if t == "timestamp":
+        return f"timestamp_micros(CAST({col} AS BIGINT))"
+    if t == "timestamp_ntz":
+        return f"CAST(timestamp_micros(CAST({col} AS BIGINT)) AS TIMESTAMP_NTZ)"
+    if t == "binary":
+        return f"unhex({col})"
+    return f"CAST({col} AS {t.upper()})"
+
+
+def main():
+    start = json.loads(sys.stdin.readline())
+    try:
+        engine = Engine(start)
+        reply({"ok": True, **engine.hello()})
+    except Exception as e:  # noqa: BLE001
+        reply({"ok": False, "error": one_line(e)})
+        return
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        t0 = time.time()
+        try:
+            out = getattr(engine, r["op"])(r)
+            reply({"ok": True, "ms": int((time.time() - t0) * 1000), **out})
+        except Exception as e:  # noqa: BLE001
+            reply({"ok": False, "error": one_line(e)})
+    try:
+        for g in engine.grouped.values():
+            g.unpersist()
+        if not engine.remote:
+            engine.spark.stop()
+    except Exception:  # noqa: BLE001
+        pass
+
+
+main()

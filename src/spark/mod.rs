@@ -1,0 +1,274 @@
+//! The Spark counting engine (`--engine spark`): the counts of `keys`, `plan` and `rewrite` run
+//! as Spark jobs on the user's Spark, for a table too big for this machine or known only by its
+//! catalog name. Spark hashes the keys itself, so the rows per shuffle partition are Spark's by
+//! construction.
+//!
+//! A `Session` is one Python process running `counter.py` (the user's pyspark: local mode, a
+//! `--master`, or a Spark Connect server with `--remote sc://HOST:PORT`), spoken to in JSON
+//! lines, each answer waited for at most `timeout`. A table opened through it (`table::open`) is a
+//! `source::Table` with no files and a `SparkTable` inside; the counting entry points
+//! (`count::profile`, `count::scan`, `filter::filtered_keys`, `TableSize::of`) hand such a table
+//! to `count.rs` here, so everything after the counts (classifying, deciding, the SQL, the
+//! reports) is the embedded engine's.
+
+mod count;
+mod table;
+mod wire;
+
+pub use count::{filtered, profile, scan};
+pub use table::{open, open_name, SparkTable};
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{json, Value as Json};
+
+use crate::error::{Error, Result};
+
+/// How to reach Spark.
+#[derive(Debug, Clone)]
+pub struct SparkOptions {
+    /// The Python with pyspark that runs `counter.py`.
+    pub python: String,
+    /// `local[*]` or the user's master (ignored with `remote`).
+    pub master: String,
+    /// `sc://HOST:PORT` of a Spark Connect server.
+    pub remote: Option<String>,
+    /// Settings for the session.
+    pub conf: Vec<(String, String)>,
+    /// The longest one request (Spark's start included) may take.
+    pub timeout: Duration,
+}
+
+/// What the run asked of Spark, for the reports.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    pub version: String,
+    /// Spark's application id (None when a Connect server does not say).
+    pub app_id: Option<String>,
+    /// The master, or the Connect server's URL.
+    pub master: String,
+    /// Requests answered, and the milliseconds Spark spent on them.
+    pub requests: u64,
+    pub spark_ms: u64,
+    /// Milliseconds from starting Python to the session being ready.
+    pub start_ms: u64,
+}
+
+/// One pyspark process and its session.
+pub struct Session {
+    child: Mutex<Child>,
+    stdin: Mutex<Option<ChildStdin>>,
+    answers: Mutex<Receiver<std::io::Result<String>>>,
+    log: tempfile::NamedTempFile,
+    timeout: Duration,
+    summary: Mutex<Summary>,
+}
+
+impl Summary {
+    /// `counted by Spark 4.0.1 (application local-1, master local[*]): 6 jobs' requests, 4.1 s; started in 9.8 s`
+    pub fn line(&self) -> String {
+        let app = self.app_id.as_deref().map(|a| format!("application {a}, ")).unwrap_or_default();
+        format!(
+            "counted by Spark {} ({app}{}): {} requests, {:.1} s in Spark; the session started in {:.1} s",
+            self.version,
+            if self.master.starts_with("sc://") { format!("Spark Connect {}", self.master) } else { format!("master {}", self.master) },
+            self.requests,
+            self.spark_ms as f64 / 1000.0,
+            self.start_ms as f64 / 1000.0
+        )
+    }
+}
+
+static SUMMARY: Mutex<Option<Summary>> = Mutex::new(None);
+
+/// The Spark session's summary when this run counted with Spark, for the reports.
+pub fn summary() -> Option<Summary> {
+    SUMMARY.lock().ok().and_then(|s| s.clone())
+}
+
+impl Session {
+    /// Start Python with `counter.py` and wait for the session.
+    pub fn start(opts: &SparkOptions) -> Result<Arc<Session>> {
+        if let Some(url) = &opts.remote {
+            check_reachable(url)?;
+        }
+        let t0 = Instant::now();
+        let dir = std::env::temp_dir();
+        let script = tempfile::Builder::new()
+            .prefix("skewjoin-counter-")
+            .suffix(".py")
+            .tempfile()
+            .and_then(|mut f| f.write_all(include_str!("counter.py").as_bytes()).map(|_| f))
+            .map_err(|e| Error::Io { path: dir.clone(), source: e })?;
+        let log = tempfile::Builder::new().prefix("skewjoin-spark-").suffix(".log").tempfile().map_err(|e| Error::Io { path: dir.clone(), source: e })?;
+        let stderr = log.reopen().map_err(|e| Error::Io { path: log.path().into(), source: e })?;
+        let mut child = Command::new(&opts.python)
+            .arg(script.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .env("PYSPARK_PYTHON", &opts.python)
+            .spawn()
+            .map_err(|e| Error::Usage(format!("cannot run {} for --engine spark: {e} (pass --python with a Python that has pyspark)", opts.python)))?;
+        let stdin = child.stdin.take().ok_or_else(|| Error::Internal("no stdin for the Spark engine".into()))?;
+        let stdout = child.stdout.take().ok_or_else(|| Error::Internal("no stdout for the Spark engine".into()))?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let session = Session {
+            child: Mutex::new(child),
+            stdin: Mutex::new(Some(stdin)),
+            answers: Mutex::new(rx),
+            log,
+            timeout: opts.timeout,
+            summary: Mutex::new(Summary::default()),
+        };
+        let conf: serde_json::Map<String, Json> = opts.conf.iter().map(|(k, v)| (k.clone(), Json::String(v.clone()))).collect();
+        let hello = session.ask(&json!({"master": opts.master, "remote": opts.remote, "conf": conf}), "starting Spark")?;
+        // The script is read by Python before it answers; it can go.
+        drop(script);
+        let mut s = session.summary.lock().map_err(|_| Error::Internal("Spark summary lock".into()))?;
+        s.version = hello["version"].as_str().unwrap_or_default().to_string();
+        s.app_id = hello["app_id"].as_str().map(str::to_string);
+        s.master = hello["master"].as_str().map(str::to_string).unwrap_or_else(|| opts.master.clone());
+        s.start_ms = t0.elapsed().as_millis() as u64;
+        drop(s);
+        let session = Arc::new(session);
+        session.publish();
+        Ok(session)
+    }
+
+    /// One request, answered: the answer's fields, or Spark's error as one line.
+    pub fn request(&self, req: &Json, what: &str) -> Result<Json> {
+        let answer = self.ask(req, what)?;
+        if let Ok(mut s) = self.summary.lock() {
+            s.requests += 1;
+            s.spark_ms += answer["ms"].as_u64().unwrap_or(0);
+        }
+        self.publish();
+        Ok(answer)
+    }
+
+    fn publish(&self) {
+        if let (Ok(s), Ok(mut g)) = (self.summary.lock(), SUMMARY.lock()) {
+            *g = Some(s.clone());
+        }
+    }
+
+    fn ask(&self, req: &Json, what: &str) -> Result<Json> {
+        let line = req.to_string() + "\n";
+        {
+            let mut stdin = self.stdin.lock().map_err(|_| Error::Internal("Spark engine stdin lock".into()))?;
+            let Some(stdin) = stdin.as_mut() else { return Err(self.died(what)) };
+            if stdin.write_all(line.as_bytes()).and_then(|_| stdin.flush()).is_err() {
+                return Err(self.died(what));
+            }
+        }
+        let rx = self.answers.lock().map_err(|_| Error::Internal("Spark engine stdout lock".into()))?;
+        let line = match rx.recv_timeout(self.timeout) {
+            Ok(Ok(line)) => line,
+            Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => return Err(self.died(what)),
+            Err(RecvTimeoutError::Timeout) => {
+                self.kill();
+                return Err(Error::Usage(format!("Spark engine: {what} took longer than --spark-timeout {} s; stopped", self.timeout.as_secs())));
+            }
+        };
+        let answer: Json = serde_json::from_str(&line).map_err(|_| Error::Internal(format!("Spark engine: unreadable answer to {what}")))?;
+        if answer["ok"].as_bool() == Some(true) {
+            Ok(answer)
+        } else {
+            Err(Error::Usage(format!("Spark engine: {what}: {}", answer["error"].as_str().unwrap_or("failed"))))
+        }
+    }
+
+    /// The process ended: its last meaningful line of output says why.
+    fn died(&self, what: &str) -> Error {
+        self.kill();
+        let log = std::fs::read_to_string(self.log.path()).unwrap_or_default();
+        Error::Usage(format!("Spark engine: {what}: the Python process ended: {}", last_error_line(&log)))
+    }
+
+    fn kill(&self) {
+        if let Ok(mut c) = self.child.lock() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Session {
+    /// Closing stdin ends the request loop: the script unpersists and stops the session (given
+    /// 30 s before it is killed).
+    fn drop(&mut self) {
+        if let Ok(mut stdin) = self.stdin.lock() {
+            stdin.take();
+        }
+        let Ok(mut c) = self.child.lock() else { return };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = c.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+/// The line of a Python or Spark log that says what went wrong: the last `...Error:` or
+/// `...Exception:` line, else the last line.
+fn last_error_line(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let hit = lines.iter().rev().find(|l| l.contains("Error:") || l.contains("Exception:") || l.contains("Error ")).or(lines.last());
+    hit.map(|l| crate::format::one_line(l, 500)).unwrap_or_else(|| "no output".into())
+}
+
+/// A Spark Connect URL's server answers on TCP within 10 s, or a one-line error.
+fn check_reachable(url: &str) -> Result<()> {
+    let rest = url.strip_prefix("sc://").ok_or_else(|| Error::Usage(format!("--remote {url}: write sc://HOST:PORT")))?;
+    let hostport = rest.split(['/', ';']).next().unwrap_or_default();
+    let hostport = if hostport.contains(':') { hostport.to_string() } else { format!("{hostport}:15002") };
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<_> = hostport.to_socket_addrs().map_err(|e| Error::Usage(format!("--remote {url}: cannot resolve {hostport}: {e}")))?.collect();
+    let mut last = None;
+    for a in addrs {
+        match std::net::TcpStream::connect_timeout(&a, Duration::from_secs(10)) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(Error::Usage(format!("Spark Connect server {hostport} is not reachable: {}", last.map(|e| e.to_string()).unwrap_or_else(|| "no address".into()))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_error_line_of_a_log() {
+        let log = "WARN something\nTraceback (most recent call last):\n  File x\nModuleNotFoundError: No module named 'pyspark'\n";
+        assert_eq!(last_error_line(log), "ModuleNotFoundError: No module named 'pyspark'");
+        assert_eq!(last_error_line(""), "no output");
+    }
+
+    #[test]
+    fn a_closed_port_is_one_line() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        drop(l);
+        let e = check_reachable(&format!("sc://127.0.0.1:{port}")).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("Spark Connect server 127.0.0.1:{port} is not reachable")), "{e}");
+        assert!(check_reachable("http://x").is_err());
+    }
+}
