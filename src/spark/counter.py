@@ -46,6 +46,11 @@ class Engine:
         from pyspark.sql import SparkSession
 
         self.remote = start.get("remote")
+        if not self.remote:
+            # A local session even where pyspark's Connect client left its switches in the
+            # environment (--remote, not SPARK_REMOTE, chooses Spark Connect).
+            for k in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE"):
+                os.environ.pop(k, None)
         if self.remote:
             self.spark = SparkSession.builder.remote(self.remote).getOrCreate()
         else:
@@ -178,8 +183,11 @@ class Engine:
         g = self.groups(view, keys)
         gv = self.view(g)
         any_null = " OR ".join(f"{q(c)} IS NULL" for c in keys)
+        # Distinct keys as the embedded engine counts them: a column's values but NULL; a
+        # composite key's every combination.
+        all_null = f"{q(keys[0])} IS NULL" if len(keys) == 1 else "false"
         tot = self.spark.sql(
-            f"SELECT coalesce(sum(CASE WHEN {any_null} THEN 0 ELSE 1 END), 0), coalesce(sum(__c), 0), coalesce(sum(CASE WHEN {any_null} THEN __c ELSE 0 END), 0) FROM {gv}"
+            f"SELECT coalesce(sum(CASE WHEN {all_null} THEN 0 ELSE 1 END), 0), coalesce(sum(__c), 0), coalesce(sum(CASE WHEN {any_null} THEN __c ELSE 0 END), 0) FROM {gv}"
         ).collect()[0]
         enc = ", ".join(f"{e} AS __k{i}" for i, e in enumerate(self.encoded(g, keys)))
         limit = f" LIMIT {int(r['top'])}" if int(r["top"]) > 0 else ""

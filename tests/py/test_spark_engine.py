@@ -1,0 +1,229 @@
+"""`--engine spark`: keys, plan and rewrite counted by Spark jobs give what the embedded engine
+gives (the same counts, hot keys, strategies and SQL), on Spark 3.5 in local mode through
+pyspark, and on Spark 4.x through a real Spark Connect server that these tests start from
+pyspark's own `sbin` scripts on the loopback interface (and stop). Tables registered in the
+server's catalog are used by name. Each bad input is one line and exit code 2."""
+import datetime as dt
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+from decimal import Decimal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pyspark
+import pytest
+
+from conftest import ROOT, free_port, run
+
+SPARK4 = int(pyspark.__version__.split(".")[0]) >= 4
+SAMPLES = ROOT / "samples"
+EVENTS, TITLES = str(SAMPLES / "events.parquet"), str(SAMPLES / "titles.parquet")
+PLAN = ["plan", "--left", EVENTS, "--right", TITLES, "--on", "title_id", "--how", "left", "--broadcast-threshold", "256KB", "-q", "--format", "json"]
+REWRITE = ["rewrite", str(SAMPLES / "query.sql"), "--table", f"events={EVENTS}", "--table", f"titles={TITLES}", "--broadcast-threshold", "256KB", "-q"]
+UTC = dt.timezone.utc
+
+
+def rows_for(values):
+    """Value i repeated i+1 times: every value has its own count."""
+    out = []
+    for i, v in enumerate(values):
+        out += [v] * (i + 1)
+    return out
+
+
+TYPES = [
+    ("b", pa.bool_(), [True, False, None]),
+    ("i8", pa.int8(), [0, 1, -1, 127, -128, None]),
+    ("i32", pa.int32(), [0, 1, -1, 42, 2147483647, None]),
+    ("i64", pa.int64(), [0, -1, 1 << 40, 9223372036854775807, None]),
+    ("f32", pa.float32(), [0.0, -0.0, 1.5, float("nan"), float("-inf"), None]),
+    ("f64", pa.float64(), [0.0, -0.0, 0.1, float("nan"), 1e300, None]),
+    ("s", pa.string(), ["", " ", "a", "unknown", "é", "日本語", "x'); DROP TABLE t; --", "tab\there", "back\\slash", None]),
+    ("bin", pa.binary(), [b"", b"\x01", b"\xff\xfe\xfd", None]),
+    ("d", pa.date32(), [dt.date(1970, 1, 1), dt.date(2024, 2, 29), dt.date(1960, 6, 1), None]),
+    ("ts", pa.timestamp("us", tz="UTC"), [dt.datetime(1970, 1, 1, tzinfo=UTC), dt.datetime(2024, 1, 1, 12, 34, 56, 789012, tzinfo=UTC), None]),
+    ("ntz", pa.timestamp("us"), [dt.datetime(2024, 1, 1, 1, 2, 3), dt.datetime(1970, 1, 1), None]),
+    ("dec", pa.decimal128(10, 2), [Decimal("123.45"), Decimal("-0.01"), Decimal("0.00"), None]),
+    ("wide", pa.decimal128(38, 10), [Decimal("1234567890123456789012345678.0123456789"), Decimal("-1.5"), None]),
+]
+
+
+@pytest.fixture(scope="module")
+def types_table(tmp_path_factory):
+    """A Parquet file with a column of every key type, each value with its own count."""
+    n = max(len(rows_for(v)) for _, _, v in TYPES)
+    cols = {name: pa.array(rows_for(v) + [None] * (n - len(rows_for(v))), t) for name, t, v in TYPES}
+    path = tmp_path_factory.mktemp("types") / "types.parquet"
+    pq.write_table(pa.table(cols), path)
+    return str(path)
+
+
+def spark_args(remote=None):
+    args = ["--engine", "spark", "--python", sys.executable]
+    return args + (["--remote", remote] if remote else ["--master", "local[2]"])
+
+
+def without_spark(out):
+    j = json.loads(out)
+    summary = j.pop("spark")
+    assert summary["requests"] > 0 and summary["version"] == pyspark.__version__
+    return j
+
+
+def top_sets(keys_json):
+    """Each column's counts, with the most frequent values as a set (ties may come in any order)."""
+    out = {}
+    for c in keys_json["columns"]:
+        top = sorted((json.dumps(e["value"]), e["count"], e["spark_partition"], e["class"]) for e in c["top"])
+        out[c["column"]] = (c["rows"], c["nulls"], c["distinct"], top)
+    return out
+
+
+def same_keys(table, extra):
+    cols = [x for name, _, _ in TYPES for x in ("-c", name)] + ["-c", "s,d", "-c", "i8,f64"]
+    want = run("keys", table, *cols, "--top", "0", "--format", "json", "-q", check=True)
+    got = run("keys", table, *cols, "--top", "0", "--format", "json", "-q", *extra, check=True)
+    assert top_sets(without_spark(got.stdout)) == top_sets(json.loads(want.stdout))
+
+
+def same_plan(extra):
+    want, got = run(*PLAN, check=True), run(*PLAN, *extra, check=True)
+    assert without_spark(got.stdout) == json.loads(want.stdout)
+
+
+def same_rewrite(extra):
+    want = run(*REWRITE, "--format", "json", check=True)
+    got = run(*REWRITE, "--format", "json", *extra, check=True)
+    assert without_spark(got.stdout) == json.loads(want.stdout)
+
+
+# ---- Spark 3.5, local mode through pyspark ----
+
+@pytest.mark.skipif(SPARK4, reason="local mode on Spark 3.5; Spark 4.x is tested through Spark Connect")
+def test_local_mode_counts_every_key_type_as_the_embedded_engine(types_table):
+    same_keys(types_table, spark_args())
+
+
+@pytest.mark.skipif(SPARK4, reason="local mode on Spark 3.5; Spark 4.x is tested through Spark Connect")
+def test_local_mode_rewrites_as_the_embedded_engine():
+    """The sample query: a left join under a WHERE that Spark applies (the rewrite's counts are
+    of the passing rows), so the JSON holds the filter's counts and the plan's."""
+    same_rewrite(spark_args())
+
+
+# ---- Spark 4.x, a Spark Connect server started from pyspark's sbin scripts ----
+
+def wait_for_port(port, proc_log, timeout=180):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise AssertionError(f"the Spark Connect server did not listen on {port} within {timeout} s:\n{proc_log()}")
+
+
+@pytest.fixture(scope="module")
+def connect(tmp_path_factory):
+    """A Spark Connect server on 127.0.0.1 (pyspark's own start/stop-connect-server.sh), its
+    URL, and a client session that registered the samples as sj.events and sj.titles."""
+    if not SPARK4:
+        pytest.skip("Spark Connect servers ship with pyspark 4.x (scripts/test runs this on .venv-spark4)")
+    home = pathlib.Path(pyspark.__file__).parent
+    work = tmp_path_factory.mktemp("connect")
+    port = free_port()
+    env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOG_DIR=str(work / "logs"), SPARK_PID_DIR=str(work),
+               SPARK_IDENT_STRING=f"skewjoin{port}", PYSPARK_PYTHON=sys.executable)
+    confs = {
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.ui.enabled": "false",
+        "spark.sql.warehouse.dir": str(work / "warehouse"),
+        "spark.driver.memory": "1g",
+    }
+    args = [str(home / "sbin" / "start-connect-server.sh"), "--master", "local[2]"]
+    for k, v in confs.items():
+        args += ["--conf", f"{k}={v}"]
+    subprocess.run(args, env=env, check=True, cwd=work, capture_output=True, timeout=120)
+
+    def log():
+        return "\n".join(p.read_text()[-3000:] for p in (work / "logs").glob("*.out"))
+
+    try:
+        wait_for_port(port, log)
+        from pyspark.sql import SparkSession
+        url = f"sc://127.0.0.1:{port}"
+        client = SparkSession.builder.remote(url).getOrCreate()
+        client.sql("CREATE DATABASE IF NOT EXISTS sj")
+        client.read.parquet(EVENTS).write.saveAsTable("sj.events")
+        client.read.parquet(TITLES).write.saveAsTable("sj.titles")
+        yield url
+        client.stop()
+    finally:
+        subprocess.run([str(home / "sbin" / "stop-connect-server.sh")], env=env, cwd=work, capture_output=True, timeout=120)
+
+
+def test_connect_counts_every_key_type_as_the_embedded_engine(connect, types_table):
+    same_keys(types_table, spark_args(connect))
+
+
+def test_connect_plans_and_rewrites_as_the_embedded_engine(connect):
+    same_plan(spark_args(connect))
+    same_rewrite(spark_args(connect))
+    p = run(*PLAN[:-2], *spark_args(connect), check=True)
+    line = p.stdout.strip().splitlines()[-1]
+    assert line.startswith(f"counted by Spark {pyspark.__version__}") and f"Spark Connect {connect}" in line, line
+
+
+def test_catalog_names_from_the_query_and_from_table(connect, tmp_path):
+    """The query's own names resolved by the server's catalog (no --table), and --table NAME=db.t:
+    the same changes, with the same numbers, as the files they were saved from."""
+    sql = (SAMPLES / "query.sql").read_text()
+    named = tmp_path / "q.sql"
+    named.write_text(sql.replace("FROM events e", "FROM sj.events e").replace("JOIN titles t", "JOIN sj.titles t"))
+    want = run(*REWRITE, check=True).stdout
+    header = lambda out: [l.replace("sj.", "") for l in out.splitlines() if l.startswith("--   ")]
+    by_query = run("rewrite", named, "--broadcast-threshold", "256KB", "-q", *spark_args(connect), check=True).stdout
+    assert header(by_query) == header(want) and len(header(want)) >= 5
+    assert "counted by Spark" in by_query
+    by_flag = run("rewrite", SAMPLES / "query.sql", "--table", "events=sj.events", "--table", "titles=sj.titles",
+                  "--broadcast-threshold", "256KB", "-q", *spark_args(connect), check=True).stdout
+    assert header(by_flag) == header(want)
+    keys = run("keys", "sj.events", "-c", "title_id", "--top", "3", "--format", "json", "-q", *spark_args(connect), check=True)
+    assert [e["count"] for e in json.loads(keys.stdout)["columns"][0]["top"]] == [62131, 17811, 7960]
+
+
+def one_line_error(p, *parts):
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    err = p.stderr.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    for part in parts:
+        assert part in err, err
+    return err
+
+
+def test_connect_errors_are_one_line(connect):
+    one_line_error(run("keys", "sj.nope", "-c", "k", *spark_args(connect)), "sj.nope", "TABLE_OR_VIEW_NOT_FOUND")
+    one_line_error(run("keys", "sj.events", "-c", "nope", *spark_args(connect)), "column nope", "title_id")
+    port = free_port()
+    one_line_error(run("keys", "sj.events", "-c", "title_id", *spark_args(f"sc://127.0.0.1:{port}")), f"127.0.0.1:{port} is not reachable")
+    one_line_error(run("plan", "--left", "sj.events", "--right", "sj.titles", "--on", "title_id", "--sample", "1%", *spark_args(connect)), "--sample")
+
+
+def test_errors_before_spark_starts(tmp_path):
+    no_pyspark = tmp_path / "python"
+    hide = "import sys; sys.modules['pyspark'] = None; sys.argv = sys.argv[1:]; exec(open(sys.argv[0]).read())"
+    no_pyspark.write_text(f"#!/bin/sh\nexec {sys.executable} -c \"{hide}\" \"$@\"\n")
+    no_pyspark.chmod(0o755)
+    one_line_error(run("keys", EVENTS, "-c", "title_id", "--engine", "spark", "--python", no_pyspark), "Spark engine: starting Spark", "pyspark")
+    one_line_error(run("keys", EVENTS, "-c", "title_id", "--engine", "spark", "--python", tmp_path / "nothing"), "cannot run")
+    one_line_error(run("keys", EVENTS, "-c", "title_id", "--remote", "sc://127.0.0.1:1"), "add --engine spark")
+    p = run("keys", EVENTS, "-c", "title_id", "--engine", "spark", "--python", sys.executable, "--spark-timeout", "1")
+    one_line_error(p, "took longer than --spark-timeout 1 s")
