@@ -203,6 +203,10 @@ pub struct SparkArgs {
     /// Spark master for the Spark engine
     #[arg(long, default_value = "local[*]", value_name = "MASTER")]
     pub master: String,
+    /// A Spark Connect server, sc://HOST:PORT (Spark 3.4 and later), instead of pyspark's own
+    /// session; the Python needs pyspark's Connect client (pyspark[connect])
+    #[arg(long, value_name = "URL")]
+    pub remote: Option<String>,
     /// A Spark setting (repeat). verify's defaults are the planner's partitions and broadcast
     /// threshold, with AQE off so that the measured stage is the predicted one
     #[arg(long = "conf", value_name = "KEY=VALUE")]
@@ -234,9 +238,6 @@ pub struct CountingArgs {
     /// jobs on the user's Spark, which hashes the keys itself; a TABLE may then be a catalog name)
     #[arg(long, value_enum, default_value_t = CountingEngine::Embedded)]
     engine: CountingEngine,
-    /// With --engine spark: a Spark Connect server, sc://HOST:PORT (Spark 3.4 and later)
-    #[arg(long, value_name = "URL")]
-    remote: Option<String>,
     /// With --engine spark: the longest Spark's start or one counting job may take, in seconds
     #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
     spark_timeout: u64,
@@ -259,7 +260,7 @@ impl CountingArgs {
     /// flag given without --engine spark is refused rather than ignored).
     pub fn session(&self, sample: bool) -> Result<Option<Arc<Session>>> {
         if !self.is_spark() {
-            if self.remote.is_some() || self.spark.python.is_some() || !self.spark.conf.is_empty() || self.spark.master != "local[*]" {
+            if self.spark.remote.is_some() || self.spark.python.is_some() || !self.spark.conf.is_empty() || self.spark.master != "local[*]" {
                 return Err(Error::Usage("--remote, --python, --master and --conf choose the Spark that counts: add --engine spark".into()));
             }
             return Ok(None);
@@ -270,7 +271,7 @@ impl CountingArgs {
         let opts = skewjoin::spark::SparkOptions {
             python: self.spark.python(),
             master: self.spark.master.clone(),
-            remote: self.remote.clone(),
+            remote: self.spark.remote.clone(),
             conf: self.spark.conf(Vec::new())?,
             timeout: std::time::Duration::from_secs(self.spark_timeout.max(1)),
         };

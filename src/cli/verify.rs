@@ -29,6 +29,10 @@ pub struct VerifyArgs {
     engine: Option<Engine>,
     #[command(flatten)]
     spark: SparkArgs,
+    /// With --remote: the Connect server's Spark UI, where the tasks are read (default: the
+    /// server's host at its spark.ui.port, 4040)
+    #[arg(long, value_name = "URL", requires = "remote")]
+    spark_ui: Option<String>,
     /// Relative tolerance when comparing floating-point values
     #[arg(long, default_value_t = 1e-9, value_name = "REL")]
     tolerance: f64,
@@ -57,6 +61,9 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
         return Err(Error::Usage(
             "this skewjoin was built without the polars engine: use --engine spark (pyspark), or build with `cargo build --release --features polars`".into(),
         ));
+    }
+    if engine == Engine::Polars && a.spark.remote.is_some() {
+        return Err(Error::Usage("--remote runs both queries on a Spark Connect server: add --engine spark".into()));
     }
     if !(a.tolerance > 0.0 && a.tolerance < 1.0) {
         return Err(Error::Usage("--tolerance must be between 0 and 1".into()));
@@ -88,8 +95,20 @@ fn verify_spark(sql: &str, rewritten: &str, planned: Option<&Rewritten>, named: 
         ("spark.sql.autoBroadcastJoinThreshold".into(), a.planner.broadcast_threshold.to_string()),
         ("spark.sql.adaptive.enabled".into(), "false".into()),
     ])?;
-    let sopts = SparkOptions { python: a.spark.python(), master: a.spark.master.clone(), tolerance: a.tolerance, conf };
-    let mut v = verify::spark(sql, rewritten, planned, named, &sopts)?;
+    let sopts = SparkOptions {
+        python: a.spark.python(),
+        master: a.spark.master.clone(),
+        remote: a.spark.remote.clone(),
+        spark_ui: a.spark_ui.clone(),
+        tolerance: a.tolerance,
+        conf,
+    };
+    // A Connect server reads the tables from its own working folder: paths here go absolute.
+    let named: Vec<(String, String)> = named
+        .iter()
+        .map(|(n, p)| (n.clone(), std::path::absolute(p).ok().filter(|a| a.exists()).map(|a| a.to_string_lossy().into_owned()).unwrap_or_else(|| p.clone())))
+        .collect();
+    let mut v = verify::spark(sql, rewritten, planned, &named, &sopts)?;
     if a.planner.hot.sample.is_some() {
         v.notes.push("--sample: the planner counted a sample; the Spark engine ran both queries on the full tables".into());
     }

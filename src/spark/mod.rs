@@ -235,7 +235,7 @@ fn last_error_line(log: &str) -> String {
 }
 
 /// A Spark Connect URL's server answers on TCP within 10 s, or a one-line error.
-fn check_reachable(url: &str) -> Result<()> {
+pub fn check_reachable(url: &str) -> Result<()> {
     let rest = url.strip_prefix("sc://").ok_or_else(|| Error::Usage(format!("--remote {url}: write sc://HOST:PORT")))?;
     let hostport = rest.split(['/', ';']).next().unwrap_or_default();
     let hostport = if hostport.contains(':') { hostport.to_string() } else { format!("{hostport}:15002") };

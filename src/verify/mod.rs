@@ -28,6 +28,10 @@ const RUNNER: &str = include_str!("spark_runner.py");
 pub struct SparkOptions {
     pub python: String,
     pub master: String,
+    /// A Spark Connect server, `sc://HOST:PORT`, instead of pyspark's own session.
+    pub remote: Option<String>,
+    /// The Connect server's UI, for the tasks (default: its host at spark.ui.port).
+    pub spark_ui: Option<String>,
     /// Relative tolerance for floating-point values.
     pub tolerance: f64,
     pub conf: Vec<(String, String)>,
@@ -77,6 +81,8 @@ struct RunnerOut {
     only_in_original: Vec<String>,
     #[serde(default)]
     only_in_rewritten: Vec<String>,
+    #[serde(default)]
+    notes: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -122,6 +128,9 @@ fn one_query(sql: &str, what: &str) -> Result<String> {
 pub fn spark(original: &str, rewritten: &str, r: Option<&Rewritten>, tables: &[(String, String)], opts: &SparkOptions) -> Result<Verification> {
     let original = one_query(original, "query")?;
     let rewritten = one_query(rewritten, "rewrite")?;
+    if let Some(url) = &opts.remote {
+        crate::spark::check_reachable(url)?;
+    }
     let parsed = run_spark_runner(&runner_spec(&original, &rewritten, tables, opts), &opts.python)?;
     if let Some(e) = parsed.error {
         return Err(Error::Usage(e));
@@ -129,7 +138,8 @@ pub fn spark(original: &str, rewritten: &str, r: Option<&Rewritten>, tables: &[(
     let before = parsed.before.unwrap_or_default();
     let after = parsed.after.unwrap_or_default();
     let (predicted_before, predicted_after) = predicted(r);
-    let notes = rewrite_notes(r);
+    let mut notes = rewrite_notes(r);
+    notes.extend(parsed.notes);
     let version = parsed.spark_version.unwrap_or_default();
     Ok(Verification {
         engine: "spark".into(),
@@ -160,6 +170,8 @@ fn runner_spec(original: &str, rewritten: &str, tables: &[(String, String)], opt
     let digits = (-opts.tolerance.log10()).round().clamp(1.0, 17.0) as i64;
     serde_json::json!({
         "master": opts.master,
+        "remote": opts.remote,
+        "spark_ui": opts.spark_ui,
         "conf": opts.conf.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
         "tables": tables.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
         "original": original,

@@ -36,10 +36,12 @@ def norm(v, digits):
     return v
 
 
-def get(sc, path):
-    url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}{path}"
-    with urllib.request.urlopen(url, timeout=60) as r:
-        return json.loads(r.read())
+def getter(ui, app):
+    """GET a path of the application's REST API (the Spark UI at `ui`)."""
+    def get(path):
+        with urllib.request.urlopen(f"{ui}/api/v1/applications/{app}{path}", timeout=60) as r:
+            return json.loads(r.read())
+    return get
 
 
 def when(s):
@@ -53,12 +55,25 @@ def stages_of(sc, group):
         info = sc.statusTracker().getJobInfo(j)
         if info is not None:
             ids.update(info.stageIds)
+    return stage_stats(getter(sc.uiWebUrl, sc.applicationId), ids)
+
+
+def tagged_stages(get, tag):
+    """The stages of the jobs a Spark Connect server ran under `tag` (its job tags hold ours)."""
+    ids = set()
+    for j in get("/jobs"):
+        if any(tag in t for t in j.get("jobTags", [])):
+            ids.update(j.get("stageIds", []))
+    return stage_stats(get, ids)
+
+
+def stage_stats(get, ids):
     out = []
     for sid in sorted(ids):
         attempts = []
         for _ in range(200):
             try:
-                attempts = get(sc, f"/stages/{sid}")
+                attempts = get(f"/stages/{sid}")
             except Exception:
                 attempts = []
             if not attempts or all(a["status"] in ("COMPLETE", "SKIPPED", "FAILED") for a in attempts):
@@ -67,7 +82,7 @@ def stages_of(sc, group):
         for a in attempts:
             if a["status"] != "COMPLETE":
                 continue
-            tl = get(sc, f"/stages/{sid}/{a['attemptId']}/taskList?length=10000000")
+            tl = get(f"/stages/{sid}/{a['attemptId']}/taskList?length=10000000")
             recs, byts, durs = [], [], []
             tl = sorted(tl, key=lambda t: t.get("index", 0))
             for t in tl:
@@ -90,6 +105,66 @@ def stages_of(sc, group):
                 "task_records": recs,
             })
     return out
+
+
+def run_remote(spark, sql, label, digits, ui):
+    """One query over Spark Connect, its jobs tagged; their stages from the server's UI, when
+    it answers (else none, and a note says why)."""
+    tag = f"skewjoin-verify-{label}-{int(time.time() * 1000)}"
+    spark.addTag(tag)
+    t0 = time.time()
+    try:
+        df = spark.sql(sql)
+        rows = df.collect()
+    finally:
+        spark.removeTag(tag)
+    wall = int((time.time() - t0) * 1000)
+    counts = Counter(tuple(norm(v, digits) for v in r) for r in rows)
+    stages, note = [], None
+    try:
+        app = spark.conf.get("spark.app.id")
+        stages = tagged_stages(getter(ui, app), tag)
+    except Exception as e:  # noqa: BLE001 - the UI is off, elsewhere, or not ours to reach
+        note = f"tasks not measured: the Spark Connect server's UI at {ui} did not answer ({one_line(e)}); pass --spark-ui URL"
+    return {"wall_ms": wall, "rows": len(rows), "columns": df.columns, "stages": stages}, counts, note
+
+
+def one_line(e):
+    s = str(e).strip()
+    return s.splitlines()[0][:300] if s else type(e).__name__
+
+
+def connect_ui(spark, spec):
+    """The server's UI: --spark-ui, else the Connect host at spark.ui.port (4040)."""
+    if spec.get("spark_ui"):
+        return spec["spark_ui"].rstrip("/")
+    host = spec["remote"][len("sc://"):].split("/")[0].split(";")[0].rsplit(":", 1)[0]
+    try:
+        port = spark.conf.get("spark.ui.port")
+    except Exception:  # noqa: BLE001
+        port = "4040"
+    return f"http://{host}:{port or 4040}"
+
+
+def session(spec, SparkSession):
+    """Local mode or a --master through pyspark, or a Spark Connect server with --remote."""
+    if spec.get("remote"):
+        spark = SparkSession.builder.remote(spec["remote"]).getOrCreate()
+        for k, v in {"spark.sql.session.timeZone": "UTC", **spec["conf"]}.items():
+            spark.conf.set(k, v)
+        return spark
+    import os
+    for k in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE"):
+        os.environ.pop(k, None)
+    b = SparkSession.builder.master(spec["master"]).appName("skewjoin-verify")
+    conf = {"spark.ui.enabled": "true", "spark.ui.port": "0", "spark.ui.showConsoleProgress": "false",
+            "spark.ui.retainedTasks": "10000000", "spark.sql.session.timeZone": "UTC"}
+    conf.update(spec["conf"])
+    for k, v in conf.items():
+        b = b.config(k, v)
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
 
 
 def run(spark, sql, label, digits):
@@ -116,24 +191,30 @@ def main():
     except ImportError as e:
         out.write(json.dumps({"error": f"pyspark cannot be imported by {sys.executable} ({e}): pip install pyspark, or pass --python"}) + "\n")
         return
-    b = SparkSession.builder.master(spec["master"]).appName("skewjoin-verify")
-    conf = {"spark.ui.enabled": "true", "spark.ui.port": "0", "spark.ui.showConsoleProgress": "false",
-            "spark.ui.retainedTasks": "10000000", "spark.sql.session.timeZone": "UTC"}
-    conf.update(spec["conf"])
-    for k, v in conf.items():
-        b = b.config(k, v)
-    spark = b.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        spark = session(spec, SparkSession)
+    except Exception as e:  # noqa: BLE001 - a server that fails, a setting it refuses
+        out.write(json.dumps({"error": f"Spark: {one_line(e)}"}) + "\n")
+        return
     try:
         for name, path in spec["tables"].items():
             spark.read.parquet(path).createOrReplaceTempView(name)
         digits = spec["digits"]
-        before, c0 = run(spark, spec["original"], "original", digits)
-        after, c1 = run(spark, spec["rewritten"], "rewritten", digits)
+        notes = []
+        if spec.get("remote"):
+            ui = connect_ui(spark, spec)
+            before, c0, n0 = run_remote(spark, spec["original"], "original", digits, ui)
+            after, c1, n1 = run_remote(spark, spec["rewritten"], "rewritten", digits, ui)
+            notes = [n for n in {n0, n1} if n]
+            master = spec["remote"]
+        else:
+            before, c0 = run(spark, spec["original"], "original", digits)
+            after, c1 = run(spark, spec["rewritten"], "rewritten", digits)
+            master = spark.sparkContext.master
         only0 = list((c0 - c1).elements())[:5]
         only1 = list((c1 - c0).elements())[:5]
         out.write(json.dumps({
-            "spark_version": spark.version, "master": spark.sparkContext.master,
+            "spark_version": spark.version, "master": master, "notes": notes,
             "identical": c0 == c1, "before": before, "after": after,
             "only_in_original": [repr(r) for r in only0], "only_in_rewritten": [repr(r) for r in only1],
         }, default=str) + "\n")

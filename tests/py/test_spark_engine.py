@@ -144,7 +144,10 @@ def connect(tmp_path_factory):
         "spark.connect.grpc.binding.port": str(port),
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
-        "spark.ui.enabled": "false",
+        # verify reads the tasks of the queries it runs from the server's UI.
+        "spark.ui.enabled": "true",
+        "spark.ui.port": str(free_port()),
+        "spark.ui.showConsoleProgress": "false",
         "spark.sql.warehouse.dir": str(work / "warehouse"),
         "spark.driver.memory": "1g",
     }
@@ -200,6 +203,20 @@ def test_catalog_names_from_the_query_and_from_table(connect, tmp_path):
     assert [e["count"] for e in json.loads(keys.stdout)["columns"][0]["top"]] == [62131, 17811, 7960]
 
 
+def test_verify_over_connect(connect):
+    """verify --remote: both queries on the server, the same rows, and the join stage's tasks
+    (read from the server's UI by the jobs' tags) as the planner predicted them."""
+    p = run("verify", SAMPLES / "query.sql", "--table", f"events={EVENTS}", "--table", f"titles={TITLES}",
+            "--broadcast-threshold", "256KB", "--engine", "spark", "--python", sys.executable, "--remote", connect,
+            "--format", "json", "-q", check=True)
+    v = json.loads(p.stdout)
+    assert v["identical"] and v["master"] == connect and v["spark_version"] == pyspark.__version__, v
+    for when in ("before", "after"):
+        stage = max(v[f"measured_{when}"]["stages"], key=lambda s: s["max_task_records"])
+        assert stage["max_task_records"] == v[f"predicted_{when}"]["max_task_rows"], (when, stage, v[f"predicted_{when}"])
+    assert v["predicted_before"]["max_task_rows"] >= 20 * v["predicted_after"]["max_task_rows"]
+
+
 def one_line_error(p, *parts):
     assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
     err = p.stderr.strip()
@@ -214,6 +231,8 @@ def test_connect_errors_are_one_line(connect):
     one_line_error(run("keys", "sj.events", "-c", "nope", *spark_args(connect)), "column nope", "title_id")
     port = free_port()
     one_line_error(run("keys", "sj.events", "-c", "title_id", *spark_args(f"sc://127.0.0.1:{port}")), f"127.0.0.1:{port} is not reachable")
+    one_line_error(run("verify", SAMPLES / "query.sql", "--table", f"events={EVENTS}", "--table", f"titles={TITLES}", "--engine", "spark",
+                       "--python", sys.executable, "--remote", f"sc://127.0.0.1:{port}"), f"127.0.0.1:{port} is not reachable")
     one_line_error(run("plan", "--left", "sj.events", "--right", "sj.titles", "--on", "title_id", "--sample", "1%", *spark_args(connect)), "--sample")
 
 
