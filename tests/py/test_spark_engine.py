@@ -203,6 +203,23 @@ def test_catalog_names_from_the_query_and_from_table(connect, tmp_path):
     assert [e["count"] for e in json.loads(keys.stdout)["columns"][0]["top"]] == [62131, 17811, 7960]
 
 
+def test_spark_applies_conditions_the_embedded_engine_cannot(connect, tmp_path):
+    """Conditions over expressions (length(), arithmetic) are left out of the embedded counts,
+    which say so; Spark applies them, and its counts are DuckDB's over the same rows."""
+    import duckdb
+    q = tmp_path / "q.sql"
+    q.write_text("SELECT t.genre, count(*) AS n FROM events e LEFT JOIN titles t ON e.title_id = t.title_id\n"
+                 "WHERE length(e.user_id) > 12 AND e.hours * 2 > 1 GROUP BY t.genre")
+    args = ["rewrite", q, "--table", f"events={EVENTS}", "--table", f"titles={TITLES}", "--broadcast-threshold", "256KB", "-q"]
+    assert "the counts do not apply these conditions" in run(*args, check=True).stdout
+    out = run(*args, *spark_args(connect), check=True).stdout
+    where = f"FROM '{EVENTS}' WHERE length(user_id) > 12 AND hours * 2 > 1"
+    rows = duckdb.sql(f"SELECT count(*) {where}").fetchall()[0][0]
+    nulls = duckdb.sql(f"SELECT count(*) {where} AND title_id IS NULL").fetchall()[0][0]
+    assert f"the counts are of its {rows:,} rows (of 200,000) where length(user_id) > 12 AND hours * 2 > 1" in out, out
+    assert f"NULL [null]: {nulls:,} rows" in out and "do not apply" not in out, out
+
+
 def test_verify_over_connect(connect):
     """verify --remote: both queries on the server, the same rows, and the join stage's tasks
     (read from the server's UI by the jobs' tags) as the planner predicted them."""
