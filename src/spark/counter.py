@@ -32,8 +32,16 @@ def reply(obj):
 
 def one_line(e):
     msg = str(e).strip() or type(e).__name__
-    # Spark's own messages: the first line says it; the rest is a plan or a stack.
-    first = msg.splitlines()[0].strip()
+    # Spark's own messages: the first line says it; the rest is a plan or a stack. Through
+    # Py4J the first line only names the call, and the JVM's exception follows.
+    lines = [l.strip().lstrip(": ") for l in msg.splitlines() if l.strip()]
+    first = lines[0]
+    if first.startswith("An error occurred while calling") and len(lines) > 1:
+        first = lines[1]
+        for marker in ("Exception: ", "Error: "):
+            if marker in first:
+                first = first.split(marker, 1)[1]
+                break
     return first[:1000]
 
 
@@ -99,7 +107,7 @@ class Engine:
         if r.get("name"):
             df = self.spark.table(r["name"])
         else:
-            df = self.spark.read.parquet(r["path"])
+            df = self.spark.read.format(r.get("format") or "parquet").load(r["path"])
         name = self.view(df)
         fields = [{"name": f.name, "type": f.dataType.simpleString()} for f in df.schema.fields]
         rows = self.spark.sql(f"SELECT count(*) FROM {name}").collect()[0][0]

@@ -39,7 +39,7 @@ fn open_as(session: &Arc<Session>, spec: &str, by_name: bool) -> Result<Table> {
     // A path on this machine goes to Spark as an absolute one: a Connect server's working
     // folder is not ours.
     let path = std::path::absolute(spec).ok().filter(|p| p.exists()).map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|| spec.to_string());
-    let req = if by_name { json!({"op": "open", "name": spec}) } else { json!({"op": "open", "path": path}) };
+    let req = if by_name { json!({"op": "open", "name": spec}) } else { json!({"op": "open", "path": path, "format": format_of(spec)?}) };
     let a = session.request(&req, &format!("opening {spec}"))?;
     let view = a["view"].as_str().ok_or_else(|| Error::Internal("Spark engine: no view".into()))?.to_string();
     let fields: Vec<Field> = a["fields"]
@@ -53,6 +53,25 @@ fn open_as(session: &Arc<Session>, spec: &str, by_name: bool) -> Result<Table> {
     let size = footer_size(&files, rows).unwrap_or_else(|| spark_size(spec, rows, a["size_bytes"].as_u64(), a["size_exact"].as_bool() == Some(true)));
     let st = SparkTable { session: session.clone(), view, schema: Arc::new(Schema::new(fields)), size };
     Ok(Table::in_spark(spec, st))
+}
+
+/// How Spark must read the path: a Delta table as `delta` (never its folder's Parquet files,
+/// which include the removed ones); an Iceberg table is read by its catalog name.
+fn format_of(spec: &str) -> Result<&'static str> {
+    let listed = if crate::store::is_remote(spec) { crate::store::list_folder(spec).ok() } else { None };
+    let folder = match &listed {
+        Some(keys) => crate::delta::Folder::remote(spec, keys),
+        None => crate::delta::Folder::Local(crate::store::local_path(spec)),
+    };
+    if folder.is_delta() {
+        return Ok("delta");
+    }
+    if crate::iceberg::metadata_file(spec, listed.as_deref()).ok().flatten().is_some() {
+        return Err(Error::Usage(format!(
+            "{spec}: an Iceberg table: with --engine spark, give the name the Spark catalog knows it by (e.g. --table events=cat.db.events)"
+        )));
+    }
+    Ok("parquet")
 }
 
 /// A catalog name rather than a path: dotted identifiers (`events`, `prod.events`,

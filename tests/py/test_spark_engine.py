@@ -243,6 +243,19 @@ def one_line_error(p, *parts):
     return err
 
 
+def test_table_formats_are_not_read_as_plain_files(connect, tmp_path):
+    """A Delta table's folder holds the Parquet files of removed versions too: Spark reads it as
+    delta (here without the Delta package: Spark's own error), never as plain Parquet; an
+    Iceberg table is read by its catalog name."""
+    delta, iceberg = tmp_path / "delta", tmp_path / "iceberg"
+    (delta / "_delta_log").mkdir(parents=True)
+    (iceberg / "metadata").mkdir(parents=True)
+    (delta / "part-0.parquet").write_bytes(pathlib.Path(TITLES).read_bytes())
+    (iceberg / "metadata" / "v1.metadata.json").write_text("{}")
+    one_line_error(run("keys", delta, "-c", "title_id", *spark_args(connect)), "DATA_SOURCE_NOT_FOUND", "delta")
+    one_line_error(run("keys", iceberg, "-c", "title_id", *spark_args(connect)), "an Iceberg table", "catalog")
+
+
 def test_connect_errors_are_one_line(connect):
     one_line_error(run("keys", "sj.nope", "-c", "k", *spark_args(connect)), "sj.nope", "TABLE_OR_VIEW_NOT_FOUND")
     one_line_error(run("keys", "sj.events", "-c", "nope", *spark_args(connect)), "column nope", "title_id")
