@@ -67,6 +67,8 @@ pub struct Session {
     log: tempfile::NamedTempFile,
     timeout: Duration,
     summary: Mutex<Summary>,
+    /// The Connect URL as given (it may carry a token), to be kept out of messages.
+    secret_url: Option<String>,
 }
 
 impl Summary {
@@ -132,6 +134,7 @@ impl Session {
             log,
             timeout: opts.timeout,
             summary: Mutex::new(Summary::default()),
+            secret_url: opts.remote.clone(),
         };
         let conf: serde_json::Map<String, Json> = opts.conf.iter().map(|(k, v)| (k.clone(), Json::String(v.clone()))).collect();
         let hello = session.ask(&json!({"master": opts.master, "remote": opts.remote, "conf": conf}), "starting Spark")?;
@@ -140,7 +143,10 @@ impl Session {
         let mut s = session.summary.lock().map_err(|_| Error::Internal("Spark summary lock".into()))?;
         s.version = hello["version"].as_str().unwrap_or_default().to_string();
         s.app_id = hello["app_id"].as_str().map(str::to_string);
-        s.master = hello["master"].as_str().map(str::to_string).unwrap_or_else(|| opts.master.clone());
+        s.master = match &opts.remote {
+            Some(url) => redacted(url),
+            None => hello["master"].as_str().map(str::to_string).unwrap_or_else(|| opts.master.clone()),
+        };
         s.start_ms = t0.elapsed().as_millis() as u64;
         drop(s);
         let session = Arc::new(session);
@@ -187,7 +193,7 @@ impl Session {
         if answer["ok"].as_bool() == Some(true) {
             Ok(answer)
         } else {
-            Err(Error::Usage(format!("Spark engine: {what}: {}", answer["error"].as_str().unwrap_or("failed"))))
+            Err(Error::Usage(self.without_secret(format!("Spark engine: {what}: {}", answer["error"].as_str().unwrap_or("failed")))))
         }
     }
 
@@ -195,7 +201,15 @@ impl Session {
     fn died(&self, what: &str) -> Error {
         self.kill();
         let log = std::fs::read_to_string(self.log.path()).unwrap_or_default();
-        Error::Usage(format!("Spark engine: {what}: the Python process ended: {}", last_error_line(&log)))
+        Error::Usage(self.without_secret(format!("Spark engine: {what}: the Python process ended: {}", last_error_line(&log))))
+    }
+
+    /// `msg` with the Connect URL's parameters (a token among them) taken out.
+    fn without_secret(&self, msg: String) -> String {
+        match &self.secret_url {
+            Some(url) => without_url_secret(&msg, url),
+            None => msg,
+        }
     }
 
     fn kill(&self) {
@@ -234,13 +248,32 @@ fn last_error_line(log: &str) -> String {
     hit.map(|l| crate::format::one_line(l, 500)).unwrap_or_else(|| "no output".into())
 }
 
+/// A Spark Connect URL as it may be shown: `sc://HOST:PORT`, without its `/;key=value`
+/// parameters (`token=` is a secret).
+pub fn redacted(url: &str) -> String {
+    match url.strip_prefix("sc://") {
+        Some(rest) => format!("sc://{}", rest.split(['/', ';']).next().unwrap_or_default()),
+        None => "the --remote URL".into(),
+    }
+}
+
+/// `msg` with every occurrence of `url` shown redacted.
+pub fn without_url_secret(msg: &str, url: &str) -> String {
+    if url.is_empty() {
+        msg.to_string()
+    } else {
+        msg.replace(url, &redacted(url))
+    }
+}
+
 /// A Spark Connect URL's server answers on TCP within 10 s, or a one-line error.
 pub fn check_reachable(url: &str) -> Result<()> {
-    let rest = url.strip_prefix("sc://").ok_or_else(|| Error::Usage(format!("--remote {url}: write sc://HOST:PORT")))?;
+    let shown = redacted(url);
+    let rest = url.strip_prefix("sc://").ok_or_else(|| Error::Usage(format!("--remote {shown}: write sc://HOST:PORT")))?;
     let hostport = rest.split(['/', ';']).next().unwrap_or_default();
     let hostport = if hostport.contains(':') { hostport.to_string() } else { format!("{hostport}:15002") };
     use std::net::ToSocketAddrs;
-    let addrs: Vec<_> = hostport.to_socket_addrs().map_err(|e| Error::Usage(format!("--remote {url}: cannot resolve {hostport}: {e}")))?.collect();
+    let addrs: Vec<_> = hostport.to_socket_addrs().map_err(|e| Error::Usage(format!("--remote {shown}: cannot resolve {hostport}: {e}")))?.collect();
     let mut last = None;
     for a in addrs {
         match std::net::TcpStream::connect_timeout(&a, Duration::from_secs(10)) {
@@ -270,5 +303,13 @@ mod tests {
         let e = check_reachable(&format!("sc://127.0.0.1:{port}")).unwrap_err().to_string();
         assert!(e.starts_with(&format!("Spark Connect server 127.0.0.1:{port} is not reachable")), "{e}");
         assert!(check_reachable("http://x").is_err());
+    }
+
+    #[test]
+    fn a_connect_token_is_never_shown() {
+        let url = "sc://spark.example:15002/;token=s3cret;user_id=me";
+        assert_eq!(redacted(url), "sc://spark.example:15002");
+        assert_eq!(without_url_secret(&format!("failed to reach {url}"), url), "failed to reach sc://spark.example:15002");
+        assert!(!check_reachable("sc://no-such-host.invalid:1/;token=s3cret").unwrap_err().to_string().contains("s3cret"));
     }
 }

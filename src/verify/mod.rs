@@ -131,9 +131,11 @@ pub fn spark(original: &str, rewritten: &str, r: Option<&Rewritten>, tables: &[(
     if let Some(url) = &opts.remote {
         crate::spark::check_reachable(url)?;
     }
-    let parsed = run_spark_runner(&runner_spec(&original, &rewritten, tables, opts), &opts.python)?;
+    let url = opts.remote.as_deref().unwrap_or_default();
+    let parsed = run_spark_runner(&runner_spec(&original, &rewritten, tables, opts), &opts.python)
+        .map_err(|e| Error::Usage(crate::spark::without_url_secret(&e.to_string(), url)))?;
     if let Some(e) = parsed.error {
-        return Err(Error::Usage(e));
+        return Err(Error::Usage(crate::spark::without_url_secret(&e, url)));
     }
     let before = parsed.before.unwrap_or_default();
     let after = parsed.after.unwrap_or_default();
@@ -145,7 +147,10 @@ pub fn spark(original: &str, rewritten: &str, r: Option<&Rewritten>, tables: &[(
         engine: "spark".into(),
         engine_version: version.clone(),
         spark_version: version,
-        master: parsed.master.unwrap_or_default(),
+        master: match &opts.remote {
+            Some(url) => crate::spark::redacted(url),
+            None => parsed.master.unwrap_or_default(),
+        },
         rendered_for_polars: vec![],
         inputs: tables.iter().map(|(n, _)| format!("{n}: all rows")).collect(),
         identical: parsed.identical.unwrap_or(false) && before.columns == after.columns,
