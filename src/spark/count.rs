@@ -73,7 +73,7 @@ pub fn filtered(table: &Table, st: &SparkTable, keys: &KeySpec, filter: &RowFilt
     let req = json!({
         "op": "filter",
         "of": st.view,
-        "where": filter.text(),
+        "where": spark_where(filter, &st.schema),
         "keys": keys.names(),
         "group_by": group_by.map(|g| g.names()),
     });
@@ -93,6 +93,27 @@ pub fn filtered(table: &Table, st: &SparkTable, keys: &KeySpec, filter: &RowFilt
     Ok((t, KeySpec { columns }, st.size.rows, rows_out))
 }
 
+/// The conditions as Spark SQL: each in parentheses (an OR among them keeps its meaning under
+/// the AND that joins them), the table's columns in backquotes (a name with a space or a dash
+/// stays one name).
+fn spark_where(filter: &RowFilter, schema: &arrow_schema::Schema) -> String {
+    use sqlparser::ast::{visit_expressions_mut, Expr};
+    let is_column = |n: &str| schema.fields().iter().any(|f| f.name().eq_ignore_ascii_case(n));
+    let quoted = |c: &Expr| {
+        let mut c = c.clone();
+        let _ = visit_expressions_mut(&mut c, |e: &mut Expr| {
+            if let Expr::Identifier(i) = e {
+                if i.quote_style.is_none() && is_column(&i.value) {
+                    i.quote_style = Some('`');
+                }
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        format!("({})", crate::sql::render_expr(&c))
+    };
+    filter.conditions.iter().map(quoted).collect::<Vec<_>>().join(" AND ")
+}
+
 fn key(j: &Json, types: &[KeyType]) -> Result<Vec<Value>> {
     let parts = j.as_array().ok_or_else(|| Error::Internal("Spark engine: a key is not a list".into()))?;
     parts
@@ -100,6 +121,30 @@ fn key(j: &Json, types: &[KeyType]) -> Result<Vec<Value>> {
         .zip(types)
         .map(|(p, t)| wire::value(p, *t).ok_or_else(|| Error::Internal(format!("Spark engine: cannot read {p} as {}", t.spark_name()))))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conditions_keep_their_meaning_in_spark_sql() {
+        let schema = arrow_schema::Schema::new(vec![
+            arrow_schema::Field::new("s", arrow_schema::DataType::Utf8, true),
+            arrow_schema::Field::new("event type", arrow_schema::DataType::Utf8, true),
+            arrow_schema::Field::new("amt", arrow_schema::DataType::Int64, true),
+        ]);
+        let parse = |s: &str| crate::sql::parse(&format!("SELECT 1 WHERE {s}")).unwrap();
+        let cond = |s: &str| match &parse(s)[0] {
+            sqlparser::ast::Statement::Query(q) => match q.body.as_ref() {
+                sqlparser::ast::SetExpr::Select(sel) => sel.selection.clone().unwrap(),
+                _ => unreachable!(),
+            },
+            _ => unreachable!(),
+        };
+        let f = RowFilter { conditions: vec![cond("s = 'A' OR s = 'B'"), cond("amt > 100"), cond("`event type` = 'x'")] };
+        assert_eq!(spark_where(&f, &schema), "(`s` = 'A' OR `s` = 'B') AND (`amt` > 100) AND (`event type` = 'x')");
+    }
 }
 
 fn share(count: u64, rows: u64) -> f64 {

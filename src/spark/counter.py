@@ -18,6 +18,7 @@ binaries as hex.
 """
 import json
 import os
+import re
 import sys
 import time
 
@@ -30,8 +31,11 @@ def reply(obj):
     PROTO.flush()
 
 
+TOKEN = re.compile(r";\s*token=[^;\s]*", re.IGNORECASE)
+
+
 def one_line(e):
-    msg = str(e).strip() or type(e).__name__
+    msg = TOKEN.sub(";token=...", str(e).strip() or type(e).__name__)
     # Spark's own messages: the first line says it; the rest is a plan or a stack. Through
     # Py4J the first line only names the call, and the JVM's exception follows.
     lines = [l.strip().lstrip(": ") for l in msg.splitlines() if l.strip()]
@@ -70,7 +74,6 @@ class Engine:
         if self.remote:
             for k, v in (start.get("conf") or {}).items():
                 self.spark.conf.set(k, v)
-        self.spark.conf.set("spark.sql.session.timeZone", "UTC")
         # The kept groups of a key take AQE's coalesced partitions (Spark 4's default), so that
         # the small jobs over them do not run one task per shuffle partition.
         self.spark.conf.set("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true")
@@ -127,8 +130,6 @@ class Engine:
             pass
         try:
             text = self.spark.sql(f"EXPLAIN COST SELECT * FROM {name}").collect()[0][0]
-            import re
-
             m = re.search(r"sizeInBytes=([0-9.E+]+)\s*(B|KiB|MiB|GiB|TiB|PiB|EiB)?", text)
             if m:
                 unit = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50, "EiB": 1 << 60}[m.group(2) or "B"]
@@ -142,7 +143,11 @@ class Engine:
         where = f" WHERE {r['where']}" if r.get("where") else ""
         keys = ", ".join(q(k) for k in r["keys"])
         if r.get("group_by"):
-            groups = ", ".join(q(g) for g in r["group_by"])
+            seen = []
+            for g in r["group_by"]:
+                if g.lower() not in [s.lower() for s in seen]:
+                    seen.append(g)
+            groups = ", ".join(q(g) for g in seen)
             sql = f"SELECT {keys} FROM (SELECT DISTINCT {groups} FROM {base}{where})"
         else:
             sql = f"SELECT {keys} FROM {base}{where}"
@@ -172,14 +177,14 @@ class Engine:
             c = q(k)
             if t in ("tinyint", "smallint", "int", "bigint"):
                 out.append(f"CAST({c} AS BIGINT)")
-            elif t in ("float", "double") or t.startswith("decimal"):
+            elif t in ("float", "double"):
                 out.append(f"CAST({c} AS STRING)")
             elif t == "date":
                 out.append(f"unix_date({c})")
             elif t == "timestamp":
                 out.append(f"unix_micros({c})")
             elif t == "timestamp_ntz":
-                out.append(f"unix_micros(CAST({c} AS TIMESTAMP))")
+                out.append(f"timestampdiff(MICROSECOND, {NTZ_EPOCH}, {c})")
             elif t == "binary":
                 out.append(f"hex({c})")
             else:
@@ -199,8 +204,10 @@ class Engine:
         ).collect()[0]
         enc = ", ".join(f"{e} AS __k{i}" for i, e in enumerate(self.encoded(g, keys)))
         limit = f" LIMIT {int(r['top'])}" if int(r["top"]) > 0 else ""
-        rows = self.spark.sql(f"SELECT {enc}, __c FROM {gv} ORDER BY __c DESC{limit}").collect()
-        top = [{"key": [row[f"__k{i}"] for i in range(len(keys))], "rows": row["__c"]} for row in rows]
+        # Ties in a fixed order: NULL-keyed first (as the embedded engine), then by value.
+        order = ", ".join(f"__k{i}" for i in range(len(keys)))
+        rows = self.spark.sql(f"SELECT {enc}, __c FROM {gv} ORDER BY __c DESC, ({any_null}) DESC, {order}{limit}").collect()
+        top = [{"key": [plain(row[f"__k{i}"]) for i in range(len(keys))], "rows": row["__c"]} for row in rows]
         return {"distinct": tot[0], "rows": tot[1], "null_rows": tot[2], "top": top}
 
     def scan(self, r):
@@ -235,6 +242,17 @@ class Engine:
         return key_rows
 
 
+# Wall-clock timestamps travel as microseconds from this one, whatever the session's time zone.
+NTZ_EPOCH = "TIMESTAMP_NTZ'1970-01-01 00:00:00'"
+
+
+def plain(v):
+    """A decimal in plain notation (Spark's string of one may be 0E-18)."""
+    import decimal
+
+    return format(v, "f") if isinstance(v, decimal.Decimal) else v
+
+
 def decode(col, t):
     """A candidate's value (sent as a string) back in the key's type."""
     if t == "date":
@@ -242,7 +260,7 @@ def decode(col, t):
     if t == "timestamp":
         return f"timestamp_micros(CAST({col} AS BIGINT))"
     if t == "timestamp_ntz":
-        return f"CAST(timestamp_micros(CAST({col} AS BIGINT)) AS TIMESTAMP_NTZ)"
+        return f"timestampadd(MICROSECOND, CAST({col} AS BIGINT), {NTZ_EPOCH})"
     if t == "binary":
         return f"unhex({col})"
     return f"CAST({col} AS {t.upper()})"
@@ -269,8 +287,7 @@ def main():
     try:
         for g in engine.grouped.values():
             g.unpersist()
-        if not engine.remote:
-            engine.spark.stop()
+        engine.spark.stop()
     except Exception:  # noqa: BLE001
         pass
 

@@ -245,7 +245,7 @@ impl Drop for Session {
 fn last_error_line(log: &str) -> String {
     let lines: Vec<&str> = log.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     let hit = lines.iter().rev().find(|l| l.contains("Error:") || l.contains("Exception:") || l.contains("Error ")).or(lines.last());
-    hit.map(|l| crate::format::one_line(l, 500)).unwrap_or_else(|| "no output".into())
+    hit.map(|l| crate::format::one_line(&without_tokens(l), 500)).unwrap_or_else(|| "no output".into())
 }
 
 /// A Spark Connect URL as it may be shown: `sc://HOST:PORT`, without its `/;key=value`
@@ -257,13 +257,26 @@ pub fn redacted(url: &str) -> String {
     }
 }
 
-/// `msg` with every occurrence of `url` shown redacted.
+/// `msg` with every occurrence of `url` shown redacted, and any `;token=...` left (a URL cut
+/// short) blanked.
 pub fn without_url_secret(msg: &str, url: &str) -> String {
-    if url.is_empty() {
-        msg.to_string()
-    } else {
-        msg.replace(url, &redacted(url))
+    let msg = if url.is_empty() { msg.to_string() } else { msg.replace(url, &redacted(url)) };
+    without_tokens(&msg)
+}
+
+/// `;token=VALUE` blanked to `;token=...`, however the URL around it was cut.
+fn without_tokens(msg: &str) -> String {
+    let lower = msg.to_ascii_lowercase();
+    let mut out = String::with_capacity(msg.len());
+    let mut at = 0;
+    while let Some(i) = lower[at..].find(";token=") {
+        let start = at + i + ";token=".len();
+        out.push_str(&msg[at..start]);
+        out.push_str("...");
+        at = msg[start..].find(|c: char| c == ';' || c.is_whitespace()).map(|j| start + j).unwrap_or(msg.len());
     }
+    out.push_str(&msg[at..]);
+    out
 }
 
 /// A Spark Connect URL's server answers on TCP within 10 s, or a one-line error.
@@ -311,5 +324,7 @@ mod tests {
         assert_eq!(redacted(url), "sc://spark.example:15002");
         assert_eq!(without_url_secret(&format!("failed to reach {url}"), url), "failed to reach sc://spark.example:15002");
         assert!(!check_reachable("sc://no-such-host.invalid:1/;token=s3cret").unwrap_err().to_string().contains("s3cret"));
+        assert_eq!(without_tokens("at sc://h:1/;token=s3cr"), "at sc://h:1/;token=...");
+        assert_eq!(without_tokens("x;TOKEN=a;user_id=b y"), "x;TOKEN=...;user_id=b y");
     }
 }

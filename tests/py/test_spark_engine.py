@@ -49,6 +49,8 @@ TYPES = [
     ("ts", pa.timestamp("us", tz="UTC"), [dt.datetime(1970, 1, 1, tzinfo=UTC), dt.datetime(2024, 1, 1, 12, 34, 56, 789012, tzinfo=UTC), None]),
     ("ntz", pa.timestamp("us"), [dt.datetime(2024, 1, 1, 1, 2, 3), dt.datetime(1970, 1, 1), None]),
     ("dec", pa.decimal128(10, 2), [Decimal("123.45"), Decimal("-0.01"), Decimal("0.00"), None]),
+    # Spark's string of a decimal(38,18) zero is 0E-18 (with ANSI off): read as plain notation.
+    ("tiny", pa.decimal128(38, 18), [Decimal("0"), Decimal("0.0000001"), Decimal("-1"), None]),
     ("wide", pa.decimal128(38, 10), [Decimal("1234567890123456789012345678.0123456789"), Decimal("-1.5"), None]),
 ]
 
