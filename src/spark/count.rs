@@ -123,6 +123,14 @@ fn key(j: &Json, types: &[KeyType]) -> Result<Vec<Value>> {
         .collect()
 }
 
+fn share(count: u64, rows: u64) -> f64 {
+    if rows == 0 {
+        0.0
+    } else {
+        count as f64 / rows as f64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,13 +152,5 @@ mod tests {
         };
         let f = RowFilter { conditions: vec![cond("s = 'A' OR s = 'B'"), cond("amt > 100"), cond("`event type` = 'x'")] };
         assert_eq!(spark_where(&f, &schema), "(`s` = 'A' OR `s` = 'B') AND (`amt` > 100) AND (`event type` = 'x')");
-    }
-}
-
-fn share(count: u64, rows: u64) -> f64 {
-    if rows == 0 {
-        0.0
-    } else {
-        count as f64 / rows as f64
     }
 }
