@@ -163,14 +163,17 @@ def connect(tmp_path_factory):
 
     try:
         wait_for_port(port, log)
-        from pyspark.sql import SparkSession
         url = f"sc://127.0.0.1:{port}"
-        client = SparkSession.builder.remote(url).getOrCreate()
-        client.sql("CREATE DATABASE IF NOT EXISTS sj")
-        client.read.parquet(EVENTS).write.saveAsTable("sj.events")
-        client.read.parquet(TITLES).write.saveAsTable("sj.titles")
+        # A client in its own process: this one may hold the other suites' local session, and
+        # pyspark allows no remote session beside a regular one.
+        save = ("from pyspark.sql import SparkSession\n"
+                f"s = SparkSession.builder.remote({url!r}).getOrCreate()\n"
+                "s.sql('CREATE DATABASE IF NOT EXISTS sj')\n"
+                f"s.read.parquet({EVENTS!r}).write.saveAsTable('sj.events')\n"
+                f"s.read.parquet({TITLES!r}).write.saveAsTable('sj.titles')\n"
+                "s.stop()\n")
+        subprocess.run([sys.executable, "-c", save], check=True, capture_output=True, timeout=300)
         yield url
-        client.stop()
     finally:
         subprocess.run([str(home / "sbin" / "stop-connect-server.sh")], env=env, cwd=work, capture_output=True, timeout=120)
 
