@@ -114,7 +114,7 @@ fn window_plan(a: &PlanArgs, t: &Table, classifier: &Classifier, opts: &plan::Pl
         a.partition_by.iter().flat_map(|c| c.split(',')).map(str::trim).filter(|c| !c.is_empty()).map(|c| t.resolve(c)).collect::<Result<Vec<_>>>()?;
     let input =
         SideInput { table: t, keys: KeySpec { columns }, name: a.left_name.clone().unwrap_or_else(|| default_name(&a.left)), filter: None, group_by: None };
-    let p = window::plan(&input, a.shape, None, classifier, opts)?;
+    let p = window::plan(&input, a.shape, &[], classifier, opts)?;
     let io = if a.format.is_text() { skewjoin::report::table_notes() + &a.quiet.io_line() } else { String::new() };
     Ok(a.format.render(&p, window::text, window::json) + &io)
 }

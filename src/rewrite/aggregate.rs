@@ -20,6 +20,10 @@ use crate::window::Shape;
 /// (`percentile` and `median` keep every value of the group in their buffer, as a list does.)
 const LIST_AGGREGATES: [&str; 5] = ["collect_list", "collect_set", "array_agg", "percentile", "median"];
 
+/// DISTINCT aggregates of more columns than this are not looked at: Spark numbers them in an
+/// order of its own, and each of the n! orders is counted.
+const MAX_DISTINCT_COLUMNS: usize = 4;
+
 /// A GROUP BY of columns of one traced table: planned as an aggregate (which Spark aggregates
 /// per map task before the shuffle) and reported; one over anything else, or with DISTINCT
 /// aggregates of several arguments (Spark expands the rows), is not looked at.
@@ -34,12 +38,12 @@ pub(super) fn aggregate(sel: &Select, ctx: &mut Ctx) {
     let Some(distinct) = distinct_arguments(sel) else { return };
     let shape = match distinct.len() {
         0 => Shape::Aggregate { lists: builds_lists(sel) },
-        1 => Shape::DistinctAggregate,
+        n if n <= MAX_DISTINCT_COLUMNS => Shape::DistinctAggregate { groups: n as u32, regular: has_regular_aggregate(sel) },
         _ => return,
     };
     let mut seen =
         WindowSeen { at: keys.first().and_then(At::of), stage: text, status: "left_as_written", alias: None, plan: None, reason: None, notes: vec![] };
-    match planned(sel, &inp, &keys, shape, distinct.first(), ctx) {
+    match planned(sel, &inp, &keys, shape, &distinct, ctx) {
         Ok((p, notes)) => {
             let per_value = list_argument(sel).and_then(|e| list_bytes_per_value(&e, &inp, ctx));
             seen.plan = Some(match per_value {
@@ -154,6 +158,71 @@ fn list_bytes_per_value(e: &Expr, inp: &Input, ctx: &Ctx) -> Option<f64> {
 }
 
 /// An aggregate of the select list or HAVING builds a list of its group's values.
+/// Whether the SELECT has an aggregate that is not DISTINCT (`count(*)` included): Spark then
+/// copies each row once more for them (`RewriteDistinctAggregates` keeps an aggregate whose
+/// children are not all foldable, and an aggregate function never is). A function not known as
+/// an aggregate, or one with OVER, is not one.
+fn has_regular_aggregate(sel: &Select) -> bool {
+    struct Regular(bool);
+    impl Visitor for Regular {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            let Expr::Function(f) = e else { return ControlFlow::Continue(()) };
+            let distinct = matches!(&f.args, FunctionArguments::List(l) if l.duplicate_treatment.is_some());
+            self.0 |= f.over.is_none() && !distinct && AGGREGATES.contains(&fn_name(f).as_str());
+            ControlFlow::Continue(())
+        }
+    }
+    let mut r = Regular(false);
+    let _ = sel.projection.visit(&mut r);
+    let _ = sel.having.visit(&mut r);
+    r.0
+}
+
+/// Spark's aggregate functions (lower case), for `has_regular_aggregate`.
+const AGGREGATES: [&str; 40] = [
+    "sum",
+    "count",
+    "avg",
+    "mean",
+    "min",
+    "max",
+    "first",
+    "last",
+    "first_value",
+    "last_value",
+    "any_value",
+    "collect_list",
+    "collect_set",
+    "array_agg",
+    "percentile",
+    "percentile_approx",
+    "approx_percentile",
+    "median",
+    "stddev",
+    "stddev_samp",
+    "stddev_pop",
+    "std",
+    "variance",
+    "var_samp",
+    "var_pop",
+    "corr",
+    "covar_pop",
+    "covar_samp",
+    "count_if",
+    "bool_and",
+    "bool_or",
+    "every",
+    "some",
+    "any",
+    "bit_and",
+    "bit_or",
+    "approx_count_distinct",
+    "max_by",
+    "min_by",
+    "try_sum",
+];
+
 fn builds_lists(sel: &Select) -> bool {
     struct Lists(bool);
     impl Visitor for Lists {

@@ -33,7 +33,7 @@ use crate::count::KeySpec;
 use crate::error::Result;
 use crate::filter::{check, RowFilter};
 use crate::plan::{JoinType, SideInput};
-use crate::source::Table;
+use crate::source::{ResolvedColumn, Table};
 use crate::sql::{ident, literal, parse_query, render_expr};
 use crate::value::{KeyType, Value};
 use crate::window::{self, Shape, WindowPlan};
@@ -241,10 +241,10 @@ fn stage(sel: &Select, fns: &[WinFn], joins_rewritten: bool, ctx: &Ctx) -> std::
     let shape = shape_of(fns, &ctx.rank_limits);
     if sel.from[0].joins.is_empty() {
         let inp = input_of(&sel.from[0].relation, ctx, 0).map_err(|e| format!("its input: {e}"))?;
-        return planned(sel, &inp, &fns[0].partition, shape, None, ctx);
+        return planned(sel, &inp, &fns[0].partition, shape, &[], ctx);
     }
     let inp = joined_input(&sel.from[0], &fns[0].partition, ctx)?;
-    let (p, mut notes) = planned(sel, &inp, &fns[0].partition, shape, None, ctx)?;
+    let (p, mut notes) = planned(sel, &inp, &fns[0].partition, shape, &[], ctx)?;
     notes.push(format!("the partition key is counted on {} before its joins, which can drop or repeat its rows: the task sizes are estimates", inp.display()));
     Ok((p, notes))
 }
@@ -274,13 +274,13 @@ pub(super) fn joined_input(twj: &TableWithJoins, keys: &[Expr], ctx: &Ctx) -> st
 }
 
 /// The stage over `keys` (expressions of `sel`) planned on the table `inp` traces to;
-/// `distinct`: the argument of a DISTINCT aggregate (`Shape::DistinctAggregate`).
+/// `distinct`: the argument of each DISTINCT aggregate (`Shape::DistinctAggregate`).
 pub(super) fn planned(
     sel: &Select,
     inp: &Input,
     keys: &[Expr],
     shape: Shape,
-    distinct: Option<&Expr>,
+    distinct: &[Expr],
     ctx: &Ctx,
 ) -> std::result::Result<(WindowPlan, Vec<String>), String> {
     let keys: Vec<String> = keys
@@ -294,19 +294,24 @@ pub(super) fn planned(
         Some(g) => Some(KeySpec { columns: g.iter().map(|c| table.resolve(c)).collect::<Result<Vec<_>>>().map_err(|e| e.to_string())? }),
         None => None,
     };
-    let distinct = match distinct {
-        Some(e) => {
-            let col = column_of(e, inp).ok_or_else(|| format!("DISTINCT {} is not a column of its input", render_expr(e)))?;
-            Some(inp.key_base(&[col], ctx.tables).map_err(|e| e.to_string())?)
-        }
-        None => None,
-    };
-    if distinct.as_ref().is_some_and(|d| d.0 != tname) {
-        return Err("the DISTINCT aggregate's column is not of the key's table".into());
-    }
+    let distinct = distinct_columns(distinct, inp, &tname, ctx)?;
     let input = SideInput { table, keys: KeySpec { columns: cols }, name: inp.display(), filter, group_by };
-    let p = window::plan(&input, shape, distinct.as_ref().map(|d| &d.1[0]), ctx.classifier, ctx.opts).map_err(|e| e.to_string())?;
+    let p = window::plan(&input, shape, &distinct, ctx.classifier, ctx.opts).map_err(|e| e.to_string())?;
     Ok((p, notes))
+}
+
+/// The DISTINCT aggregates' arguments as columns of the key's table.
+fn distinct_columns(distinct: &[Expr], inp: &Input, tname: &str, ctx: &Ctx) -> std::result::Result<Vec<ResolvedColumn>, String> {
+    let mut out = Vec::new();
+    for e in distinct {
+        let col = column_of(e, inp).ok_or_else(|| format!("DISTINCT {} is not a column of its input", render_expr(e)))?;
+        let (t, mut c) = inp.key_base(&[col], ctx.tables).map_err(|e| e.to_string())?;
+        if t != tname {
+            return Err("a DISTINCT aggregate's column is not of the key's table".into());
+        }
+        out.push(c.remove(0));
+    }
+    Ok(out)
 }
 
 /// The input's own conditions and the SELECT's WHERE conjuncts on its table (Spark filters

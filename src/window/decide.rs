@@ -28,7 +28,7 @@ pub fn decide(m: &WindowMeasured, shape: Shape, classifier: &Classifier, opts: &
         Shape::WholePartition => Verdict::Rewrite,
         Shape::Ordered => Verdict::LeftAlone,
         Shape::TopN { .. } => Verdict::GroupLimit,
-        Shape::Aggregate { .. } | Shape::DistinctAggregate => Verdict::PartialAggregation,
+        Shape::Aggregate { .. } | Shape::DistinctAggregate { .. } => Verdict::PartialAggregation,
     };
     let after_tasks = if verdict == Verdict::Rewrite { rest_rows(m, &keys, null) } else { vec![] };
     let after = (verdict == Verdict::Rewrite).then(|| stats(&after_tasks, bpr));
@@ -53,6 +53,7 @@ pub fn decide(m: &WindowMeasured, shape: Shape, classifier: &Classifier, opts: &
         records,
         map_tasks: m.reduced.as_ref().map(|r| r.map_tasks),
         cores: m.reduced.as_ref().and_then(|r| r.cores),
+        records_orders: m.reduced.as_ref().and_then(|r| r.orders),
         list_bytes: None,
         conditions: m.side.filter.as_ref().map(|f| f.conditions.clone()).filter(|c| !c.is_empty()),
         before_tasks,
@@ -167,7 +168,13 @@ fn explain(v: Verdict, shape: Shape, hot: &[HotGroup], before: &TaskStats, after
                 h.display
             )
         }
-        (Verdict::PartialAggregation, Some(h)) if shape == Shape::DistinctAggregate => format!(
+        (Verdict::PartialAggregation, Some(h)) if matches!(shape, Shape::DistinctAggregate { groups: 2.., .. }) => format!(
+            "Spark copies each row once per DISTINCT column{}, each copy with a group id, and aggregates each map task's copies by the key, the column and the id, shuffled by them, then by the key: the {} of {} arrive as one record per distinct value of each column per map task, spread over the partitions, then one per task of that first shuffle",
+            if matches!(shape, Shape::DistinctAggregate { regular: true, .. }) { " (and once for the other aggregates)" } else { "" },
+            big(h),
+            h.display
+        ),
+        (Verdict::PartialAggregation, Some(h)) if matches!(shape, Shape::DistinctAggregate { .. }) => format!(
             "Spark aggregates each map task's rows by the key and the DISTINCT column first, shuffled by both, then by the key: the {} of {} arrive as one record per distinct value of the other column per map task, spread over the partitions, then one per task of that first shuffle",
             big(h),
             h.display

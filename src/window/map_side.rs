@@ -11,7 +11,7 @@ use parquet::file::metadata::RowGroupMetaData;
 use rayon::prelude::*;
 
 use crate::count::{decode_key, encode_values, Atoms, KeySpec};
-use crate::value::KeyType;
+use crate::value::{KeyType, Value};
 
 use crate::error::{Error, Result};
 use crate::filter::{all_true, field_ci, RowFilter};
@@ -98,44 +98,151 @@ pub fn reduced_records(table: &Table, keys: &KeySpec, filter: Option<&RowFilter>
     Ok(out)
 }
 
-/// GROUP BY with one DISTINCT aggregate, as Spark plans it: each map task sends one record per
-/// distinct (key, value) pair, shuffled by both; each task of that shuffle sends one record per
-/// key it holds, shuffled by the key. The records per partition of each shuffle.
+/// The records of both shuffles of a GROUP BY with DISTINCT aggregates, per partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DistinctRecords {
+    /// By the key, the DISTINCT columns (and the group id over several columns).
+    pub first: Vec<u64>,
+    /// By the key.
+    pub second: Vec<u64>,
+}
+
+/// GROUP BY with DISTINCT aggregates of `distinct` (one column each), as Spark plans it. Over
+/// one column: each map task sends one record per distinct (key, value) pair, shuffled by
+/// both; each task of that shuffle sends one record per key it holds, shuffled by the key.
+/// Over several (Spark's `RewriteDistinctAggregates`), each row is first copied once per
+/// column, as (key, that column, NULL for the others, group id 1..n), plus once as (key,
+/// NULLs, 0) when `regular` aggregates read a column, and the copies are reduced as the pairs
+/// are. A NULL adds nothing to Spark's hash, so a copy's partition is that of (key, value, id).
+/// Spark numbers the columns in the order of a hash of its own expressions, which differs from
+/// run to run: one result per order (permutation of the columns), one for a single column.
 pub fn distinct_records(
     table: &Table,
     keys: &KeySpec,
-    distinct: &ResolvedColumn,
+    distinct: &[ResolvedColumn],
+    regular: bool,
     filter: Option<&RowFilter>,
     tasks: &[MapTask],
     partitions: u32,
-) -> Result<(Vec<u64>, Vec<u64>)> {
-    let mut both = keys.clone();
-    both.columns.push(distinct.clone());
-    if both.columns.iter().any(|c| matches!(c.source, ColumnSource::Partition { .. })) {
+) -> Result<Vec<DistinctRecords>> {
+    let mut all = keys.clone();
+    all.columns.extend(distinct.iter().cloned());
+    if all.columns.iter().any(|c| matches!(c.source, ColumnSource::Partition { .. })) {
         return Err(Error::Usage(format!("{}: a partition column key: the map-side records are not counted", table.display)));
     }
-    let (types, nk) = (both.types(), keys.columns.len());
-    // Per pair: its partition in the first shuffle, its key's identity and partition.
-    let new = |b: &[u8]| {
-        let v = decode_key(b, &types);
-        (spark_partition(&v, partitions), hash64(&encode_values(&v[..nk], &types[..nk])), spark_partition(&v[..nk], partitions))
-    };
-    let per_task: Vec<Rows<(u32, u64, u32)>> = tasks.par_iter().map(|t| task_rows(table, &both, filter, t, &new)).collect::<Result<_>>()?;
-    let n = partitions.max(1) as usize;
-    let mut first = vec![0u64; n];
-    // Each (partition of the first shuffle, key) once, with the key's partition.
-    let mut second_keys: hashbrown::HashMap<(u32, u64), u32> = hashbrown::HashMap::new();
-    for rows in &per_task {
-        for ((q, key, key_part), _) in rows.values() {
-            first[*q as usize] += 1;
-            second_keys.insert((*q, *key), *key_part);
+    let shape = Expansion { types: all.types(), nk: keys.columns.len(), groups: distinct.len(), regular, partitions };
+    let per_task: Vec<TaskCopies> = tasks
+        .par_iter()
+        .map(|t| task_rows(table, &all, filter, t, &|b: &[u8]| shape.copies(b)).map(|rows| TaskCopies::of(rows.into_values().map(|v| v.0))))
+        .collect::<Result<_>>()?;
+    Ok(orders(distinct.len()).iter().map(|gid_of| shape.records(&per_task, gid_of)).collect())
+}
+
+/// How a row of (key, distinct columns) is copied.
+struct Expansion {
+    types: Vec<KeyType>,
+    nk: usize,
+    groups: usize,
+    regular: bool,
+    partitions: u32,
+}
+
+/// The copies of one distinct row of (key, distinct columns).
+struct Copies {
+    key_id: u64,
+    key_part: u32,
+    /// Per column: the identity of (key, value) and its partition under each group id
+    /// (index i: id i + 1; one entry, no id, over a single column).
+    columns: Vec<(u64, Vec<u32>)>,
+    /// The partition of (key, 0), the regular aggregates' copy.
+    regular_part: Option<u32>,
+}
+
+impl Expansion {
+    fn copies(&self, b: &[u8]) -> Copies {
+        let v = decode_key(b, &self.types);
+        let (key, nk) = (&v[..self.nk], self.nk);
+        let with = |extra: &[Value]| -> Vec<Value> { key.iter().chain(extra).cloned().collect() };
+        let columns = (0..self.groups)
+            .map(|i| {
+                let pair = with(&v[nk + i..=nk + i]);
+                let mut pair_types = self.types[..nk].to_vec();
+                pair_types.push(self.types[nk + i]);
+                let id = hash64(&[encode_values(&pair, &pair_types), (i as u32).to_le_bytes().to_vec()].concat());
+                let parts = if self.groups == 1 {
+                    vec![spark_partition(&pair, self.partitions)]
+                } else {
+                    (1..=self.groups as i32).map(|g| spark_partition(&with(&[v[nk + i].clone(), Value::Int(g)]), self.partitions)).collect()
+                };
+                (id, parts)
+            })
+            .collect();
+        Copies {
+            key_id: hash64(&encode_values(key, &self.types[..nk])),
+            key_part: spark_partition(key, self.partitions),
+            columns,
+            regular_part: (self.groups > 1 && self.regular).then(|| spark_partition(&with(&[Value::Int(0)]), self.partitions)),
         }
     }
-    let mut second = vec![0u64; n];
-    for key_part in second_keys.values() {
-        second[*key_part as usize] += 1;
+
+    /// Both shuffles' records when column i gets the group id `gid_of[i] + 1`.
+    fn records(&self, tasks: &[TaskCopies], gid_of: &[usize]) -> DistinctRecords {
+        let n = self.partitions.max(1) as usize;
+        let mut first = vec![0u64; n];
+        // Each (partition of the first shuffle, key) once, with the key's partition.
+        let mut second_keys: hashbrown::HashMap<(u32, u64), u32> = hashbrown::HashMap::new();
+        for t in tasks {
+            let column_copies = t.columns.iter().map(|(c, key_id, key_part, parts)| (parts[if parts.len() == 1 { 0 } else { gid_of[*c] }], *key_id, *key_part));
+            let regular_copies = t.regular.iter().map(|(key_id, (q, key_part))| (*q, *key_id, *key_part));
+            for (q, key_id, key_part) in column_copies.chain(regular_copies) {
+                first[q as usize] += 1;
+                second_keys.insert((q, key_id), key_part);
+            }
+        }
+        let mut second = vec![0u64; n];
+        for key_part in second_keys.values() {
+            second[*key_part as usize] += 1;
+        }
+        DistinctRecords { first, second }
     }
-    Ok((first, second))
+}
+
+/// One map task's copies, each once: (column, key, key's partition, partitions by group id),
+/// and the regular copies by key: (partition, key's partition).
+struct TaskCopies {
+    columns: Vec<(usize, u64, u32, Vec<u32>)>,
+    regular: hashbrown::HashMap<u64, (u32, u32)>,
+}
+
+impl TaskCopies {
+    fn of(rows: impl Iterator<Item = Copies>) -> TaskCopies {
+        let mut columns: hashbrown::HashMap<u64, (usize, u64, u32, Vec<u32>)> = hashbrown::HashMap::new();
+        let mut regular = hashbrown::HashMap::new();
+        for r in rows {
+            for (i, (id, parts)) in r.columns.into_iter().enumerate() {
+                columns.entry(id).or_insert((i, r.key_id, r.key_part, parts));
+            }
+            if let Some(q) = r.regular_part {
+                regular.insert(r.key_id, (q, r.key_part));
+            }
+        }
+        TaskCopies { columns: columns.into_values().collect(), regular }
+    }
+}
+
+/// Every numbering of `n` columns: per order, each column's index among the group ids.
+fn orders(n: usize) -> Vec<Vec<usize>> {
+    if n <= 1 {
+        return vec![vec![0; n]];
+    }
+    let mut out = Vec::new();
+    for rest in orders(n - 1) {
+        // Insert column n-1 at every position of each order of the others.
+        for pos in 0..n {
+            out.push(rest.iter().map(|&g| if g >= pos { g + 1 } else { g }).chain(std::iter::once(pos)).collect());
+        }
+    }
+    out
 }
 
 /// One map task's records per shuffle partition.
@@ -227,6 +334,54 @@ mod tests {
     use super::*;
 
     const MB: u64 = 1 << 20;
+
+    /// Rows (k, a, b): every distinct copy is one record of the first shuffle, whatever the
+    /// order of the columns; (k, a) pairs repeated over b are one copy.
+    #[test]
+    fn distinct_copies_are_counted_once_per_task_and_column() {
+        use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.parquet");
+        let col = |v: Vec<Option<i64>>| Arc::new(Int64Array::from(v)) as ArrayRef;
+        // k=1: a in {1, 2} (3 rows), b in {1, 2, NULL}; k=2: a {5}, b {5}; k NULL: a {1}, b {1}.
+        let k = vec![Some(1), Some(1), Some(1), Some(1), Some(2), None];
+        let a = vec![Some(1), Some(1), Some(2), Some(1), Some(5), Some(1)];
+        let b = vec![Some(1), Some(2), Some(1), None, Some(5), Some(1)];
+        let batch = RecordBatch::try_from_iter(vec![("k", col(k)), ("a", col(a)), ("b", col(b))]).unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&p).unwrap(), batch.schema(), None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let t = Table::open(&[p.to_string_lossy().into_owned()]).unwrap();
+        let keys = KeySpec { columns: vec![t.resolve("k").unwrap()] };
+        let d = [t.resolve("a").unwrap(), t.resolve("b").unwrap()];
+        let tasks = vec![vec![(0, 0)]];
+        let sum = |v: &[u64]| v.iter().sum::<u64>();
+        // (k, a): 4 distinct pairs, (k, b): 5; the regular copies: 3 keys.
+        for (regular, copies) in [(false, 9), (true, 12)] {
+            let all = distinct_records(&t, &keys, &d, regular, None, &tasks, 8).unwrap();
+            assert_eq!(all.len(), 2);
+            for r in &all {
+                assert_eq!(sum(&r.first), copies);
+                // One record per key per partition of the first shuffle that holds it.
+                assert!(sum(&r.second) >= 3 && sum(&r.second) <= copies, "{r:?}");
+            }
+        }
+        // One column: the pairs, no group id, one order.
+        let one = distinct_records(&t, &keys, &d[..1], true, None, &tasks, 8).unwrap();
+        assert_eq!(one.len(), 1);
+        assert_eq!(sum(&one[0].first), 4);
+        let pair = |k: i64, a: i64| spark_partition(&[Value::Long(k), Value::Long(a)], 8) as usize;
+        assert!(one[0].first[pair(1, 1)] >= 1 && one[0].first[pair(2, 5)] >= 1);
+    }
+
+    #[test]
+    fn every_numbering_of_the_distinct_columns_once() {
+        assert_eq!(orders(1), vec![vec![0]]);
+        let mut three = orders(3);
+        three.sort();
+        assert_eq!(three, vec![vec![0, 1, 2], vec![0, 2, 1], vec![1, 0, 2], vec![1, 2, 0], vec![2, 0, 1], vec![2, 1, 0]]);
+    }
 
     #[test]
     fn a_large_cluster_splits_files_at_128_mib_and_packs_small_ones() {

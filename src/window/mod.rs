@@ -23,7 +23,7 @@ mod report;
 mod tests;
 
 pub use decide::decide;
-pub use map_side::{distinct_records, map_tasks, reduced_records, MapTask};
+pub use map_side::{distinct_records, map_tasks, reduced_records, DistinctRecords, MapTask};
 pub use report::{json, text};
 
 use serde::Serialize;
@@ -47,9 +47,12 @@ pub enum Shape {
     TopN { n: u64 },
     /// GROUP BY or DISTINCT; `lists` when an aggregate builds a list (collect_list, collect_set).
     Aggregate { lists: bool },
-    /// GROUP BY with one DISTINCT aggregate: Spark aggregates by the key and the distinct
-    /// column first (a shuffle by both), then by the key (a second shuffle).
-    DistinctAggregate,
+    /// GROUP BY with DISTINCT aggregates of `groups` different columns: Spark aggregates by the
+    /// key and the distinct column first (a shuffle by both), then by the key (a second
+    /// shuffle). Over several columns it first copies each row once per column (`Expand`, with
+    /// a group id), and once more for the other aggregates when `regular` (any aggregate that is
+    /// not DISTINCT, `count(*)` included).
+    DistinctAggregate { groups: u32, regular: bool },
 }
 
 impl Shape {
@@ -60,7 +63,8 @@ impl Shape {
             Shape::TopN { n } => format!("top {n} per partition"),
             Shape::Aggregate { lists: false } => "aggregate".into(),
             Shape::Aggregate { lists: true } => "aggregate building lists".into(),
-            Shape::DistinctAggregate => "aggregate with a DISTINCT aggregate".into(),
+            Shape::DistinctAggregate { groups: 1, .. } => "aggregate with a DISTINCT aggregate".into(),
+            Shape::DistinctAggregate { groups, .. } => format!("aggregate with DISTINCT aggregates of {groups} columns"),
         }
     }
 }
@@ -101,6 +105,17 @@ pub struct Reduced {
     pub records: Vec<u64>,
     /// Which shuffle `records` is, when the stage has two.
     pub stage: Option<String>,
+    /// Over DISTINCT aggregates of several columns, `records` is the order of the columns that
+    /// gives the largest task; this says how many orders there are and the smallest result.
+    pub orders: Option<RecordsOrders>,
+}
+
+/// The largest task over the orders in which Spark can number the DISTINCT columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RecordsOrders {
+    pub orders: u32,
+    /// The largest task in records, in the order that makes it smallest.
+    pub least_max_task_rows: u64,
 }
 
 /// One hot partition value.
@@ -145,6 +160,7 @@ pub struct WindowPlan {
     pub records: Option<TaskStats>,
     pub map_tasks: Option<u64>,
     pub cores: Option<u32>,
+    pub records_orders: Option<RecordsOrders>,
     /// For a list-building aggregate over a fixed-width column: the bytes of the largest hot
     /// value's list, which one task merges (its rows times the type's width).
     pub list_bytes: Option<u64>,
@@ -187,40 +203,66 @@ pub fn measure(input: &SideInput, opts: &PlanOptions) -> Result<WindowMeasured> 
 }
 
 /// The records Spark's map-side reduction sends, for the shapes that have one.
-fn reduced(input: &SideInput, shape: Shape, distinct: Option<&ResolvedColumn>, opts: &PlanOptions) -> Result<Option<Reduced>> {
+fn reduced(input: &SideInput, shape: Shape, distinct: &[ResolvedColumn], opts: &PlanOptions) -> Result<Option<Reduced>> {
     let parts = opts.partitions.max(1);
     let tasks = || map_tasks(input.table, opts.cores);
-    let (tasks, records, stage) = match (shape, distinct) {
-        (Shape::Aggregate { .. }, _) => {
+    let mut orders = None;
+    let (tasks, records, stage) = match shape {
+        Shape::Aggregate { .. } => {
             let t = tasks();
             let r = reduced_records(input.table, &input.keys, input.filter.as_ref(), &t, parts, 1)?;
             (t, r, None)
         }
-        (Shape::TopN { n }, _) => {
+        Shape::TopN { n } => {
             let t = tasks();
             let r = reduced_records(input.table, &input.keys, input.filter.as_ref(), &t, parts, n)?;
             (t, r, None)
         }
-        (Shape::DistinctAggregate, Some(d)) => {
+        Shape::DistinctAggregate { regular, .. } if !distinct.is_empty() => {
             let t = tasks();
-            let (first, second) = distinct_records(input.table, &input.keys, d, input.filter.as_ref(), &t, parts)?;
-            let max = |v: &[u64]| v.iter().copied().max().unwrap_or(0);
-            if max(&first) >= max(&second) {
-                (t, first, Some(format!("the first of its two shuffles, by {} and {}", input.keys.names().join(", "), d.name)))
-            } else {
-                (t, second, Some(format!("the second of its two shuffles, by {}", input.keys.names().join(", "))))
-            }
+            let all = distinct_records(input.table, &input.keys, distinct, regular, input.filter.as_ref(), &t, parts)?;
+            let (records, stage, o) = distinct_stage(input, distinct, &all);
+            orders = o;
+            (t, records, Some(stage))
         }
         _ => return Ok(None),
     };
-    Ok(Some(Reduced { map_tasks: tasks.len() as u64, cores: opts.cores, records, stage }))
+    Ok(Some(Reduced { map_tasks: tasks.len() as u64, cores: opts.cores, records, stage, orders }))
+}
+
+/// The larger of a DISTINCT aggregate's two shuffles, and which it is. Over several columns,
+/// the numbering of the columns that makes it largest, and the range over the others.
+fn distinct_stage(input: &SideInput, distinct: &[ResolvedColumn], orders: &[DistinctRecords]) -> (Vec<u64>, String, Option<RecordsOrders>) {
+    let max = |v: &[u64]| v.iter().copied().max().unwrap_or(0);
+    let largest = |o: &DistinctRecords| max(&o.first).max(max(&o.second));
+    let worst = orders.iter().max_by_key(|o| largest(o)).expect("one order at least");
+    let keys = input.keys.names().join(", ");
+    let cols = distinct.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(", ");
+    let id = if distinct.len() > 1 { " and the group id" } else { "" };
+    let (records, mut stage) = if max(&worst.first) >= max(&worst.second) {
+        (worst.first.clone(), format!("the first of its two shuffles, by {keys}, {cols}{id}"))
+    } else {
+        (worst.second.clone(), format!("the second of its two shuffles, by {keys}"))
+    };
+    let mut spread = None;
+    if orders.len() > 1 {
+        let least = orders.iter().map(largest).min().unwrap_or(0);
+        spread = Some(RecordsOrders { orders: orders.len() as u32, least_max_task_rows: least });
+        stage += &format!(
+            " (Spark numbers the {} columns in an order of its own: the largest task over the {} orders; {} in the order that gives the smallest)",
+            distinct.len(),
+            orders.len(),
+            crate::format::fmt_count(least)
+        );
+    }
+    (records, stage, spread)
 }
 
 /// Measure then decide; where Spark reduces a hot stage per map task (a GROUP BY, a top N),
 /// count the records each task sends too (a second pass over the key columns, per map task:
 /// not for an input that groups, whose rows are not the files') and decide with them.
-/// `distinct`: the column of a DISTINCT aggregate (for `Shape::DistinctAggregate`).
-pub fn plan(input: &SideInput, shape: Shape, distinct: Option<&ResolvedColumn>, classifier: &Classifier, opts: &PlanOptions) -> Result<WindowPlan> {
+/// `distinct`: the column of each DISTINCT aggregate (for `Shape::DistinctAggregate`).
+pub fn plan(input: &SideInput, shape: Shape, distinct: &[ResolvedColumn], classifier: &Classifier, opts: &PlanOptions) -> Result<WindowPlan> {
     let mut m = measure(input, opts)?;
     let first = decide(&m, shape, classifier, opts);
     if !matches!(first.verdict, Verdict::PartialAggregation | Verdict::GroupLimit) || input.group_by.is_some() {
