@@ -1,5 +1,5 @@
 //! A GROUP BY (or a `SELECT DISTINCT`) of one traced input, planned as the aggregate Spark
-//! runs: partial aggregation per map task, or two shuffles for one DISTINCT aggregate; a
+//! runs: partial aggregation per map task, or two shuffles for DISTINCT aggregates; a
 //! list-building aggregate's hot list in bytes. Reported beside the windows (`windows` in the
 //! JSON), never rewritten: Spark already reduces the hot value before the shuffle.
 
@@ -26,7 +26,8 @@ const MAX_DISTINCT_COLUMNS: usize = 4;
 
 /// A GROUP BY of columns of one traced table: planned as an aggregate (which Spark aggregates
 /// per map task before the shuffle) and reported; one over anything else, or with DISTINCT
-/// aggregates of several arguments (Spark expands the rows), is not looked at.
+/// aggregates of several arguments or of more than `MAX_DISTINCT_COLUMNS` columns, is not
+/// looked at.
 pub(super) fn aggregate(sel: &Select, ctx: &mut Ctx) {
     let Some((keys, text)) = grouping(sel) else { return };
     if sel.from.len() != 1 {
