@@ -51,6 +51,9 @@ struct Exposed {
     left: HashMap<String, String>,
     right: HashMap<String, String>,
     merged: Vec<String>,
+    /// For a FULL JOIN USING: the derived table's select list over the UNION ALL of branches,
+    /// which merges the keys there (see `exposed_columns`).
+    above: Option<Vec<String>>,
 }
 
 /// Plan the join of `l` and `r` (written as `text`) and rewrite it if the plan moves a key or
@@ -76,7 +79,7 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
     let alias = format!("__sj{}", ctx.next_id);
     ctx.next_id += 1;
     let js = join_sql(l, r, &cond, &sides, &exposed.select, ctx);
-    let (relation, branches) = derived_table(&js, &p, &alias)?;
+    let (relation, branches) = derived_table(&js, &p, &alias, exposed.above.as_deref())?;
     ctx.changes.push(Change {
         join: text,
         at: super::At::of(&join.relation),
@@ -143,17 +146,32 @@ fn nothing_to_move(p: &Plan) -> Option<LeftAlone> {
 fn exposed_columns(l: &Input, r: &Input, cond: &Condition) -> Exposed {
     let how = cond.how;
     let dup = |c: &str, other: &Input| other.column(c).is_some();
-    let mut x = Exposed { select: Vec::new(), left: HashMap::new(), right: HashMap::new(), merged: Vec::new() };
+    let mut x = Exposed { select: Vec::new(), left: HashMap::new(), right: HashMap::new(), merged: Vec::new(), above: None };
     let using_keys: Vec<String> = if cond.using { cond.keys.iter().map(|k| lc(&k.0)).collect() } else { vec![] };
+    // A FULL JOIN USING key is merged above the branches, from the sides' own keys: in a
+    // branch where one side is absent (its kept rows padded with NULLs) Spark folds
+    // `coalesce(l.k, NULL)` to `l.k`, its alias to the same name is then dropped by
+    // RemoveRedundantAliases, and Spark 4.x fails the UNION ALL when the query selects `l.k` as
+    // well (PLAN_VALIDATION_FAILED_RULE_IN_BATCH, on views of VALUES). No branch merges it.
+    let merge_above = cond.using && how == JoinType::Full;
     if cond.using {
+        let mut above = Vec::new();
         for (a, b) in &cond.keys {
-            x.select.push(match how {
+            let merged = match how {
                 JoinType::Right => select_item(&r.alias, b, a),
-                JoinType::Full => format!("coalesce({}.{}, {}.{}) AS {}", ident(&l.alias), ident(a), ident(&r.alias), ident(b), ident(a)),
+                JoinType::Full => {
+                    let (la, rb) = (ident(&format!("{}__{}", l.alias, a)), ident(&format!("{}__{}", r.alias, b)));
+                    above.push(format!("coalesce({la}, {rb}) AS {}", ident(a)));
+                    String::new()
+                }
                 _ => select_item(&l.alias, a, a),
-            });
+            };
+            if !merge_above {
+                x.select.push(merged);
+            }
             x.merged.push(a.clone());
         }
+        x.above = merge_above.then_some(above);
     }
     for c in &l.columns {
         let exposed = if (how.outputs_right() && dup(c, r)) || using_keys.contains(&lc(c)) { format!("{}__{}", l.alias, c) } else { c.clone() };
@@ -166,6 +184,10 @@ fn exposed_columns(l: &Input, r: &Input, cond: &Condition) -> Exposed {
             x.select.push(select_item(&r.alias, c, &exposed));
             x.right.insert(lc(c), exposed);
         }
+    }
+    if let Some(above) = &mut x.above {
+        let names = l.columns.iter().map(|c| &x.left[&lc(c)]).chain(r.columns.iter().map(|c| &x.right[&lc(c)]));
+        above.extend(names.map(|n| ident(n)));
     }
     x
 }
@@ -196,23 +218,34 @@ fn join_sql(l: &Input, r: &Input, cond: &Condition, sides: &Sides, select: &[Str
     }
 }
 
-/// The planner's SQL as the derived table `alias`, and how many branches its UNION ALL has.
-fn derived_table(js: &JoinSql, p: &Plan, alias: &str) -> Result<(TableFactor, usize)> {
+/// The planner's SQL as the derived table `alias`, and how many branches its UNION ALL has;
+/// `above`: a select list over the branches (a FULL JOIN USING's merged keys).
+fn derived_table(js: &JoinSql, p: &Plan, alias: &str, above: Option<&[String]>) -> Result<(TableFactor, usize)> {
     let union = emit_sql(js, p)?;
+    let branches = count_branches(&parse_query(&format!("SELECT * FROM ({union}) AS u"))?.body);
+    let union = match above {
+        Some(list) => format!("SELECT {} FROM ({union}) AS {}", list.join(", "), ident(&format!("{alias}_u"))),
+        None => union,
+    };
     let derived = parse_query(&format!("SELECT * FROM ({union}) AS {}", ident(alias)))?;
     let SetExpr::Select(mut s) = *derived.body else { return Err(Error::Internal("derived table".into())) };
-    let relation = s.from.remove(0).relation;
-    let branches = match &relation {
-        TableFactor::Derived { subquery, .. } => count_branches(&subquery.body),
-        _ => 1,
-    };
-    Ok((relation, branches))
+    Ok((s.from.remove(0).relation, branches))
 }
 
-/// How many SELECTs a UNION ALL of branches has.
+/// How many SELECTs a UNION ALL of branches has (under `SELECT * FROM (...)`).
 fn count_branches(body: &SetExpr) -> usize {
     match body {
-        SetExpr::SetOperation { left, right, .. } => count_branches(left) + count_branches(right),
+        SetExpr::Select(s) if s.from.len() == 1 && s.from[0].joins.is_empty() => match &s.from[0].relation {
+            TableFactor::Derived { subquery, .. } => count_set(&subquery.body),
+            _ => 1,
+        },
+        _ => 1,
+    }
+}
+
+fn count_set(body: &SetExpr) -> usize {
+    match body {
+        SetExpr::SetOperation { left, right, .. } => count_set(left) + count_set(right),
         _ => 1,
     }
 }
