@@ -345,13 +345,14 @@ def test_join_spark_broadcasts_itself_is_left_alone(sj_spark, data, more, thresh
     assert bool(r["changes"]) == (spark_join == "SortMergeJoin")
 
 
-# Rewrites over in-memory relations, not files: a view of local rows (Spark's LocalRelation, as
-# VALUES makes) and a cached DataFrame (InMemoryRelation). Spark 4.x's optimizer checks some
+# Rewrites over in-memory relations, not files: a DataFrame of collected rows (an RDD of them,
+# LogicalRDD), a cached DataFrame (InMemoryRelation), and views of VALUES (LocalRelation, in
+# test_full_outer_using_over_values_views). Spark 4.x's optimizer checks some
 # rules' output on these relations that it does not on Parquet scans (RemoveRedundantAliases
 # failed a FULL OUTER JOIN USING rewrite with PLAN_VALIDATION_FAILED_RULE_IN_BATCH): the emitted
 # SQL must run, and give the same rows, whatever the relations under the names are.
 IN_MEMORY = ["using-full", "salted-full", "salted-left", "both-null-full", "composite-using-full", "chain-using-first-star",
-             "using-right-qualified", "grouped-left", "in-subquery", "not-exists", "comma-chain", "left-window"]
+             "grouped-left", "left-window"]
 
 
 def in_memory(spark, data, more, names_, how):
@@ -359,7 +360,7 @@ def in_memory(spark, data, more, names_, how):
     allp.update(more)
     for n in names_:
         df = spark.read.parquet(allp[n])
-        if how == "local":
+        if how == "rows":
             df = spark.createDataFrame(df.collect(), df.schema)
         else:
             df = df.cache()
@@ -367,7 +368,7 @@ def in_memory(spark, data, more, names_, how):
         df.createOrReplaceTempView(n)
 
 
-@pytest.mark.parametrize("how", ["local", "cached"])
+@pytest.mark.parametrize("how", ["rows", "cached"])
 @pytest.mark.parametrize("name", IN_MEMORY)
 def test_rewrite_over_in_memory_relations(sj_spark, data, more, name, how, tmp_path):
     _, tables, sql, extra, _ = next(c for c in CASES if c[0] == name)
