@@ -29,6 +29,7 @@ mod store_profile;
 pub mod tables_dir;
 pub mod value;
 pub mod verify;
+pub mod weights;
 pub mod window;
 
 pub use error::{Error, Result};

@@ -94,8 +94,16 @@ pub fn run(a: PlanArgs) -> Result<String> {
     }
     let rt = a.counting.open(session.as_ref(), &a.right, a.as_of)?;
     let (lkeys, rkeys) = join_keys(&a.on, &lt, &rt)?;
-    let left = SideInput { table: &lt, keys: lkeys, name: a.left_name.clone().unwrap_or_else(|| default_name(&a.left)), filter: None, group_by: None };
-    let mut right = SideInput { table: &rt, keys: rkeys, name: a.right_name.clone().unwrap_or_else(|| default_name(&a.right)), filter: None, group_by: None };
+    let left =
+        SideInput { table: &lt, keys: lkeys, name: a.left_name.clone().unwrap_or_else(|| default_name(&a.left)), filter: None, group_by: None, through: None };
+    let mut right = SideInput {
+        table: &rt,
+        keys: rkeys,
+        name: a.right_name.clone().unwrap_or_else(|| default_name(&a.right)),
+        filter: None,
+        group_by: None,
+        through: None,
+    };
     if a.right_name.is_none() && right.name == left.name {
         right.name = format!("{}_2", right.name);
     }
@@ -112,8 +120,14 @@ fn window_plan(a: &PlanArgs, t: &Table, classifier: &Classifier, opts: &plan::Pl
     }
     let columns =
         a.partition_by.iter().flat_map(|c| c.split(',')).map(str::trim).filter(|c| !c.is_empty()).map(|c| t.resolve(c)).collect::<Result<Vec<_>>>()?;
-    let input =
-        SideInput { table: t, keys: KeySpec { columns }, name: a.left_name.clone().unwrap_or_else(|| default_name(&a.left)), filter: None, group_by: None };
+    let input = SideInput {
+        table: t,
+        keys: KeySpec { columns },
+        name: a.left_name.clone().unwrap_or_else(|| default_name(&a.left)),
+        filter: None,
+        group_by: None,
+        through: None,
+    };
     let p = window::plan(&input, a.shape, &[], classifier, opts)?;
     let io = if a.format.is_text() { skewjoin::report::table_notes() + &a.quiet.io_line() } else { String::new() };
     Ok(a.format.render(&p, window::text, window::json) + &io)

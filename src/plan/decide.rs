@@ -87,6 +87,12 @@ fn side_report(s: &SideMeasure, side: Side, how: JoinType) -> SideReport {
 /// conditions, or the groups an aggregating input makes of them.
 fn counted_note(name: &str, f: &super::measure::SideFilter) -> String {
     let (out, of) = (fmt_count(f.rows_out), fmt_count(f.rows_in));
+    if let Some(joins) = &f.joins {
+        let kept = if f.conditions.is_empty() { String::new() } else { format!(" where {}", f.conditions) };
+        return format!(
+            "{name}: the counts are of the {out} rows that reach this join through the joins before it ({joins}), from {of} rows of the table that holds the key{kept}, computed from each table's counts"
+        );
+    }
     match (&f.group_by, f.conditions.is_empty()) {
         (None, _) => {
             format!("{name}: the counts are of its {out} rows (of {of}) where {}, the query's conditions that Spark applies before the join", f.conditions)

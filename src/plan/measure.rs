@@ -41,6 +41,8 @@ pub struct SideFilter {
     pub conditions: String,
     /// The grouping columns, joined by `, `, when the side groups its rows.
     pub group_by: Option<String>,
+    /// The joins before, as written, when the rows counted are theirs.
+    pub joins: Option<String>,
     /// The table's rows.
     pub rows_in: u64,
     /// The rows that meet the conditions, or their groups.
@@ -165,11 +167,11 @@ pub fn measure_one(input: &SideInput, opts: &PlanOptions) -> Result<(Vec<Vec<Val
 
 /// The side's passing rows (or their groups), when it has conditions or groups.
 fn filtered(s: &SideInput) -> Result<Option<Filtered>> {
-    if s.filter.is_none() && s.group_by.is_none() {
+    if s.filter.is_none() && s.group_by.is_none() && s.through.is_none() {
         return Ok(None);
     }
     let everything = filter::RowFilter::default();
-    filter::filtered_keys(s.table, &s.keys, s.filter.as_ref().unwrap_or(&everything), s.group_by.as_ref()).map(Some)
+    filter::filtered_keys(s.table, &s.keys, s.filter.as_ref().unwrap_or(&everything), s.group_by.as_ref(), s.through.as_deref()).map(Some)
 }
 
 /// The table and keys to count: the filtered ones, or the side's own.
@@ -193,6 +195,7 @@ fn side(s: &SideInput, scan: PartitionScan, f: &Option<Filtered>) -> SideMeasure
         filter: f.as_ref().map(|f| SideFilter {
             conditions: s.filter.as_ref().map(|c| c.text()).unwrap_or_default(),
             group_by: s.group_by.as_ref().map(|g| g.names().join(", ")),
+            joins: s.through.as_ref().map(|w| w.joins.clone()),
             rows_in: f.rows_in,
             rows_out: f.rows_out,
         }),

@@ -185,6 +185,9 @@ pub struct SideInput<'a> {
     /// The columns this side groups its table's rows by (`GROUP BY`, `SELECT DISTINCT`): it
     /// has one row per group, and the counts are of its groups.
     pub group_by: Option<KeySpec>,
+    /// For the joins before a chained join, made one input: how many rows of them each row of
+    /// `table` makes; the counts are of those rows.
+    pub through: Option<std::sync::Arc<crate::weights::RowWeights>>,
 }
 
 /// The side whose rows make a key hot.

@@ -12,6 +12,7 @@ use super::join::Joined;
 use super::names::{factor_alias, last_ident, lc, parse_item, select_item};
 use super::reason::LeftAlone;
 use super::scope::{repoint_all, Remap};
+use super::through::Link;
 use super::Ctx;
 use crate::error::Result;
 use crate::plan::JoinType;
@@ -51,13 +52,21 @@ pub(super) struct Prefix {
     pub rewritten: bool,
     /// Why a later join cannot take the prefix as its input.
     pub broken: Option<LeftAlone>,
+    /// Each join so far as the counts follow it, or why they cannot.
+    pub links: Vec<std::result::Result<Link, String>>,
+}
+
+/// The joins before a chained join, as its counts follow them.
+pub(super) struct Before<'a> {
+    pub members: Vec<Input>,
+    pub links: &'a [std::result::Result<Link, String>],
 }
 
 impl Prefix {
     /// The first FROM item of a chain, traced or not.
     pub fn start(twj: &TableWithJoins, first: std::result::Result<Input, LeftAlone>) -> Prefix {
         let cur = TableWithJoins { relation: twj.relation.clone(), joins: vec![] };
-        let mut p = Prefix { cur, slots: vec![], members: vec![], star: vec![], star_ok: true, rewritten: false, broken: None };
+        let mut p = Prefix { cur, slots: vec![], members: vec![], star: vec![], star_ok: true, rewritten: false, broken: None, links: vec![] };
         match first {
             Ok(inp) => {
                 let slots = p.add_member(inp);
@@ -82,6 +91,16 @@ impl Prefix {
         let slots: Vec<usize> = (start..self.slots.len()).collect();
         self.members.push(Member { input, slots: slots.clone(), using_first: vec![] });
         slots
+    }
+
+    /// The index the next input joined becomes.
+    pub fn next_member(&self) -> usize {
+        self.members.len()
+    }
+
+    /// The inputs and joins so far, for the counts of the next join.
+    pub fn before(&self) -> Before<'_> {
+        Before { members: self.members.iter().map(|m| m.input.clone()).collect(), links: &self.links }
     }
 
     /// The select items of `*` over the prefix; None when they cannot be listed.

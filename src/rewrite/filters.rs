@@ -35,7 +35,8 @@ pub(super) struct JoinScope<'a> {
 }
 
 /// The filters of the join of `l` and `r` (`how`), whose key columns are in `ltable` and `rtable`.
-pub(super) fn side_filters(scope: &JoinScope, l: (&Input, &Table, &str), r: (&Input, &Table, &str), how: JoinType) -> SideFilters {
+/// `skip`: conjuncts the left input's counts apply through the joins before it.
+pub(super) fn side_filters(scope: &JoinScope, l: (&Input, &Table, &str), r: (&Input, &Table, &str), how: JoinType, skip: &[Expr]) -> SideFilters {
     let mut out = SideFilters::default();
     for (side, (inp, table, tname)) in [(Side::Left, l), (Side::Right, r)] {
         let pushed = !scope.later_outer && pushes_below(how, side);
@@ -47,7 +48,7 @@ pub(super) fn side_filters(scope: &JoinScope, l: (&Input, &Table, &str), r: (&In
             }
         }
         for c in scope.conjuncts {
-            if !mentions(c, inp) {
+            if !mentions(c, inp) || (side == Side::Left && skip.contains(c)) {
                 continue;
             }
             let text = crate::sql::render_expr(c);
@@ -71,7 +72,7 @@ pub(super) fn side_filters(scope: &JoinScope, l: (&Input, &Table, &str), r: (&In
 }
 
 /// Whether Spark pushes a WHERE condition on `side` below a `how` join.
-fn pushes_below(how: JoinType, side: Side) -> bool {
+pub(super) fn pushes_below(how: JoinType, side: Side) -> bool {
     match how {
         JoinType::Inner => true,
         JoinType::Left | JoinType::Semi | JoinType::Anti => side == Side::Left,
@@ -81,7 +82,7 @@ fn pushes_below(how: JoinType, side: Side) -> bool {
 }
 
 /// Whether `e` names a column of `inp`.
-fn mentions(e: &Expr, inp: &Input) -> bool {
+pub(super) fn mentions(e: &Expr, inp: &Input) -> bool {
     let mut hit = false;
     let _ = visit_expressions(e, |x: &Expr| {
         if column_of(x, inp).is_some() {

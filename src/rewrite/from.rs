@@ -5,13 +5,14 @@
 use sqlparser::ast::{Expr, JoinConstraint, SelectItem, TableWithJoins};
 
 use super::chain::Prefix;
-use super::condition::join_type;
+use super::condition::{condition_of, join_type};
 use super::filters::JoinScope;
 use super::input::{input_of, Input};
 use super::join::{try_join, Outcome};
 use super::names::join_text;
 use super::reason::{LeftAlone, Untraced};
 use super::scope::Remap;
+use super::through::link_of;
 use super::{At, Ctx, Unchanged};
 use crate::error::Result;
 use crate::plan::JoinType;
@@ -83,7 +84,11 @@ fn join_next(
         crate::sql::fix_literals(&mut before);
         l.joined = Some(before.to_string().split_whitespace().collect::<Vec<_>>().join(" "));
     }
-    match try_join(&l, r, join, join_text(twj, j), scope, ctx)? {
+    let link = condition_of(&join.join_operator, &l, r).map_err(|e| e.to_string()).and_then(|c| link_of(join, &c, &l, r, p.next_member()));
+    let before = l.joined.is_some().then(|| p.before());
+    let outcome = try_join(&l, r, join, join_text(twj, j), scope, before.as_ref(), ctx)?;
+    p.links.push(link);
+    match outcome {
         Outcome::Rewritten(joined) => {
             p.absorb(&l, r, *joined);
             Ok(None)

@@ -2,15 +2,18 @@
 //! that produces every column of both inputs: the steps of `try_join`.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use sqlparser::ast::{Join, SetExpr, TableFactor};
 
+use super::chain::Before;
 use super::condition::{condition_of, Condition};
 use super::filters::{side_filters, JoinScope};
 use super::input::Input;
 use super::names::{lc, select_item};
 use super::note::Note;
 use super::reason::LeftAlone;
+use super::through::rows_before;
 use super::{Change, Ctx};
 use crate::count::KeySpec;
 use crate::error::{Error, Result};
@@ -58,19 +61,34 @@ struct Exposed {
 
 /// Plan the join of `l` and `r` (written as `text`) and rewrite it if the plan moves a key or
 /// broadcasts a side; the change is recorded in `ctx`.
-pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &JoinScope, ctx: &mut Ctx) -> Result<Outcome> {
+pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &JoinScope, before: Option<&Before>, ctx: &mut Ctx) -> Result<Outcome> {
     let tables = ctx.tables;
     let (cond, mut sides) = match condition_of(&join.join_operator, l, r).and_then(|c| trace_sides(l, r, &c, tables).map(|s| (c, s))) {
         Ok(x) => x,
         Err(why) => return Ok(Outcome::LeftAlone(why)),
     };
-    let filters = side_filters(scope, (l, sides.left.table, &sides.left_table), (r, sides.right.table, &sides.right_table), cond.how);
-    sides.left.filter = filters.left;
-    sides.right.filter = filters.right;
-    let p = match plan_join(&sides, &cond, ctx) {
-        Ok(p) => p,
-        Err(Error::KeyTypes(m)) => return Ok(Outcome::LeftAlone(LeftAlone::KeyTypes(m))),
-        Err(e) => return Err(e),
+    let mut through = before.map(|b| rows_before(&b.members, b.links, l, &cond.left_keys(), scope, cond.how, ctx));
+    let (p, filters) = loop {
+        let counted = through.as_ref().and_then(|t| t.as_ref().ok());
+        let skip = counted.map(|t| t.applied.as_slice()).unwrap_or_default();
+        let filters = side_filters(scope, (l, sides.left.table, &sides.left_table), (r, sides.right.table, &sides.right_table), cond.how, skip);
+        sides.left.filter = match counted {
+            Some(t) => t.filter.clone(),
+            None => filters.left.clone(),
+        };
+        sides.left.through = counted.map(|t| Arc::new(t.weights.clone()));
+        sides.right.filter = filters.right.clone();
+        match plan_join(&sides, &cond, ctx) {
+            Ok(p) => break (p, filters),
+            Err(Error::KeyTypes(m)) => return Ok(Outcome::LeftAlone(LeftAlone::KeyTypes(m))),
+            // The prefix's rows could not be written out: counted on the key's table instead.
+            Err(e) if counted.is_some() => through = Some(Err(e.to_string())),
+            Err(e) => return Err(e),
+        }
+    };
+    let chain_why = match &through {
+        Some(Err(why)) => Some(why.clone()),
+        _ => None,
     };
     if let Some(why) = spark_broadcasts(&p, l).or_else(|| nothing_to_move(&p)) {
         return Ok(Outcome::LeftAlone(why));
@@ -90,7 +108,7 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
         broadcast_side: p.broadcast_side,
         before: p.before.clone(),
         after: p.after.clone(),
-        notes: notes(&p, l, r, &sides.left_table, branches, filters.unapplied),
+        notes: notes(&p, (l, r), &sides.left_table, branches, chain_why, filters.unapplied),
         warnings: p.warnings.clone(),
         results_change: p.results_change,
     });
@@ -109,7 +127,7 @@ fn trace_sides<'a>(l: &Input, r: &Input, cond: &Condition, tables: &'a HashMap<S
             }
             None => None,
         };
-        Ok(SideInput { table, keys: KeySpec { columns }, name: inp.display().to_string(), filter: None, group_by })
+        Ok(SideInput { table, keys: KeySpec { columns }, name: inp.display().to_string(), filter: None, group_by, through: None })
     };
     Ok(Sides { left: side(l, &left_table, left)?, right: side(r, &right_table, right)?, left_table, right_table })
 }
@@ -251,16 +269,22 @@ fn count_set(body: &SetExpr) -> usize {
 }
 
 /// The planner's notes, then the rewrite's own on what the counts do not see.
-fn notes(p: &Plan, l: &Input, r: &Input, left_table: &str, branches: usize, unapplied: Vec<String>) -> Vec<Note> {
+/// `chain_why`: why a chained join's left input is counted on its key's table, not through
+/// the joins before it.
+fn notes(p: &Plan, (l, r): (&Input, &Input), left_table: &str, branches: usize, chain_why: Option<String>, unapplied: Vec<String>) -> Vec<Note> {
     let mut notes: Vec<Note> = p.notes.iter().cloned().map(Note::Plan).collect();
+    let counted_through = l.joined.is_some() && chain_why.is_none();
     if let Some(prefix) = &l.joined {
-        notes.push(Note::ChainEstimate { prefix: prefix.clone(), table: left_table.to_string(), branches });
+        notes.push(match chain_why {
+            Some(why) => Note::ChainEstimate { prefix: prefix.clone(), table: left_table.to_string(), branches, why },
+            None => Note::ChainCounted { branches },
+        });
     }
     if !unapplied.is_empty() {
         notes.push(Note::NotApplied(unapplied));
     }
     for inp in [l, r] {
-        if inp.filtered {
+        if inp.filtered && !(counted_through && std::ptr::eq(inp, l)) {
             notes.push(Note::SubqueryFilter { input: inp.display(), tables: inp.base_tables().into_iter().map(String::from).collect() });
         }
         if inp.having {

@@ -31,6 +31,7 @@ mod reason;
 mod scope;
 mod select;
 mod subquery;
+mod through;
 mod window;
 
 use std::collections::HashMap;

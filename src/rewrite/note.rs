@@ -13,7 +13,10 @@ pub enum Note {
     Plan(String),
     /// The left input is the joins before this one (`prefix`, as written): its counts are of
     /// the base `table`, so the task sizes are estimates; the joins run in each of `branches`.
-    ChainEstimate { prefix: String, table: String, branches: usize },
+    ChainEstimate { prefix: String, table: String, branches: usize, why: String },
+    /// The left input is the joins before this one, counted through them; they run in each of
+    /// `branches`.
+    ChainCounted { branches: usize },
     /// Conditions of the query's WHERE on the join's inputs that the counts do not apply, each
     /// with why.
     NotApplied(Vec<String>),
@@ -27,7 +30,7 @@ impl Note {
     /// Whether the note says the counts differ from the rows the join will see (the figures
     /// that `verify` measures may differ from the prediction).
     pub fn on_counts(&self) -> bool {
-        !matches!(self, Note::Plan(_))
+        !matches!(self, Note::Plan(_) | Note::ChainCounted { .. })
     }
 }
 
@@ -35,10 +38,13 @@ impl fmt::Display for Note {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {
             Note::Plan(text) => f.write_str(text),
-            Note::ChainEstimate { prefix, table, branches } => write!(
+            Note::ChainEstimate { prefix, table, branches, why } => write!(
                 f,
-                "the left input is the joins before this one ({prefix}); its key counts are those of the base table {table}, before those joins, which may drop or repeat rows, so the task sizes are estimates; the joins before run once in each of the {branches} branches (Spark reuses identical shuffles)"
+                "the left input is the joins before this one ({prefix}); its key counts are those of the base table {table}, before those joins, which may drop or repeat rows, so the task sizes are estimates (the counts do not follow the joins: {why}); the joins before run once in each of the {branches} branches (Spark reuses identical shuffles)"
             ),
+            Note::ChainCounted { branches } => {
+                write!(f, "the joins before this one run once in each of the {branches} branches (Spark reuses identical shuffles)")
+            }
             Note::NotApplied(conds) => {
                 write!(f, "the counts do not apply these conditions of the query's WHERE, so the real tasks may be smaller: {}", conds.join("; "))
             }

@@ -295,7 +295,7 @@ pub(super) fn planned(
         None => None,
     };
     let distinct = distinct_columns(distinct, inp, &tname, ctx)?;
-    let input = SideInput { table, keys: KeySpec { columns: cols }, name: inp.display(), filter, group_by };
+    let input = SideInput { table, keys: KeySpec { columns: cols }, name: inp.display(), filter, group_by, through: None };
     let p = window::plan(&input, shape, &distinct, ctx.classifier, ctx.opts).map_err(|e| e.to_string())?;
     Ok((p, notes))
 }

@@ -1,0 +1,256 @@
+//! The rows that reach a chained join, counted through the joins before it: each join of the
+//! chain so far is a link between the input it brings and the earlier input its keys are on;
+//! together they make a tree, which `rows_before` roots at the input that holds the next
+//! join's key. Each other input sends the input next to it, per value of the columns joining
+//! them, the rows it brings (its rows that meet its conditions, each weighted by what the
+//! inputs beyond it bring in turn); the key's table then has a weight per row (see
+//! `crate::weights`), and its weighted rows are the join prefix's rows, exactly.
+//!
+//! A prefix it cannot follow exactly (a right or full join, a condition across inputs in ON,
+//! a condition on the side a left join keeps NULLs for, an input that groups or filters in a
+//! way the counts do not apply, join columns of different types) gives the reason, and the
+//! join is counted on the key's base table as before, with a note saying so.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use sqlparser::ast::{Expr, Join, JoinConstraint};
+
+use super::condition::{conjuncts, join_type, Condition};
+use super::filters::{mentions, to_base, JoinScope};
+use super::input::Input;
+use super::names::lc;
+use super::Ctx;
+use crate::filter::{check, sum_by, RowFilter};
+use crate::plan::{JoinType, Side};
+use crate::source::Table;
+use crate::value::KeyType;
+use crate::weights::{Factor, FactorKind, Matches, RowWeights};
+
+/// One join of the chain, as the counts follow it: the input it brings (`child`) joined to
+/// the earlier input (`parent`, a member of the prefix) on pairs of columns.
+#[derive(Clone)]
+pub(super) struct Link {
+    pub parent: usize,
+    /// The member index the child becomes (None for a semi or anti join, whose input's
+    /// columns are not in its output).
+    pub child_member: Option<usize>,
+    pub child: Input,
+    /// (parent's base column, child's base column) of each key equality.
+    pub pairs: Vec<(String, String)>,
+    pub how: JoinType,
+    /// Conditions of ON on the child's columns alone, named as its table names them.
+    pub child_on: Vec<Expr>,
+}
+
+/// What the counts of a chained join's left input apply.
+pub(super) struct Through {
+    pub weights: RowWeights,
+    /// The conditions on the key's table.
+    pub filter: Option<RowFilter>,
+    /// The query's WHERE conjuncts applied to some input of the prefix.
+    pub applied: Vec<Expr>,
+}
+
+/// The link a join makes between the prefix `l` (its members in `members`) and `r`, which
+/// becomes member `next` if the join outputs it; or why the counts cannot follow it.
+pub(super) fn link_of(join: &Join, cond: &Condition, l: &Input, r: &Input, next: usize) -> Result<Link, String> {
+    let (how, constraint) = join_type(&join.join_operator).map_err(|e| e.to_string())?;
+    if matches!(how, JoinType::Right | JoinType::Full) {
+        return Err(format!("a {} join before it", how.as_str()));
+    }
+    let mut parent = None;
+    let mut pairs = Vec::new();
+    for (lk, rk) in &cond.keys {
+        let m = member_of(l, lk).ok_or_else(|| format!("{lk} is not a column of one input"))?;
+        if parent.is_some_and(|p| p != m) {
+            return Err("a join before it on columns of two earlier inputs".into());
+        }
+        parent = Some(m);
+        let (_, lb) = l.base.get(&lc(lk)).ok_or_else(|| format!("{lk} is not a table's column"))?;
+        let (_, rb) = r.base.get(&lc(rk)).ok_or_else(|| format!("{rk} is not a table's column"))?;
+        pairs.push((lb.clone(), rb.clone()));
+    }
+    let child_on = match constraint {
+        JoinConstraint::On(e) => child_conditions(e, l, r)?,
+        _ => vec![],
+    };
+    let parent = parent.ok_or("a join before it without keys")?;
+    Ok(Link { parent, child_member: how.outputs_right().then_some(next), child: r.clone(), pairs, how, child_on })
+}
+
+/// The member of the prefix `l` whose column `col` is (member 0 for a single input).
+fn member_of(l: &Input, col: &str) -> Option<usize> {
+    if l.quals.is_empty() {
+        return l.column(col).map(|_| 0);
+    }
+    l.quals.iter().position(|(_, m)| m.values().any(|w| w.eq_ignore_ascii_case(col)))
+}
+
+/// The conjuncts of ON other than key equalities: each must be on the child's columns alone.
+fn child_conditions(on: &Expr, l: &Input, r: &Input) -> Result<Vec<Expr>, String> {
+    let rtable = single_table(r)?;
+    let mut cs = Vec::new();
+    conjuncts(on, &mut cs);
+    let mut out = Vec::new();
+    for c in cs {
+        let (on_l, on_r) = (mentions(&c, l), mentions(&c, r));
+        if on_l && on_r && is_equality(&c) {
+            continue;
+        }
+        match (on_l, to_base(&c, r, &rtable)) {
+            (false, Some(b)) => out.push(b),
+            _ => return Err(format!("the condition {} in ON of a join before it", crate::sql::render_expr(&c))),
+        }
+    }
+    Ok(out)
+}
+
+fn is_equality(e: &Expr) -> bool {
+    matches!(e, Expr::BinaryOp { op: sqlparser::ast::BinaryOperator::Eq, .. })
+}
+
+/// The one base table of an input.
+fn single_table(inp: &Input) -> Result<String, String> {
+    match inp.base_tables().as_slice() {
+        [t] => Ok(t.to_string()),
+        _ => Err(format!("{} is not one table's columns", inp.display())),
+    }
+}
+
+/// The prefix's rows as weights on the rows of the member that holds the join's left keys.
+pub(super) fn rows_before(
+    members: &[Input],
+    links: &[Result<Link, String>],
+    l: &Input,
+    keys: &[String],
+    scope: &JoinScope,
+    how: JoinType,
+    ctx: &Ctx,
+) -> Result<Through, String> {
+    let links: Vec<&Link> = links.iter().map(|l| l.as_ref().map_err(Clone::clone)).collect::<Result<_, _>>()?;
+    let roots: Vec<Option<usize>> = keys.iter().map(|k| member_of(l, k)).collect();
+    let root = match roots.first() {
+        Some(&Some(r)) if roots.iter().all(|x| *x == Some(r)) => r,
+        _ => return Err("its keys are not the columns of one input".into()),
+    };
+    let pushed = !scope.later_outer && crate::rewrite::filters::pushes_below(how, Side::Left);
+    let tree = Tree { members, links: &links, scope, pushed, tables: ctx.tables, memory: ctx.opts.memory };
+    let mut applied = Vec::new();
+    let (filter, _) = tree.filter_of(&members[root], &mut applied)?;
+    let factors = tree.factors(root, None, &mut applied)?;
+    let joins = l.joined.clone().unwrap_or_default();
+    Ok(Through { weights: RowWeights { factors, joins }, filter: (!filter.conditions.is_empty()).then_some(filter), applied })
+}
+
+/// The chain so far, walked from one member.
+struct Tree<'a> {
+    members: &'a [Input],
+    links: &'a [&'a Link],
+    scope: &'a JoinScope<'a>,
+    /// The query's WHERE conjuncts are applied below the join being planned.
+    pushed: bool,
+    tables: &'a HashMap<String, Table>,
+    memory: usize,
+}
+
+impl Tree<'_> {
+    /// The factors of member `m`'s rows: one per link at `m` except the one it is reached by.
+    fn factors(&self, m: usize, from: Option<usize>, applied: &mut Vec<Expr>) -> Result<Vec<Factor>, String> {
+        let mut out = Vec::new();
+        for (i, link) in self.links.iter().enumerate() {
+            if Some(i) == from {
+                continue;
+            }
+            if link.parent == m {
+                let kind = match link.how {
+                    JoinType::Inner => FactorKind::Inner,
+                    JoinType::Left => FactorKind::KeepUnmatched,
+                    JoinType::Semi => FactorKind::Semi,
+                    _ => FactorKind::Anti,
+                };
+                let mine: Vec<String> = link.pairs.iter().map(|p| p.0.clone()).collect();
+                let theirs: Vec<String> = link.pairs.iter().map(|p| p.1.clone()).collect();
+                let matches = self.sent(&link.child, link.child_member, i, &theirs, applied)?;
+                out.push(self.factor(&self.members[m], mine, &link.child, &theirs, matches, kind)?);
+            } else if link.child_member == Some(m) {
+                if link.how != JoinType::Inner {
+                    return Err(format!("its key is on the side a {} join before it keeps NULLs for", link.how.as_str()));
+                }
+                let mine: Vec<String> = link.pairs.iter().map(|p| p.1.clone()).collect();
+                let theirs: Vec<String> = link.pairs.iter().map(|p| p.0.clone()).collect();
+                let parent = &self.members[link.parent];
+                let matches = self.sent(parent, Some(link.parent), i, &theirs, applied)?;
+                out.push(self.factor(&self.members[m], mine, parent, &theirs, matches, FactorKind::Inner)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The rows input `inp` (member `m`, reached by link `via`) brings, per value of `by`.
+    fn sent(&self, inp: &Input, m: Option<usize>, via: usize, by: &[String], applied: &mut Vec<Expr>) -> Result<Arc<Matches>, String> {
+        let (filter, table) = self.filter_of(inp, applied)?;
+        let weights = match m {
+            Some(m) => RowWeights { factors: self.factors(m, Some(via), applied)?, joins: String::new() },
+            None => RowWeights::default(),
+        };
+        let types = self.types(table, by)?;
+        let matches = sum_by(table, by, &types, &filter, &weights).map_err(|e| e.to_string())?;
+        // Each value held costs about as much as one the counter holds.
+        if matches.len().saturating_mul(64) > self.memory {
+            return Err(format!("{} has more join values than --memory holds", inp.display()));
+        }
+        Ok(Arc::new(matches))
+    }
+
+    /// A factor on `inp`'s columns `mine` from `matches` keyed by `other`'s columns `theirs`.
+    fn factor(&self, inp: &Input, mine: Vec<String>, other: &Input, theirs: &[String], matches: Arc<Matches>, kind: FactorKind) -> Result<Factor, String> {
+        let table = &self.tables[&single_table(inp)?];
+        let types = self.types(table, &mine)?;
+        let other_types = self.types(&self.tables[&single_table(other)?], theirs)?;
+        if types.iter().zip(&other_types).any(|(a, b)| !encodes_alike(*a, *b)) {
+            return Err(format!("join columns of different types between {} and {}", inp.display(), other.display()));
+        }
+        Ok(Factor { columns: mine, types, matches, kind })
+    }
+
+    fn types(&self, table: &Table, cols: &[String]) -> Result<Vec<KeyType>, String> {
+        cols.iter().map(|c| table.resolve(c).map(|r| r.key_type).map_err(|e| e.to_string())).collect()
+    }
+
+    /// The conditions on `inp`'s rows before the joins (its own WHERE, ON conditions on it
+    /// alone, the query's WHERE conjuncts on it alone where Spark pushes them), and its table.
+    fn filter_of(&self, inp: &Input, applied: &mut Vec<Expr>) -> Result<(RowFilter, &Table), String> {
+        if inp.filtered || inp.having || inp.grouped.is_some() {
+            return Err(format!("{} filters or groups its rows in a way the counts do not follow", inp.display()));
+        }
+        let tname = single_table(inp)?;
+        let table = self.tables.get(&tname).ok_or_else(|| format!("{tname} is not given"))?;
+        let mut conds: Vec<Expr> = inp.conditions.clone();
+        for l in self.links.iter().filter(|l| l.child.alias == inp.alias) {
+            conds.extend(l.child_on.iter().cloned());
+        }
+        let nullable = self.links.iter().any(|l| l.how == JoinType::Left && l.child.alias == inp.alias);
+        for c in self.scope.conjuncts {
+            let Some(b) = to_base(c, inp, &tname) else { continue };
+            if !self.pushed {
+                continue;
+            }
+            if nullable {
+                return Err(format!("the condition {} on the side of a left join that keeps NULLs", crate::sql::render_expr(c)));
+            }
+            conds.push(b);
+            applied.push(c.clone());
+        }
+        for c in &conds {
+            check(c, table).map_err(|why| format!("{} (in {}): {why}", crate::sql::render_expr(c), inp.display()))?;
+        }
+        Ok((RowFilter { conditions: conds }, table))
+    }
+}
+
+/// Key types whose values `group_keys` encodes alike where Spark joins them.
+fn encodes_alike(a: KeyType, b: KeyType) -> bool {
+    let int = |t: KeyType| matches!(t, KeyType::TinyInt | KeyType::SmallInt | KeyType::Int | KeyType::BigInt);
+    a == b || (int(a) && int(b))
+}
