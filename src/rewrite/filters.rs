@@ -32,6 +32,8 @@ pub(super) struct SideFilters {
 pub(super) struct JoinScope<'a> {
     pub conjuncts: &'a [Expr],
     pub later_outer: bool,
+    /// The columns the SELECT reads, for Spark's size estimate of an input.
+    pub used: &'a super::estimate::Used,
 }
 
 /// The filters of the join of `l` and `r` (`how`), whose key columns are in `ltable` and `rtable`.

@@ -6,6 +6,7 @@ use sqlparser::ast::{Expr, JoinConstraint, SelectItem, TableWithJoins};
 
 use super::chain::Prefix;
 use super::condition::{condition_of, join_type};
+use super::estimate::Used;
 use super::filters::JoinScope;
 use super::input::{input_of, Input};
 use super::join::{try_join, Outcome};
@@ -36,7 +37,7 @@ pub(super) fn merges(op: &sqlparser::ast::JoinOperator) -> bool {
 }
 
 /// The FROM item with its joins rewritten; `None` when nothing changed.
-pub(super) fn process_from(twj: &TableWithJoins, conjuncts: &[Expr], ctx: &mut Ctx) -> Result<Option<FromDone>> {
+pub(super) fn process_from(twj: &TableWithJoins, conjuncts: &[Expr], used: &Used, ctx: &mut Ctx) -> Result<Option<FromDone>> {
     if merges_later(twj) {
         for j in 0..twj.joins.len() {
             ctx.unchanged.push(Unchanged { join: join_text(twj, j), at: At::of(&twj.joins[j].relation), reason: LeftAlone::UsingInChain });
@@ -47,7 +48,7 @@ pub(super) fn process_from(twj: &TableWithJoins, conjuncts: &[Expr], ctx: &mut C
     for (j, join) in twj.joins.iter().enumerate() {
         let right = input_of(&join.relation, ctx, 0);
         let later_outer = twj.joins[j + 1..].iter().any(|x| matches!(join_type(&x.join_operator), Ok((JoinType::Right | JoinType::Full, _))));
-        let scope = JoinScope { conjuncts, later_outer };
+        let scope = JoinScope { conjuncts, later_outer, used };
         if let Some(reason) = join_next(&mut p, twj, j, &right, &scope, ctx)? {
             ctx.unchanged.push(Unchanged { join: join_text(twj, j), at: At::of(&join.relation), reason });
             p.append(join, right.ok());

@@ -8,6 +8,7 @@ use sqlparser::ast::{Join, SetExpr, TableFactor};
 
 use super::chain::Before;
 use super::condition::{condition_of, Condition};
+use super::estimate;
 use super::filters::{side_filters, JoinScope};
 use super::input::Input;
 use super::names::{lc, select_item};
@@ -90,7 +91,7 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
         Some(Err(why)) => Some(why.clone()),
         _ => None,
     };
-    if let Some(why) = spark_broadcasts(&p, l).or_else(|| nothing_to_move(&p)) {
+    if let Some(why) = spark_broadcasts(&p, (l, r), &sides, scope).or_else(|| nothing_to_move(&p)) {
         return Ok(Outcome::LeftAlone(why));
     }
     let exposed = exposed_columns(l, r, &cond);
@@ -139,12 +140,26 @@ fn plan_join(sides: &Sides, cond: &Condition, ctx: &Ctx) -> Result<Plan> {
     plan::plan(&sides.left, &sides.right, ctx.classifier, &opts)
 }
 
-/// Spark broadcasts a side by itself: no shuffle, nothing to fix. The left input of a chained
-/// join is the joins before it, whose size Spark estimates from theirs, not its base table's.
-fn spark_broadcasts(p: &Plan, l: &Input) -> Option<LeftAlone> {
-    let side = p.spark_broadcasts.filter(|s| *s == plan::Side::Right || l.joined.is_none())?;
-    let rep = p.side(side);
-    Some(LeftAlone::SparkBroadcasts { input: rep.name.clone(), bytes: rep.disk_bytes, threshold: p.broadcast_threshold })
+/// Spark broadcasts a side by itself: no shuffle, nothing to fix. Its estimate of an input is
+/// the files' bytes scaled to the columns the query reads (`estimate`); the left input of a
+/// chained join is the joins before it, which Spark estimates far larger.
+fn spark_broadcasts(p: &Plan, (l, r): (&Input, &Input), sides: &Sides, scope: &JoinScope) -> Option<LeftAlone> {
+    let estimate = |side: plan::Side| -> Option<(u64, bool)> {
+        let (inp, s) = if side == plan::Side::Left { (l, &sides.left) } else { (r, &sides.right) };
+        if inp.joined.is_some() || !p.how.may_broadcast(side) {
+            return None;
+        }
+        Some(match estimate::spark_bytes(inp, scope.used, s.table) {
+            Some(b) => (b, true),
+            None => (p.side(side).disk_bytes, false),
+        })
+    };
+    let (side, (bytes, pruned)) = [plan::Side::Left, plan::Side::Right]
+        .into_iter()
+        .filter_map(|s| estimate(s).map(|e| (s, e)))
+        .filter(|(_, (b, _))| *b <= p.broadcast_threshold)
+        .min_by_key(|(_, (b, _))| *b)?;
+    Some(LeftAlone::SparkBroadcasts { input: p.side(side).name.clone(), bytes, pruned, threshold: p.broadcast_threshold })
 }
 
 /// Why a plan that moves no key and broadcasts no side leaves the join alone.

@@ -21,6 +21,7 @@ mod chain;
 mod comma;
 mod comments;
 mod condition;
+mod estimate;
 mod filters;
 mod from;
 mod input;
@@ -159,6 +160,8 @@ struct Ctx<'a> {
     /// The top-N filters of the SELECT around the subquery being rewritten: a column's name
     /// (lower case) and the rows kept (`rn <= 3` keeps 3).
     rank_limits: Vec<(String, u64)>,
+    /// The ORDER BY of the query whose SELECT is being rewritten: columns it reads too.
+    order_by: Vec<sqlparser::ast::Expr>,
 }
 
 /// Rewrite `sql` (one query). `tables` maps the names used in the query (lower case) to tables.
@@ -179,6 +182,7 @@ pub fn rewrite(sql: &str, tables: &HashMap<String, Table>, classifier: &Classifi
         next_id: 1,
         windows: Vec::new(),
         rank_limits: Vec::new(),
+        order_by: Vec::new(),
     };
     for stmt in &mut stmts {
         match stmt {
@@ -211,7 +215,14 @@ fn process_query(q: &mut Query, ctx: &mut Ctx) -> Result<()> {
             ctx.ctes.insert(lc(&cte.alias.name.value), (*cte.query).clone());
         }
     }
-    let remaps = process_set(&mut q.body, ctx)?;
+    let order_by = match &q.order_by {
+        Some(sqlparser::ast::OrderBy { kind: sqlparser::ast::OrderByKind::Expressions(es), .. }) => es.iter().map(|e| e.expr.clone()).collect(),
+        _ => vec![],
+    };
+    let saved_order = std::mem::replace(&mut ctx.order_by, order_by);
+    let remaps = process_set(&mut q.body, ctx);
+    ctx.order_by = saved_order;
+    let remaps = remaps?;
     window::process_windows(q, !remaps.is_empty(), ctx)?;
     // ORDER BY of a query whose body is one SELECT sees that SELECT's FROM.
     if let (Some(ob), false) = (&mut q.order_by, remaps.is_empty()) {

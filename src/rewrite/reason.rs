@@ -56,7 +56,8 @@ pub enum LeftAlone {
     /// No hot key and no advice.
     NoHotKey,
     /// Spark broadcasts `input` by itself (its files are `bytes`, within `threshold`).
-    SparkBroadcasts { input: String, bytes: u64, threshold: u64 },
+    /// `pruned`: `bytes` is Spark's estimate for the columns the query reads, not the files'.
+    SparkBroadcasts { input: String, bytes: u64, pruned: bool, threshold: u64 },
     /// A comma join with LATERAL VIEW: not written as explicit joins.
     CommaLateralView,
     /// A comma join whose later FROM item has joins of its own (by its name).
@@ -129,10 +130,11 @@ impl fmt::Display for LeftAlone {
                 write!(f, "hot keys, but none can be moved safely: {}", keys.join("; "))
             }
             NoHotKey => f.write_str("no hot key"),
-            SparkBroadcasts { input, bytes, threshold } => write!(
+            SparkBroadcasts { input, bytes, pruned, threshold } => write!(
                 f,
-                "Spark broadcasts {input} by itself ({} on disk, within the {} broadcast threshold): a broadcast hash join, no shuffle, nothing to fix",
+                "Spark broadcasts {input} by itself ({} {}, within the {} broadcast threshold): a broadcast hash join, no shuffle, nothing to fix",
                 crate::format::human(*bytes),
+                if *pruned { "as Spark estimates it for the columns the query reads" } else { "on disk" },
                 crate::format::human(*threshold)
             ),
             CommaLateralView => f.write_str("a comma join with LATERAL VIEW is not written as explicit joins"),

@@ -5,6 +5,7 @@ the query is the join itself, Spark's largest shuffle-read task must also be 4x 
 import datetime as dt
 import json
 import math
+import os
 import random
 from collections import Counter
 from decimal import Decimal
@@ -384,6 +385,35 @@ def test_join_spark_broadcasts_itself_is_left_alone(sj_spark, data, more, thresh
     says_broadcast = any("Spark broadcasts t by itself" in u["reason"] for u in r["unchanged_joins"])
     assert says_broadcast == (spark_join == "BroadcastHashJoin"), r["unchanged_joins"]
     assert bool(r["changes"]) == (spark_join == "SortMergeJoin")
+
+
+@pytest.mark.parametrize("select,spark_join", [("f.id, wide.n3", "BroadcastHashJoin"), ("f.id, wide.*", "SortMergeJoin")], ids=["two-columns", "star"])
+def test_spark_broadcast_estimate_is_of_the_columns_read(sj_spark, data, more, select, spark_join, tmp_path):
+    """Spark estimates an input's size as its files' bytes scaled to the columns the query
+    reads (8 bytes a row plus 20 a string column: 48 of 208 for two of wide's ten): at a
+    threshold of half its files, a query of two columns gets a broadcast hash join, one of all
+    ten a sort-merge join. The rewrite decides as Spark does, checked on Spark's physical plan."""
+    spark = sj_spark
+    rng = random.Random(5)
+    pad = lambda: "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(30))
+    cols = {"d3": ["hot3"] + [f"c{i}" for i in range(1400)], "n3": [f"n3 {i}" for i in range(1401)]}
+    cols.update({f"pad{j}": [pad() for _ in range(1401)] for j in range(8)})
+    wide = write(tmp_path / "wide.parquet", cols)
+    register(spark, data, more, ["f"])
+    spark.read.parquet(wide).createOrReplaceTempView("wide")
+    threshold = os.path.getsize(wide) // 2
+    sql = f"SELECT {select} FROM f LEFT JOIN wide ON f.k3 = wide.d3"
+    r = rewrite(sql, paths(data, more, ["f"]) + [f"wide={wide}"], ["--broadcast-threshold", str(threshold)], tmp_path)
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(threshold))
+    try:
+        physical = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    assert spark_join in physical, physical
+    reasons = [u["reason"] for u in r["unchanged_joins"]]
+    says = any("Spark broadcasts wide by itself" in x and "for the columns the query reads" in x for x in reasons)
+    assert says == (spark_join == "BroadcastHashJoin"), reasons
+    assert bool(r["changes"]) == (spark_join == "SortMergeJoin"), reasons
 
 
 # Rewrites over in-memory relations, not files: a DataFrame of collected rows (an RDD of them,
