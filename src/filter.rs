@@ -14,8 +14,9 @@
 //! file per file of the table, which the counting engine then reads like any other. For an input
 //! that groups (`GROUP BY`, `DISTINCT`) it writes one row per group, the first of each, so that
 //! a key is counted once per group as Spark's aggregate outputs it.
-//! For the table that holds a chained join's key, it writes each row as many times as the joins
-//! before make it appear (`weights`); `sum_by` gives those joins' matching rows per value.
+//! `sum_by` and `weighted_counts` sum a table's passing rows per value of some columns, each
+//! row weighted by the joins it takes part in (`crate::weights`): the rows a join brings per
+//! join value, and the key counts of the rows that reach a chained join.
 
 use std::fs::File;
 use std::sync::Arc;
@@ -105,12 +106,9 @@ struct Groups {
 
 /// Read the key and condition columns of every file, keep the passing rows' keys; with
 /// `group_by`, one row per group of those columns.
-pub fn filtered_keys(table: &Table, keys: &KeySpec, filter: &RowFilter, group_by: Option<&KeySpec>, weights: Option<&RowWeights>) -> Result<Filtered> {
+pub fn filtered_keys(table: &Table, keys: &KeySpec, filter: &RowFilter, group_by: Option<&KeySpec>) -> Result<Filtered> {
     let dir = tempfile::Builder::new().prefix("skewjoin-filtered-").tempdir().map_err(|e| Error::Io { path: std::env::temp_dir(), source: e })?;
     if let Some(st) = &table.spark {
-        if weights.is_some() {
-            return Err(Error::Usage(format!("{}: the rows of the joins before are counted by the embedded engine only", table.display)));
-        }
         let (table, keys, rows_in, rows_out) = crate::spark::filtered(table, st, keys, filter, group_by)?;
         return Ok(Filtered { table, keys, rows_in, rows_out, _dir: dir });
     }
@@ -129,8 +127,7 @@ pub fn filtered_keys(table: &Table, keys: &KeySpec, filter: &RowFilter, group_by
     let mut paths = Vec::new();
     for (n, file) in table.files.iter().enumerate() {
         let out = dir.path().join(format!("part-{n:05}.parquet"));
-        let (i, o) =
-            filter_file(file, &out_names, filter, groups.as_mut(), weights, &out).map_err(|e| Error::Usage(format!("{}: {e}", file.path.display())))?;
+        let (i, o) = filter_file(file, &out_names, filter, groups.as_mut(), &out).map_err(|e| Error::Usage(format!("{}: {e}", file.path.display())))?;
         rows_in += i;
         rows_out += o;
         paths.push(out.to_string_lossy().into_owned());
@@ -140,19 +137,16 @@ pub fn filtered_keys(table: &Table, keys: &KeySpec, filter: &RowFilter, group_by
     Ok(Filtered { table: filtered, keys: KeySpec { columns }, rows_in, rows_out, _dir: dir })
 }
 
-/// One file's passing rows (the first of each new group, when grouped; each as many times as
-/// `weights` says, when weighted), the `keys` columns only, written to `out`: (rows read, rows
-/// written).
+/// One file's passing rows (the first of each new group, when grouped), the `keys` columns
+/// only, written to `out`: (rows read, rows kept).
 fn filter_file(
     file: &DataFile,
     keys: &[String],
     filter: &RowFilter,
     mut groups: Option<&mut Groups>,
-    weights: Option<&RowWeights>,
     out: &std::path::Path,
 ) -> std::result::Result<(u64, u64), String> {
-    let extra = weights.map(|w| w.columns()).unwrap_or_default();
-    let reader = passing_reader(file, keys.iter().map(|k| k.to_ascii_lowercase()).chain(extra), filter)?;
+    let reader = passing_reader(file, keys.iter().map(|k| k.to_ascii_lowercase()), filter)?;
     // The key columns' places in the batches, and the output's schema (its file is written
     // even when no row passes, so the table always has one).
     let schema = reader.schema();
@@ -166,55 +160,13 @@ fn filter_file(
         if let Some(g) = groups.as_deref_mut() {
             pass = first_of_groups(g, &batch, &pass)?;
         }
+        let kept = arrow_select::filter::filter_record_batch(&batch.project(&key_idx).map_err(|e| e.to_string())?, &pass).map_err(|e| e.to_string())?;
         rows_in += batch.num_rows() as u64;
-        let keys_only = batch.project(&key_idx).map_err(|e| e.to_string())?;
-        match weights {
-            None => {
-                let kept = arrow_select::filter::filter_record_batch(&keys_only, &pass).map_err(|e| e.to_string())?;
-                rows_out += kept.num_rows() as u64;
-                writer.write(&kept).map_err(|e| e.to_string())?;
-            }
-            Some(w) => rows_out += write_weighted(&mut writer, &keys_only, &pass, &w.of_batch(&batch)?, rows_out)?,
-        }
+        rows_out += kept.num_rows() as u64;
+        writer.write(&kept).map_err(|e| e.to_string())?;
     }
     writer.close().map_err(|e| e.to_string())?;
     Ok((rows_in, rows_out))
-}
-
-/// Rows one file of a weighted table may become: past it the joins before multiply rows too
-/// much to write them out, and the caller counts without them.
-pub const MAX_WEIGHTED_ROWS: u64 = 400_000_000;
-
-/// Each passing row of `batch` written as many times as its weight, in runs of at most 1M rows:
-/// the rows written. `so_far` rows were written before; past `MAX_WEIGHTED_ROWS` it stops.
-fn write_weighted(writer: &mut ArrowWriter<File>, batch: &RecordBatch, pass: &BooleanArray, w: &[u64], so_far: u64) -> std::result::Result<u64, String> {
-    const RUN: usize = 1 << 20;
-    let mut idx: Vec<u32> = Vec::new();
-    let mut written = 0u64;
-    let mut flush = |idx: &mut Vec<u32>| -> std::result::Result<(), String> {
-        let take = arrow_array::UInt32Array::from(std::mem::take(idx));
-        let rows = arrow_select::take::take_record_batch(batch, &take).map_err(|e| e.to_string())?;
-        writer.write(&rows).map_err(|e| e.to_string())
-    };
-    for (row, &n) in w.iter().enumerate() {
-        if !pass.value(row) || n == 0 {
-            continue;
-        }
-        written += n;
-        if so_far + written > MAX_WEIGHTED_ROWS {
-            return Err(format!("the joins before this one give more than {MAX_WEIGHTED_ROWS} rows"));
-        }
-        for _ in 0..n {
-            idx.push(row as u32);
-            if idx.len() == RUN {
-                flush(&mut idx)?;
-            }
-        }
-    }
-    if !idx.is_empty() {
-        flush(&mut idx)?;
-    }
-    Ok(written)
 }
 
 /// The batches of `file` with `columns` and the filter's columns (case ignored).
@@ -239,33 +191,55 @@ fn passing_reader(
 /// The rows of `table` that pass `filter`, weighted by `weights`, summed per value of the
 /// `by` columns (of `types`; rows with a NULL among them left out, as they join nothing).
 pub fn sum_by(table: &Table, by: &[String], types: &[KeyType], filter: &RowFilter, weights: &RowWeights) -> Result<Matches> {
+    sum_rows(table, by, types, filter, weights, false).map(|(m, _)| m)
+}
+
+/// As `sum_by`, rows with NULLs among the `by` columns included (a join's key counts): the
+/// sums, and the rows read.
+pub fn weighted_counts(table: &Table, by: &[String], types: &[KeyType], filter: &RowFilter, weights: &RowWeights) -> Result<(Matches, u64)> {
+    sum_rows(table, by, types, filter, weights, true)
+}
+
+fn sum_rows(table: &Table, by: &[String], types: &[KeyType], filter: &RowFilter, weights: &RowWeights, nulls: bool) -> Result<(Matches, u64)> {
     if table.spark.is_some() {
         return Err(Error::Usage(format!("{}: the rows of the joins before are counted by the embedded engine only", table.display)));
     }
     let mut out = Matches::new();
+    let mut rows = 0;
     for file in &table.files {
-        sum_file(file, by, types, filter, weights, &mut out).map_err(|e| Error::Usage(format!("{}: {e}", file.path.display())))?;
+        rows += sum_file(file, by, types, filter, weights, nulls, &mut out).map_err(|e| Error::Usage(format!("{}: {e}", file.path.display())))?;
     }
-    Ok(out)
+    Ok((out, rows))
 }
 
-fn sum_file(file: &DataFile, by: &[String], types: &[KeyType], filter: &RowFilter, weights: &RowWeights, out: &mut Matches) -> std::result::Result<(), String> {
+/// One file's rows summed into `out`: the rows read.
+fn sum_file(
+    file: &DataFile,
+    by: &[String],
+    types: &[KeyType],
+    filter: &RowFilter,
+    weights: &RowWeights,
+    nulls: bool,
+    out: &mut Matches,
+) -> std::result::Result<u64, String> {
     let reader = passing_reader(file, by.iter().map(|c| c.to_ascii_lowercase()).chain(weights.columns()), filter)?;
     let schema = reader.schema();
     let by_idx: Vec<usize> = by.iter().map(|c| column_index(&schema, c)).collect::<std::result::Result<_, _>>()?;
+    let mut rows = 0;
     for batch in reader {
         let batch = batch.map_err(|e| e.to_string())?;
+        rows += batch.num_rows() as u64;
         let pass = all_true(&filter.conditions, &batch)?;
         let w = weights.of_batch(&batch)?;
         let cols: Vec<ArrayRef> = by_idx.iter().map(|&i| batch.column(i).clone()).collect();
         let keys = crate::count::group_keys(&cols, types)?;
         for (row, key) in keys.into_iter().enumerate() {
-            if pass.value(row) && w[row] > 0 && !cols.iter().any(|a| a.is_null(row)) {
+            if pass.value(row) && w[row] > 0 && (nulls || !cols.iter().any(|a| a.is_null(row))) {
                 *out.entry(key).or_default() += w[row];
             }
         }
     }
-    Ok(())
+    Ok(rows)
 }
 
 /// Of the rows that `pass`, those whose group has not been seen before (each group's first).

@@ -76,22 +76,7 @@ impl SideMeasure {
         partitions: u32,
         bytes_per_row: u64,
     ) -> SideMeasure {
-        let n = partitions.max(1) as usize;
-        let mut scan =
-            PartitionScan { rows: 0, null_rows: 0, null_partition_rows: vec![0; n], partition_rows: vec![0; n], key_rows: vec![0; candidates.len()] };
-        for (key, rows) in counts {
-            let part = spark_partition(key, n as u32) as usize;
-            scan.rows += rows;
-            if key.iter().any(Value::is_null) {
-                scan.null_rows += rows;
-                scan.null_partition_rows[part] += rows;
-                continue;
-            }
-            scan.partition_rows[part] += rows;
-            if let Some(i) = candidates.iter().position(|c| c == key) {
-                scan.key_rows[i] += rows;
-            }
-        }
+        let scan = scan_counts(counts, partitions, candidates);
         let columns: Vec<String> = keys.iter().map(|k| k.0.to_string()).chain(std::iter::once("v".to_string())).collect();
         let bytes = scan.rows * bytes_per_row;
         SideMeasure {
@@ -135,20 +120,92 @@ pub fn measure(left: &SideInput, right: &SideInput, opts: &PlanOptions) -> Resul
     let parts = opts.partitions.max(1);
     let popts =
         ProfileOptions { top: opts.top.max(1), sample: opts.sample, seed: opts.seed, memory: opts.memory, progress: opts.progress, exact_distinct: false };
-    // A side with conditions is counted on its passing rows' keys; sizes stay the table's, as
-    // Spark's estimate for a filtered relation (without statistics) is the relation's.
-    let (lf, rf) = (filtered(left)?, filtered(right)?);
-    let lsrc = f_src(left, &lf);
-    let rsrc = f_src(right, &rf);
-    let top = |(t, k): (&Table, &KeySpec)| -> Result<Vec<Vec<Value>>> {
-        let p = count::profile(t, std::slice::from_ref(k), &popts)?.remove(0);
-        Ok(p.top.into_iter().map(|kc| kc.key).collect())
-    };
-    let (ltop, rtop) = (top(lsrc)?, top(rsrc)?);
-    let cands = candidates(&ltop, &rtop);
-    let lscan = count::scan(lsrc.0, lsrc.1, parts, &cands)?;
-    let rscan = count::scan(rsrc.0, rsrc.1, parts, &cands)?;
-    Ok(Measured { partitions: parts, left: side(left, lscan, &lf), right: side(right, rscan, &rf), candidates: cands })
+    let (l, r) = (Counted::of(left, &popts)?, Counted::of(right, &popts)?);
+    let cands = candidates(&l.top, &r.top);
+    let (lscan, rscan) = (l.scan(left, parts, &cands)?, r.scan(right, parts, &cands)?);
+    Ok(Measured { partitions: parts, left: side(left, lscan, l.rows), right: side(right, rscan, r.rows), candidates: cands })
+}
+
+/// One side's counts: of its table (or of the rows that pass its conditions, written out by
+/// `filter::filtered_keys`), or, through the joins before it, each key value's rows in them.
+struct Counted {
+    source: Source,
+    top: Vec<Vec<Value>>,
+    /// (rows read, rows counted) when the counts are not of the whole table.
+    rows: Option<(u64, u64)>,
+}
+
+enum Source {
+    Table(Option<Filtered>),
+    Weighted(Vec<(Vec<Value>, u64)>),
+}
+
+impl Counted {
+    fn of(s: &SideInput, popts: &ProfileOptions) -> Result<Counted> {
+        if let Some(w) = &s.through {
+            return Self::weighted(s, w, popts);
+        }
+        // A side with conditions is counted on its passing rows' keys; sizes stay the table's,
+        // as Spark's estimate for a filtered relation (without statistics) is the relation's.
+        let f = filtered(s)?;
+        let (t, k) = f_src(s, &f);
+        let top = count::profile(t, std::slice::from_ref(k), popts)?.remove(0).top.into_iter().map(|kc| kc.key).collect();
+        let rows = f.as_ref().map(|f| (f.rows_in, f.rows_out));
+        Ok(Counted { source: Source::Table(f), top, rows })
+    }
+
+    /// Each key value's rows in the joins before, from the key table's rows and their weights.
+    fn weighted(s: &SideInput, w: &crate::weights::RowWeights, popts: &ProfileOptions) -> Result<Counted> {
+        let names = s.keys.names();
+        let types = s.keys.types();
+        let everything = filter::RowFilter::default();
+        let (sums, rows_in) = filter::weighted_counts(s.table, &names, &types, s.filter.as_ref().unwrap_or(&everything), w)?;
+        // Each value held costs about as much as one the counter holds.
+        if sums.len().saturating_mul(64) > popts.memory {
+            return Err(Error::Usage(format!("{}: {} key values, more than --memory holds, to count through the joins before", s.name, sums.len())));
+        }
+        // In the keys' byte order, so that ties in the top values are broken the same each run.
+        let mut sums: Vec<(Vec<u8>, u64)> = sums.into_iter().collect();
+        sums.sort_unstable();
+        let counts: Vec<(Vec<Value>, u64)> = sums.into_iter().map(|(k, n)| (count::decode_key(&k, &types), n)).collect();
+        let mut most: Vec<&(Vec<Value>, u64)> = counts.iter().filter(|(k, _)| !k.iter().any(Value::is_null)).collect();
+        most.sort_by_key(|b| std::cmp::Reverse(b.1));
+        let top = most.into_iter().take(popts.top.max(1)).map(|(k, _)| k.clone()).collect();
+        let rows_out = counts.iter().map(|c| c.1).sum();
+        Ok(Counted { source: Source::Weighted(counts), top, rows: Some((rows_in, rows_out)) })
+    }
+
+    /// Rows per shuffle partition, NULL-keyed rows and the candidates' rows.
+    fn scan(&self, s: &SideInput, parts: u32, cands: &[Vec<Value>]) -> Result<PartitionScan> {
+        match &self.source {
+            Source::Table(f) => {
+                let (t, k) = f_src(s, f);
+                count::scan(t, k, parts, cands)
+            }
+            Source::Weighted(counts) => Ok(scan_counts(counts, parts, cands)),
+        }
+    }
+}
+
+/// The partition scan of keys given with their rows (a NULL in any key column makes a
+/// NULL-keyed row, sent where Spark's hash of the other columns sends it).
+fn scan_counts(counts: &[(Vec<Value>, u64)], partitions: u32, candidates: &[Vec<Value>]) -> PartitionScan {
+    let n = partitions.max(1) as usize;
+    let mut scan = PartitionScan { rows: 0, null_rows: 0, null_partition_rows: vec![0; n], partition_rows: vec![0; n], key_rows: vec![0; candidates.len()] };
+    for (key, rows) in counts {
+        let part = spark_partition(key, n as u32) as usize;
+        scan.rows += rows;
+        if key.iter().any(Value::is_null) {
+            scan.null_rows += rows;
+            scan.null_partition_rows[part] += rows;
+            continue;
+        }
+        scan.partition_rows[part] += rows;
+        if let Some(i) = candidates.iter().position(|c| c == key) {
+            scan.key_rows[i] += rows;
+        }
+    }
+    scan
 }
 
 /// Read one table for a window or an aggregate over its keys: the candidates from its most
@@ -162,16 +219,16 @@ pub fn measure_one(input: &SideInput, opts: &PlanOptions) -> Result<(Vec<Vec<Val
     let top: Vec<Vec<Value>> = count::profile(t, std::slice::from_ref(k), &popts)?.remove(0).top.into_iter().map(|kc| kc.key).collect();
     let cands = candidates(&top, &[]);
     let scan = count::scan(t, k, parts, &cands)?;
-    Ok((cands, side(input, scan, &f)))
+    Ok((cands, side(input, scan, f.as_ref().map(|f| (f.rows_in, f.rows_out)))))
 }
 
 /// The side's passing rows (or their groups), when it has conditions or groups.
 fn filtered(s: &SideInput) -> Result<Option<Filtered>> {
-    if s.filter.is_none() && s.group_by.is_none() && s.through.is_none() {
+    if s.filter.is_none() && s.group_by.is_none() {
         return Ok(None);
     }
     let everything = filter::RowFilter::default();
-    filter::filtered_keys(s.table, &s.keys, s.filter.as_ref().unwrap_or(&everything), s.group_by.as_ref(), s.through.as_deref()).map(Some)
+    filter::filtered_keys(s.table, &s.keys, s.filter.as_ref().unwrap_or(&everything), s.group_by.as_ref()).map(Some)
 }
 
 /// The table and keys to count: the filtered ones, or the side's own.
@@ -182,7 +239,8 @@ fn f_src<'a>(s: &'a SideInput, f: &'a Option<Filtered>) -> (&'a Table, &'a KeySp
     }
 }
 
-fn side(s: &SideInput, scan: PartitionScan, f: &Option<Filtered>) -> SideMeasure {
+/// `rows`: (rows read, rows counted) when the counts are not of the whole table.
+fn side(s: &SideInput, scan: PartitionScan, rows: Option<(u64, u64)>) -> SideMeasure {
     SideMeasure {
         name: s.name.clone(),
         table: s.table.display.clone(),
@@ -192,12 +250,12 @@ fn side(s: &SideInput, scan: PartitionScan, f: &Option<Filtered>) -> SideMeasure
         hashable: hashable_columns(s.table),
         size: TableSize::of(s.table),
         scan,
-        filter: f.as_ref().map(|f| SideFilter {
+        filter: rows.map(|(rows_in, rows_out)| SideFilter {
             conditions: s.filter.as_ref().map(|c| c.text()).unwrap_or_default(),
             group_by: s.group_by.as_ref().map(|g| g.names().join(", ")),
             joins: s.through.as_ref().map(|w| w.joins.clone()),
-            rows_in: f.rows_in,
-            rows_out: f.rows_out,
+            rows_in,
+            rows_out,
         }),
     }
 }

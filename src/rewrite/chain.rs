@@ -12,7 +12,7 @@ use super::join::Joined;
 use super::names::{factor_alias, last_ident, lc, parse_item, select_item};
 use super::reason::LeftAlone;
 use super::scope::{repoint_all, Remap};
-use super::through::Link;
+use super::through::{Link, SentCache};
 use super::Ctx;
 use crate::error::Result;
 use crate::plan::JoinType;
@@ -54,19 +54,32 @@ pub(super) struct Prefix {
     pub broken: Option<LeftAlone>,
     /// Each join so far as the counts follow it, or why they cannot.
     pub links: Vec<std::result::Result<Link, String>>,
+    /// What the inputs sent across the links, for the later joins' counts.
+    cache: SentCache,
 }
 
 /// The joins before a chained join, as its counts follow them.
 pub(super) struct Before<'a> {
     pub members: Vec<Input>,
     pub links: &'a [std::result::Result<Link, String>],
+    pub cache: &'a SentCache,
 }
 
 impl Prefix {
     /// The first FROM item of a chain, traced or not.
     pub fn start(twj: &TableWithJoins, first: std::result::Result<Input, LeftAlone>) -> Prefix {
         let cur = TableWithJoins { relation: twj.relation.clone(), joins: vec![] };
-        let mut p = Prefix { cur, slots: vec![], members: vec![], star: vec![], star_ok: true, rewritten: false, broken: None, links: vec![] };
+        let mut p = Prefix {
+            cur,
+            slots: vec![],
+            members: vec![],
+            star: vec![],
+            star_ok: true,
+            rewritten: false,
+            broken: None,
+            links: vec![],
+            cache: Default::default(),
+        };
         match first {
             Ok(inp) => {
                 let slots = p.add_member(inp);
@@ -100,7 +113,7 @@ impl Prefix {
 
     /// The inputs and joins so far, for the counts of the next join.
     pub fn before(&self) -> Before<'_> {
-        Before { members: self.members.iter().map(|m| m.input.clone()).collect(), links: &self.links }
+        Before { members: self.members.iter().map(|m| m.input.clone()).collect(), links: &self.links, cache: &self.cache }
     }
 
     /// The select items of `*` over the prefix; None when they cannot be listed.

@@ -68,7 +68,7 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
         Ok(x) => x,
         Err(why) => return Ok(Outcome::LeftAlone(why)),
     };
-    let mut through = before.map(|b| rows_before(&b.members, b.links, l, &cond.left_keys(), scope, cond.how, ctx));
+    let mut through = before.map(|b| rows_before((&b.members, b.links, b.cache), l, &cond.left_keys(), scope, cond.how, ctx));
     let (p, filters) = loop {
         let counted = through.as_ref().and_then(|t| t.as_ref().ok());
         let skip = counted.map(|t| t.applied.as_slice()).unwrap_or_default();

@@ -11,6 +11,7 @@
 //! way the counts do not apply, join columns of different types) gives the reason, and the
 //! join is counted on the key's base table as before, with a note saying so.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -120,8 +121,7 @@ fn single_table(inp: &Input) -> Result<String, String> {
 
 /// The prefix's rows as weights on the rows of the member that holds the join's left keys.
 pub(super) fn rows_before(
-    members: &[Input],
-    links: &[Result<Link, String>],
+    (members, links, cache): (&[Input], &[Result<Link, String>], &SentCache),
     l: &Input,
     keys: &[String],
     scope: &JoinScope,
@@ -135,7 +135,7 @@ pub(super) fn rows_before(
         _ => return Err("its keys are not the columns of one input".into()),
     };
     let pushed = !scope.later_outer && crate::rewrite::filters::pushes_below(how, Side::Left);
-    let tree = Tree { members, links: &links, scope, pushed, tables: ctx.tables, memory: ctx.opts.memory };
+    let tree = Tree { members, links: &links, scope, pushed, tables: ctx.tables, memory: ctx.opts.memory, cache };
     let mut applied = Vec::new();
     let (filter, _) = tree.filter_of(&members[root], &mut applied)?;
     let factors = tree.factors(root, None, &mut applied)?;
@@ -152,6 +152,20 @@ struct Tree<'a> {
     pushed: bool,
     tables: &'a HashMap<String, Table>,
     memory: usize,
+    cache: &'a SentCache,
+}
+
+/// What one input sent across one link of a chain, with the WHERE conjuncts it applied, kept
+/// for the later joins of the chain (which would read the same tables for it again).
+pub(super) type SentCache = RefCell<HashMap<SentKey, (Arc<Matches>, Vec<Expr>)>>;
+
+/// The link, which of its ends sends, the links beyond that end, and whether the WHERE applies.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(super) struct SentKey {
+    via: usize,
+    from_child: bool,
+    beyond: Vec<usize>,
+    pushed: bool,
 }
 
 impl Tree<'_> {
@@ -189,6 +203,43 @@ impl Tree<'_> {
 
     /// The rows input `inp` (member `m`, reached by link `via`) brings, per value of `by`.
     fn sent(&self, inp: &Input, m: Option<usize>, via: usize, by: &[String], applied: &mut Vec<Expr>) -> Result<Arc<Matches>, String> {
+        // What an input sends depends on the links beyond it: the same links, the same rows.
+        let key = SentKey { via, from_child: self.links[via].child.alias == inp.alias, beyond: self.beyond(m, via), pushed: self.pushed };
+        if let Some((matches, conds)) = self.cache.borrow().get(&key) {
+            applied.extend(conds.iter().cloned());
+            return Ok(matches.clone());
+        }
+        let mut mine = Vec::new();
+        let matches = self.sum_sent(inp, m, via, by, &mut mine)?;
+        applied.extend(mine.iter().cloned());
+        self.cache.borrow_mut().insert(key, (matches.clone(), mine));
+        Ok(matches)
+    }
+
+    /// The links reachable from member `m` without crossing link `via` (none for a semi or
+    /// anti join's input).
+    fn beyond(&self, m: Option<usize>, via: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut todo: Vec<usize> = m.into_iter().collect();
+        while let Some(x) = todo.pop() {
+            for (i, l) in self.links.iter().enumerate() {
+                if i == via || out.contains(&i) {
+                    continue;
+                }
+                if l.parent == x {
+                    out.push(i);
+                    todo.extend(l.child_member);
+                } else if l.child_member == Some(x) {
+                    out.push(i);
+                    todo.push(l.parent);
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    fn sum_sent(&self, inp: &Input, m: Option<usize>, via: usize, by: &[String], applied: &mut Vec<Expr>) -> Result<Arc<Matches>, String> {
         let (filter, table) = self.filter_of(inp, applied)?;
         let weights = match m {
             Some(m) => RowWeights { factors: self.factors(m, Some(via), applied)?, joins: String::new() },
