@@ -138,6 +138,10 @@ pub struct StageReport {
     pub duration_ms: i64,
     /// Of the application's wall clock.
     pub share: f64,
+    /// Of the time any stage ran (the wall clock less the driver's time with no stage running):
+    /// what decides whether the stage is worth a finding, since an application's start-up and
+    /// its driver's own work are not its stages' to fix.
+    pub active_share: f64,
     pub tasks: usize,
     pub failed_tasks: usize,
     /// Executor cores while it ran, and tasks / cores.
@@ -303,7 +307,7 @@ fn totals(tasks: &[&Task]) -> Totals {
     t
 }
 
-fn stage_report(app: &App, st: &Stage, app_ms: i64) -> StageReport {
+fn stage_report(app: &App, st: &Stage, app_ms: i64, active_ms: i64) -> StageReport {
     let ok: Vec<&Task> = st.tasks.iter().filter(|t| t.success).collect();
     let slots = st.span().map(|(a, b)| app.slots_at((a + b) / 2)).unwrap_or(0);
     StageReport {
@@ -313,6 +317,7 @@ fn stage_report(app: &App, st: &Stage, app_ms: i64) -> StageReport {
         job_id: st.job,
         duration_ms: st.duration(),
         share: ratio(st.duration(), app_ms),
+        active_share: ratio(st.duration(), active_ms),
         tasks: ok.len(),
         failed_tasks: st.tasks.len() - ok.len(),
         slots,
@@ -340,7 +345,7 @@ impl Default for Options {
 
 /// A finding on a stage shorter than this is not worth a user's attention (`--min-stage-seconds`).
 pub const MIN_STAGE_MS: i64 = 10_000;
-/// Nor on a stage with a smaller share of the wall clock.
+/// Nor on a stage with a smaller share of the time stages ran.
 const MIN_STAGE_SHARE: f64 = 0.10;
 
 pub fn diagnose(path: &Path, baseline: Option<&Path>, opts: &Options) -> Result<Diagnosis> {
@@ -360,8 +365,9 @@ pub fn diagnose(path: &Path, baseline: Option<&Path>, opts: &Options) -> Result<
     let app_ms = app_sum.duration_ms;
 
     // 1. Locate.
-    let all = stage_reports(app, app_ms);
-    let locate = locate_text(&all, app_ms, active_ms(app));
+    let active = active_ms(app);
+    let all = stage_reports(app, app_ms, active);
+    let locate = locate_text(&all, app_ms, active);
     let top = worth_diagnosing(&all);
 
     // 2-3. Measure and diagnose.
@@ -417,16 +423,21 @@ fn app_summary(a: &App, e: &eventlog::Log) -> AppSummary {
 }
 
 /// Every stage that ran or completed, the longest first (ties by stage ID).
-fn stage_reports(app: &App, app_ms: i64) -> Vec<StageReport> {
+fn stage_reports(app: &App, app_ms: i64, active_ms: i64) -> Vec<StageReport> {
     let mut all: Vec<StageReport> =
-        app.stages.values().filter(|s| !s.tasks.is_empty() || s.completed.is_some()).map(|s| stage_report(app, s, app_ms)).collect();
+        app.stages.values().filter(|s| !s.tasks.is_empty() || s.completed.is_some()).map(|s| stage_report(app, s, app_ms, active_ms)).collect();
     all.sort_by(|a, b| b.duration_ms.cmp(&a.duration_ms).then(a.stage_id.cmp(&b.stage_id)));
     all
 }
 
-/// The stages worth a diagnosis: those over 10% of the clock (at least the longest).
+/// The stages worth a diagnosis: the 3 longest over 10% of the time stages ran (at least the
+/// longest), then up to 2 more over 10% that read a shuffle: a hot key's stage is checked even
+/// when scans that ran while the JVM warmed up took longer.
 fn worth_diagnosing(all: &[StageReport]) -> Vec<StageReport> {
-    let mut top: Vec<StageReport> = all.iter().filter(|s| s.share >= 0.10).take(3).cloned().collect();
+    let material = all.iter().filter(|s| s.active_share >= MIN_STAGE_SHARE);
+    let mut top: Vec<StageReport> = material.clone().take(3).cloned().collect();
+    let shuffled = material.skip(3).filter(|s| s.task_summary.shuffle_read_bytes.max > 0 || s.task_summary.shuffle_read_records.max > 0);
+    top.extend(shuffled.take(2).cloned());
     if top.is_empty() {
         top.extend(all.first().cloned());
     }
@@ -451,14 +462,14 @@ impl Verdicts {
     /// it is not flagged.
     fn add_stage(&mut self, sr: &StageReport, r: (Check, Option<Finding>)) {
         let (mut check, finding) = r;
-        let material = sr.duration_ms >= self.min_stage_ms && sr.share >= MIN_STAGE_SHARE;
+        let material = sr.duration_ms >= self.min_stage_ms && sr.active_share >= MIN_STAGE_SHARE;
         if finding.is_some() && !material {
             check.confirmed = false;
             check.numbers.push_str(&format!(
-                "; not flagged: stage {} takes {} ({} of the run), under the {} and {} a finding needs",
+                "; not flagged: stage {} takes {} ({} of the time stages ran), under the {} and {} a finding needs",
                 sr.stage_id,
                 fmt_ms(sr.duration_ms),
-                pct(sr.share),
+                pct(sr.active_share),
                 fmt_ms(self.min_stage_ms),
                 pct(MIN_STAGE_SHARE)
             ));
@@ -960,7 +971,7 @@ fn slow_code(c: &StageCtx) -> (Check, Option<Finding>) {
             None => "; no Python UDF in the plan".into(),
         }
     );
-    let yes = even && no_shuffle && no_spill && c.sr.share >= 0.25 && (udf.is_some() || c.sr.task_summary.run_ms.median >= 1000);
+    let yes = even && no_shuffle && no_spill && c.sr.active_share >= 0.25 && (udf.is_some() || c.sr.task_summary.run_ms.median >= 1000);
     let f = yes.then(|| Finding::new(
         Kind::SlowCode,
         Some(c.sr.stage_id),
