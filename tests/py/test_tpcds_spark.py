@@ -9,7 +9,7 @@ from decimal import Decimal
 
 import pytest
 
-from test_tpcds import QUERIES, SF, rewrite, tpc  # noqa: F401  (fixture)
+from test_tpcds import rewrites, tpc  # noqa: F401  (fixture)
 
 
 def norm(r):
@@ -18,12 +18,7 @@ def norm(r):
 
 @pytest.fixture(scope="module")
 def changed(tpc):
-    out = {}
-    for q in QUERIES:
-        r = rewrite(tpc, q, "--broadcast-threshold", "1KB")
-        if r["changes"]:
-            out[q] = r["sql"]
-    return out
+    return {q: r["sql"] for q, r in rewrites(tpc, "1KB").items() if r["changes"]}
 
 
 def test_rewritten_tpcds_queries_give_the_same_rows(spark, tpc, changed):

@@ -64,4 +64,7 @@ def ensure(folder, sf):
 
 
 if __name__ == "__main__":
-    generate(pathlib.Path(sys.argv[1]), float(sys.argv[2]))
+    folder, sf = pathlib.Path(sys.argv[1]), float(sys.argv[2])
+    done = folder / "done.json"
+    if not (done.exists() and json.loads(done.read_text()).get("sf") == sf):
+        generate(folder, sf)
