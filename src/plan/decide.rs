@@ -118,10 +118,11 @@ fn notes(sides: &[(&SideMeasure, &SideReport, Side)], opts: &PlanOptions) -> Vec
         let (nulls, rows) = (s.scan.null_rows, s.scan.rows);
         if nulls > 0 && how.spark_drops_nulls(*side) {
             notes.push(format!(
-                "{} has {} NULL-keyed rows ({}); Spark drops them before the shuffle for a {} join, so they cost nothing",
+                "{} has {} NULL-keyed rows ({}); Spark drops them before the shuffle for {} {} join, so they cost nothing",
                 rep.name,
                 fmt_count(nulls),
                 fmt_share(nulls as f64 / rows.max(1) as f64),
+                if how.as_str().starts_with('i') { "an" } else { "a" },
                 how.as_str()
             ));
         }

@@ -208,18 +208,17 @@ fn scan_counts(counts: &[(Vec<Value>, u64)], partitions: u32, candidates: &[Vec<
     scan
 }
 
-/// Read one table for a window or an aggregate over its keys: the candidates from its most
-/// frequent values, its exact partition scan for them, and its sizes.
+/// Read one table for a window or an aggregate over its keys (or the rows of the joins it is
+/// in, `input.through`): the candidates from its most frequent values, its exact partition
+/// scan for them, and its sizes.
 pub fn measure_one(input: &SideInput, opts: &PlanOptions) -> Result<(Vec<Vec<Value>>, SideMeasure)> {
     let parts = opts.partitions.max(1);
     let popts =
         ProfileOptions { top: opts.top.max(1), sample: opts.sample, seed: opts.seed, memory: opts.memory, progress: opts.progress, exact_distinct: false };
-    let f = filtered(input)?;
-    let (t, k) = f_src(input, &f);
-    let top: Vec<Vec<Value>> = count::profile(t, std::slice::from_ref(k), &popts)?.remove(0).top.into_iter().map(|kc| kc.key).collect();
-    let cands = candidates(&top, &[]);
-    let scan = count::scan(t, k, parts, &cands)?;
-    Ok((cands, side(input, scan, f.as_ref().map(|f| (f.rows_in, f.rows_out)))))
+    let c = Counted::of(input, &popts)?;
+    let cands = candidates(&c.top, &[]);
+    let scan = c.scan(input, parts, &cands)?;
+    Ok((cands, side(input, scan, c.rows)))
 }
 
 /// The side's passing rows (or their groups), when it has conditions or groups.

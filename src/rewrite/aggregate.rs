@@ -34,7 +34,7 @@ pub(super) fn aggregate(sel: &Select, ctx: &mut Ctx) {
         return;
     }
     let joined = !sel.from[0].joins.is_empty();
-    let inp = if joined { joined_input(&sel.from[0], &keys, ctx).ok() } else { input_of(&sel.from[0].relation, ctx, 0).ok() };
+    let inp = if joined { joined_input(&sel.from[0], &keys, ctx).ok().map(|x| x.1) } else { input_of(&sel.from[0].relation, ctx, 0).ok() };
     let Some(inp) = inp.filter(|inp| keys.iter().all(|k| column_of(k, inp).is_some())) else { return };
     let Some(distinct) = distinct_arguments(sel) else { return };
     let shape = match distinct.len() {

@@ -154,12 +154,20 @@ impl Prefix {
         if !self.rewritten && self.cur.joins.is_empty() && self.members.len() == 1 {
             return self.members[0].input.clone();
         }
+        let alias = format!("__sjp{}", ctx.next_id);
+        ctx.next_id += 1;
+        self.as_input_named(right, right_out, alias)
+    }
+
+    /// The prefix as one input named `alias` (see `as_input`), also for a single table.
+    pub fn as_input_named(&self, right: &Input, right_out: bool, alias: String) -> Input {
+        if !self.rewritten && self.cur.joins.is_empty() && self.members.len() == 1 {
+            return self.members[0].input.clone();
+        }
         let (wraps, bare) = self.unique_names(right, right_out);
         let mut cur = self.cur.clone();
         crate::sql::fix_literals(&mut cur);
         let list: Vec<String> = self.slots.iter().zip(&wraps).map(|(s, w)| select_item(&s.qual, &s.name, w)).collect();
-        let alias = format!("__sjp{}", ctx.next_id);
-        ctx.next_id += 1;
         let mut base = HashMap::new();
         let mut quals = Vec::new();
         for m in &self.members {

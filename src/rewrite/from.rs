@@ -17,6 +17,7 @@ use super::through::link_of;
 use super::{At, Ctx, Unchanged};
 use crate::error::Result;
 use crate::plan::JoinType;
+use crate::plan::TaskStats;
 
 /// A FROM item with a join rewritten.
 pub(super) struct FromDone {
@@ -40,7 +41,7 @@ pub(super) fn merges(op: &sqlparser::ast::JoinOperator) -> bool {
 pub(super) fn process_from(twj: &TableWithJoins, conjuncts: &[Expr], used: &Used, ctx: &mut Ctx) -> Result<Option<FromDone>> {
     if merges_later(twj) {
         for j in 0..twj.joins.len() {
-            ctx.unchanged.push(Unchanged { join: join_text(twj, j), at: At::of(&twj.joins[j].relation), reason: LeftAlone::UsingInChain });
+            ctx.unchanged.push(Unchanged::new(join_text(twj, j), At::of(&twj.joins[j].relation), LeftAlone::UsingInChain));
         }
         return Ok(None);
     }
@@ -49,8 +50,8 @@ pub(super) fn process_from(twj: &TableWithJoins, conjuncts: &[Expr], used: &Used
         let right = input_of(&join.relation, ctx, 0);
         let later_outer = twj.joins[j + 1..].iter().any(|x| matches!(join_type(&x.join_operator), Ok((JoinType::Right | JoinType::Full, _))));
         let scope = JoinScope { conjuncts, later_outer, used };
-        if let Some(reason) = join_next(&mut p, twj, j, &right, &scope, ctx)? {
-            ctx.unchanged.push(Unchanged { join: join_text(twj, j), at: At::of(&join.relation), reason });
+        if let Some((reason, before)) = join_next(&mut p, twj, j, &right, &scope, ctx)? {
+            ctx.unchanged.push(Unchanged { join: join_text(twj, j), at: At::of(&join.relation), reason, before });
             p.append(join, right.ok());
         }
     }
@@ -70,11 +71,11 @@ fn join_next(
     right: &std::result::Result<Input, Untraced>,
     scope: &JoinScope,
     ctx: &mut Ctx,
-) -> Result<Option<LeftAlone>> {
+) -> Result<Option<(LeftAlone, Option<TaskStats>)>> {
     let r = match (&p.broken, right) {
-        (Some(why), _) if j == 0 => return Ok(Some(why.clone())),
-        (Some(why), _) => return Ok(Some(LeftAlone::ChainUntraced(Box::new(why.clone())))),
-        (None, Err(why)) => return Ok(Some(LeftAlone::RightInput(why.clone()))),
+        (Some(why), _) if j == 0 => return Ok(Some((why.clone(), None))),
+        (Some(why), _) => return Ok(Some((LeftAlone::ChainUntraced(Box::new(why.clone())), None))),
+        (None, Err(why)) => return Ok(Some((LeftAlone::RightInput(why.clone()), None))),
         (None, Ok(r)) => r,
     };
     let join = &twj.joins[j];
@@ -94,6 +95,24 @@ fn join_next(
             p.absorb(&l, r, *joined);
             Ok(None)
         }
-        Outcome::LeftAlone(why) => Ok(Some(why)),
+        Outcome::LeftAlone(why, before) => Ok(Some((why, before))),
     }
+}
+
+/// Every join of a FROM item, left as written, as the counts follow them: for what runs over
+/// the joins' rows (a window). Why one join cannot be followed is kept in its link.
+pub(super) fn chain_as_written(twj: &TableWithJoins, ctx: &Ctx) -> std::result::Result<Prefix, String> {
+    let mut p = Prefix::start(twj, input_of(&twj.relation, ctx, 0).map_err(LeftAlone::LeftInput));
+    for join in &twj.joins {
+        if let Some(why) = &p.broken {
+            return Err(why.to_string());
+        }
+        let r = input_of(&join.relation, ctx, 0).map_err(|e| e.to_string())?;
+        let right_out = join_type(&join.join_operator).map(|x| x.0.outputs_right()).unwrap_or(true);
+        let l = p.as_input_named(&r, right_out, "__sjp".into());
+        let link = condition_of(&join.join_operator, &l, &r).map_err(|e| e.to_string()).and_then(|c| link_of(join, &c, &l, &r, p.next_member()));
+        p.links.push(link);
+        p.append(join, Some(r));
+    }
+    Ok(p)
 }

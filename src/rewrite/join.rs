@@ -18,7 +18,7 @@ use super::through::rows_before;
 use super::{Change, Ctx};
 use crate::count::KeySpec;
 use crate::error::{Error, Result};
-use crate::plan::{self, emit_sql, JoinSql, JoinType, Plan, SideInput};
+use crate::plan::{self, emit_sql, JoinSql, JoinType, Plan, SideInput, TaskStats};
 use crate::source::Table;
 use crate::sql::{ident, parse_query};
 
@@ -37,7 +37,8 @@ pub(super) struct Joined {
 /// What became of a join.
 pub(super) enum Outcome {
     Rewritten(Box<Joined>),
-    LeftAlone(LeftAlone),
+    /// Why it stays, and its tasks as written where the join was measured.
+    LeftAlone(LeftAlone, Option<TaskStats>),
 }
 
 /// Each side as the planner takes it: its base table and the key columns there.
@@ -66,7 +67,7 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
     let tables = ctx.tables;
     let (cond, mut sides) = match condition_of(&join.join_operator, l, r).and_then(|c| trace_sides(l, r, &c, tables).map(|s| (c, s))) {
         Ok(x) => x,
-        Err(why) => return Ok(Outcome::LeftAlone(why)),
+        Err(why) => return Ok(Outcome::LeftAlone(why, None)),
     };
     let mut through = before.map(|b| rows_before((&b.members, b.links, b.cache), l, &cond.left_keys(), scope, cond.how, ctx));
     let (p, filters) = loop {
@@ -81,7 +82,7 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
         sides.right.filter = filters.right.clone();
         match plan_join(&sides, &cond, ctx) {
             Ok(p) => break (p, filters),
-            Err(Error::KeyTypes(m)) => return Ok(Outcome::LeftAlone(LeftAlone::KeyTypes(m))),
+            Err(Error::KeyTypes(m)) => return Ok(Outcome::LeftAlone(LeftAlone::KeyTypes(m), None)),
             // The prefix's rows could not be written out: counted on the key's table instead.
             Err(e) if counted.is_some() => through = Some(Err(e.to_string())),
             Err(e) => return Err(e),
@@ -91,8 +92,11 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
         Some(Err(why)) => Some(why.clone()),
         _ => None,
     };
-    if let Some(why) = spark_broadcasts(&p, (l, r), &sides, scope).or_else(|| nothing_to_move(&p)) {
-        return Ok(Outcome::LeftAlone(why));
+    if let Some(why) = spark_broadcasts(&p, (l, r), &sides, scope) {
+        return Ok(Outcome::LeftAlone(why, None));
+    }
+    if let Some(why) = nothing_to_move(&p) {
+        return Ok(Outcome::LeftAlone(why, Some(p.before.clone())));
     }
     let exposed = exposed_columns(l, r, &cond);
     let alias = format!("__sj{}", ctx.next_id);

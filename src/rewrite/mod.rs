@@ -98,6 +98,15 @@ pub struct Unchanged {
     /// Where it is in the query.
     pub at: Option<At>,
     pub reason: LeftAlone,
+    /// Its tasks as written, where the join was measured and nothing needed moving.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before: Option<plan::TaskStats>,
+}
+
+impl Unchanged {
+    pub(crate) fn new(join: String, at: Option<At>, reason: LeftAlone) -> Unchanged {
+        Unchanged { join, at, reason, before: None }
+    }
 }
 
 /// Every join the rewrite saw, rewritten or left as written, in the order of the query.
@@ -197,7 +206,7 @@ pub fn rewrite(sql: &str, tables: &HashMap<String, Table>, classifier: &Classifi
                     process_query(q, &mut ctx)?;
                 }
             }
-            other => ctx.unchanged.push(Unchanged { join: other.to_string().chars().take(60).collect(), at: None, reason: LeftAlone::NotAQuery }),
+            other => ctx.unchanged.push(Unchanged::new(other.to_string().chars().take(60).collect(), None, LeftAlone::NotAQuery)),
         }
     }
     // Nothing rewritten: the query exactly as given, not re-printed.

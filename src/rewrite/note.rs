@@ -40,11 +40,10 @@ impl fmt::Display for Note {
             Note::Plan(text) => f.write_str(text),
             Note::ChainEstimate { prefix, table, branches, why } => write!(
                 f,
-                "the left input is the joins before this one ({prefix}); its key counts are those of the base table {table}, before those joins, which may drop or repeat rows, so the task sizes are estimates (the counts do not follow the joins: {why}); the joins before run once in each of the {branches} branches (Spark reuses identical shuffles)"
+                "the left input is the joins before this one ({prefix}); its key counts are those of the base table {table}, before those joins, which may drop or repeat rows, so the task sizes are estimates (the counts do not follow the joins: {why}); {}",
+                branches_text(*branches)
             ),
-            Note::ChainCounted { branches } => {
-                write!(f, "the joins before this one run once in each of the {branches} branches (Spark reuses identical shuffles)")
-            }
+            Note::ChainCounted { branches } => f.write_str(&branches_text(*branches)),
             Note::NotApplied(conds) => {
                 write!(f, "the counts do not apply these conditions of the query's WHERE, so the real tasks may be smaller: {}", conds.join("; "))
             }
@@ -54,6 +53,15 @@ impl fmt::Display for Note {
             Note::Having(input) => write!(f, "{input}: its HAVING drops groups that the counts keep, so the counts of its rows are an upper bound"),
         }
     }
+}
+
+/// What becomes of the joins before a rewritten one: each branch repeats them, and Spark pushes
+/// the branch's condition on the key down to the input that holds it where the joins allow
+/// (inner joins, the kept side of a left join), so each runs on its branch's rows.
+fn branches_text(branches: usize) -> String {
+    format!(
+        "the joins before this one run in each of the {branches} branches, on that branch's rows where Spark pushes the branch's condition on the key down to them (their tables are then read {branches} times, and their tasks are no larger than as written)"
+    )
 }
 
 /// In JSON, a note is its text.

@@ -73,7 +73,7 @@ pub(super) fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Rema
         Err(reason) => {
             let items: Vec<String> = sel.from.iter().map(|twj| join_text(twj, usize::MAX)).collect();
             let at = sel.from.get(1).and_then(|t| At::of(&t.relation));
-            ctx.unchanged.push(Unchanged { join: items.join(", "), at, reason });
+            ctx.unchanged.push(Unchanged::new(items.join(", "), at, reason));
             with_subquery_joins(sel, ctx)
         }
     }
@@ -147,7 +147,7 @@ fn correlated(q: &Query, outer: &[String]) -> bool {
 /// form only when a join changed.
 fn with_subquery_joins(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
     let found = subquery::explicit_form(sel, ctx)?;
-    ctx.unchanged.extend(found.left.into_iter().map(|(join, at, reason)| Unchanged { join, at, reason }));
+    ctx.unchanged.extend(found.left.into_iter().map(|(join, at, reason)| Unchanged::new(join, at, reason)));
     let Some(mut ex) = found.explicit else { return rewrite_joins(sel, ctx) };
     let (changes, unchanged) = (ctx.changes.len(), ctx.unchanged.len());
     let remaps = rewrite_joins(&mut ex.select, ctx)?;
@@ -193,7 +193,7 @@ fn rewrite_joins(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
     }
     if star_unlisted(sel, &done) {
         for c in ctx.changes.split_off(saved) {
-            ctx.unchanged.push(Unchanged { join: c.join, at: c.at, reason: LeftAlone::StarUnlisted });
+            ctx.unchanged.push(Unchanged::new(c.join, c.at, LeftAlone::StarUnlisted));
         }
         return Ok(vec![]);
     }

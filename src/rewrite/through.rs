@@ -135,11 +135,36 @@ pub(super) fn rows_before(
         _ => return Err("its keys are not the columns of one input".into()),
     };
     let pushed = !scope.later_outer && crate::rewrite::filters::pushes_below(how, Side::Left);
-    let tree = Tree { members, links: &links, scope, pushed, tables: ctx.tables, memory: ctx.opts.memory, cache };
+    let joins = l.joined.clone().unwrap_or_default();
+    rows_at((members, &links, cache), root, pushed, scope, ctx, joins)
+}
+
+/// The rows of a whole chain of joins (`links` between `members`) as weights on the rows of
+/// member `root`, with the query's WHERE applied to every input (Spark filters before what
+/// runs over the joins' rows: a window, a GROUP BY); `joins`: the chain as written.
+pub(super) fn rows_of_chain(
+    (members, links, cache): (&[Input], &[Result<Link, String>], &SentCache),
+    root: usize,
+    scope: &JoinScope,
+    ctx: &Ctx,
+    joins: String,
+) -> Result<Through, String> {
+    let links: Vec<&Link> = links.iter().map(|l| l.as_ref().map_err(Clone::clone)).collect::<Result<_, _>>()?;
+    rows_at((members, &links, cache), root, true, scope, ctx, joins)
+}
+
+fn rows_at(
+    (members, links, cache): (&[Input], &[&Link], &SentCache),
+    root: usize,
+    pushed: bool,
+    scope: &JoinScope,
+    ctx: &Ctx,
+    joins: String,
+) -> Result<Through, String> {
+    let tree = Tree { members, links, scope, pushed, tables: ctx.tables, memory: ctx.opts.memory, cache };
     let mut applied = Vec::new();
     let (filter, _) = tree.filter_of(&members[root], &mut applied)?;
     let factors = tree.factors(root, None, &mut applied)?;
-    let joins = l.joined.clone().unwrap_or_default();
     Ok(Through { weights: RowWeights { factors, joins }, filter: (!filter.conditions.is_empty()).then_some(filter), applied })
 }
 

@@ -24,10 +24,13 @@ use sqlparser::ast::{
 };
 
 use super::condition::{conjuncts, join_type};
+use super::estimate::Used;
+use super::filters::JoinScope;
 use super::filters::{column_of, to_base};
-use super::from::merges;
+use super::from::{chain_as_written, merges};
 use super::input::{input_of, Input};
 use super::names::{factor_alias, lc};
+use super::through::{rows_of_chain, Through};
 use super::{At, Ctx};
 use crate::count::KeySpec;
 use crate::error::Result;
@@ -243,16 +246,70 @@ fn stage(sel: &Select, fns: &[WinFn], joins_rewritten: bool, ctx: &Ctx) -> std::
         let inp = input_of(&sel.from[0].relation, ctx, 0).map_err(|e| format!("its input: {e}"))?;
         return planned(sel, &inp, &fns[0].partition, shape, &[], ctx);
     }
-    let inp = joined_input(&sel.from[0], &fns[0].partition, ctx)?;
+    let (root, inp) = joined_input(&sel.from[0], &fns[0].partition, ctx)?;
+    // A ranking's top N is reduced in the map tasks, which over joins are the joins' own.
+    let why = match shape {
+        Shape::TopN { .. } => "the records of a top N over joins are not predicted".to_string(),
+        _ => match through_joins(sel, root, ctx) {
+            Ok(t) => return planned_through(sel, &inp, &fns[0].partition, shape, t, ctx),
+            Err(why) => why,
+        },
+    };
     let (p, mut notes) = planned(sel, &inp, &fns[0].partition, shape, &[], ctx)?;
-    notes.push(format!("the partition key is counted on {} before its joins, which can drop or repeat its rows: the task sizes are estimates", inp.display()));
+    notes.push(format!(
+        "the partition key is counted on {} before its joins, which can drop or repeat its rows: the task sizes are estimates ({why})",
+        inp.display()
+    ));
+    Ok((p, notes))
+}
+
+/// The rows the SELECT's joins give, as weights on the rows of input `root` (the one that
+/// holds the partition key), the WHERE applied to every input where it can be.
+fn through_joins(sel: &Select, root: usize, ctx: &Ctx) -> std::result::Result<Through, String> {
+    let twj = &sel.from[0];
+    let chain = chain_as_written(twj, ctx)?;
+    let mut parts = Vec::new();
+    if let Some(w) = &sel.selection {
+        conjuncts(w, &mut parts);
+    }
+    let used = Used::of(sel, &[]);
+    let scope = JoinScope { conjuncts: &parts, later_outer: false, used: &used };
+    let before = chain.before();
+    let mut text = twj.clone();
+    crate::sql::fix_literals(&mut text);
+    let text = text.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+    rows_of_chain((&before.members, before.links, before.cache), root, &scope, ctx, text)
+}
+
+/// The stage over `keys` planned on the rows of its joins (`t`): the WHERE conjuncts the
+/// counts did not apply are listed.
+fn planned_through(sel: &Select, inp: &Input, keys: &[Expr], shape: Shape, t: Through, ctx: &Ctx) -> std::result::Result<(WindowPlan, Vec<String>), String> {
+    let keys: Vec<String> = keys
+        .iter()
+        .map(|e| column_of(e, inp).ok_or_else(|| format!("{} is not a column of its input", render_expr(e))))
+        .collect::<std::result::Result<_, _>>()?;
+    let (tname, cols) = inp.key_base(&keys, ctx.tables).map_err(|e| e.to_string())?;
+    let table = &ctx.tables[&tname];
+    let mut notes = Vec::new();
+    if let Some(w) = &sel.selection {
+        let mut parts = Vec::new();
+        conjuncts(w, &mut parts);
+        for c in parts.iter().filter(|c| !t.applied.contains(c)) {
+            notes.push(format!("{}: not a condition on one input of the joins; the counts include the rows it drops", render_expr(c)));
+        }
+    }
+    let joins = t.weights.joins.clone();
+    let through = Some(std::sync::Arc::new(t.weights));
+    let input = SideInput { table, keys: KeySpec { columns: cols }, name: inp.display(), filter: t.filter, group_by: None, through };
+    let p = window::plan(&input, shape, &[], ctx.classifier, ctx.opts).map_err(|e| e.to_string())?;
+    notes.insert(0, format!("the counts are of the {} rows its joins give ({joins}), computed from each table's counts", crate::format::fmt_count(p.rows)));
     Ok((p, notes))
 }
 
 /// The input of a joined FROM item that holds every key: any input of a chain of inner joins,
 /// or the first input of a chain of inner, left, semi and anti joins (its rows reach the
 /// window, each at least once). Not where an outer join can bring its rows back as NULLs.
-pub(super) fn joined_input(twj: &TableWithJoins, keys: &[Expr], ctx: &Ctx) -> std::result::Result<Input, String> {
+pub(super) fn joined_input(twj: &TableWithJoins, keys: &[Expr], ctx: &Ctx) -> std::result::Result<(usize, Input), String> {
     let kinds: Vec<JoinType> =
         twj.joins.iter().map(|j| join_type(&j.join_operator).map(|k| k.0)).collect::<std::result::Result<_, _>>().map_err(|e| e.to_string())?;
     let factors = std::iter::once(&twj.relation).chain(twj.joins.iter().map(|j| &j.relation));
@@ -270,7 +327,8 @@ pub(super) fn joined_input(twj: &TableWithJoins, keys: &[Expr], ctx: &Ctx) -> st
     if !inner && !kept {
         return Err(format!("the window's PARTITION BY is of {}, which an outer join can bring back as NULLs: not planned", inp.display()));
     }
-    Ok(inp)
+    // Its member index in the chain: every input of inner joins is a member, in order.
+    Ok((i, inp))
 }
 
 /// The stage over `keys` (expressions of `sel`) planned on the table `inp` traces to;
