@@ -46,13 +46,19 @@ pub(super) fn process_from(twj: &TableWithJoins, conjuncts: &[Expr], used: &Used
         return Ok(None);
     }
     let mut p = Prefix::start(twj, input_of(&twj.relation, ctx, 0).map_err(LeftAlone::LeftInput));
+    let first = ctx.unchanged.len();
     for (j, join) in twj.joins.iter().enumerate() {
         let right = input_of(&join.relation, ctx, 0);
         let later_outer = twj.joins[j + 1..].iter().any(|x| matches!(join_type(&x.join_operator), Ok((JoinType::Right | JoinType::Full, _))));
         let scope = JoinScope { conjuncts, later_outer, used };
-        if let Some((reason, before)) = join_next(&mut p, twj, j, &right, &scope, ctx)? {
-            ctx.unchanged.push(Unchanged { join: join_text(twj, j), at: At::of(&join.relation), reason, before });
-            p.append(join, right.ok());
+        match join_next(&mut p, twj, j, &right, &scope, ctx)? {
+            Err((reason, before)) => {
+                ctx.unchanged.push(Unchanged { join: join_text(twj, j), at: At::of(&join.relation), reason, before, in_branches: false });
+                p.append(join, right.ok());
+            }
+            // The joins of this chain left as written so far run in its branches.
+            Ok(branches) if branches > 1 => ctx.unchanged[first..].iter_mut().for_each(|u| u.in_branches = true),
+            Ok(_) => {}
         }
     }
     if !p.rewritten {
@@ -62,8 +68,8 @@ pub(super) fn process_from(twj: &TableWithJoins, conjuncts: &[Expr], used: &Used
     Ok(Some(FromDone { remaps: p.remaps(), twj: p.cur, star }))
 }
 
-/// Plan the `j`-th join on the joins before it (`p`) and `right`: rewritten into `p`, or the
-/// reason it stays as written (the caller appends it to `p` then).
+/// Plan the `j`-th join on the joins before it (`p`) and `right`: rewritten into `p` (its
+/// branches), or the reason it stays as written (the caller appends it to `p` then).
 fn join_next(
     p: &mut Prefix,
     twj: &TableWithJoins,
@@ -71,11 +77,11 @@ fn join_next(
     right: &std::result::Result<Input, Untraced>,
     scope: &JoinScope,
     ctx: &mut Ctx,
-) -> Result<Option<(LeftAlone, Option<TaskStats>)>> {
+) -> Result<std::result::Result<usize, (LeftAlone, Option<TaskStats>)>> {
     let r = match (&p.broken, right) {
-        (Some(why), _) if j == 0 => return Ok(Some((why.clone(), None))),
-        (Some(why), _) => return Ok(Some((LeftAlone::ChainUntraced(Box::new(why.clone())), None))),
-        (None, Err(why)) => return Ok(Some((LeftAlone::RightInput(why.clone()), None))),
+        (Some(why), _) if j == 0 => return Ok(Err((why.clone(), None))),
+        (Some(why), _) => return Ok(Err((LeftAlone::ChainUntraced(Box::new(why.clone())), None))),
+        (None, Err(why)) => return Ok(Err((LeftAlone::RightInput(why.clone()), None))),
         (None, Ok(r)) => r,
     };
     let join = &twj.joins[j];
@@ -92,10 +98,11 @@ fn join_next(
     p.links.push(link);
     match outcome {
         Outcome::Rewritten(joined) => {
+            let branches = joined.branches;
             p.absorb(&l, r, *joined);
-            Ok(None)
+            Ok(Ok(branches))
         }
-        Outcome::LeftAlone(why, before) => Ok(Some((why, before))),
+        Outcome::LeftAlone(why, before) => Ok(Err((why, before))),
     }
 }
 

@@ -32,6 +32,8 @@ pub(super) struct Joined {
     pub right: HashMap<String, String>,
     /// USING keys, merged into one column each (named as the key).
     pub using: Vec<String>,
+    /// The SELECTs of its UNION ALL (1: one join, no branches).
+    pub branches: usize,
 }
 
 /// What became of a join.
@@ -117,7 +119,7 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
         warnings: p.warnings.clone(),
         results_change: p.results_change,
     });
-    Ok(Outcome::Rewritten(Box::new(Joined { alias, relation, how: cond.how, left: exposed.left, right: exposed.right, using: exposed.merged })))
+    Ok(Outcome::Rewritten(Box::new(Joined { alias, relation, how: cond.how, left: exposed.left, right: exposed.right, using: exposed.merged, branches })))
 }
 
 /// Each side's keys traced to their base table (and the columns a grouped side groups by).

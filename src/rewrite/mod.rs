@@ -101,11 +101,15 @@ pub struct Unchanged {
     /// Its tasks as written, where the join was measured and nothing needed moving.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub before: Option<plan::TaskStats>,
+    /// It comes before a rewritten join of its chain, so it runs in each of that join's
+    /// branches, on the branch's rows: `before` bounds its tasks after the rewrite.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub in_branches: bool,
 }
 
 impl Unchanged {
     pub(crate) fn new(join: String, at: Option<At>, reason: LeftAlone) -> Unchanged {
-        Unchanged { join, at, reason, before: None }
+        Unchanged { join, at, reason, before: None, in_branches: false }
     }
 }
 

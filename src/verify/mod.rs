@@ -272,12 +272,18 @@ pub fn polars(
     })
 }
 
-/// The planner's stage before and after: the first rewritten join's, else the first rewritten
-/// window's.
+/// The planner's largest task before and after, for the query: the largest of the rewritten
+/// joins' and of the measured joins left as written (the same tasks after, unless they run in
+/// a rewritten join's branches, where they are a bound: see `rewrite_notes`); with no join
+/// rewritten, the first rewritten window's.
 fn predicted(r: Option<&Rewritten>) -> (Option<crate::plan::TaskStats>, Option<crate::plan::TaskStats>) {
     let Some(r) = r else { return (None, None) };
-    if let Some(c) = r.changes.first() {
-        return (Some(c.before.clone()), Some(c.after.clone()));
+    if !r.changes.is_empty() {
+        let largest = |it: &mut dyn Iterator<Item = &crate::plan::TaskStats>| it.max_by_key(|t| t.max_task_rows).cloned();
+        let kept = || r.unchanged_joins.iter().filter_map(|u| u.before.as_ref().map(|b| (b, u.in_branches)));
+        let before = largest(&mut r.changes.iter().map(|c| &c.before).chain(kept().map(|k| k.0)));
+        let after = largest(&mut r.changes.iter().map(|c| &c.after).chain(kept().filter(|k| !k.1).map(|k| k.0)));
+        return (before, after);
     }
     match r.windows.iter().filter(|w| w.status == "rewritten").find_map(|w| w.plan.as_ref()) {
         Some(p) => (Some(p.before.clone()), p.after.clone()),
@@ -289,8 +295,19 @@ fn predicted(r: Option<&Rewritten>) -> (Option<crate::plan::TaskStats>, Option<c
 fn rewrite_notes(r: Option<&Rewritten>) -> Vec<String> {
     let mut notes = Vec::new();
     if let Some(r) = r {
-        if r.changes.len() > 1 {
-            notes.push(format!("{} joins were rewritten; the predicted figures are the first one's ({})", r.changes.len(), r.changes[0].join));
+        if r.changes.len() > 1 || r.unchanged_joins.iter().any(|u| u.before.is_some()) {
+            notes.push("the predicted figures are the largest task of the joins the planner measured, rewritten or left as written".into());
+        }
+        let after = predicted(Some(r)).1.map(|t| t.max_task_rows).unwrap_or(0);
+        for u in r.unchanged_joins.iter().filter(|u| u.in_branches) {
+            match &u.before {
+                Some(b) if b.max_task_rows > after => notes.push(format!(
+                    "{} runs in each branch of a rewritten join after it, on the branch's rows: its largest task as written, {} rows, bounds its tasks after",
+                    u.join,
+                    crate::format::fmt_count(b.max_task_rows)
+                )),
+                _ => {}
+            }
         }
         if !r.changed() {
             notes.push("nothing was rewritten: the two queries are the same query".into());

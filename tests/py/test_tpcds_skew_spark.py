@@ -39,20 +39,15 @@ def rewrite(skewed, sql, tmp_path):
     return json.loads(p.stdout)
 
 
-def at(j):
-    return (j["at"]["line"], j["at"]["column"])
-
-
 def predicted(r):
     """The query's predicted largest task (rows) before, after, and the bound after: the
     changed joins' and the largest task of every join left as written. A join left as written
-    that comes before a rewritten one in its chain runs in each branch on that branch's rows
-    (Spark pushes the branch's condition on the key down to it), so its tasks after are at most
-    as written: it counts in the bound, not in the prediction."""
-    first = min(at(c) for c in r["changes"])
-    left = [(at(u), u["before"]["max_task_rows"]) for u in r["unchanged_joins"] if u.get("before")]
+    that runs in a rewritten join's branches (`in_branches`: it comes before it in the chain)
+    runs on each branch's rows (Spark pushes the branch's condition on the key down to it), so
+    its tasks after are at most as written: it counts in the bound, not in the prediction."""
+    left = [(u.get("in_branches", False), u["before"]["max_task_rows"]) for u in r["unchanged_joins"] if u.get("before")]
     before = max([c["before"]["max_task_rows"] for c in r["changes"]] + [n for _, n in left])
-    after = max([c["after"]["max_task_rows"] for c in r["changes"]] + [n for a, n in left if a > first])
+    after = max([c["after"]["max_task_rows"] for c in r["changes"]] + [n for b, n in left if not b])
     bound = max([after] + [n for _, n in left])
     return before, after, bound
 
