@@ -163,6 +163,27 @@ fn a_later_join_is_counted_through_the_joins_before() {
 }
 
 #[test]
+fn a_window_over_joins_is_counted_through_them() {
+    let d = tempfile::tempdir().unwrap();
+    let t = chain_tables(d.path());
+    // Spark broadcasts b and c (10 MB): the joins stay as written and the window is planned.
+    let opts = PlanOptions { partitions: 16, ..Default::default() };
+    // By b.y: 'p' is one row of b, 1,000 rows of a JOIN b; 'q2' is dropped by the WHERE.
+    let sql = "SELECT a.x, count(*) OVER (PARTITION BY b.y) AS n FROM a JOIN b ON a.x = b.x WHERE b.y <> 'q2'";
+    let r = rewrite(sql, &t, &Classifier::builtin().unwrap(), &opts).unwrap();
+    let w = &r.windows[0];
+    let p = w.plan.as_ref().unwrap_or_else(|| panic!("{:?} {:?}", w.reason, w.notes));
+    let hot: Vec<(String, u64)> = p.hot.iter().map(|h| (h.display.clone(), h.rows)).collect();
+    assert_eq!((p.rows, hot[0].clone()), (1990, ("'p'".to_string(), 1000)), "{:?}", w.notes);
+    assert!(w.notes.iter().any(|n| n.contains("the counts are of the 1,990 rows its joins give")), "{:?}", w.notes);
+    // A join on the side a left join keeps NULLs for: counted on a before the joins, said so.
+    let sql = "SELECT a.x, count(*) OVER (PARTITION BY a.x) AS n FROM a LEFT JOIN b ON a.x = b.x JOIN c ON b.y = c.y";
+    let r = rewrite(sql, &t, &Classifier::builtin().unwrap(), &opts).unwrap();
+    let notes = &r.windows[0].notes;
+    assert!(notes.iter().any(|n| n.contains("estimates (a join on the side a left outer join before it keeps NULLs for)")), "{notes:?}");
+}
+
+#[test]
 fn chains_left_alone_with_reasons() {
     for (sql, why) in [
         ("SELECT * FROM events e LEFT JOIN titles a ON e.title_id = a.title_id JOIN titles b USING (title_id)", "USING or NATURAL after its first join"),

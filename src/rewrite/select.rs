@@ -172,7 +172,7 @@ fn with_subquery_joins(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
 /// Rewrite the joins of each FROM item of `sel` and re-point the SELECT at them.
 fn rewrite_joins(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
     let mut remaps: Vec<Remap> = Vec::new();
-    let saved = ctx.changes.len();
+    let (saved, saved_unchanged) = (ctx.changes.len(), ctx.unchanged.len());
     let mut done: Vec<Done> = Vec::new();
     let mut conjuncts = Vec::new();
     if let Some(w) = &sel.selection {
@@ -192,8 +192,11 @@ fn rewrite_joins(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
         return Ok(remaps);
     }
     if star_unlisted(sel, &done) {
+        // Nothing of this SELECT is rewritten: its joins run as written, once.
+        ctx.unchanged[saved_unchanged..].iter_mut().for_each(|u| u.in_branches = false);
         for c in ctx.changes.split_off(saved) {
-            ctx.unchanged.push(Unchanged::new(c.join, c.at, LeftAlone::StarUnlisted));
+            let before = Some(c.before);
+            ctx.unchanged.push(Unchanged { before, ..Unchanged::new(c.join, c.at, LeftAlone::StarUnlisted) });
         }
         return Ok(vec![]);
     }

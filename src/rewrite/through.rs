@@ -202,6 +202,10 @@ impl Tree<'_> {
                 continue;
             }
             if link.parent == m {
+                // A left join keeps a row unmatched only where nothing after it drops its side.
+                if link.how == JoinType::Left && self.beyond(link.child_member, i).iter().any(|&b| self.links[b].how != JoinType::Left) {
+                    return Err(format!("a join on the side a {} join before it keeps NULLs for", link.how.as_str()));
+                }
                 let kind = match link.how {
                     JoinType::Inner => FactorKind::Inner,
                     JoinType::Left => FactorKind::KeepUnmatched,
@@ -307,7 +311,9 @@ impl Tree<'_> {
             conds.extend(l.child_on.iter().cloned());
         }
         let nullable = self.links.iter().any(|l| l.how == JoinType::Left && l.child.alias == inp.alias);
-        for c in self.scope.conjuncts {
+        // A semi or anti join's input is not in the SELECT's scope: the WHERE never names it.
+        let hidden = self.links.iter().any(|l| matches!(l.how, JoinType::Semi | JoinType::Anti) && l.child.alias == inp.alias);
+        for c in self.scope.conjuncts.iter().filter(|_| !hidden) {
             let Some(b) = to_base(c, inp, &tname) else { continue };
             if !self.pushed {
                 continue;

@@ -250,8 +250,8 @@ fn stage(sel: &Select, fns: &[WinFn], joins_rewritten: bool, ctx: &Ctx) -> std::
     // A ranking's top N is reduced in the map tasks, which over joins are the joins' own.
     let why = match shape {
         Shape::TopN { .. } => "the records of a top N over joins are not predicted".to_string(),
-        _ => match through_joins(sel, root, ctx) {
-            Ok(t) => return planned_through(sel, &inp, &fns[0].partition, shape, t, ctx),
+        _ => match through_joins(sel, root, ctx).and_then(|t| planned_through(sel, &inp, &fns[0].partition, shape, t, ctx)) {
+            Ok(planned) => return Ok(planned),
             Err(why) => why,
         },
     };
