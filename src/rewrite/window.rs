@@ -281,14 +281,19 @@ fn through_joins(sel: &Select, root: usize, ctx: &Ctx) -> std::result::Result<Th
     rows_of_chain((&before.members, before.links, before.cache), root, &scope, ctx, text)
 }
 
-/// The stage over `keys` planned on the rows of its joins (`t`): the WHERE conjuncts the
-/// counts did not apply are listed.
-fn planned_through(sel: &Select, inp: &Input, keys: &[Expr], shape: Shape, t: Through, ctx: &Ctx) -> std::result::Result<(WindowPlan, Vec<String>), String> {
+/// The key's table and its columns for the stage's `keys` (expressions of the SELECT over `inp`).
+fn key_columns(inp: &Input, keys: &[Expr], ctx: &Ctx) -> std::result::Result<(String, Vec<ResolvedColumn>), String> {
     let keys: Vec<String> = keys
         .iter()
         .map(|e| column_of(e, inp).ok_or_else(|| format!("{} is not a column of its input", render_expr(e))))
         .collect::<std::result::Result<_, _>>()?;
-    let (tname, cols) = inp.key_base(&keys, ctx.tables).map_err(|e| e.to_string())?;
+    inp.key_base(&keys, ctx.tables).map_err(|e| e.to_string())
+}
+
+/// The stage over `keys` planned on the rows of its joins (`t`): the WHERE conjuncts the
+/// counts did not apply are listed.
+fn planned_through(sel: &Select, inp: &Input, keys: &[Expr], shape: Shape, t: Through, ctx: &Ctx) -> std::result::Result<(WindowPlan, Vec<String>), String> {
+    let (tname, cols) = key_columns(inp, keys, ctx)?;
     let table = &ctx.tables[&tname];
     let mut notes = Vec::new();
     if let Some(w) = &sel.selection {
@@ -341,11 +346,7 @@ pub(super) fn planned(
     distinct: &[Expr],
     ctx: &Ctx,
 ) -> std::result::Result<(WindowPlan, Vec<String>), String> {
-    let keys: Vec<String> = keys
-        .iter()
-        .map(|e| column_of(e, inp).ok_or_else(|| format!("{} is not a column of its input", render_expr(e))))
-        .collect::<std::result::Result<_, _>>()?;
-    let (tname, cols) = inp.key_base(&keys, ctx.tables).map_err(|e| e.to_string())?;
+    let (tname, cols) = key_columns(inp, keys, ctx)?;
     let table = &ctx.tables[&tname];
     let (filter, notes) = where_filter(sel, inp, &tname, table);
     let group_by = match &inp.grouped {
