@@ -354,3 +354,24 @@ fn a_subquery_under_or_is_listed_as_an_existence_join() {
     assert!(r.changes.is_empty() && r.sql == sql);
     assert!(r.unchanged_joins.iter().any(|u| u.reason.to_string().contains("existence join")), "{:?}", r.unchanged_joins);
 }
+
+#[test]
+fn join_hints_decide_the_join_as_spark_does() {
+    // A BROADCAST hint on a side the join can build: no shuffle, the query back unchanged.
+    let q = "SELECT /*+ BROADCAST(t) */ e.event_id, t.name FROM events e LEFT JOIN titles t ON e.title_id = t.title_id";
+    let r = rw(q);
+    assert!(r.changes.is_empty());
+    assert_eq!(r.sql, q);
+    assert_eq!(
+        r.unchanged_joins[0].reason.to_string(),
+        "the query's hint BROADCAST(t) has Spark broadcast t: a broadcast hash join, no shuffle, nothing to fix"
+    );
+    // The same hint on the preserved side of a left join is ignored by Spark: rewritten, noted.
+    let r = rw("SELECT /*+ BROADCAST(e) */ e.event_id, t.name FROM events e LEFT JOIN titles t ON e.title_id = t.title_id");
+    assert_eq!(r.changes.len(), 1);
+    assert!(r.changes[0].notes.iter().any(|n| n.to_string().starts_with("Spark does not follow the query's hint BROADCAST(e)")), "{:?}", r.changes[0].notes);
+    // MERGE keeps the shuffle: its branch that shuffles carries it, the slices are broadcast.
+    let r = rw("SELECT /*+ MERGE(t) */ e.event_id, t.name FROM events e LEFT JOIN titles t ON e.title_id = t.title_id");
+    assert_eq!(r.changes.len(), 1);
+    assert!(r.sql.contains("    SELECT /*+ MERGE(`t`) */\n      `e`.`event_id`"), "{}", r.sql);
+}

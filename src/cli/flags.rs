@@ -93,6 +93,7 @@ impl PlannerArgs {
             progress: quiet.progress(),
             extra_predicates: false,
             cores: self.cores,
+            shuffle_hint: None,
         })
     }
 }

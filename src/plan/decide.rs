@@ -26,11 +26,13 @@ pub fn decide(m: &Measured, classifier: &Classifier, opts: &PlanOptions) -> Resu
     let mut hot_keys = null_keys(m, &stage, &found, classifier, how);
     let mut warnings = Vec::new();
     hot_keys.extend(hot_values(m, &found.keys, classifier, opts, before.median_task_rows.max(1) as f64, &mut warnings));
-    let broadcast_side = broadcast_side::choose(how, &hot_keys, [&left, &right], opts.broadcast_threshold);
+    // A hint that asks for a shuffle (MERGE, SHUFFLE_HASH) rules out broadcasting a side whole.
+    let whole = if opts.shuffle_hint.is_some() { 0 } else { opts.broadcast_threshold };
+    let broadcast_side = broadcast_side::choose(how, &hot_keys, [&left, &right], whole);
     let after_tasks = if broadcast_side.is_some() { Vec::new() } else { after_stage(m, &stage, &hot_keys) };
     let after = if broadcast_side.is_some() { TaskStats::default() } else { TaskStats::of(&after_tasks, m.partitions as usize) };
     let next = hot_keys.is_empty().then(|| advice::next_step(&before, &before_tasks, m.partitions, opts.hot_factor));
-    let spark_broadcasts = spark_broadcasts(how, [&left, &right], opts.broadcast_threshold);
+    let spark_broadcasts = spark_broadcasts(how, [&left, &right], opts.broadcast_threshold).filter(|_| opts.shuffle_hint.is_none());
     let mut plan = Plan {
         how,
         shuffle_partitions: m.partitions,
@@ -126,7 +128,14 @@ fn notes(sides: &[(&SideMeasure, &SideReport, Side)], opts: &PlanOptions) -> Vec
                 how.as_str()
             ));
         }
-        if how.may_broadcast(*side) && rep.disk_bytes <= thr {
+        if let (true, Some(hint)) = (how.may_broadcast(*side) && rep.disk_bytes <= thr, &opts.shuffle_hint) {
+            notes.push(format!(
+                "{} is {} on disk, under the {} broadcast threshold, but the query's hint {hint} has Spark shuffle it: the tasks below are of that shuffle",
+                rep.name,
+                human(rep.disk_bytes),
+                human(thr)
+            ));
+        } else if how.may_broadcast(*side) && rep.disk_bytes <= thr {
             notes.push(format!(
                 "{} is {} on disk, under the {} broadcast threshold: Spark broadcasts it by itself (no shuffle) unless spark.sql.autoBroadcastJoinThreshold is lower or -1; the tasks below assume a sort-merge join",
                 rep.name,

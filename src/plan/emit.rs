@@ -31,6 +31,9 @@ pub struct JoinSql {
     /// Columns Spark's hash() accepts (no maps), for the salt.
     pub left_hashable: Vec<String>,
     pub right_hashable: Vec<String>,
+    /// The query's hint that has Spark shuffle this join (`MERGE(t)`), for the branches that
+    /// shuffle.
+    pub shuffle_hint: Option<String>,
 }
 
 /// The name of the salt column added to both sides of a salted branch.
@@ -63,6 +66,7 @@ impl JoinSql {
             right_columns: right.2.to_vec(),
             left_hashable: left.2.to_vec(),
             right_hashable: right.2.to_vec(),
+            shuffle_hint: None,
         }
     }
 }
@@ -160,8 +164,12 @@ impl<'a> Gen<'a> {
     /// A join of two inputs with the join's output columns (and its extra ON predicates).
     pub fn join(&self, how: JoinType, hint: &[Side], l: String, r: String, extra_on: &str) -> String {
         let hint: Vec<&str> = hint.iter().map(|s| self.alias(*s)).collect();
+        let hint = match (&self.js.shuffle_hint, hint.is_empty()) {
+            (Some(shuffle), true) => format!("/*+ {shuffle} */ "),
+            _ => Self::hint(&hint),
+        };
         let extra = self.js.extra_on.as_ref().map(|e| format!(" AND ({e})")).unwrap_or_default();
-        format!("SELECT {}{} FROM {l} {} {r} ON {}{extra}{extra_on}", Self::hint(&hint), self.js.select_list, how.sql(), self.on())
+        format!("SELECT {hint}{} FROM {l} {} {r} ON {}{extra}{extra_on}", self.js.select_list, how.sql(), self.on())
     }
     /// A padding join: no extra predicates (one side is empty).
     pub fn pad_join(&self, how: JoinType, hint: Side, l: String, r: String) -> String {

@@ -151,6 +151,9 @@ pub struct PlanOptions {
     /// The cluster's parallelism (`spark.default.parallelism`), for how Spark splits a small
     /// table's files into map tasks; None: large enough that the splits are 128 MiB.
     pub cores: Option<u32>,
+    /// A hint of the query (as written) that has Spark shuffle this join (MERGE, SHUFFLE_HASH):
+    /// no side is broadcast by its size.
+    pub shuffle_hint: Option<String>,
 }
 
 impl Default for PlanOptions {
@@ -169,6 +172,7 @@ impl Default for PlanOptions {
             progress: false,
             extra_predicates: false,
             cores: None,
+            shuffle_hint: None,
         }
     }
 }

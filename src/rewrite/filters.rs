@@ -34,6 +34,8 @@ pub(super) struct JoinScope<'a> {
     pub later_outer: bool,
     /// The columns the SELECT reads, for Spark's size estimate of an input.
     pub used: &'a super::estimate::Used,
+    /// The SELECT's join strategy hints.
+    pub hints: &'a super::hints::Hints,
 }
 
 /// The filters of the join of `l` and `r` (`how`), whose key columns are in `ltable` and `rtable`.

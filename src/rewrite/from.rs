@@ -8,6 +8,7 @@ use super::chain::Prefix;
 use super::condition::{condition_of, join_type};
 use super::estimate::Used;
 use super::filters::JoinScope;
+use super::hints::Hints;
 use super::input::{input_of, Input};
 use super::join::{try_join, Outcome};
 use super::names::join_text;
@@ -38,7 +39,7 @@ pub(super) fn merges(op: &sqlparser::ast::JoinOperator) -> bool {
 }
 
 /// The FROM item with its joins rewritten; `None` when nothing changed.
-pub(super) fn process_from(twj: &TableWithJoins, conjuncts: &[Expr], used: &Used, ctx: &mut Ctx) -> Result<Option<FromDone>> {
+pub(super) fn process_from(twj: &TableWithJoins, conjuncts: &[Expr], (used, hints): (&Used, &Hints), ctx: &mut Ctx) -> Result<Option<FromDone>> {
     if merges_later(twj) {
         for j in 0..twj.joins.len() {
             ctx.unchanged.push(Unchanged::new(join_text(twj, j), At::of(&twj.joins[j].relation), LeftAlone::UsingInChain));
@@ -50,7 +51,7 @@ pub(super) fn process_from(twj: &TableWithJoins, conjuncts: &[Expr], used: &Used
     for (j, join) in twj.joins.iter().enumerate() {
         let right = input_of(&join.relation, ctx, 0);
         let later_outer = twj.joins[j + 1..].iter().any(|x| matches!(join_type(&x.join_operator), Ok((JoinType::Right | JoinType::Full, _))));
-        let scope = JoinScope { conjuncts, later_outer, used };
+        let scope = JoinScope { conjuncts, later_outer, used, hints };
         match join_next(&mut p, twj, j, &right, &scope, ctx)? {
             Err((reason, before)) => {
                 ctx.unchanged.push(Unchanged { join: join_text(twj, j), at: At::of(&join.relation), reason, before, in_branches: false });

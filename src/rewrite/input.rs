@@ -47,7 +47,7 @@ pub(super) struct Input {
 
 impl Input {
     /// An input with these columns and where each comes from; its name and SQL are set later.
-    fn of_columns(columns: Vec<String>, base: BaseColumns, filtered: bool) -> Input {
+    pub(super) fn of_columns(columns: Vec<String>, base: BaseColumns, filtered: bool) -> Input {
         Input {
             alias: String::new(),
             source: String::new(),

@@ -10,6 +10,7 @@ use super::chain::Before;
 use super::condition::{condition_of, Condition};
 use super::estimate;
 use super::filters::{side_filters, JoinScope};
+use super::hints::HintedJoin;
 use super::input::Input;
 use super::names::{lc, select_item};
 use super::note::Note;
@@ -67,9 +68,20 @@ struct Exposed {
 /// broadcasts a side; the change is recorded in `ctx`.
 pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &JoinScope, before: Option<&Before>, ctx: &mut Ctx) -> Result<Outcome> {
     let tables = ctx.tables;
+    let hinted = match condition_of(&join.join_operator, l, r) {
+        Ok(c) => scope.hints.on_join(c.how, l, r),
+        Err(_) => HintedJoin::None,
+    };
+    if let Some(why) = hinted_away(&hinted, l, r) {
+        return Ok(Outcome::LeftAlone(why, None));
+    }
     let (cond, mut sides) = match condition_of(&join.join_operator, l, r).and_then(|c| trace_sides(l, r, &c, tables).map(|s| (c, s))) {
         Ok(x) => x,
         Err(why) => return Ok(Outcome::LeftAlone(why, None)),
+    };
+    let shuffle_hint = match &hinted {
+        HintedJoin::Shuffled { written, .. } => Some(written.clone()),
+        _ => None,
     };
     let mut through = before.map(|b| rows_before((&b.members, b.links, b.cache), l, &cond.left_keys(), scope, cond.how, ctx));
     let (p, filters) = loop {
@@ -82,7 +94,7 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
         };
         sides.left.through = counted.map(|t| Arc::new(t.weights.clone()));
         sides.right.filter = filters.right.clone();
-        match plan_join(&sides, &cond, ctx) {
+        match plan_join(&sides, &cond, shuffle_hint.clone(), ctx) {
             Ok(p) => break (p, filters),
             Err(Error::KeyTypes(m)) => return Ok(Outcome::LeftAlone(LeftAlone::KeyTypes(m), None)),
             // The prefix's rows could not be written out: counted on the key's table instead.
@@ -94,7 +106,7 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
         Some(Err(why)) => Some(why.clone()),
         _ => None,
     };
-    if let Some(why) = spark_broadcasts(&p, (l, r), &sides, scope) {
+    if let Some(why) = spark_broadcasts(&p, (l, r), &sides, scope).filter(|_| shuffle_hint.is_none()) {
         return Ok(Outcome::LeftAlone(why, None));
     }
     if let Some(why) = nothing_to_move(&p) {
@@ -103,7 +115,11 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
     let exposed = exposed_columns(l, r, &cond);
     let alias = format!("__sj{}", ctx.next_id);
     ctx.next_id += 1;
-    let js = join_sql(l, r, &cond, &sides, &exposed.select, ctx);
+    let mut js = join_sql(l, r, &cond, &sides, &exposed.select, ctx);
+    // The branches that shuffle keep the hint that asked for it, on the side it named.
+    if let HintedJoin::Shuffled { name, side, .. } = &hinted {
+        js.shuffle_hint = Some(format!("{name}({})", if *side == plan::Side::Left { &js.left_alias } else { &js.right_alias }));
+    }
     let (relation, branches) = derived_table(&js, &p, &alias, exposed.above.as_deref())?;
     ctx.changes.push(Change {
         join: text,
@@ -115,7 +131,7 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
         broadcast_side: p.broadcast_side,
         before: p.before.clone(),
         after: p.after.clone(),
-        notes: notes(&p, (l, r), &sides.left_table, branches, chain_why, filters.unapplied),
+        notes: notes(&p, (l, r), &sides.left_table, branches, chain_why, filters.unapplied, scope.hints.ignored(cond.how, l, r)),
         warnings: p.warnings.clone(),
         results_change: p.results_change,
     });
@@ -139,9 +155,22 @@ fn trace_sides<'a>(l: &Input, r: &Input, cond: &Condition, tables: &'a HashMap<S
     Ok(Sides { left: side(l, &left_table, left)?, right: side(r, &right_table, right)?, left_table, right_table })
 }
 
-fn plan_join(sides: &Sides, cond: &Condition, ctx: &Ctx) -> Result<Plan> {
+/// A join that a hint of the query keeps from shuffling on its key: why it is left alone.
+fn hinted_away(hinted: &HintedJoin, l: &Input, r: &Input) -> Option<LeftAlone> {
+    match hinted {
+        HintedJoin::Broadcast(side, hint) => {
+            let input = if *side == plan::Side::Left { l.display() } else { r.display() };
+            Some(LeftAlone::HintBroadcasts { input, hint: hint.clone() })
+        }
+        HintedJoin::ReplicateNl(hint) => Some(LeftAlone::HintReplicateNl(hint.clone())),
+        HintedJoin::Shuffled { .. } | HintedJoin::None => None,
+    }
+}
+
+fn plan_join(sides: &Sides, cond: &Condition, shuffle_hint: Option<String>, ctx: &Ctx) -> Result<Plan> {
     let mut opts = ctx.opts.clone();
     opts.how = cond.how;
+    opts.shuffle_hint = shuffle_hint;
     opts.extra_predicates = !cond.extras.is_empty();
     plan::plan(&sides.left, &sides.right, ctx.classifier, &opts)
 }
@@ -254,6 +283,7 @@ fn join_sql(l: &Input, r: &Input, cond: &Condition, sides: &Sides, select: &[Str
         right_columns: r.columns.clone(),
         left_hashable: hashable(l, ctx),
         right_hashable: hashable(r, ctx),
+        shuffle_hint: None,
     }
 }
 
@@ -292,8 +322,19 @@ fn count_set(body: &SetExpr) -> usize {
 /// The planner's notes, then the rewrite's own on what the counts do not see.
 /// `chain_why`: why a chained join's left input is counted on its key's table, not through
 /// the joins before it.
-fn notes(p: &Plan, (l, r): (&Input, &Input), left_table: &str, branches: usize, chain_why: Option<String>, unapplied: Vec<String>) -> Vec<Note> {
+fn notes(
+    p: &Plan,
+    (l, r): (&Input, &Input),
+    left_table: &str,
+    branches: usize,
+    chain_why: Option<String>,
+    unapplied: Vec<String>,
+    ignored: Vec<String>,
+) -> Vec<Note> {
     let mut notes: Vec<Note> = p.notes.iter().cloned().map(Note::Plan).collect();
+    if !ignored.is_empty() {
+        notes.push(Note::HintIgnored { hints: ignored, how: p.how });
+    }
     let counted_through = l.joined.is_some() && chain_why.is_none();
     if let Some(prefix) = &l.joined {
         notes.push(match chain_why {

@@ -12,8 +12,8 @@
 //! The parts: `input` traces a FROM item to its table; `condition` reads a join's keys;
 //! `join` plans one join and builds its derived table; `chain` and `from` handle the joins of
 //! one FROM item left to right; `comma` and `subquery` write comma joins and IN / EXISTS
-//! subqueries of WHERE as the explicit joins Spark makes of them; `select` and `scope` re-point
-//! the rest of the SELECT; `reason`
+//! subqueries of WHERE as the explicit joins Spark makes of them; `hints` reads the join
+//! strategy hints Spark follows; `select` and `scope` re-point the rest of the SELECT; `reason`
 //! and `note` are what the reports say; `comments` prints the SQL with them.
 
 mod aggregate;
@@ -24,6 +24,7 @@ mod condition;
 mod estimate;
 mod filters;
 mod from;
+mod hints;
 mod input;
 mod join;
 mod names;

@@ -24,13 +24,16 @@ pub enum Note {
     SubqueryFilter { input: String, tables: Vec<String> },
     /// The input (by its name) groups with a HAVING: it drops groups that the counts keep.
     Having(String),
+    /// Hints of the query (as written) naming an input of this join that Spark cannot apply
+    /// to a join of this type, and ignores.
+    HintIgnored { hints: Vec<String>, how: crate::plan::JoinType },
 }
 
 impl Note {
     /// Whether the note says the counts differ from the rows the join will see (the figures
     /// that `verify` measures may differ from the prediction).
     pub fn on_counts(&self) -> bool {
-        !matches!(self, Note::Plan(_) | Note::ChainCounted { .. })
+        !matches!(self, Note::Plan(_) | Note::ChainCounted { .. } | Note::HintIgnored { .. })
     }
 }
 
@@ -51,6 +54,12 @@ impl fmt::Display for Note {
                 write!(f, "{input}: the counts are of the whole table {}; the subquery's filter was not applied to them", tables.join(", "))
             }
             Note::Having(input) => write!(f, "{input}: its HAVING drops groups that the counts keep, so the counts of its rows are an upper bound"),
+            Note::HintIgnored { hints, how } => write!(
+                f,
+                "Spark does not follow the query's hint {} on this {} join: a hint naming a side the join type cannot build on, or one a stronger hint overrides (BROADCAST, then MERGE, then SHUFFLE_HASH)",
+                hints.join(", "),
+                how.as_str()
+            ),
         }
     }
 }

@@ -58,6 +58,10 @@ pub enum LeftAlone {
     /// Spark broadcasts `input` by itself (its files are `bytes`, within `threshold`).
     /// `pruned`: `bytes` is Spark's estimate for the columns the query reads, not the files'.
     SparkBroadcasts { input: String, bytes: u64, pruned: bool, threshold: u64 },
+    /// The query's hint (as written) has Spark broadcast `input`.
+    HintBroadcasts { input: String, hint: String },
+    /// The query's SHUFFLE_REPLICATE_NL hint (as written): a cartesian product, no key shuffle.
+    HintReplicateNl(String),
     /// A comma join with LATERAL VIEW: not written as explicit joins.
     CommaLateralView,
     /// A comma join whose later FROM item has joins of its own (by its name).
@@ -137,6 +141,12 @@ impl fmt::Display for LeftAlone {
                 if *pruned { "as Spark estimates it for the columns the query reads" } else { "on disk" },
                 crate::format::human(*threshold)
             ),
+            HintBroadcasts { input, hint } => {
+                write!(f, "the query's hint {hint} has Spark broadcast {input}: a broadcast hash join, no shuffle, nothing to fix")
+            }
+            HintReplicateNl(hint) => {
+                write!(f, "the query's hint {hint} has Spark join every pair of rows (a cartesian product), with no shuffle on the key: nothing to fix")
+            }
             CommaLateralView => f.write_str("a comma join with LATERAL VIEW is not written as explicit joins"),
             CommaItemWithJoins(name) => write!(f, "a comma join whose item {name} has joins of its own: not written as explicit joins"),
             CommaNoEquality(name) => write!(f, "a comma join: {name} has no equality between its columns and another item's in WHERE (a cross join)"),

@@ -179,11 +179,12 @@ fn rewrite_joins(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
         super::condition::conjuncts(w, &mut conjuncts);
     }
     let used = super::estimate::Used::of(sel, &ctx.order_by);
+    let hints = super::hints::Hints::of(sel);
     for fi in 0..sel.from.len() {
         if sel.from[fi].joins.is_empty() {
             continue;
         }
-        if let Some(d) = process_from(&sel.from[fi], &conjuncts, &used, ctx)? {
+        if let Some(d) = process_from(&sel.from[fi], &conjuncts, (&used, &hints), ctx)? {
             remaps.extend(d.remaps);
             done.push((fi, d.twj, d.star));
         }

@@ -273,7 +273,8 @@ fn through_joins(sel: &Select, root: usize, ctx: &Ctx) -> std::result::Result<Th
         conjuncts(w, &mut parts);
     }
     let used = Used::of(sel, &[]);
-    let scope = JoinScope { conjuncts: &parts, later_outer: false, used: &used };
+    let hints = super::hints::Hints::of(sel);
+    let scope = JoinScope { conjuncts: &parts, later_outer: false, used: &used, hints: &hints };
     let before = chain.before();
     let mut text = twj.clone();
     crate::sql::fix_literals(&mut text);

@@ -416,6 +416,47 @@ def test_spark_broadcast_estimate_is_of_the_columns_read(sj_spark, data, more, s
     assert bool(r["changes"]) == (spark_join == "SortMergeJoin"), reasons
 
 
+@pytest.mark.parametrize("hint,threshold,spark_join", [
+    ("BROADCAST(t)", "4KB", "BroadcastHashJoin"),
+    ("MAPJOIN(T)", "4KB", "BroadcastHashJoin"),
+    ("MERGE(t)", "10MB", "SortMergeJoin"),
+    ("SHUFFLE_HASH(t)", "10MB", "ShuffledHashJoin"),
+    ("BROADCAST(e)", "4KB", "SortMergeJoin"),
+], ids=["broadcast", "mapjoin", "merge-under-threshold", "shuffle-hash", "broadcast-preserved-side"])
+def test_join_hints_are_followed_as_spark_follows_them(sj_spark, data, more, hint, threshold, spark_join, tmp_path):
+    """A join strategy hint decides the join as Spark's JoinSelection does: BROADCAST of a side
+    the join can build leaves nothing to fix whatever its size; MERGE or SHUFFLE_HASH has Spark
+    shuffle a side it would broadcast by size (and the rewrite then fixes the shuffle); a
+    BROADCAST of a left join's preserved side is ignored, with a note. Checked on Spark's
+    physical plan at the same threshold; where rewritten, the rows are the original's and the
+    predicted largest task is Spark's."""
+    spark = sj_spark
+    register(spark, data, more, EV)
+    sql = f"SELECT /*+ {hint} */ e.event_id, t.name FROM events e LEFT JOIN titles t ON e.title_id = t.title_id"
+    r = rewrite(sql, paths(data, more, EV), ["--broadcast-threshold", threshold], tmp_path)
+    size = {"10MB": 10 << 20, "4KB": 4 << 10}[threshold]
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(size))
+    try:
+        physical = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
+        reasons = [u["reason"] for u in r["unchanged_joins"]]
+        assert spark_join in physical, physical
+        if spark_join == "BroadcastHashJoin":
+            assert not r["changes"] and any(f"hint {hint} has Spark broadcast" in x for x in reasons), reasons
+            return
+        assert r["changes"], reasons
+        notes = r["changes"][0]["notes"]
+        assert any("Spark broadcasts" in n for n in notes) == False, notes
+        assert any(f"hint {hint}" in n for n in notes) == (hint == "BROADCAST(e)" or threshold == "10MB"), notes
+        rows0, tasks0 = measured(spark, sql)
+        rows1, tasks1 = measured(spark, r["sql"])
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    assert multiset(rows1) == multiset(rows0)
+    assert r["changes"][0]["before"]["max_task_rows"] == max_records(tasks0)
+    # The branches that shuffle keep the hint, so Spark runs the tasks predicted after.
+    assert r["changes"][0]["after"]["max_task_rows"] == max_records(tasks1), (r["changes"][0]["after"], r["sql"])
+
+
 # Rewrites over in-memory relations, not files: a DataFrame of collected rows (an RDD of them,
 # LogicalRDD), a cached DataFrame (InMemoryRelation), and views of VALUES (LocalRelation, in
 # test_full_outer_using_over_values_views). Spark 4.x's optimizer checks some
