@@ -110,6 +110,46 @@ def free_port():
         return s.getsockname()[1]
 
 
+class Server:
+    """An S3-compatible server on 127.0.0.1: moto's, in this process, or s3rver (from npm, under
+    bench/node: `npm ci --prefix bench/node`), a process of its own over a scratch folder."""
+
+    def __init__(self, kind):
+        port = free_port()
+        self.endpoint = f"http://127.0.0.1:{port}"
+        if kind == "moto":
+            from moto.server import ThreadedMotoServer
+            self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+            self.moto.start()
+            self.proc = None
+            return
+        import tempfile
+        self.moto = None
+        self.dir = tempfile.TemporaryDirectory(prefix="s3rver-")
+        exe = ROOT / "bench" / "node" / "node_modules" / ".bin" / "s3rver"
+        self.proc = subprocess.Popen([str(exe), "-d", self.dir.name, "-a", "127.0.0.1", "-p", str(port), "--silent"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise SystemExit("s3rver did not start")
+
+    def stop(self):
+        if self.moto:
+            self.moto.stop()
+        else:
+            self.proc.terminate()
+            self.proc.wait(timeout=20)
+            self.dir.cleanup()
+
+
+def start_server(kind):
+    return Server(kind)
+
+
 def skewjoin(binary, endpoint, url, col, extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update(AWS_ACCESS_KEY_ID=KEY, AWS_SECRET_ACCESS_KEY=SECRET, AWS_REGION="us-east-1", AWS_ENDPOINT_URL=endpoint)
@@ -136,6 +176,8 @@ def main():
     ap.add_argument("--rows", type=int, default=40_000_000)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--bin", default=str(ROOT / "target" / "release" / "skewjoin"))
+    ap.add_argument("--server", choices=["moto", "s3rver"], default="moto",
+                    help="moto (copies the whole object for each ranged GET) or s3rver (npm, reads the range from the file)")
     a = ap.parse_args()
     import keys_bench
     path = ROOT / "bench" / "data" / f"events_{a.rows}.parquet"
@@ -145,12 +187,9 @@ def main():
 
     import logging
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    from moto.server import ThreadedMotoServer
     import boto3
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
+    server = start_server(a.server)
+    endpoint = server.endpoint
     s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id=KEY, aws_secret_access_key=SECRET)
     s3.create_bucket(Bucket="bench")
     s3.upload_file(str(path), "bench", path.name)
@@ -164,7 +203,7 @@ def main():
         "polars": lambda ep, col: peer("polars", ep, url, col),
     }
     proxy = CountingProxy(endpoint)
-    print(f"File: {path.name}, {a.rows:,} rows, {size / 1e6:.0f} MB, served by moto {endpoint}; median of {a.runs} alternating runs.\n")
+    print(f"File: {path.name}, {a.rows:,} rows, {size / 1e6:.0f} MB, served by {a.server} {endpoint}; median of {a.runs} alternating runs.\n")
     print("| key | tool | seconds | requests | MB fetched | share of file | skewjoin speed-up |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for col in ["title_id", "user_id"]:

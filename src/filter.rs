@@ -232,12 +232,16 @@ fn sum_file(
         let pass = all_true(&filter.conditions, &batch)?;
         let w = weights.of_batch(&batch)?;
         let cols: Vec<ArrayRef> = by_idx.iter().map(|&i| batch.column(i).clone()).collect();
-        let keys = crate::count::group_keys(&cols, types)?;
-        for (row, key) in keys.into_iter().enumerate() {
+        crate::count::each_group_key(&cols, types, |row, key| {
             if pass.value(row) && w[row] > 0 && (nulls || !cols.iter().any(|a| a.is_null(row))) {
-                *out.entry(key).or_default() += w[row];
+                match out.get_mut(key) {
+                    Some(n) => *n += w[row],
+                    None => {
+                        out.insert(key.to_vec(), w[row]);
+                    }
+                }
             }
-        }
+        })?;
     }
     Ok(rows)
 }

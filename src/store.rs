@@ -385,8 +385,9 @@ fn store_error(what: &str, e: &object_store::Error) -> Error {
     let code = answer.as_ref().map_or("", |(c, _)| c.as_str());
     let detail = answer.as_ref().map_or_else(|| said.clone(), |(c, m)| format!("{c}: {m}"));
     let msg = match (e, code) {
-        (object_store::Error::NotFound { .. }, _) | (_, "NoSuchKey") => "no such object".to_string(),
+        (object_store::Error::NotFound { .. }, _) | (_, "NoSuchKey" | "BlobNotFound") => "no such object".to_string(),
         (_, "NoSuchBucket") => "no such bucket".to_string(),
+        (_, "ContainerNotFound") => "no such container".to_string(),
         (_, "SignatureDoesNotMatch" | "InvalidAccessKeyId" | "ExpiredToken" | "TokenRefreshRequired" | "InvalidToken" | "AuthenticationFailed") => {
             format!("the credentials were refused ({detail})")
         }

@@ -79,12 +79,11 @@ impl RowWeights {
         let mut w = vec![1u64; batch.num_rows()];
         for f in &self.factors {
             let cols: Vec<ArrayRef> = f.columns.iter().map(|c| column(batch, c)).collect::<std::result::Result<_, _>>()?;
-            let keys = crate::count::group_keys(&cols, &f.types)?;
-            for (row, key) in keys.iter().enumerate() {
+            crate::count::each_group_key(&cols, &f.types, |row, key| {
                 let null = cols.iter().any(|a| a.is_null(row));
                 let m = if null { 0 } else { f.matches.get(key).copied().unwrap_or(0) };
                 w[row] = w[row].saturating_mul(f.of(m));
-            }
+            })?;
         }
         Ok(w)
     }

@@ -182,15 +182,23 @@ pub(crate) fn tally_key(key: &[Value], types: &[KeyType]) -> Option<Vec<u8>> {
 /// Each row of `columns` (of `types`) as bytes, equal exactly where Spark's GROUP BY and
 /// DISTINCT put two rows in one group: NULLs together, every NaN as one, -0.0 as 0.0.
 pub fn group_keys(columns: &[ArrayRef], types: &[KeyType]) -> std::result::Result<Vec<Vec<u8>>, String> {
+    let mut out = Vec::with_capacity(columns.first().map_or(0, |a| a.len()));
+    each_group_key(columns, types, |_, key| out.push(key.to_vec()))?;
+    Ok(out)
+}
+
+/// `f(row, key)` for each row, its key encoded as `group_keys` encodes it, into one buffer
+/// reused from row to row (no allocation per row).
+pub fn each_group_key(columns: &[ArrayRef], types: &[KeyType], mut f: impl FnMut(usize, &[u8])) -> std::result::Result<(), String> {
     let atoms: Vec<Atoms> = columns.iter().zip(types).map(|(a, t)| Atoms::from_array(a, *t)).collect::<std::result::Result<_, _>>()?;
     let rows = columns.first().map(|a| a.len()).unwrap_or(0);
-    Ok((0..rows)
-        .map(|row| {
-            let mut key = Vec::new();
-            for a in &atoms {
-                a.encode(row, &mut key);
-            }
-            key
-        })
-        .collect())
+    let mut key = Vec::new();
+    for row in 0..rows {
+        key.clear();
+        for a in &atoms {
+            a.encode(row, &mut key);
+        }
+        f(row, &key);
+    }
+    Ok(())
 }

@@ -43,8 +43,8 @@ mod units;
 #[cfg(test)]
 mod page_reader_tests;
 
-pub use encode::group_keys;
 pub(crate) use encode::{decode_key, encode_values, Atoms};
+pub use encode::{each_group_key, group_keys};
 pub use profile::profile;
 pub use scan::{scan, PartitionScan, MAX_LOOKUP};
 pub use table_size::TableSize;

@@ -83,6 +83,10 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
         HintedJoin::Shuffled { written, .. } => Some(written.clone()),
         _ => None,
     };
+    let threshold = ctx.opts.broadcast_threshold;
+    if let (None, Ok(Some(why))) = (&shuffle_hint, spark_broadcasts(cond.how, threshold, (l, r), &sides, scope, None)) {
+        return Ok(Outcome::LeftAlone(why, None));
+    }
     let mut through = before.map(|b| rows_before((&b.members, b.links, b.cache), l, &cond.left_keys(), scope, cond.how, ctx));
     let (p, filters) = loop {
         let counted = through.as_ref().and_then(|t| t.as_ref().ok());
@@ -106,7 +110,7 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
         Some(Err(why)) => Some(why.clone()),
         _ => None,
     };
-    if let Some(why) = spark_broadcasts(&p, (l, r), &sides, scope).filter(|_| shuffle_hint.is_none()) {
+    if let (None, Ok(Some(why))) = (&shuffle_hint, spark_broadcasts(cond.how, threshold, (l, r), &sides, scope, Some(&p))) {
         return Ok(Outcome::LeftAlone(why, None));
     }
     if let Some(why) = nothing_to_move(&p) {
@@ -176,25 +180,33 @@ fn plan_join(sides: &Sides, cond: &Condition, shuffle_hint: Option<String>, ctx:
 }
 
 /// Spark broadcasts a side by itself: no shuffle, nothing to fix. Its estimate of an input is
-/// the files' bytes scaled to the columns the query reads (`estimate`); the left input of a
-/// chained join is the joins before it, which Spark estimates far larger.
-fn spark_broadcasts(p: &Plan, (l, r): (&Input, &Input), sides: &Sides, scope: &JoinScope) -> Option<LeftAlone> {
-    let estimate = |side: plan::Side| -> Option<(u64, bool)> {
+/// the files' bytes scaled to the columns the query reads (`estimate`), else the bytes the
+/// plan measured; the left input of a chained join is the joins before it, which Spark
+/// estimates far larger. Without a plan (`p`), `Err(())` where a side's estimate needs one:
+/// the answer is then the same as with the plan, only sooner (no key is counted).
+fn spark_broadcasts(
+    how: JoinType,
+    threshold: u64,
+    (l, r): (&Input, &Input),
+    sides: &Sides,
+    scope: &JoinScope,
+    p: Option<&Plan>,
+) -> std::result::Result<Option<LeftAlone>, ()> {
+    let mut candidates = Vec::new();
+    for side in [plan::Side::Left, plan::Side::Right] {
         let (inp, s) = if side == plan::Side::Left { (l, &sides.left) } else { (r, &sides.right) };
-        if inp.joined.is_some() || !p.how.may_broadcast(side) {
-            return None;
+        if inp.joined.is_some() || !how.may_broadcast(side) {
+            continue;
         }
-        Some(match estimate::spark_bytes(inp, scope.used, s.table) {
-            Some(b) => (b, true),
-            None => (p.side(side).disk_bytes, false),
-        })
-    };
-    let (side, (bytes, pruned)) = [plan::Side::Left, plan::Side::Right]
-        .into_iter()
-        .filter_map(|s| estimate(s).map(|e| (s, e)))
-        .filter(|(_, (b, _))| *b <= p.broadcast_threshold)
-        .min_by_key(|(_, (b, _))| *b)?;
-    Some(LeftAlone::SparkBroadcasts { input: p.side(side).name.clone(), bytes, pruned, threshold: p.broadcast_threshold })
+        let (bytes, pruned) = match (estimate::spark_bytes(inp, scope.used, s.table), p) {
+            (Some(b), _) => (b, true),
+            (None, Some(p)) => (p.side(side).disk_bytes, false),
+            (None, None) => return Err(()),
+        };
+        candidates.push((side, bytes, pruned, s.name.clone()));
+    }
+    let best = candidates.into_iter().filter(|c| c.1 <= threshold).min_by_key(|c| c.1);
+    Ok(best.map(|(_, bytes, pruned, input)| LeftAlone::SparkBroadcasts { input, bytes, pruned, threshold }))
 }
 
 /// Why a plan that moves no key and broadcasts no side leaves the join alone.
