@@ -44,7 +44,8 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
     // a sample, whose few row groups would otherwise be counted mostly into that table.
     let switch_at = if sample.is_some() { 0 } else { SWITCH_KEYS };
     let rows_read: u64 = units.iter().map(|u| u.rows_read()).sum();
-    let bar = progress_bar(opts.progress, rows_read);
+    let remote = table.files.iter().any(|f| matches!(f.location, crate::blob::Location::Remote(_)));
+    let bar = progress_bar(opts.progress, rows_read, remote);
     let tally = opts.sample.is_some() && sample.is_some();
     let walked = sample.as_ref().and_then(|s| s.pages_column.as_deref());
     let want = if opts.top == 0 { usize::MAX } else { opts.top + 1 };
@@ -94,13 +95,30 @@ fn read_units(reader: &UnitReader, units: &[Unit], want: usize, switch_at: usize
     Ok(tallies)
 }
 
-fn progress_bar(show: bool, total: u64) -> indicatif::ProgressBar {
+/// The bar of a long count on a terminal: rows read of the rows to read, and for a table in an
+/// object store (whatever its rows) the bytes fetched so far and their rate.
+fn progress_bar(show: bool, total: u64, remote: bool) -> indicatif::ProgressBar {
     use std::io::IsTerminal;
-    if !show || !std::io::stderr().is_terminal() || total < 2_000_000 {
+    if !show || !std::io::stderr().is_terminal() || (total < 2_000_000 && !remote) {
         return indicatif::ProgressBar::hidden();
     }
     let bar = indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr_with_hz(5));
-    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} counting keys {bar:30} {human_pos}/{human_len} rows, {per_sec}, eta {eta}") {
+    let template = if remote {
+        "{spinner} counting keys {bar:30} {human_pos}/{human_len} rows, {fetched} fetched ({fetch_rate}), eta {eta}"
+    } else {
+        "{spinner} counting keys {bar:30} {human_pos}/{human_len} rows, {per_sec}, eta {eta}"
+    };
+    if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+        let start = crate::store::io().bytes;
+        let fetched = move || crate::store::io().bytes.saturating_sub(start);
+        let style = style
+            .with_key("fetched", move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = w.write_str(&crate::format::human(fetched()));
+            })
+            .with_key("fetch_rate", move |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let rate = fetched() as f64 / st.elapsed().as_secs_f64().max(0.001);
+                let _ = w.write_str(&format!("{}/s", crate::format::human(rate as u64)));
+            });
         bar.set_style(style);
     }
     bar

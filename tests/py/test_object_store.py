@@ -390,3 +390,24 @@ def test_denied_access_and_a_wrong_key_end_in_one_line(guarded_s3):
     err = one_line_error(p)
     assert "s3://guarded/t/" in err and "the credentials were refused (SignatureDoesNotMatch: " in err, err
     assert user_secret not in err, err
+
+
+def test_a_count_over_a_store_shows_the_bytes_fetched_on_a_terminal(s3):
+    """On a terminal (a pseudo-terminal from util-linux's `script`), the count's bar gives the
+    rows read and the bytes fetched so far with their rate; off a terminal, or with -q, nothing
+    of it is written."""
+    import shlex
+    import subprocess
+    from conftest import binary
+    endpoint, _ = s3
+    url = f"s3://{BUCKET}/samples/events.parquet"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY=SECRET, AWS_REGION="us-east-1", AWS_ENDPOINT_URL=endpoint)
+    def on_tty(*args):
+        cmd = " ".join(shlex.quote(str(a)) for a in [binary(), "keys", url, "--column", "title_id", *args])
+        return subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True, text=True, env=env, timeout=120).stdout
+    shown = on_tty()
+    assert re.search(r"counting keys .* [\d,]+/200,000 rows, [\d.]+ [KM]?B fetched \([\d.]+ [KM]?B/s\)", shown), shown[:500]
+    assert "counting keys" not in on_tty("-q")
+    off = sj(endpoint, "keys", url, "--column", "title_id")
+    assert off.returncode == 0 and "counting keys" not in off.stderr + off.stdout
