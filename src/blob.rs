@@ -142,8 +142,13 @@ impl Remote {
         kept.iter().rev().find(|(at, b)| *at <= start && start < at + b.len() as u64).map(|(at, b)| b.slice((start - at) as usize..))
     }
 
-    /// Fetch `range` and keep it.
+    /// Fetch `range` (or take it from what was fetched ahead) and keep it.
     fn fetch(&self, range: Range<u64>) -> std::io::Result<Bytes> {
+        if let Some((whole, got)) = store::take_ahead(&self.object, &range) {
+            let slice = got.slice((range.start - whole.start) as usize..(range.end - whole.start) as usize);
+            self.keep(whole.start, got);
+            return Ok(slice);
+        }
         let got = store::get_range(&self.object, range.clone()).map_err(std::io::Error::other)?;
         if got.len() as u64 != range.end - range.start {
             return Err(std::io::Error::new(
@@ -151,12 +156,16 @@ impl Remote {
                 format!("{}: asked for {} bytes, got {}", self.object.url, range.end - range.start, got.len()),
             ));
         }
+        self.keep(range.start, got.clone());
+        Ok(got)
+    }
+
+    fn keep(&self, at: u64, got: Bytes) {
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         if kept.len() == KEPT {
             kept.remove(0);
         }
-        kept.push((range.start, got.clone()));
-        Ok(got)
+        kept.push((at, got));
     }
 
     /// What to fetch for a read of `want` by the parquet crate: the column chunk that holds

@@ -235,6 +235,91 @@ pub fn get_range(object: &Object, range: Range<u64>) -> Result<Bytes> {
     block_on(&object.url, || async { count_request(object.store.get_range(&object.path, range.clone()).await) })
 }
 
+/// Byte ranges fetched ahead of the readers that will ask for them (`fetch_ahead`), each
+/// taken once (`take_ahead`), so that several requests are in flight while the readers count
+/// (a reader fetches a column chunk only when it needs it, one request at a time). Ranges a
+/// reader fetched itself are claimed, and never fetched ahead after.
+#[derive(Default)]
+struct Ahead {
+    state: Mutex<AheadState>,
+    room: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct AheadState {
+    waiting: Vec<Pending>,
+    /// (object URL, range start) of every range fetched so far, by a reader or ahead.
+    claimed: hashbrown::HashSet<(String, u64)>,
+}
+
+struct Pending {
+    url: String,
+    range: Range<u64>,
+    got: tokio::task::JoinHandle<Result<Bytes, object_store::Error>>,
+}
+
+/// Ranges in flight or waiting at most, and their bytes at most (one range over this is
+/// fetched alone).
+const AHEAD: usize = 8;
+const AHEAD_BYTES: u64 = 64 << 20;
+
+fn ahead() -> &'static Ahead {
+    static AHEAD_Q: OnceLock<Ahead> = OnceLock::new();
+    AHEAD_Q.get_or_init(Ahead::default)
+}
+
+/// Start fetching `range` of `object` for a reader to take; waits while the window is full,
+/// and fetches nothing once `stop` is set or where a reader has the range already.
+pub fn fetch_ahead(object: &Object, range: Range<u64>, stop: &std::sync::atomic::AtomicBool) {
+    let q = ahead();
+    let mut st = q.state.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        if stop.load(Ordering::Relaxed) || st.claimed.contains(&(object.url.clone(), range.start)) {
+            return;
+        }
+        let bytes: u64 = st.waiting.iter().map(|p| p.range.end - p.range.start).sum();
+        if st.waiting.is_empty() || (st.waiting.len() < AHEAD && bytes + (range.end - range.start) <= AHEAD_BYTES) {
+            break;
+        }
+        st = q.room.wait_timeout(st, Duration::from_millis(50)).unwrap_or_else(|e| e.into_inner()).0;
+    }
+    let Ok(rt) = runtime() else { return };
+    let (store, path, r) = (object.store.clone(), object.path.clone(), range.clone());
+    let got = rt.spawn(async move { count_request(store.get_range(&path, r).await) });
+    st.claimed.insert((object.url.clone(), range.start));
+    st.waiting.push(Pending { url: object.url.clone(), range, got });
+}
+
+/// The range fetched ahead of `object` that holds `want`, taken (waited for): its range and
+/// bytes. None where there is none, or its fetch failed (the reader then fetches it itself,
+/// with the client's retries and the one-line error); the range is claimed either way.
+pub fn take_ahead(object: &Object, want: &Range<u64>) -> Option<(Range<u64>, Bytes)> {
+    let q = ahead();
+    let pending = {
+        let mut st = q.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.claimed.insert((object.url.clone(), want.start));
+        let i = st.waiting.iter().position(|p| p.url == object.url && p.range.start <= want.start && want.end <= p.range.end)?;
+        let p = st.waiting.remove(i);
+        q.room.notify_all();
+        p
+    };
+    match runtime().ok()?.block_on(pending.got) {
+        Ok(Ok(b)) if b.len() as u64 == pending.range.end - pending.range.start => Some((pending.range, b)),
+        _ => None,
+    }
+}
+
+/// Drop what was fetched ahead and not taken, and forget what was claimed: the readers are done.
+pub fn end_ahead() {
+    let q = ahead();
+    let mut st = q.state.lock().unwrap_or_else(|e| e.into_inner());
+    for p in st.waiting.drain(..) {
+        p.got.abort();
+    }
+    st.claimed.clear();
+    q.room.notify_all();
+}
+
 /// Count one request, and the bytes of its answer.
 fn count_request<T: Sized + Received>(r: Result<T, object_store::Error>) -> Result<T, object_store::Error> {
     REQUESTS.fetch_add(1, Ordering::Relaxed);

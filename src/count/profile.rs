@@ -67,29 +67,36 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
 /// cluster, per job, its tally.
 fn read_units(reader: &UnitReader, units: &[Unit], want: usize, switch_at: usize) -> Result<Vec<Vec<UnitTally>>> {
     let locals: Vec<Mutex<Local>> = (0..rayon::current_num_threads().max(1)).map(|_| Mutex::new(Local::new(reader.jobs(), want, switch_at))).collect();
+    let stop = std::sync::atomic::AtomicBool::new(false);
     let tallies = std::thread::scope(|scope| {
-        // Meanwhile, have the kernel read ahead what the units will read.
-        scope.spawn(|| reader.advise(units));
-        units
-            .par_iter()
-            .map(|unit| {
-                // One Local per worker thread, so that each thread stages (and compacts) its keys
-                // in one place; the lock is never contended.
-                let slot = rayon::current_thread_index().unwrap_or(0) % locals.len();
-                let mut guard = locals[slot].lock().unwrap_or_else(|e| e.into_inner());
-                let path = &reader.file(unit).path;
-                crate::guard::no_panic(|| reader.read(unit, &mut guard))
-                    .map_err(|p| Error::bad_file(path, format!("corrupt data in row group {}: {p}", unit.row_group)))?
-                    .map_err(|e| match e {
-                        Error::BadFile { .. } => e,
-                        other => Error::bad_file(path, format!("row group {}: {other}", unit.row_group)),
-                    })
-            })
-            .collect::<Result<Vec<Vec<Vec<UnitTally>>>>>()
-    })?
-    .into_iter()
-    .flatten()
-    .collect();
+        // Meanwhile, have the kernel read ahead what the units will read, or the store's
+        // client fetch it: then the units are taken in order, as it fetches them.
+        scope.spawn(|| reader.advise(units, &stop));
+        let read = |unit: &Unit| {
+            // One Local per worker thread, so that each thread stages (and compacts) its keys
+            // in one place; the lock is never contended.
+            let slot = rayon::current_thread_index().unwrap_or(0) % locals.len();
+            let mut guard = locals[slot].lock().unwrap_or_else(|e| e.into_inner());
+            let path = &reader.file(unit).path;
+            crate::guard::no_panic(|| reader.read(unit, &mut guard))
+                .map_err(|p| Error::bad_file(path, format!("corrupt data in row group {}: {p}", unit.row_group)))?
+                .map_err(|e| match e {
+                    Error::BadFile { .. } => e,
+                    other => Error::bad_file(path, format!("row group {}: {other}", unit.row_group)),
+                })
+        };
+        let out = if reader.is_remote() {
+            let mut done: Vec<(usize, Result<Vec<Vec<UnitTally>>>)> = units.iter().enumerate().par_bridge().map(|(i, u)| (i, read(u))).collect();
+            done.sort_by_key(|d| d.0);
+            done.into_iter().map(|d| d.1).collect::<Result<Vec<Vec<Vec<UnitTally>>>>>()
+        } else {
+            units.par_iter().map(read).collect::<Result<Vec<Vec<Vec<UnitTally>>>>>()
+        };
+        stop.store(true, Ordering::Relaxed);
+        out
+    });
+    crate::store::end_ahead();
+    let tallies = tallies?.into_iter().flatten().collect();
     // Hand the staged keys in (Local's drop) before they are counted.
     drop(locals);
     Ok(tallies)

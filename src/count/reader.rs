@@ -71,7 +71,10 @@ impl<'a> UnitReader<'a> {
     /// Tell the kernel which byte ranges are about to be read (the key columns' chunks of the
     /// units), so that the parts not in the page cache are read ahead while the first units
     /// are counted.
-    pub(crate) fn advise(&self, units: &[Unit]) {
+    pub(crate) fn advise(&self, units: &[Unit], stop: &std::sync::atomic::AtomicBool) {
+        if self.is_remote() {
+            return self.fetch_ahead(units, stop);
+        }
         #[cfg(unix)]
         {
             let mut last: Option<(usize, File)> = None;
@@ -87,6 +90,35 @@ impl<'a> UnitReader<'a> {
                 self.advise_unit(f, u);
             }
         }
+    }
+
+    /// Whether the table's files are in an object store.
+    pub(crate) fn is_remote(&self) -> bool {
+        self.table.files.iter().any(|f| matches!(f.location, crate::blob::Location::Remote(_)))
+    }
+
+    /// Have the store's client fetch the key columns' chunks of whole row groups, in the order
+    /// of the units, a few ahead of the readers (see `store::fetch_ahead`); sampled pages are
+    /// read as they are drawn.
+    fn fetch_ahead(&self, units: &[Unit], stop: &std::sync::atomic::AtomicBool) {
+        for u in units.iter().filter(|u| u.spans.is_empty() && u.selection.is_none()) {
+            let crate::blob::Location::Remote(object) = &self.table.files[u.file].location else { continue };
+            for range in self.chunks_read(u) {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    return;
+                }
+                crate::store::fetch_ahead(object, range, stop);
+            }
+        }
+    }
+
+    /// The byte ranges of the key columns' chunks of `u`'s row group.
+    fn chunks_read(&self, u: &Unit) -> Vec<std::ops::Range<u64>> {
+        let (meta, idx) = &self.files[u.file];
+        let rg = meta.metadata().row_group(u.row_group);
+        let schema = meta.parquet_schema();
+        let leaves = rg.columns().iter().enumerate().filter(|(leaf, _)| idx.contains(&schema.get_column_root_idx(*leaf)));
+        leaves.map(|(_, c)| c.byte_range()).map(|(start, len)| start..start.saturating_add(len)).collect()
     }
 
     #[cfg(unix)]

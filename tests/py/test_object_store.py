@@ -227,6 +227,7 @@ class FaultProxy:
         self.upstream = upstream.removeprefix("http://")
         self.plan, self.every, self.stall = plan, every, stall
         self.count = 0
+        self.inflight = self.most_inflight = 0
         self.lock = threading.Lock()
         proxy = self
 
@@ -250,7 +251,16 @@ class FaultProxy:
     def handle(self, h, method):
         with self.lock:
             self.count += 1
+            self.inflight += 1
+            self.most_inflight = max(self.most_inflight, self.inflight)
             fault = self.every or self.plan.get(self.count)
+        try:
+            self.answer(h, method, fault)
+        finally:
+            with self.lock:
+                self.inflight -= 1
+
+    def answer(self, h, method, fault):
         if fault == "error":
             body = b"<Error><Code>SlowDown</Code><Message>injected</Message></Error>"
             h.send_response(503)
@@ -262,7 +272,7 @@ class FaultProxy:
             h.close_connection = True
             h.connection.shutdown(socket.SHUT_RDWR)
             return
-        if fault == "stall":
+        if fault in ("stall", "delay"):
             threading.Event().wait(self.stall)
         conn = http.client.HTTPConnection(self.upstream, timeout=30)
         headers = {k: v for k, v in h.headers.items() if k.lower() != "host"}
@@ -411,3 +421,24 @@ def test_a_count_over_a_store_shows_the_bytes_fetched_on_a_terminal(s3):
     assert "counting keys" not in on_tty("-q")
     off = sj(endpoint, "keys", url, "--column", "title_id")
     assert off.returncode == 0 and "counting keys" not in off.stderr + off.stdout
+
+
+def test_key_chunks_are_fetched_several_at_a_time(s3):
+    """The key column's chunks of the row groups to count are fetched ahead of the counting
+    threads, several requests at a time (each answer delayed 0.2 s by the proxy), and no more
+    is fetched than counting them one by one: the same requests and bytes as without delay."""
+    endpoint, local = s3
+    url = f"s3://{BUCKET}/samples/events.parquet"
+    args = ["--column", "user_id", "--format", "json", "-q", "--threads", "1"]
+    plain = json.loads(ok(sj(endpoint, "keys", url, *args)))
+    proxy = FaultProxy(endpoint, {}, every="delay", stall=0.2)
+    try:
+        slow = json.loads(ok(sj(proxy.endpoint, "keys", url, *args)))
+    finally:
+        proxy.close()
+    groups = pq.ParquetFile(local / "samples" / "events.parquet").metadata.num_row_groups
+    assert groups >= 4, groups
+    # One counting thread; the chunks of later row groups are in flight meanwhile.
+    assert proxy.most_inflight >= 3, proxy.most_inflight
+    assert slow["io"] == plain["io"], (slow["io"], plain["io"])
+    assert slow["columns"] == plain["columns"]
