@@ -199,21 +199,32 @@ pub fn get_all(url: &str) -> Result<Bytes> {
 /// position at its start. It is fetched in ranges of `DOWNLOAD_PART` bytes, each one request
 /// retried on its own and well inside the per-request timeout whatever the object's size.
 pub fn download(url: &str) -> Result<std::fs::File> {
-    use std::io::{Seek, Write};
+    use std::io::Seek;
     let (store, parsed) = store_for(url)?;
     let path = ObjectPath::from(key_of(&parsed, url)?.as_str());
     let size = block_on(url, || async { count_request(store.head(&path).await) })?.size;
     let object = Object { store, url: url.to_string(), path, size };
     let mut file = tempfile::tempfile().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
-    let mut at = 0;
-    while at < size {
-        let end = (at + DOWNLOAD_PART).min(size);
-        let part = get_range(&object, at..end)?;
-        file.write_all(&part).map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
-        at = end;
-    }
+    copy_into(&object, &mut file, &std::env::temp_dir())?;
     file.rewind().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
     Ok(file)
+}
+
+/// `object` copied to the new file `to`, in ranges of `DOWNLOAD_PART` bytes (as `download`).
+pub fn download_to(object: &Object, to: &std::path::Path) -> Result<()> {
+    let mut file = std::fs::File::create(to).map_err(|source| Error::Io { path: to.to_path_buf(), source })?;
+    copy_into(object, &mut file, to)
+}
+
+fn copy_into(object: &Object, out: &mut impl std::io::Write, shown: &std::path::Path) -> Result<()> {
+    let mut at = 0;
+    while at < object.size {
+        let end = (at + DOWNLOAD_PART).min(object.size);
+        let part = get_range(object, at..end)?;
+        out.write_all(&part).map_err(|source| Error::Io { path: shown.to_path_buf(), source })?;
+        at = end;
+    }
+    Ok(())
 }
 
 /// The bytes per request of `download`.

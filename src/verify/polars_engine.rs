@@ -131,8 +131,8 @@ fn partition_lit(v: &Value) -> Expr {
 /// One table as a LazyFrame: its files (and Hive partition values), names in lower case,
 /// timestamps as UTC wall clocks, and, with a sample, every k-th row. Also the line that says
 /// what was read.
-fn scan(name: &str, table: &Table, sample: Option<Sample>) -> Result<(LazyFrame, String)> {
-    let mut lf = read_files(name, table)?;
+fn scan(name: &str, table: &Table, sample: Option<Sample>, copies: &std::path::Path) -> Result<(LazyFrame, String)> {
+    let (mut lf, copied) = read_files(name, table, copies)?;
     let (cols, decimals) = spark_columns(name, &mut lf)?;
     let rows = table.rows();
     let step = sample_step(rows, sample);
@@ -143,17 +143,33 @@ fn scan(name: &str, table: &Table, sample: Option<Sample>) -> Result<(LazyFrame,
         format!("{name}: all {} rows", fmt_count(rows))
     };
     let what = if decimals.is_empty() { what } else { format!("{what} (decimal {} read as double)", decimals.join(", ")) };
+    let what = match copied {
+        0 => what,
+        n => format!(
+            "{what} (its {} in an object store copied here first, {})",
+            if n == 1 { "file".to_string() } else { format!("{n} files") },
+            crate::format::human(table.files.iter().map(|f| f.byte_len()).sum())
+        ),
+    };
     Ok((lf.select(cols), what))
 }
 
-/// A table's files as one LazyFrame, each with its Hive partition values as columns.
-fn read_files(name: &str, table: &Table) -> Result<LazyFrame> {
+/// A table's files as one LazyFrame, each with its Hive partition values as columns, and how
+/// many were in an object store: this build's Polars reads local files only, so those are
+/// copied into the folder `copies` first (whole: the queries read every column).
+fn read_files(name: &str, table: &Table, copies: &std::path::Path) -> Result<(LazyFrame, usize)> {
     let mut frames = Vec::with_capacity(table.files.len());
-    for f in &table.files {
-        if let crate::blob::Location::Remote(o) = &f.location {
-            return Err(Error::Usage(format!("{}: verify's Polars engine reads local tables only (copy the table, or verify with --engine spark)", o.url)));
-        }
-        let path = f.path.to_string_lossy().to_string();
+    let mut copied = 0;
+    for (i, f) in table.files.iter().enumerate() {
+        let path = match &f.location {
+            crate::blob::Location::Remote(o) => {
+                let to = copies.join(format!("{}-{i}.parquet", name.replace(|c: char| !c.is_ascii_alphanumeric(), "_")));
+                crate::store::download_to(o, &to)?;
+                copied += 1;
+                to.to_string_lossy().to_string()
+            }
+            crate::blob::Location::Local(_) => f.path.to_string_lossy().to_string(),
+        };
         let mut args = ScanArgsParquet::default();
         args.hive_options.enabled = Some(false);
         let mut lf = LazyFrame::scan_parquet(PlRefPath::new(path.as_str()), args).map_err(|e| perr(&format!("reading {path}"), e))?;
@@ -163,11 +179,12 @@ fn read_files(name: &str, table: &Table) -> Result<LazyFrame> {
         }
         frames.push(lf);
     }
-    match frames.len() {
-        0 => Err(Error::Usage(format!("table {name}: no files"))),
-        1 => Ok(frames.remove(0)),
-        _ => concat(&frames, UnionArgs::default()).map_err(|e| perr(&format!("table {name}"), e)),
-    }
+    let lf = match frames.len() {
+        0 => return Err(Error::Usage(format!("table {name}: no files"))),
+        1 => frames.remove(0),
+        _ => concat(&frames, UnionArgs::default()).map_err(|e| perr(&format!("table {name}"), e))?,
+    };
+    Ok((lf, copied))
 }
 
 /// The columns of `lf` as Spark reads them: lower-case names (two that differ only in case are
@@ -321,8 +338,10 @@ pub fn run(original: &str, rewritten: &str, tables: &[(String, &Table)], sample:
     let mut ctx = SQLContext::new().with_function_registry(Arc::new(Registry(udfs)));
     let mut inputs = Vec::new();
     let mut frames: HashMap<String, LazyFrame> = HashMap::new();
+    // Copies of the tables' files in object stores, removed when the run is done.
+    let copies = tempfile::Builder::new().prefix("skewjoin-verify-").tempdir().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
     for (name, t) in tables {
-        let (lf, what) = scan(name, t, sample)?;
+        let (lf, what) = scan(name, t, sample, copies.path())?;
         ctx.register(name, lf.clone());
         frames.insert(name.to_lowercase(), lf);
         inputs.push(what);

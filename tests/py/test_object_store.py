@@ -442,3 +442,25 @@ def test_key_chunks_are_fetched_several_at_a_time(s3):
     assert proxy.most_inflight >= 3, proxy.most_inflight
     assert slow["io"] == plain["io"], (slow["io"], plain["io"])
     assert slow["columns"] == plain["columns"]
+
+
+def test_verify_on_polars_over_s3_as_over_disk(s3):
+    """verify --engine polars over tables in the store: their files are copied to a temporary
+    folder first (this build's Polars reads local files), said in `inputs`, and the run gives
+    what it gives over the same files on disk; a missing object ends in one line."""
+    endpoint, local = s3
+    def verify(root):
+        p = sj(endpoint, "verify", SAMPLES / "query.sql", "--table", f"events={root}/hive",
+               "--table", f"titles={root}/samples/titles.parquet", "--engine", "polars", "--broadcast-threshold", "256KB", "--format", "json", "-q")
+        if p.returncode != 0 and "polars" in p.stderr and "feature" in p.stderr:
+            pytest.skip("a build without the polars feature")
+        return json.loads(ok(p))
+    remote, disk = verify(f"s3://{BUCKET}"), verify(local)
+    assert remote["identical"] and disk["identical"]
+    for k in ("rows_original", "rows_rewritten", "predicted_before", "predicted_after", "columns_match"):
+        assert remote[k] == disk[k], k
+    assert [i.split(" (its ")[0] for i in remote["inputs"]] == disk["inputs"], remote["inputs"]
+    assert "copied here first" in remote["inputs"][0] and "copied here first" not in disk["inputs"][0]
+    err = one_line_error(sj(endpoint, "verify", SAMPLES / "query.sql", "--table", f"events=s3://{BUCKET}/samples/nothing.parquet",
+                            "--table", f"titles={local}/samples/titles.parquet", "--engine", "polars"))
+    assert "nothing.parquet" in err, err
