@@ -119,14 +119,15 @@ fn read_local(f: &File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
 
 /// Every column chunk's byte range.
 fn chunk_ranges(meta: &ParquetMetaData) -> Vec<Range<u64>> {
-    let mut out = Vec::new();
-    for rg in meta.row_groups() {
-        for c in rg.columns() {
-            let (start, len) = c.byte_range();
-            out.push(start..start.saturating_add(len));
-        }
-    }
-    out
+    meta.row_groups().iter().flat_map(|rg| rg.columns().iter().map(chunk_range)).collect()
+}
+
+/// A column chunk's byte range: from its dictionary page (or first data page) for its
+/// compressed size. Unlike the parquet crate's `byte_range`, a corrupt footer's negative offset
+/// or size never panics (it reads as 0).
+pub(crate) fn chunk_range(c: &parquet::file::metadata::ColumnChunkMetaData) -> Range<u64> {
+    let start = c.dictionary_page_offset().filter(|&d| d > 0).unwrap_or(c.data_page_offset()).max(0) as u64;
+    start..start.saturating_add(c.compressed_size().max(0) as u64)
 }
 
 impl Remote {

@@ -169,6 +169,11 @@ impl Table {
         Ok(Table { display: paths.join(" "), files, partitions, spark: None })
     }
 
+    /// Whether the table's files are in an object store.
+    pub fn in_store(&self) -> bool {
+        self.files.iter().any(|f| matches!(f.location, Location::Remote(_)))
+    }
+
     /// A table the Spark engine reads: its columns and sizes are Spark's.
     pub fn in_spark(display: &str, spark: crate::spark::SparkTable) -> Table {
         Table { display: display.to_string(), files: Vec::new(), partitions: Vec::new(), spark: Some(spark) }

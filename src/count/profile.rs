@@ -44,8 +44,7 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
     // a sample, whose few row groups would otherwise be counted mostly into that table.
     let switch_at = if sample.is_some() { 0 } else { SWITCH_KEYS };
     let rows_read: u64 = units.iter().map(|u| u.rows_read()).sum();
-    let remote = table.files.iter().any(|f| matches!(f.location, crate::blob::Location::Remote(_)));
-    let bar = progress_bar(opts.progress, rows_read, remote);
+    let bar = progress_bar(opts.progress, rows_read, table.in_store());
     let tally = opts.sample.is_some() && sample.is_some();
     let walked = sample.as_ref().and_then(|s| s.pages_column.as_deref());
     let want = if opts.top == 0 { usize::MAX } else { opts.top + 1 };

@@ -94,7 +94,7 @@ impl<'a> UnitReader<'a> {
 
     /// Whether the table's files are in an object store.
     pub(crate) fn is_remote(&self) -> bool {
-        self.table.files.iter().any(|f| matches!(f.location, crate::blob::Location::Remote(_)))
+        self.table.in_store()
     }
 
     /// Have the store's client fetch the key columns' chunks of whole row groups, in the order
@@ -112,13 +112,14 @@ impl<'a> UnitReader<'a> {
         }
     }
 
-    /// The byte ranges of the key columns' chunks of `u`'s row group.
+    /// The byte ranges of the key columns' chunks of `u`'s row group (of every leaf of a
+    /// nested field).
     fn chunks_read(&self, u: &Unit) -> Vec<std::ops::Range<u64>> {
         let (meta, idx) = &self.files[u.file];
         let rg = meta.metadata().row_group(u.row_group);
         let schema = meta.parquet_schema();
         let leaves = rg.columns().iter().enumerate().filter(|(leaf, _)| idx.contains(&schema.get_column_root_idx(*leaf)));
-        leaves.map(|(_, c)| c.byte_range()).map(|(start, len)| start..start.saturating_add(len)).collect()
+        leaves.map(|(_, c)| crate::blob::chunk_range(c)).collect()
     }
 
     #[cfg(unix)]
@@ -136,17 +137,8 @@ impl<'a> UnitReader<'a> {
             }
             return;
         }
-        let (meta, idx) = &self.files[u.file];
-        let rg = meta.metadata().row_group(u.row_group);
-        let schema = meta.parquet_schema();
-        for (leaf, c) in rg.columns().iter().enumerate() {
-            // Leaves of the fields read (a nested field has several).
-            let root = schema.get_column_root_idx(leaf);
-            if !idx.contains(&root) {
-                continue;
-            }
-            let start = c.dictionary_page_offset().filter(|&d| d > 0).unwrap_or(c.data_page_offset()).max(0) as u64;
-            will_need(start, c.compressed_size().max(0) as u64);
+        for r in self.chunks_read(u) {
+            will_need(r.start, r.end - r.start);
         }
     }
 }

@@ -68,15 +68,16 @@ struct Exposed {
 /// broadcasts a side; the change is recorded in `ctx`.
 pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &JoinScope, before: Option<&Before>, ctx: &mut Ctx) -> Result<Outcome> {
     let tables = ctx.tables;
-    let hinted = match condition_of(&join.join_operator, l, r) {
-        Ok(c) => scope.hints.on_join(c.how, l, r),
-        Err(_) => HintedJoin::None,
+    let cond = match condition_of(&join.join_operator, l, r) {
+        Ok(c) => c,
+        Err(why) => return Ok(Outcome::LeftAlone(why, None)),
     };
+    let hinted = scope.hints.on_join(cond.how, l, r);
     if let Some(why) = hinted_away(&hinted, l, r) {
         return Ok(Outcome::LeftAlone(why, None));
     }
-    let (cond, mut sides) = match condition_of(&join.join_operator, l, r).and_then(|c| trace_sides(l, r, &c, tables).map(|s| (c, s))) {
-        Ok(x) => x,
+    let mut sides = match trace_sides(l, r, &cond, tables) {
+        Ok(s) => s,
         Err(why) => return Ok(Outcome::LeftAlone(why, None)),
     };
     let shuffle_hint = match &hinted {

@@ -8,9 +8,6 @@ refused credentials and corrupt files end in one line with exit code 2 and no se
 skewjoin reaches Azurite as any Azure user reaches it: `AZURE_STORAGE_USE_EMULATOR=true` (the
 `object_store` crate's emulator setting) with `AZURITE_BLOB_STORAGE_URL` at the port."""
 import json
-import os
-import pathlib
-import shutil
 import socket
 import subprocess
 import time
@@ -18,7 +15,7 @@ import time
 import pytest
 
 from conftest import ROOT, SECRET, free_port, run, sj
-from test_object_store import bad_cases, make_tables, ok, one_line_error, same_json
+from test_object_store import bad_cases, bad_file_columns, make_tables, ok, one_line_error, same_json
 
 AZURITE = ROOT / "tests" / "node" / "node_modules" / ".bin" / "azurite-blob"
 ACCOUNT = "devstoreaccount1"
@@ -146,12 +143,7 @@ def test_missing_container_blob_and_refused_key(azurite):
 
 @pytest.mark.parametrize("path", bad_cases(), ids=lambda p: p.name)
 def test_bad_files_from_azure_end_in_one_line_error(azurite, path):
-    from test_corpus import columns_of, flat, REFUSED
     env, _ = azurite
-    cols = columns_of(path)
-    names = [n for n, t in cols if flat(t) and not any(r in str(t).lower() for r in REFUSED)] if cols else []
-    args = []
-    for n in names or ([cols[0][0]] if cols else ["x"]):
-        args += ["--column", n]
+    args = bad_file_columns(path)
     err = one_line_error(az(env, "keys", f"az://{CONTAINER}/bad_data/{path.name}", *args, "--format", "json"))
     assert path.name in err or "column" in err, err

@@ -205,15 +205,21 @@ def bad_cases():
     return [p for p in BAD_FILES if p.name not in INTACT]
 
 
-@pytest.mark.parametrize("path", bad_cases(), ids=lambda p: p.name)
-def test_bad_files_from_the_store_end_in_one_line_error(s3, path):
+def bad_file_columns(path):
+    """`--column` arguments for a corrupt file: its flat columns the tool reads, else its first."""
     from test_corpus import columns_of, flat, REFUSED
-    endpoint, _ = s3
     cols = columns_of(path)
     names = [n for n, t in cols if flat(t) and not any(r in str(t).lower() for r in REFUSED)] if cols else []
     args = []
     for n in names or ([cols[0][0]] if cols else ["x"]):
         args += ["--column", n]
+    return args
+
+
+@pytest.mark.parametrize("path", bad_cases(), ids=lambda p: p.name)
+def test_bad_files_from_the_store_end_in_one_line_error(s3, path):
+    endpoint, _ = s3
+    args = bad_file_columns(path)
     err = one_line_error(sj(endpoint, "keys", f"s3://{BUCKET}/bad_data/{path.name}", *args, "--format", "json"))
     assert path.name in err or "column" in err, err
 
