@@ -375,3 +375,43 @@ fn join_hints_decide_the_join_as_spark_does() {
     assert_eq!(r.changes.len(), 1);
     assert!(r.sql.contains("    SELECT /*+ MERGE(`t`) */\n      `e`.`event_id`"), "{}", r.sql);
 }
+
+/// a(x, y): 2,000 rows, x = i % 100 (20 rows each), y = 1 on the first 1,000 (hot), else 2..=101;
+/// b(x): one row per x; c(y, z): one row per y, wide enough to stay over the threshold.
+fn branch_tables(dir: &Path) -> HashMap<String, Table> {
+    let ax: Vec<i64> = (0..2000).map(|i| i % 100).collect();
+    let ay: Vec<i64> = (0..2000).map(|i| if i < 1000 { 1 } else { 2 + i % 100 }).collect();
+    let a = write(&dir.join("a.parquet"), vec![("x", Arc::new(Int64Array::from(ax)) as ArrayRef), ("y", Arc::new(Int64Array::from(ay)) as ArrayRef)]);
+    let b = write(&dir.join("b.parquet"), vec![("x", Arc::new(Int64Array::from_iter_values(0..100)) as ArrayRef)]);
+    let zs: Vec<String> = (1..=101).map(|y| format!("the row of {y}, long enough to keep c over the threshold")).collect();
+    let c = write(
+        &dir.join("c.parquet"),
+        vec![("y", Arc::new(Int64Array::from_iter_values(1..=101)) as ArrayRef), ("z", Arc::new(StringArray::from(zs)) as ArrayRef)],
+    );
+    let mut m = HashMap::new();
+    for (n, p) in [("a", a), ("b", b), ("c", c)] {
+        m.insert(n.to_string(), Table::open(&[p]).unwrap());
+    }
+    m
+}
+
+#[test]
+fn a_join_before_a_rewritten_one_is_counted_on_each_branchs_rows() {
+    let d = tempfile::tempdir().unwrap();
+    let t = branch_tables(d.path());
+    let opts = PlanOptions { partitions: 16, broadcast_threshold: 100, ..Default::default() };
+    let plan = |sql: &str| rewrite(sql, &t, &Classifier::builtin().unwrap(), &opts).unwrap();
+    let r = plan("SELECT a.x, c.z FROM a JOIN b ON a.x = b.x JOIN c ON a.y = c.y");
+    assert_eq!(r.changes.len(), 1, "{:?}", r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect::<Vec<_>>());
+    let first = r.unchanged_joins.iter().find(|u| u.join.contains("JOIN b")).expect("the join with b left as written");
+    assert!(first.in_branches);
+    let (before, after) = (first.before.as_ref().unwrap(), first.after.as_ref().expect("counted in the branches"));
+    // Each branch reads half of a (y = 1, and y <> 1), 10 rows per x, and all of b: the same
+    // tasks as the join under either condition, written in the query.
+    let alone = plan("SELECT a.x FROM a JOIN b ON a.x = b.x WHERE a.y = 1");
+    let under = alone.unchanged_joins[0].before.as_ref().expect("measured");
+    assert_eq!(after.max_task_rows, under.max_task_rows);
+    assert!(after.max_task_rows < before.max_task_rows, "{} -> {}", before.max_task_rows, after.max_task_rows);
+    let text = sql_with_comments(&r);
+    assert!(text.contains(&format!("on the branch's rows: largest task {} rows -> {}", before.max_task_rows, after.max_task_rows)), "{text}");
+}

@@ -116,6 +116,17 @@ impl Prefix {
         Before { members: self.members.iter().map(|m| m.input.clone()).collect(), links: &self.links, cache: &self.cache }
     }
 
+    /// The first `members` inputs and `links` joins, as they were for a join planned earlier,
+    /// with a cache of their own (for counts under other conditions).
+    pub fn before_at<'a>(&'a self, members: usize, links: usize, cache: &'a SentCache) -> Before<'a> {
+        Before { members: self.members[..members].iter().map(|m| m.input.clone()).collect(), links: &self.links[..links], cache }
+    }
+
+    /// The inputs joined so far, in order.
+    pub fn inputs(&self) -> impl Iterator<Item = &Input> {
+        self.members.iter().map(|m| &m.input)
+    }
+
     /// The select items of `*` over the prefix; None when they cannot be listed.
     pub fn star_items(&self) -> Result<Option<Vec<SelectItem>>> {
         if !self.star_ok {

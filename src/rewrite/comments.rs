@@ -18,6 +18,7 @@ pub fn sql_with_comments(r: &Rewritten) -> String {
     }
     for u in &r.unchanged_joins {
         o.push_str(&format!("-- skewjoin: left as written{}: {}: {}\n", place(u.at), one_line(&u.join), one_line(&u.reason.to_string())));
+        in_branches_comment(u, &mut o);
     }
     for w in &r.windows {
         window_comments(w, &mut o);
@@ -27,6 +28,24 @@ pub fn sql_with_comments(r: &Rewritten) -> String {
         o.push_str(";\n");
     }
     o
+}
+
+/// For a join left as written that runs in a rewritten join's branches: its tasks there.
+fn in_branches_comment(u: &super::Unchanged, o: &mut String) {
+    let (Some(b), true) = (&u.before, u.in_branches) else { return };
+    match &u.after {
+        Some(a) => o.push_str(&format!(
+            "--   it runs in each branch of a rewritten join after it, on the branch's rows: largest task {} rows -> {} (median {} -> {})\n",
+            fmt_count(b.max_task_rows),
+            fmt_count(a.max_task_rows),
+            fmt_count(b.median_task_rows),
+            fmt_count(a.median_task_rows)
+        )),
+        None => o.push_str(&format!(
+            "--   it runs in each branch of a rewritten join after it, on the branch's rows (not counted): at most its largest task as written, {} rows\n",
+            fmt_count(b.max_task_rows)
+        )),
+    }
 }
 
 /// The lines of one change: the join, each hot key and what happens to it, the task sizes,

@@ -25,6 +25,8 @@ pub(super) struct SideFilters {
     pub right: Option<RowFilter>,
     /// Each condition not applied, as written, with why.
     pub unapplied: Vec<String>,
+    /// The query's WHERE conjuncts applied to a side, as written.
+    pub applied: Vec<Expr>,
 }
 
 /// Where the join sits: the SELECT's WHERE (split at AND) and whether a later join of its chain
@@ -58,7 +60,10 @@ pub(super) fn side_filters(scope: &JoinScope, l: (&Input, &Table, &str), r: (&In
             let text = crate::sql::render_expr(c);
             match to_base(c, inp, tname) {
                 Some(b) if pushed => match check(&b, table) {
-                    Ok(()) => conds.push(b),
+                    Ok(()) => {
+                        conds.push(b);
+                        out.applied.push(c.clone());
+                    }
                     Err(why) => out.unapplied.push(format!("{text}: {why}")),
                 },
                 Some(_) => out.unapplied.push(format!("{text}: Spark applies it after this {} join", how.as_str())),

@@ -4,11 +4,13 @@
 
 use sqlparser::ast::{Expr, JoinConstraint, SelectItem, TableWithJoins};
 
+use super::branch_rows::Reading;
 use super::chain::Prefix;
 use super::condition::{condition_of, join_type};
 use super::estimate::Used;
 use super::filters::JoinScope;
 use super::hints::Hints;
+use super::in_branches::{self, Earlier};
 use super::input::{input_of, Input};
 use super::join::{try_join, Outcome};
 use super::names::join_text;
@@ -48,18 +50,26 @@ pub(super) fn process_from(twj: &TableWithJoins, conjuncts: &[Expr], (used, hint
     }
     let mut p = Prefix::start(twj, input_of(&twj.relation, ctx, 0).map_err(LeftAlone::LeftInput));
     let first = ctx.unchanged.len();
+    let scope_of = |j: usize| JoinScope { conjuncts, later_outer: later_outer(twj, j), used, hints };
+    let mut earlier = Vec::new();
     for (j, join) in twj.joins.iter().enumerate() {
         let right = input_of(&join.relation, ctx, 0);
-        let later_outer = twj.joins[j + 1..].iter().any(|x| matches!(join_type(&x.join_operator), Ok((JoinType::Right | JoinType::Full, _))));
-        let scope = JoinScope { conjuncts, later_outer, used, hints };
-        match join_next(&mut p, twj, j, &right, &scope, ctx)? {
-            Err((reason, before)) => {
-                ctx.unchanged.push(Unchanged { join: join_text(twj, j), at: At::of(&join.relation), reason, before, in_branches: false });
+        let members = p.next_member();
+        match join_next(&mut p, twj, j, &right, &scope_of(j), ctx)? {
+            Step::LeftAlone { why, before, left } => {
+                if let (Some(_), Some(l), Ok(r)) = (&before, left, &right) {
+                    earlier.push(Earlier { unchanged: ctx.unchanged.len(), l: *l, r: r.clone(), j, members });
+                }
+                ctx.unchanged.push(Unchanged { before, ..Unchanged::new(join_text(twj, j), At::of(&join.relation), why) });
                 p.append(join, right.ok());
             }
-            // The joins of this chain left as written so far run in its branches.
-            Ok(branches) if branches > 1 => ctx.unchanged[first..].iter_mut().for_each(|u| u.in_branches = true),
-            Ok(_) => {}
+            // The joins of this chain left as written so far run in its branches: each is
+            // counted again on the rows of each branch.
+            Step::Rewritten { branches, readings } if branches > 1 => {
+                in_branches::recount(&p, twj, &earlier, readings.as_deref(), scope_of, ctx);
+                ctx.unchanged[first..].iter_mut().for_each(|u| u.in_branches = true);
+            }
+            Step::Rewritten { .. } => {}
         }
     }
     if !p.rewritten {
@@ -69,20 +79,34 @@ pub(super) fn process_from(twj: &TableWithJoins, conjuncts: &[Expr], (used, hint
     Ok(Some(FromDone { remaps: p.remaps(), twj: p.cur, star }))
 }
 
+/// Whether a join after the `j`-th of the FROM item is a right or full join.
+fn later_outer(twj: &TableWithJoins, j: usize) -> bool {
+    twj.joins[j + 1..].iter().any(|x| matches!(join_type(&x.join_operator), Ok((JoinType::Right | JoinType::Full, _))))
+}
+
+/// What became of one join of the chain.
+enum Step {
+    /// Rewritten into the prefix: its UNION ALL's branches, and the rows of the joins before
+    /// it that they read.
+    Rewritten { branches: usize, readings: Option<Vec<Reading>> },
+    /// Left as written (the caller appends it to the prefix): why, its tasks where measured,
+    /// and its left input as planned.
+    LeftAlone { why: LeftAlone, before: Option<TaskStats>, left: Option<Box<Input>> },
+}
+
+impl Step {
+    fn alone(why: LeftAlone) -> Result<Step> {
+        Ok(Step::LeftAlone { why, before: None, left: None })
+    }
+}
+
 /// Plan the `j`-th join on the joins before it (`p`) and `right`: rewritten into `p` (its
-/// branches), or the reason it stays as written (the caller appends it to `p` then).
-fn join_next(
-    p: &mut Prefix,
-    twj: &TableWithJoins,
-    j: usize,
-    right: &std::result::Result<Input, Untraced>,
-    scope: &JoinScope,
-    ctx: &mut Ctx,
-) -> Result<std::result::Result<usize, (LeftAlone, Option<TaskStats>)>> {
+/// branches), or the reason it stays as written.
+fn join_next(p: &mut Prefix, twj: &TableWithJoins, j: usize, right: &std::result::Result<Input, Untraced>, scope: &JoinScope, ctx: &mut Ctx) -> Result<Step> {
     let r = match (&p.broken, right) {
-        (Some(why), _) if j == 0 => return Ok(Err((why.clone(), None))),
-        (Some(why), _) => return Ok(Err((LeftAlone::ChainUntraced(Box::new(why.clone())), None))),
-        (None, Err(why)) => return Ok(Err((LeftAlone::RightInput(why.clone()), None))),
+        (Some(why), _) if j == 0 => return Step::alone(why.clone()),
+        (Some(why), _) => return Step::alone(LeftAlone::ChainUntraced(Box::new(why.clone()))),
+        (None, Err(why)) => return Step::alone(LeftAlone::RightInput(why.clone())),
         (None, Ok(r)) => r,
     };
     let join = &twj.joins[j];
@@ -98,12 +122,12 @@ fn join_next(
     let outcome = try_join(&l, r, join, join_text(twj, j), scope, before.as_ref(), ctx)?;
     p.links.push(link);
     match outcome {
-        Outcome::Rewritten(joined) => {
-            let branches = joined.branches;
+        Outcome::Rewritten(mut joined) => {
+            let (branches, readings) = (joined.branches, joined.readings.take());
             p.absorb(&l, r, *joined);
-            Ok(Ok(branches))
+            Ok(Step::Rewritten { branches, readings })
         }
-        Outcome::LeftAlone(why, before) => Ok(Err((why, before))),
+        Outcome::LeftAlone(why, before) => Ok(Step::LeftAlone { why, before, left: Some(Box::new(l)) }),
     }
 }
 

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use sqlparser::ast::{Join, SetExpr, TableFactor};
+use sqlparser::ast::{Join, Query, SetExpr, TableFactor};
 
 use super::chain::Before;
 use super::condition::{condition_of, Condition};
@@ -35,6 +35,9 @@ pub(super) struct Joined {
     pub using: Vec<String>,
     /// The SELECTs of its UNION ALL (1: one join, no branches).
     pub branches: usize,
+    /// Where its left input is the joins before it: the rows of those joins each branch
+    /// reads (None where the SQL reads them in a way `branch_rows` does not follow).
+    pub readings: Option<Vec<super::branch_rows::Reading>>,
 }
 
 /// What became of a join.
@@ -88,28 +91,9 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
     if let (None, Ok(Some(why))) = (&shuffle_hint, spark_broadcasts(cond.how, threshold, (l, r), &sides, scope, None)) {
         return Ok(Outcome::LeftAlone(why, None));
     }
-    let mut through = before.map(|b| rows_before((&b.members, b.links, b.cache), l, &cond.left_keys(), scope, cond.how, ctx));
-    let (p, filters) = loop {
-        let counted = through.as_ref().and_then(|t| t.as_ref().ok());
-        let skip = counted.map(|t| t.applied.as_slice()).unwrap_or_default();
-        let filters = side_filters(scope, (l, sides.left.table, &sides.left_table), (r, sides.right.table, &sides.right_table), cond.how, skip);
-        sides.left.filter = match counted {
-            Some(t) => t.filter.clone(),
-            None => filters.left.clone(),
-        };
-        sides.left.through = counted.map(|t| Arc::new(t.weights.clone()));
-        sides.right.filter = filters.right.clone();
-        match plan_join(&sides, &cond, shuffle_hint.clone(), ctx) {
-            Ok(p) => break (p, filters),
-            Err(Error::KeyTypes(m)) => return Ok(Outcome::LeftAlone(LeftAlone::KeyTypes(m), None)),
-            // The prefix's rows could not be written out: counted on the key's table instead.
-            Err(e) if counted.is_some() => through = Some(Err(e.to_string())),
-            Err(e) => return Err(e),
-        }
-    };
-    let chain_why = match &through {
-        Some(Err(why)) => Some(why.clone()),
-        _ => None,
+    let Measured { plan: p, filters, chain_why } = match measure((l, r), &cond, &mut sides, scope, before, shuffle_hint.clone(), ctx)? {
+        Ok(m) => m,
+        Err(why) => return Ok(Outcome::LeftAlone(why, None)),
     };
     if let (None, Ok(Some(why))) = (&shuffle_hint, spark_broadcasts(cond.how, threshold, (l, r), &sides, scope, Some(&p))) {
         return Ok(Outcome::LeftAlone(why, None));
@@ -125,7 +109,9 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
     if let HintedJoin::Shuffled { name, side, .. } = &hinted {
         js.shuffle_hint = Some(format!("{name}({})", if *side == plan::Side::Left { &js.left_alias } else { &js.right_alias }));
     }
-    let (relation, branches) = derived_table(&js, &p, &alias, exposed.above.as_deref())?;
+    let (relation, union) = derived_table(&js, &p, &alias, exposed.above.as_deref())?;
+    let branches = count_set(&union.body);
+    let readings = if l.joined.is_some() && branches > 1 { super::branch_rows::readings(&union, l, &cond.left_keys()) } else { None };
     ctx.changes.push(Change {
         join: text,
         at: super::At::of(&join.relation),
@@ -140,7 +126,92 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
         warnings: p.warnings.clone(),
         results_change: p.results_change,
     });
-    Ok(Outcome::Rewritten(Box::new(Joined { alias, relation, how: cond.how, left: exposed.left, right: exposed.right, using: exposed.merged, branches })))
+    Ok(Outcome::Rewritten(Box::new(Joined {
+        alias,
+        relation,
+        how: cond.how,
+        left: exposed.left,
+        right: exposed.right,
+        using: exposed.merged,
+        branches,
+        readings,
+    })))
+}
+
+/// A join's plan over the rows that reach it, the filters its counts applied, and why a
+/// chained join's left input was counted on its key's table instead (None: through the joins
+/// before it).
+struct Measured {
+    plan: Plan,
+    filters: super::filters::SideFilters,
+    chain_why: Option<String>,
+}
+
+/// Count the join's inputs (the left through the joins `before` it where they can be followed)
+/// and plan it; or why the join cannot be planned.
+fn measure(
+    (l, r): (&Input, &Input),
+    cond: &Condition,
+    sides: &mut Sides,
+    scope: &JoinScope,
+    before: Option<&Before>,
+    shuffle_hint: Option<String>,
+    ctx: &Ctx,
+) -> Result<std::result::Result<Measured, LeftAlone>> {
+    let mut through = before.map(|b| rows_before((&b.members, b.links, b.cache), l, &cond.left_keys(), scope, cond.how, ctx));
+    loop {
+        let counted = through.as_ref().and_then(|t| t.as_ref().ok());
+        let skip = counted.map(|t| t.applied.as_slice()).unwrap_or_default();
+        let filters = side_filters(scope, (l, sides.left.table, &sides.left_table), (r, sides.right.table, &sides.right_table), cond.how, skip);
+        sides.left.filter = match counted {
+            Some(t) => t.filter.clone(),
+            None => filters.left.clone(),
+        };
+        sides.left.through = counted.map(|t| Arc::new(t.weights.clone()));
+        sides.right.filter = filters.right.clone();
+        match plan_join(sides, cond, shuffle_hint.clone(), ctx) {
+            Ok(plan) => {
+                let mut filters = filters;
+                if let Some(t) = counted {
+                    filters.applied.extend(t.applied.iter().cloned());
+                }
+                let chain_why = match through {
+                    Some(Err(why)) => Some(why),
+                    _ => None,
+                };
+                return Ok(Ok(Measured { plan, filters, chain_why }));
+            }
+            Err(Error::KeyTypes(m)) => return Ok(Err(LeftAlone::KeyTypes(m))),
+            // The prefix's rows could not be written out: counted on the key's table instead.
+            Err(e) if counted.is_some() => through = Some(Err(e.to_string())),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The tasks of a join left as written (`l` joined to `r` by `join`, after the joins `before`
+/// it) where it runs on the rows a branch of a later rewritten join reads: `scope`'s conjuncts
+/// hold that branch's conditions (`extra`). None where the counts cannot apply every one of
+/// them, or cannot follow the joins before it: its tasks as written then bound these.
+pub(super) fn tasks_in_branch(
+    l: &Input,
+    r: &Input,
+    join: &Join,
+    scope: &JoinScope,
+    before: Option<&Before>,
+    extra: &[sqlparser::ast::Expr],
+    ctx: &Ctx,
+) -> Option<TaskStats> {
+    let cond = condition_of(&join.join_operator, l, r).ok()?;
+    let shuffle_hint = match scope.hints.on_join(cond.how, l, r) {
+        HintedJoin::Shuffled { written, .. } => Some(written),
+        HintedJoin::None => None,
+        _ => return None,
+    };
+    let mut sides = trace_sides(l, r, &cond, ctx.tables).ok()?;
+    let m = measure((l, r), &cond, &mut sides, scope, before, shuffle_hint, ctx).ok()?.ok()?;
+    let all_applied = extra.iter().all(|c| m.filters.applied.contains(c));
+    (m.chain_why.is_none() && all_applied).then_some(m.plan.before)
 }
 
 /// Each side's keys traced to their base table (and the columns a grouped side groups by).
@@ -300,11 +371,11 @@ fn join_sql(l: &Input, r: &Input, cond: &Condition, sides: &Sides, select: &[Str
     }
 }
 
-/// The planner's SQL as the derived table `alias`, and how many branches its UNION ALL has;
-/// `above`: a select list over the branches (a FULL JOIN USING's merged keys).
-fn derived_table(js: &JoinSql, p: &Plan, alias: &str, above: Option<&[String]>) -> Result<(TableFactor, usize)> {
+/// The planner's SQL as the derived table `alias`, and its UNION ALL of branches; `above`: a
+/// select list over the branches (a FULL JOIN USING's merged keys).
+fn derived_table(js: &JoinSql, p: &Plan, alias: &str, above: Option<&[String]>) -> Result<(TableFactor, Query)> {
     let union = emit_sql(js, p)?;
-    let branches = count_branches(&parse_query(&format!("SELECT * FROM ({union}) AS u"))?.body);
+    let branches = parse_query(&union)?;
     let union = match above {
         Some(list) => format!("SELECT {} FROM ({union}) AS {}", list.join(", "), ident(&format!("{alias}_u"))),
         None => union,
@@ -312,17 +383,6 @@ fn derived_table(js: &JoinSql, p: &Plan, alias: &str, above: Option<&[String]>) 
     let derived = parse_query(&format!("SELECT * FROM ({union}) AS {}", ident(alias)))?;
     let SetExpr::Select(mut s) = *derived.body else { return Err(Error::Internal("derived table".into())) };
     Ok((s.from.remove(0).relation, branches))
-}
-
-/// How many SELECTs a UNION ALL of branches has (under `SELECT * FROM (...)`).
-fn count_branches(body: &SetExpr) -> usize {
-    match body {
-        SetExpr::Select(s) if s.from.len() == 1 && s.from[0].joins.is_empty() => match &s.from[0].relation {
-            TableFactor::Derived { subquery, .. } => count_set(&subquery.body),
-            _ => 1,
-        },
-        _ => 1,
-    }
 }
 
 fn count_set(body: &SetExpr) -> usize {

@@ -17,6 +17,7 @@
 //! and `note` are what the reports say; `comments` prints the SQL with them.
 
 mod aggregate;
+mod branch_rows;
 mod chain;
 mod comma;
 mod comments;
@@ -25,6 +26,7 @@ mod estimate;
 mod filters;
 mod from;
 mod hints;
+mod in_branches;
 mod input;
 mod join;
 mod names;
@@ -103,14 +105,19 @@ pub struct Unchanged {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub before: Option<plan::TaskStats>,
     /// It comes before a rewritten join of its chain, so it runs in each of that join's
-    /// branches, on the branch's rows: `before` bounds its tasks after the rewrite.
+    /// branches, on the branch's rows: `after` gives its tasks there, counted on each branch's
+    /// rows, or where they could not be, `before` bounds them.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub in_branches: bool,
+    /// Its largest tasks after the rewrite, where it runs in the branches (`in_branches`): of
+    /// the branch whose rows give it the largest task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<plan::TaskStats>,
 }
 
 impl Unchanged {
     pub(crate) fn new(join: String, at: Option<At>, reason: LeftAlone) -> Unchanged {
-        Unchanged { join, at, reason, before: None, in_branches: false }
+        Unchanged { join, at, reason, before: None, in_branches: false, after: None }
     }
 }
 

@@ -66,10 +66,11 @@ impl fmt::Display for Note {
 
 /// What becomes of the joins before a rewritten one: each branch repeats them, and Spark pushes
 /// the branch's condition on the key down to the input that holds it where the joins allow
-/// (inner joins, the kept side of a left join), so each runs on its branch's rows.
+/// (inner joins, the kept side of a left join), so each runs on its branch's rows (counted on
+/// them with each join left as written: `in_branches`).
 fn branches_text(branches: usize) -> String {
     format!(
-        "the joins before this one run in each of the {branches} branches, on that branch's rows where Spark pushes the branch's condition on the key down to them (their tables are then read {branches} times, and their tasks are no larger than as written)"
+        "the joins before this one run in each of the {branches} branches, on that branch's rows where Spark pushes the branch's condition on the key down to them (their tables are then read {branches} times; a join left as written there is counted again on each branch's rows, on its own line)"
     )
 }
 

@@ -194,7 +194,10 @@ fn rewrite_joins(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
     }
     if star_unlisted(sel, &done) {
         // Nothing of this SELECT is rewritten: its joins run as written, once.
-        ctx.unchanged[saved_unchanged..].iter_mut().for_each(|u| u.in_branches = false);
+        ctx.unchanged[saved_unchanged..].iter_mut().for_each(|u| {
+            u.in_branches = false;
+            u.after = None;
+        });
         for c in ctx.changes.split_off(saved) {
             let before = Some(c.before);
             ctx.unchanged.push(Unchanged { before, ..Unchanged::new(c.join, c.at, LeftAlone::StarUnlisted) });

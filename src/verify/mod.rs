@@ -274,8 +274,9 @@ pub fn polars(
 
 /// The planner's largest task before and after, for the query: the largest of every stage it
 /// measured, joins and windows, rewritten or left as written (a stage left as written has the
-/// same tasks after, unless it is a join that runs in a rewritten join's branches, where its
-/// tasks are a bound: see `rewrite_notes`). None when nothing was rewritten.
+/// same tasks after, unless it is a join that runs in a rewritten join's branches: then its
+/// tasks counted on the branches' rows, or where they were not, its tasks as written are a
+/// bound: see `rewrite_notes`). None when nothing was rewritten.
 fn predicted(r: Option<&Rewritten>) -> (Option<crate::plan::TaskStats>, Option<crate::plan::TaskStats>) {
     let Some(r) = r.filter(|r| r.changed()) else { return (None, None) };
     let (before, after) = stages(r);
@@ -293,8 +294,10 @@ fn stages(r: &Rewritten) -> (Vec<&crate::plan::TaskStats>, Vec<&crate::plan::Tas
     for u in &r.unchanged_joins {
         if let Some(b) = &u.before {
             before.push(b);
-            if !u.in_branches {
-                after.push(b);
+            match (&u.after, u.in_branches) {
+                (Some(a), true) => after.push(a),
+                (None, true) => {}
+                (_, false) => after.push(b),
             }
         }
     }
@@ -323,7 +326,7 @@ fn rewrite_notes(r: Option<&Rewritten>) -> Vec<String> {
                 .push("the predicted figures are the largest task of the stages the planner measured (joins and windows), rewritten or left as written".into());
         }
         let after = predicted(Some(r)).1.map(|t| t.max_task_rows).unwrap_or(0);
-        for u in r.unchanged_joins.iter().filter(|u| u.in_branches) {
+        for u in r.unchanged_joins.iter().filter(|u| u.in_branches && u.after.is_none()) {
             match &u.before {
                 Some(b) if b.max_task_rows > after => notes.push(format!(
                     "{} runs in each branch of a rewritten join after it, on the branch's rows: its largest task as written, {} rows, bounds its tasks after",
