@@ -374,6 +374,11 @@ fn join_hints_decide_the_join_as_spark_does() {
     let r = rw("SELECT /*+ MERGE(t) */ e.event_id, t.name FROM events e LEFT JOIN titles t ON e.title_id = t.title_id");
     assert_eq!(r.changes.len(), 1);
     assert!(r.sql.contains("    SELECT /*+ MERGE(`t`) */\n      `e`.`event_id`"), "{}", r.sql);
+    // The outer SELECT no longer names t or e (they are inside __sj1): Spark would warn that it
+    // cannot find them. What the hint names elsewhere, and other hints, stay.
+    assert!(r.sql.starts_with("SELECT\n  `__sj1`"), "{}", r.sql);
+    let r = rw("SELECT /*+ MERGE(t), BROADCAST(x), REPARTITION(4) */ e.event_id, t.name FROM events e LEFT JOIN titles t ON e.title_id = t.title_id");
+    assert!(r.sql.starts_with("SELECT /*+ BROADCAST(x), REPARTITION(4) */\n  `__sj1`"), "{}", r.sql);
 }
 
 /// a(x, y): 2,000 rows, x = i % 100 (20 rows each), y = 1 on the first 1,000 (hot), else 2..=101;

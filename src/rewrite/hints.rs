@@ -147,8 +147,45 @@ fn names_input(name: &[String], inp: &Input) -> bool {
     source.last() == Some(&lc(&inp.alias)) && source.ends_with(name)
 }
 
-/// The hints of one `/*+ ... */` comment: `NAME(arg, ...)` items separated by commas or spaces.
-fn parse(text: &str) -> Vec<Hint> {
+/// Take the relation names in `moved` (the aliases of inputs the rewrite moved into a derived
+/// table, where a hint of this SELECT no longer finds them, and Spark would warn that it cannot)
+/// out of the SELECT's join strategy hints; a hint left with no name goes, and so does a
+/// comment left empty. Other hints stay as written.
+pub(super) fn drop_moved(sel: &mut Select, moved: &[String]) {
+    let moved: Vec<String> = moved.iter().map(|m| lc(m)).collect();
+    for h in sel.optimizer_hints.iter_mut().filter(|h| h.prefix.is_empty()) {
+        if let Some(text) = without(&h.text, &moved) {
+            h.text = text;
+        }
+    }
+    sel.optimizer_hints.retain(|h| !h.text.trim().is_empty());
+}
+
+/// A hint comment's text without the strategy hints' names in `moved`; None if none is there.
+fn without(text: &str, moved: &[String]) -> Option<String> {
+    let mut items = Vec::new();
+    let mut changed = false;
+    for (name, args) in items_of(text) {
+        let Some(args) = args else {
+            items.push(name.to_string());
+            continue;
+        };
+        if Strategy::of_name(name).is_none() {
+            items.push(format!("{name}({args})"));
+            continue;
+        }
+        let kept: Vec<&str> = args.split(',').map(str::trim).filter(|a| !relation_name(a).last().is_some_and(|n| moved.contains(n))).collect();
+        changed |= kept.len() != args.split(',').count();
+        if !kept.is_empty() {
+            items.push(format!("{name}({})", kept.join(", ")));
+        }
+    }
+    changed.then(|| format!(" {} ", items.join(", ")))
+}
+
+/// The items of one `/*+ ... */` comment: `NAME(arg, ...)` or `NAME`, separated by commas or
+/// spaces; each name with the text between its parentheses.
+fn items_of(text: &str) -> Vec<(&str, Option<&str>)> {
     let mut out = Vec::new();
     let mut rest = text.trim();
     while !rest.is_empty() {
@@ -159,17 +196,29 @@ fn parse(text: &str) -> Vec<Hint> {
         }
         let name = &rest[..end];
         rest = rest[end..].trim_start();
+        let mut args = None;
         if let Some(inner) = rest.strip_prefix('(') {
             let close = inner.find(')').unwrap_or(inner.len());
-            let names: Vec<Vec<String>> = inner[..close].split(',').map(relation_name).filter(|n| !n.is_empty()).collect();
-            if let Some(strategy) = Strategy::of_name(name).filter(|_| !names.is_empty()) {
-                out.push(Hint { strategy, written: format!("{name}({})", inner[..close].trim()), names });
-            }
+            args = Some(inner[..close].trim());
             rest = inner.get(close + 1..).unwrap_or("").trim_start();
         }
+        out.push((name, args));
         rest = rest.trim_start_matches(',').trim_start();
     }
     out
+}
+
+/// The hints of one `/*+ ... */` comment: `NAME(arg, ...)` items separated by commas or spaces.
+fn parse(text: &str) -> Vec<Hint> {
+    items_of(text)
+        .into_iter()
+        .filter_map(|(name, args)| {
+            let args = args?;
+            let names: Vec<Vec<String>> = args.split(',').map(relation_name).filter(|n| !n.is_empty()).collect();
+            let strategy = Strategy::of_name(name).filter(|_| !names.is_empty())?;
+            Some(Hint { strategy, written: format!("{name}({args})"), names })
+        })
+        .collect()
 }
 
 /// A hint's argument as a relation name: quotes and backquotes off, split at dots, lower case.
@@ -229,6 +278,21 @@ mod tests {
         let h = hints("SELECT /*+ SHUFFLE_HASH(t), MERGE(e) */ 1 FROM a");
         assert_eq!(h.on_join(JoinType::Left, &e, &t), HintedJoin::Shuffled { written: "MERGE(e)".into(), name: "MERGE".into(), side: Side::Left });
         assert_eq!(h.ignored(JoinType::Left, &e, &t), vec!["SHUFFLE_HASH(t)".to_string()]);
+    }
+
+    #[test]
+    fn names_of_moved_inputs_leave_the_hints() {
+        let q = crate::sql::parse_query("SELECT /*+ BROADCAST(t, d), MERGE(e) REPARTITION(3) */ 1 FROM a").unwrap();
+        let sqlparser::ast::SetExpr::Select(mut s) = *q.body else { unreachable!() };
+        drop_moved(&mut s, &["E".to_string(), "t".to_string()]);
+        assert_eq!(s.optimizer_hints[0].text, " BROADCAST(d), REPARTITION(3) ");
+        drop_moved(&mut s, &["d".to_string()]);
+        assert_eq!(s.optimizer_hints[0].text, " REPARTITION(3) ");
+        let q = crate::sql::parse_query("SELECT /*+ MERGE(db.e) */ 1 FROM a").unwrap();
+        let sqlparser::ast::SetExpr::Select(mut s) = *q.body else { unreachable!() };
+        drop_moved(&mut s, &["e".to_string()]);
+        assert!(s.optimizer_hints.is_empty());
+        assert_eq!(s.to_string(), "SELECT 1 FROM a");
     }
 
     #[test]

@@ -205,6 +205,7 @@ fn rewrite_joins(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
         return Ok(vec![]);
     }
     keep_output_names(sel, &remaps);
+    super::hints::drop_moved(sel, &remaps.iter().map(|r| r.alias.clone()).collect::<Vec<_>>());
     // Re-point every expression of this SELECT, then put the new FROM items in place (their
     // derived tables are not re-pointed: inside them the original aliases are still valid).
     repoint_all(sel, &remaps);
