@@ -277,13 +277,28 @@ fn rows_of(df: &DataFrame, digits: usize) -> Result<HashMap<Vec<String>, i64>> {
     Ok(out)
 }
 
-fn run_one(ctx: &mut SQLContext, q: &PolarsSql, frames: &HashMap<String, LazyFrame>, which: &str) -> Result<(DataFrame, i64)> {
-    for h in &q.hashed {
-        let base = frames.get(&h.table).ok_or_else(|| Error::Usage(format!("the {which} query hashes columns of {}, which no --table names", h.table)))?;
+/// Register each relation a salt hashes columns of, with those hashes as columns: a table
+/// from its scan, a CTE or subquery from its rows run first (with what they hash in turn).
+fn register_hashed(ctx: &mut SQLContext, hashed: &[polars_sql::Hashed], frames: &HashMap<String, LazyFrame>, which: &str) -> Result<()> {
+    for h in hashed {
+        let base = match &h.source {
+            Some(rows) => {
+                register_hashed(ctx, &rows.hashed, frames, which)?;
+                ctx.execute(&rows.sql).map_err(|e| perr(&format!("the rows of {} in the {which} query (rendered for Polars SQL)", h.table), e))?
+            }
+            None => {
+                frames.get(&h.table).cloned().ok_or_else(|| Error::Usage(format!("the {which} query hashes columns of {}, which no --table names", h.table)))?
+            }
+        };
         let cols: Vec<Expr> =
             h.columns.iter().enumerate().map(|(i, c)| hash_udf().call(c.iter().map(|x| col(x.as_str())).collect()).alias(format!("{}_{i}", h.name))).collect();
-        ctx.register(&h.name, base.clone().with_columns(cols));
+        ctx.register(&h.name, base.with_columns(cols));
     }
+    Ok(())
+}
+
+fn run_one(ctx: &mut SQLContext, q: &PolarsSql, frames: &HashMap<String, LazyFrame>, which: &str) -> Result<(DataFrame, i64)> {
+    register_hashed(ctx, &q.hashed, frames, which)?;
     if std::env::var_os("SKEWJOIN_SHOW_POLARS_SQL").is_some() {
         eprintln!("-- the {which} query as Polars SQL:\n{};", q.sql);
     }

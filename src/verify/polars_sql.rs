@@ -60,6 +60,9 @@ pub struct Hashed {
     pub name: String,
     pub table: String,
     pub columns: Vec<Vec<String>>,
+    /// Where the hashed relation is not a `--table` (a CTE, a subquery in FROM): a query of
+    /// its rows (with the query's CTEs), rendered for Polars, that the engine runs first.
+    pub source: Option<Box<PolarsSql>>,
 }
 
 fn name_of(n: &ObjectName) -> String {
@@ -140,6 +143,33 @@ struct Render<'a> {
     error: Option<String>,
     max_salt: Option<i64>,
     hashed: Vec<Hashed>,
+    /// The names of the query's CTEs (lower case): a subquery named like one hides it.
+    ctes: Vec<String>,
+    /// The top query's WITH, for the rows of a hashed CTE or subquery (see `Hashed`).
+    with: Option<String>,
+}
+
+/// The names of every CTE of `q`, at any level (lower case).
+fn cte_names(q: &sqlparser::ast::Query) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut visit = |q: &sqlparser::ast::Query| {
+        if let Some(w) = &q.with {
+            out.extend(w.cte_tables.iter().map(|c| c.alias.name.value.to_lowercase()));
+        }
+    };
+    let _ = sqlparser::ast::Visit::visit(q, &mut QueryVisitor(&mut visit));
+    out
+}
+
+/// Calls its function on every query (the top one and each subquery).
+struct QueryVisitor<'f>(&'f mut dyn FnMut(&sqlparser::ast::Query));
+
+impl sqlparser::ast::Visitor for QueryVisitor<'_> {
+    type Break = ();
+    fn pre_visit_query(&mut self, q: &sqlparser::ast::Query) -> ControlFlow<()> {
+        (self.0)(q);
+        ControlFlow::Continue(())
+    }
 }
 
 /// The column a `hash()` argument names, if it is a column of the table known as `qual`.
@@ -581,9 +611,9 @@ impl Render<'_> {
                 let derived = matches!(f, TableFactor::Derived { .. });
                 if let TableFactor::Table { alias: Some(a), .. } | TableFactor::Derived { alias: Some(a), .. } = f {
                     let old = a.name.value.to_lowercase();
-                    // A subquery named like a table the query reads (`(...) accounts`, as the
-                    // rewrite names its inputs) hides that table inside other subqueries too.
-                    if crate::plan::HELPER_ALIASES.contains(&old.as_str()) || (derived && (self.columns_of)(&old).is_some()) {
+                    // A subquery named like a table or CTE the query reads (`(...) accounts`,
+                    // as the rewrite names its inputs) hides it inside other subqueries too.
+                    if crate::plan::HELPER_ALIASES.contains(&old.as_str()) || (derived && ((self.columns_of)(&old).is_some() || self.ctes.contains(&old))) {
                         self.renamed += 1;
                         let new = format!("{old}{}", self.renamed);
                         a.name = Ident::new(new.clone());
@@ -657,9 +687,18 @@ impl Render<'_> {
         if s.from.len() != 1 || !s.from[0].joins.is_empty() {
             return;
         }
-        let TableFactor::Table { name, alias, args: None, .. } = &mut s.from[0].relation else { return };
-        let table = name_of(name);
-        let qual = alias.as_ref().map(|a| a.name.value.to_lowercase()).unwrap_or_else(|| table.rsplit('.').next().unwrap_or("").to_string());
+        let (table, qual, rows_sql) = match &s.from[0].relation {
+            TableFactor::Table { name, alias, args: None, .. } => {
+                let table = name_of(name);
+                let qual = alias.as_ref().map(|a| a.name.value.to_lowercase()).unwrap_or_else(|| table.rsplit('.').next().unwrap_or("").to_string());
+                let cte = self.ctes.contains(&table).then(|| format!("SELECT * FROM {name}"));
+                (table, qual, cte)
+            }
+            TableFactor::Derived { subquery, alias: Some(a), lateral: false, .. } => {
+                (format!("__sj_rows_{}", self.hashed.len()), a.name.value.to_lowercase(), Some(subquery.to_string()))
+            }
+            _ => return,
+        };
         let hname = format!("__sj_hashed_{}", self.hashed.len());
         let mut lists: Vec<Vec<String>> = Vec::new();
         let _ = sqlparser::ast::visit_expressions_mut(&mut s.projection, |e: &mut Expr| {
@@ -681,11 +720,42 @@ impl Render<'_> {
         if lists.is_empty() {
             return;
         }
-        *name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(hname.clone()))]);
-        if alias.is_none() {
-            *alias = Some(sqlparser::ast::TableAlias { explicit: true, at: None, name: Ident::new(qual), columns: vec![] });
+        let source = match rows_sql {
+            Some(body) => {
+                let sql = match &self.with {
+                    Some(w) => format!("{w} {body}"),
+                    None => body,
+                };
+                match render_with(&sql, self.columns_of) {
+                    Ok(p) => Some(Box::new(p)),
+                    Err(e) => {
+                        self.error.get_or_insert(format!("the rows of {qual}, whose columns a salt hashes: {e}"));
+                        return;
+                    }
+                }
+            }
+            None => None,
+        };
+        if let Some(p) = &source {
+            self.max_salt = self.max_salt.max(p.max_salt);
         }
-        self.hashed.push(Hashed { name: hname, table, columns: lists });
+        let alias = match &s.from[0].relation {
+            TableFactor::Table { alias: Some(a), .. } | TableFactor::Derived { alias: Some(a), .. } => Some(a.clone()),
+            _ => Some(sqlparser::ast::TableAlias { explicit: true, at: None, name: Ident::new(qual), columns: vec![] }),
+        };
+        s.from[0].relation = TableFactor::Table {
+            name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(hname.clone()))]),
+            alias,
+            args: None,
+            with_hints: vec![],
+            version: None,
+            with_ordinality: false,
+            partitions: vec![],
+            json_path: None,
+            sample: None,
+            index_hints: vec![],
+        };
+        self.hashed.push(Hashed { name: hname, table, columns: lists, source });
         self.note("hash(...) of a table's columns computed in skewjoin as Spark's Murmur3, and read as a column");
     }
 
@@ -985,7 +1055,9 @@ pub fn render(spark_sql: &str) -> Result<PolarsSql> {
 /// `render`, with the columns of the query's tables (to list `SELECT *` over a USING join).
 pub fn render_with(spark_sql: &str, columns_of: ColumnsOf<'_>) -> Result<PolarsSql> {
     let mut q = parse_query(spark_sql)?;
-    let mut r = Render { columns_of, renamed: 0, changes: Vec::new(), error: None, max_salt: None, hashed: Vec::new() };
+    let ctes = cte_names(&q);
+    let with = q.with.as_ref().map(ToString::to_string);
+    let mut r = Render { columns_of, renamed: 0, changes: Vec::new(), error: None, max_salt: None, hashed: Vec::new(), ctes, with };
     let _ = q.visit(&mut r);
     if let Some(e) = r.error {
         return Err(Error::Usage(format!("cannot render the query for Polars SQL: {e}")));
@@ -1036,6 +1108,27 @@ mod tests {
         );
         assert!(sql.contains("select t.*, __sj_salts.salt as s"), "{sql}");
         assert!(!sql.contains("explode") && !sql.contains("element_at") && !sql.contains("pmod"), "{sql}");
+    }
+
+    #[test]
+    fn a_salted_cte_or_subquery_is_hashed_from_its_rows() {
+        let salted = |from: &str| {
+            format!(
+                "WITH c AS (SELECT * FROM l WHERE v > 1) SELECT * FROM (SELECT t.*, CASE WHEN t.k = 'a' THEN element_at(array(0, 1), pmod(hash(t.v), 2) + 1) END AS s FROM {from} t WHERE t.k IN ('a')) a"
+            )
+        };
+        // A CTE: its rows are the query's WITH and a SELECT of it, run before the hash is added.
+        let p = render(&salted("c")).unwrap();
+        assert_eq!(p.hashed.len(), 1);
+        let rows = p.hashed[0].source.as_ref().expect("the CTE's rows");
+        let text = rows.sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(text.starts_with("with c as ( select * from l where v > 1 )") && text.ends_with(") select * from c"), "{text}");
+        assert!(p.sql.split_whitespace().collect::<Vec<_>>().join(" ").contains("from __sj_hashed_0 t where"), "{}", p.sql);
+        // A subquery in FROM (the joins before a salted join): its own SQL, rendered for Polars.
+        let p = render(&salted("(SELECT l.v, l.k FROM l JOIN c ON l.k = c.k)")).unwrap();
+        let rows = p.hashed[0].source.as_ref().expect("the subquery's rows");
+        assert!(rows.sql.split_whitespace().collect::<Vec<_>>().join(" ").ends_with("select l.v, l.k from l join c on l.k = c.k"), "{}", rows.sql);
+        assert!(!p.sql.contains("__sj_hash("), "{}", p.sql);
     }
 
     #[test]

@@ -23,14 +23,8 @@ SEEDS = range(500)
 # verify's rendering for Polars (a false alarm or a query it cannot run), not of the rewrite.
 KEPT_LATER = ("verify --engine polars: an ON condition on the kept side of an outer join, over an input after the first "
               "of a chain, becomes CASE WHEN ... in the join key: Polars: 'alias' is not allowed in a join key (exit 2)")
-SALT_INPUT = ("verify --engine polars: a salted join whose salted side is not a --table (a CTE, a derived table, the joins "
-              "before it): 'hashes columns of x1, which no --table names' or 'unsupported function __sj_hash' (exit 2)")
-CTE_OWN_NAME = ("verify --engine polars: a CTE joined under its own name (FROM x1 RIGHT/FULL JOIN ...): the rewrite's "
-                "(SELECT * FROM x1 WHERE false) x1 hides the CTE from the branch's anti join in Polars (one alias map): a false DIFFERENT")
 KNOWN_BUGS = {
     81: KEPT_LATER, 173: KEPT_LATER, 178: KEPT_LATER, 251: KEPT_LATER, 322: KEPT_LATER, 376: KEPT_LATER,
-    60: SALT_INPUT, 113: SALT_INPUT, 498: SALT_INPUT,
-    103: CTE_OWN_NAME,
 }
 
 _outcomes = {}

@@ -38,8 +38,6 @@ def polars_built():
 POLARS_REFUSES = {
     "chain-exists-own-table": "EXISTS (subquery) has no Polars SQL form",
     "exists": "EXISTS (subquery) has no Polars SQL form",
-    # Salted, and its salted side is a CTE: Spark's hash is computed on --table inputs only.
-    "grouped-composite-on-one": "hashes columns of g, which no --table names",
     "not-exists": "EXISTS (subquery) has no Polars SQL form",
     "exists-cte": "EXISTS (subquery) has no Polars SQL form",
     "not-exists-chain": "EXISTS (subquery) has no Polars SQL form",
