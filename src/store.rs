@@ -426,12 +426,7 @@ fn store_for(table: &str) -> Result<(Arc<dyn ObjectStore>, Url)> {
     }
     let built: Result<Arc<dyn ObjectStore>, object_store::Error> = match scheme {
         ObjectStoreScheme::AmazonS3 => s3_builder().with_url(bucket.as_str()).build().map(|s| Arc::new(s) as _),
-        ObjectStoreScheme::GoogleCloudStorage => object_store::gcp::GoogleCloudStorageBuilder::from_env()
-            .with_url(bucket.as_str())
-            .with_client_options(client_options(false))
-            .with_retry(retry())
-            .build()
-            .map(|s| Arc::new(s) as _),
+        ObjectStoreScheme::GoogleCloudStorage => gcs_builder().with_url(bucket.as_str()).build().map(|s| Arc::new(s) as _),
         ObjectStoreScheme::MicrosoftAzure => object_store::azure::MicrosoftAzureBuilder::from_env()
             .with_url(table)
             .with_client_options(client_options(false))
@@ -466,6 +461,34 @@ fn s3_builder() -> object_store::aws::AmazonS3Builder {
     b
 }
 
+/// Google Cloud Storage from the environment: `GOOGLE_*` variables (any `object_store` setting:
+/// `GOOGLE_SERVICE_ACCOUNT` for a key file, `GOOGLE_APPLICATION_CREDENTIALS`, `GOOGLE_TIMEOUT`)
+/// over the timeouts and retries here. A key file whose `gcs_base_url` is `http://` (an
+/// emulator on the local network, such as fake-gcs-server) is reached as given.
+fn gcs_builder() -> object_store::gcp::GoogleCloudStorageBuilder {
+    use object_store::gcp::GoogleConfigKey as K;
+    let mut b = object_store::gcp::GoogleCloudStorageBuilder::new().with_client_options(client_options(false)).with_retry(retry());
+    for (name, value) in std::env::vars() {
+        if let Some(key) = name.starts_with("GOOGLE_").then(|| name.to_ascii_lowercase().parse::<K>().ok()).flatten() {
+            b = b.with_config(key, value);
+        }
+    }
+    if let Ok(path) = std::env::var("SERVICE_ACCOUNT") {
+        b = b.with_config(K::ServiceAccount, path);
+    }
+    if b.get_config_value(&K::ServiceAccount).is_some_and(|p| gcs_base_url(&p).is_some_and(|u| u.starts_with("http://"))) {
+        b = b.with_config(K::Client(object_store::ClientConfigKey::AllowHttp), "true");
+    }
+    b
+}
+
+/// The `gcs_base_url` of a service account key file, if it names one.
+fn gcs_base_url(path: &str) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.get("gcs_base_url")?.as_str().map(str::to_string)
+}
+
 /// The key (path in the bucket) of `table`.
 fn key_of(url: &Url, table: &str) -> Result<String> {
     let (_, path) = ObjectStoreScheme::parse(url).map_err(|e| Error::Usage(format!("{table}: {}", one_line(&e.to_string()))))?;
@@ -491,12 +514,27 @@ fn store_error(what: &str, e: &object_store::Error) -> Error {
         (object_store::Error::PermissionDenied { .. }, _) | (_, "AccessDenied" | "AuthorizationFailure" | "AuthorizationPermissionMismatch") => {
             format!("access denied ({detail})")
         }
+        _ if answer.is_some() => format!("the server answered {}{detail}{}", http_status(&said), retries(&said)),
         _ => said,
     };
     Error::Store { what: what.to_string(), msg }
 }
 
-/// The error code and message of an S3 or Azure XML answer quoted in `said`.
+/// The HTTP status of a failed request quoted in `said` (`503 Service Unavailable, `), if any.
+fn http_status(said: &str) -> String {
+    static RE: OnceLock<regex::Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| regex::Regex::new(r"status code: (\d{3}[A-Za-z ]*)").expect("regex"));
+    re.captures(said).map(|c| format!("{}, ", c[1].trim())).unwrap_or_default()
+}
+
+/// ` (after N retries)` where `said` says the request was retried.
+fn retries(said: &str) -> String {
+    static RE: OnceLock<regex::Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| regex::Regex::new(r"after (\d+) retries").expect("regex"));
+    re.captures(said).map(|c| format!(" (after {} retries)", &c[1])).unwrap_or_default()
+}
+
+/// The error code and message of an S3, GCS or Azure XML answer quoted in `said`.
 fn server_answer(said: &str) -> Option<(String, String)> {
     let tag = |name: &str| -> Option<String> {
         let open = format!("<{name}>");

