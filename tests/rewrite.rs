@@ -111,6 +111,8 @@ fn chain_of_joins_each_planned_on_the_joins_before() {
     assert_eq!(r.changes.len(), 2, "{:?}", r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect::<Vec<_>>());
     // The second join's left input is the first (rewritten) join, counted through it.
     assert!(r.changes[1].join.starts_with("events e ... LEFT JOIN titles b"), "{}", r.changes[1].join);
+    // The first runs again in each of the second's branches: its tasks after are a bound there.
+    assert!(r.changes[0].in_branches && !r.changes[1].in_branches);
     let notes: Vec<String> = r.changes[1].notes.iter().map(ToString::to_string).collect();
     assert!(notes.iter().any(|n| n.contains("the joins before it (events e LEFT JOIN titles a ON e.title_id = a.title_id)")), "{notes:?}");
     assert!(!notes.iter().any(|n| n.contains("estimates")), "{notes:?}");

@@ -73,6 +73,9 @@ fn change_comments(c: &Change, o: &mut String) {
         fmt_count(c.before.median_task_rows),
         fmt_count(c.after.median_task_rows)
     ));
+    if c.in_branches {
+        o.push_str("--   note: it runs again in each branch of a rewritten join after it, on that branch's rows: its largest task after is a bound there\n");
+    }
     let notes = c.warnings.iter().cloned().chain(c.notes.iter().map(ToString::to_string));
     for w in notes {
         o.push_str(&format!("--   note: {}\n", one_line(&w)));

@@ -49,7 +49,7 @@ pub(super) fn process_from(twj: &TableWithJoins, conjuncts: &[Expr], (used, hint
         return Ok(None);
     }
     let mut p = Prefix::start(twj, input_of(&twj.relation, ctx, 0).map_err(LeftAlone::LeftInput));
-    let first = ctx.unchanged.len();
+    let (first, first_change) = (ctx.unchanged.len(), ctx.changes.len());
     let scope_of = |j: usize| JoinScope { conjuncts, later_outer: later_outer(twj, j), used, hints };
     let mut earlier = Vec::new();
     for (j, join) in twj.joins.iter().enumerate() {
@@ -68,6 +68,9 @@ pub(super) fn process_from(twj: &TableWithJoins, conjuncts: &[Expr], (used, hint
             Step::Rewritten { branches, readings } if branches > 1 => {
                 in_branches::recount(&p, twj, &earlier, readings.as_deref(), scope_of, ctx);
                 ctx.unchanged[first..].iter_mut().for_each(|u| u.in_branches = true);
+                // The joins of this chain rewritten before it: their branches run in its own.
+                let this = ctx.changes.len() - 1;
+                ctx.changes[first_change..this].iter_mut().for_each(|c| c.in_branches = true);
             }
             Step::Rewritten { .. } => {}
         }

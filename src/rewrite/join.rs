@@ -125,6 +125,7 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
         notes: notes(&p, (l, r), &sides.left_table, branches, chain_why, filters.unapplied, scope.hints.ignored(cond.how, l, r)),
         warnings: p.warnings.clone(),
         results_change: p.results_change,
+        in_branches: false,
     });
     Ok(Outcome::Rewritten(Box::new(Joined {
         alias,

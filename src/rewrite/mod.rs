@@ -93,6 +93,10 @@ pub struct Change {
     pub notes: Vec<Note>,
     pub warnings: Vec<String>,
     pub results_change: bool,
+    /// It comes before another rewritten join of its chain, so its branches run again in each
+    /// of that join's branches, on their rows: `after` bounds its tasks there.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub in_branches: bool,
 }
 
 #[derive(Debug, Serialize)]

@@ -326,6 +326,13 @@ fn rewrite_notes(r: Option<&Rewritten>) -> Vec<String> {
                 .push("the predicted figures are the largest task of the stages the planner measured (joins and windows), rewritten or left as written".into());
         }
         let after = predicted(Some(r)).1.map(|t| t.max_task_rows).unwrap_or(0);
+        for c in r.changes.iter().filter(|c| c.in_branches && c.after.max_task_rows >= after) {
+            notes.push(format!(
+                "{} is rewritten and runs again in each branch of a rewritten join after it, on the branch's rows: its largest task after, {} rows, bounds its tasks there",
+                c.join,
+                crate::format::fmt_count(c.after.max_task_rows)
+            ));
+        }
         for u in r.unchanged_joins.iter().filter(|u| u.in_branches && u.after.is_none()) {
             match &u.before {
                 Some(b) if b.max_task_rows > after => notes.push(format!(
