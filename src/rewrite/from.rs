@@ -54,11 +54,11 @@ pub(super) fn process_from(twj: &TableWithJoins, conjuncts: &[Expr], (used, hint
     let mut earlier = Vec::new();
     for (j, join) in twj.joins.iter().enumerate() {
         let right = input_of(&join.relation, ctx, 0);
-        let members = p.next_member();
+        let (members, links) = (p.next_member(), p.links.len());
         match join_next(&mut p, twj, j, &right, &scope_of(j), ctx)? {
             Step::LeftAlone { why, before, left } => {
                 if let (Some(_), Some(l), Ok(r)) = (&before, left, &right) {
-                    earlier.push(Earlier { unchanged: ctx.unchanged.len(), l: *l, r: r.clone(), j, members });
+                    earlier.push(Earlier { unchanged: ctx.unchanged.len(), l: *l, r: r.clone(), j, members, links });
                 }
                 ctx.unchanged.push(Unchanged { before, ..Unchanged::new(join_text(twj, j), At::of(&join.relation), why) });
                 p.append(join, right.ok());

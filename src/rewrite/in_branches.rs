@@ -31,8 +31,9 @@ pub(super) struct Earlier {
     pub r: Input,
     /// Which join of the FROM item it is.
     pub j: usize,
-    /// How many inputs the chain had before it.
+    /// How many inputs, and joins as the counts follow them, the chain had before it.
     pub members: usize,
+    pub links: usize,
 }
 
 /// A column of an input of the chain: (its alias, the column), lower case.
@@ -100,7 +101,7 @@ fn under(
     let conjuncts: Vec<Expr> = scope.conjuncts.iter().cloned().chain(extra.iter().cloned()).collect();
     let scope = JoinScope { conjuncts: &conjuncts, ..*scope };
     let cache = SentCache::default();
-    let before = e.l.joined.is_some().then(|| p.before_at(e.members, e.j, &cache));
+    let before = e.l.joined.is_some().then(|| p.before_at(e.members, e.links, &cache));
     tasks_in_branch(&e.l, &e.r, &twj.joins[e.j], &scope, before.as_ref(), &extra, ctx)
 }
 
