@@ -450,15 +450,19 @@ fn s3_builder() -> object_store::aws::AmazonS3Builder {
     for (key, value) in crate::store_profile::profile_settings() {
         b = b.with_config(*key, value);
     }
-    for (name, value) in std::env::vars() {
-        if let Some(key) = name.starts_with("AWS_").then(|| name.to_ascii_lowercase().parse::<K>().ok()).flatten() {
-            b = b.with_config(key, value);
-        }
+    for (key, value) in env_settings::<K>("AWS_") {
+        b = b.with_config(key, value);
     }
     if b.get_config_value(&K::Endpoint).unwrap_or_default().starts_with("http://") {
         b = b.with_config(K::Client(object_store::ClientConfigKey::AllowHttp), "true");
     }
     b
+}
+
+/// The environment variables named `PREFIX...` that are `object_store` settings of a store
+/// (`AWS_REGION` -> `aws_region`), with their values.
+fn env_settings<K: std::str::FromStr>(prefix: &str) -> Vec<(K, String)> {
+    std::env::vars().filter(|(name, _)| name.starts_with(prefix)).filter_map(|(name, value)| Some((name.to_ascii_lowercase().parse().ok()?, value))).collect()
 }
 
 /// Google Cloud Storage from the environment: `GOOGLE_*` variables (any `object_store` setting:
@@ -468,10 +472,8 @@ fn s3_builder() -> object_store::aws::AmazonS3Builder {
 fn gcs_builder() -> object_store::gcp::GoogleCloudStorageBuilder {
     use object_store::gcp::GoogleConfigKey as K;
     let mut b = object_store::gcp::GoogleCloudStorageBuilder::new().with_client_options(client_options(false)).with_retry(retry());
-    for (name, value) in std::env::vars() {
-        if let Some(key) = name.starts_with("GOOGLE_").then(|| name.to_ascii_lowercase().parse::<K>().ok()).flatten() {
-            b = b.with_config(key, value);
-        }
+    for (key, value) in env_settings::<K>("GOOGLE_") {
+        b = b.with_config(key, value);
     }
     if let Ok(path) = std::env::var("SERVICE_ACCOUNT") {
         b = b.with_config(K::ServiceAccount, path);

@@ -69,6 +69,14 @@ pub(super) enum HintedJoin {
 }
 
 impl HintedJoin {
+    /// The hint as written that keeps the join shuffled (MERGE, SHUFFLE_HASH), if one does.
+    pub fn shuffle_hint(&self) -> Option<String> {
+        match self {
+            HintedJoin::Shuffled { written, .. } => Some(written.clone()),
+            _ => None,
+        }
+    }
+
     /// The hint as written, where one applies.
     fn written(&self) -> Option<&str> {
         match self {

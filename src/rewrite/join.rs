@@ -83,10 +83,7 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
         Ok(s) => s,
         Err(why) => return Ok(Outcome::LeftAlone(why, None)),
     };
-    let shuffle_hint = match &hinted {
-        HintedJoin::Shuffled { written, .. } => Some(written.clone()),
-        _ => None,
-    };
+    let shuffle_hint = hinted.shuffle_hint();
     let threshold = ctx.opts.broadcast_threshold;
     if let (None, Ok(Some(why))) = (&shuffle_hint, spark_broadcasts(cond.how, threshold, (l, r), &sides, scope, None)) {
         return Ok(Outcome::LeftAlone(why, None));
@@ -204,13 +201,12 @@ pub(super) fn tasks_in_branch(
     ctx: &Ctx,
 ) -> Option<TaskStats> {
     let cond = condition_of(&join.join_operator, l, r).ok()?;
-    let shuffle_hint = match scope.hints.on_join(cond.how, l, r) {
-        HintedJoin::Shuffled { written, .. } => Some(written),
-        HintedJoin::None => None,
-        _ => return None,
-    };
+    let hinted = scope.hints.on_join(cond.how, l, r);
+    if hinted_away(&hinted, l, r).is_some() {
+        return None;
+    }
     let mut sides = trace_sides(l, r, &cond, ctx.tables).ok()?;
-    let m = measure((l, r), &cond, &mut sides, scope, before, shuffle_hint, ctx).ok()?.ok()?;
+    let m = measure((l, r), &cond, &mut sides, scope, before, hinted.shuffle_hint(), ctx).ok()?.ok()?;
     let all_applied = extra.iter().all(|c| m.filters.applied.contains(c));
     (m.chain_why.is_none() && all_applied).then_some(m.plan.before)
 }

@@ -151,23 +151,20 @@ struct Render<'a> {
 
 /// The names of every CTE of `q`, at any level (lower case).
 fn cte_names(q: &sqlparser::ast::Query) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut visit = |q: &sqlparser::ast::Query| {
-        if let Some(w) = &q.with {
-            out.extend(w.cte_tables.iter().map(|c| c.alias.name.value.to_lowercase()));
-        }
-    };
-    let _ = sqlparser::ast::Visit::visit(q, &mut QueryVisitor(&mut visit));
-    out
+    let mut names = CteNames(Vec::new());
+    let _ = sqlparser::ast::Visit::visit(q, &mut names);
+    names.0
 }
 
-/// Calls its function on every query (the top one and each subquery).
-struct QueryVisitor<'f>(&'f mut dyn FnMut(&sqlparser::ast::Query));
+/// Collects the CTE names of every query it visits (the top one and each subquery).
+struct CteNames(Vec<String>);
 
-impl sqlparser::ast::Visitor for QueryVisitor<'_> {
+impl sqlparser::ast::Visitor for CteNames {
     type Break = ();
     fn pre_visit_query(&mut self, q: &sqlparser::ast::Query) -> ControlFlow<()> {
-        (self.0)(q);
+        if let Some(w) = &q.with {
+            self.0.extend(w.cte_tables.iter().map(|c| c.alias.name.value.to_lowercase()));
+        }
         ControlFlow::Continue(())
     }
 }
@@ -743,18 +740,7 @@ impl Render<'_> {
             TableFactor::Table { alias: Some(a), .. } | TableFactor::Derived { alias: Some(a), .. } => Some(a.clone()),
             _ => Some(sqlparser::ast::TableAlias { explicit: true, at: None, name: Ident::new(qual), columns: vec![] }),
         };
-        s.from[0].relation = TableFactor::Table {
-            name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(hname.clone()))]),
-            alias,
-            args: None,
-            with_hints: vec![],
-            version: None,
-            with_ordinality: false,
-            partitions: vec![],
-            json_path: None,
-            sample: None,
-            index_hints: vec![],
-        };
+        s.from[0].relation = table_factor(&hname, alias);
         self.hashed.push(Hashed { name: hname, table, columns: lists, source });
         self.note("hash(...) of a table's columns computed in skewjoin as Spark's Murmur3, and read as a column");
     }
@@ -963,24 +949,25 @@ fn salt_column() -> Expr {
     Expr::CompoundIdentifier(vec![Ident::new(SALTS_TABLE), Ident::new(SALTS_COLUMN)])
 }
 
+/// The table `name` as a FROM item, under `alias` if given.
+fn table_factor(name: &str, alias: Option<sqlparser::ast::TableAlias>) -> TableFactor {
+    TableFactor::Table {
+        name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(name))]),
+        alias,
+        args: None,
+        with_hints: vec![],
+        version: None,
+        with_ordinality: false,
+        partitions: vec![],
+        json_path: None,
+        sample: None,
+        index_hints: vec![],
+    }
+}
+
 /// `CROSS JOIN __sj_salts`.
 fn cross_join_salts() -> Join {
-    Join {
-        relation: TableFactor::Table {
-            name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(SALTS_TABLE))]),
-            alias: None,
-            args: None,
-            with_hints: vec![],
-            version: None,
-            with_ordinality: false,
-            partitions: vec![],
-            json_path: None,
-            sample: None,
-            index_hints: vec![],
-        },
-        global: false,
-        join_operator: JoinOperator::CrossJoin(JoinConstraint::None),
-    }
+    Join { relation: table_factor(SALTS_TABLE, None), global: false, join_operator: JoinOperator::CrossJoin(JoinConstraint::None) }
 }
 
 /// Spark's `pmod(a, n)`: `((a % n) + n) % n`.

@@ -89,6 +89,22 @@ def free_port():
         return s.getsockname()[1]
 
 
+def wait_listening(port, proc, name, seconds=60):
+    """Wait until the server `proc` (called `name` in errors) accepts connections on `port`."""
+    import socket
+    import time
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited: {proc.stderr.read().decode()[:500]}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{name} did not listen on {port} in {seconds} s")
+
+
 @pytest.fixture(scope="session")
 def moto_s3():
     """moto's S3 server on 127.0.0.1 (started here, stopped at the end): (endpoint, boto3 client)."""

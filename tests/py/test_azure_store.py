@@ -7,22 +7,19 @@ refused credentials and corrupt files end in one line with exit code 2 and no se
 
 skewjoin reaches Azurite as any Azure user reaches it: `AZURE_STORAGE_USE_EMULATOR=true` (the
 `object_store` crate's emulator setting) with `AZURITE_BLOB_STORAGE_URL` at the port."""
-import json
-import socket
 import subprocess
-import time
 
 import pytest
 
-from conftest import ROOT, SECRET, free_port, run, sj
-from test_object_store import bad_cases, bad_file_columns, make_tables, ok, one_line_error, same_json
+from conftest import ROOT, SECRET, free_port, sj, wait_listening
+from test_object_store import (bad_cases, bad_file_columns, delta_like_disk, keys_like_disk, make_delta, make_tables, one_line_error,
+                               plan_and_rewrite_like_disk)
 
 AZURITE = ROOT / "tests" / "node" / "node_modules" / ".bin" / "azurite-blob"
 ACCOUNT = "devstoreaccount1"
 # Azurite's well-known development key (published in Microsoft's documentation): not a secret.
 KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 CONTAINER = "lake"
-SAMPLES = ROOT / "samples"
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +31,7 @@ def azurite(tmp_path_factory):
     proc = subprocess.Popen([str(AZURITE), "--blobHost", "127.0.0.1", "--blobPort", str(port), "--location", str(data),
                              "--silent", "--skipApiVersionCheck", "--loose"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        wait_listening(port, proc)
+        wait_listening(port, proc, "Azurite")
         local = tmp_path_factory.mktemp("lake")
         make_tables(local)
         make_delta(local / "delta")
@@ -43,19 +40,6 @@ def azurite(tmp_path_factory):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
-
-
-def wait_listening(port, proc, seconds=60):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"Azurite exited: {proc.stderr.read().decode()[:500]}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"Azurite did not listen on {port} in {seconds} s")
 
 
 def connection(port):
@@ -72,17 +56,6 @@ def fill(port, local):
                 container.upload_blob(p.relative_to(local).as_posix(), f, overwrite=True)
 
 
-def make_delta(folder):
-    """A Delta table of three commits by delta-rs: two appends and an overwrite of one shard."""
-    import pyarrow as pa
-    from deltalake import write_deltalake
-    for i, mode in enumerate(["append", "append", "overwrite"]):
-        t = pa.table({"k": [f"k{(j * 7 + i) % 13}" if j % 5 else "hot" for j in range(2000)],
-                      "shard": [i % 2] * 2000})
-        write_deltalake(str(folder), t, mode=mode, partition_by=["shard"],
-                        predicate="shard = 0" if mode == "overwrite" else None)
-
-
 def az(env, *args, extra=None):
     e = dict(env)
     e.update(extra or {})
@@ -93,38 +66,17 @@ def az(env, *args, extra=None):
 @pytest.mark.parametrize("url", [f"az://{CONTAINER}", f"abfss://{CONTAINER}@{ACCOUNT}.dfs.core.windows.net"], ids=["az", "abfss"])
 def test_keys_over_azure_count_what_the_files_on_disk_count(azurite, url):
     env, local = azurite
-    for name, column in [("samples/events.parquet", "title_id"), ("samples/titles.parquet", "title_id"), ("hive", "user_id")]:
-        args = ["--column", column, "--format", "json", "--quiet"]
-        remote = ok(az(env, "keys", f"{url}/{name}", *args))
-        disk = ok(run("keys", local / name, *args))
-        io = same_json(remote, disk, url, local)
-        assert io["requests"] > 0 and io["bytes"] > 0
+    keys_like_disk(lambda *a: az(env, *a), url, local)
 
 
 def test_a_delta_table_in_azure(azurite):
     env, local = azurite
-    args = ["--column", "k", "--column", "shard", "--format", "json", "-q"]
-    remote = json.loads(ok(az(env, "keys", f"az://{CONTAINER}/delta", *args)))
-    disk = json.loads(run("keys", local / "delta", *args, check=True).stdout)
-    assert remote.pop("io")["requests"] > 0
-    assert remote.pop("table_notes", []) == [n.replace(str(local / "delta"), f"az://{CONTAINER}/delta") for n in disk.pop("table_notes", [])]
-    assert remote == disk
-    # The overwrite of shard 0 removed the first commit's file: 4,000 live rows, not 6,000.
-    assert remote["columns"][0]["rows"] == 4000
+    delta_like_disk(lambda *a: az(env, *a), f"az://{CONTAINER}", local)
 
 
 def test_plan_and_rewrite_over_azure_as_over_disk(azurite):
     env, local = azurite
-    root = f"az://{CONTAINER}"
-    def plan(events, titles, runner):
-        return ok(runner("plan", "--left", events, "--right", titles, "--on", "title_id", "--how", "left", "--format", "json", "-q",
-                         "--broadcast-threshold", "256KB"))
-    same_json(plan(f"{root}/samples/events.parquet", f"{root}/samples/titles.parquet", lambda *a: az(env, *a)),
-              plan(local / "samples/events.parquet", local / "samples/titles.parquet", run), root, local)
-    remote = ok(az(env, "rewrite", SAMPLES / "query.sql", "--tables", f"{root}/wh/", "--broadcast-threshold", "256KB", "-q"))
-    disk = ok(run("rewrite", SAMPLES / "query.sql", "--tables", local / "wh", "--broadcast-threshold", "256KB", "-q"))
-    assert remote.replace(root, str(local)) == disk
-    assert "__sj1" in disk
+    plan_and_rewrite_like_disk(lambda *a: az(env, *a), f"az://{CONTAINER}", local)
 
 
 def test_missing_container_blob_and_refused_key(azurite):

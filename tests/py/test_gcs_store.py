@@ -10,7 +10,6 @@ skewjoin reaches the emulator as any `object_store` user does: `GOOGLE_SERVICE_A
 key file with `"disable_oauth": true` and `"gcs_base_url"` at the port (object_store lists with
 GCS's XML API, which this emulator serves)."""
 import json
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -18,9 +17,9 @@ import urllib.request
 
 import pytest
 
-from conftest import ROOT, free_port, run, sj
-from test_azure_store import make_delta
-from test_object_store import bad_cases, bad_file_columns, make_tables, ok, one_line_error, same_json
+from conftest import ROOT, free_port, run, sj, wait_listening
+from test_object_store import (bad_cases, bad_file_columns, delta_like_disk, keys_like_disk, make_delta, make_tables, ok, one_line_error,
+                               plan_and_rewrite_like_disk, write_event_logs)
 
 BUCKET = "lake"
 SAMPLES = ROOT / "samples"
@@ -38,12 +37,12 @@ def gcs(tmp_path_factory):
     proc = subprocess.Popen([str(fake_gcs_binary()), "-scheme", "http", "-host", "127.0.0.1", "-port", str(port), "-backend", "memory",
                              "-public-host", f"127.0.0.1:{port}", "-log-level", "error"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        wait_listening(port, proc)
+        wait_listening(port, proc, "fake-gcs-server")
         base = f"http://127.0.0.1:{port}"
         local = tmp_path_factory.mktemp("lake")
         make_tables(local)
         make_delta(local / "delta")
-        make_logs(local / "logs")
+        write_event_logs(local / "logs")
         fill(base, local)
         key = tmp_path_factory.mktemp("gcs-key") / "key.json"
         key.write_text(json.dumps({"private_key": "unused", "private_key_id": "unused", "client_email": "tests@example.com",
@@ -52,32 +51,6 @@ def gcs(tmp_path_factory):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
-
-
-def wait_listening(port, proc, seconds=30):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"fake-gcs-server exited: {proc.stderr.read().decode()[:500]}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"fake-gcs-server did not listen on {port} in {seconds} s")
-
-
-def make_logs(folder):
-    """A Spark event log of a hot-key join, whole (app-1) and rolled into two files (app-2)."""
-    import synthlogs
-    folder.mkdir()
-    synthlogs.worked_hot_key(folder / "app-1")
-    rolling = folder / "eventlog_v2_app-2"
-    rolling.mkdir()
-    lines = (folder / "app-1").read_text().splitlines(keepends=True)
-    half = len(lines) // 2
-    (rolling / "events_1_app-2").write_text("".join(lines[:half]))
-    (rolling / "events_2_app-2").write_text("".join(lines[half:]))
 
 
 def fill(base, local):
@@ -99,39 +72,17 @@ def gs(env, *args, extra=None):
 
 def test_keys_over_gcs_count_what_the_files_on_disk_count(gcs):
     env, local = gcs
-    url = f"gs://{BUCKET}"
-    for name, column in [("samples/events.parquet", "title_id"), ("samples/titles.parquet", "title_id"), ("hive", "user_id")]:
-        args = ["--column", column, "--format", "json", "--quiet"]
-        remote = ok(gs(env, "keys", f"{url}/{name}", *args))
-        disk = ok(run("keys", local / name, *args))
-        io = same_json(remote, disk, url, local)
-        assert io["requests"] > 0 and io["bytes"] > 0
+    keys_like_disk(lambda *a: gs(env, *a), f"gs://{BUCKET}", local)
 
 
 def test_a_delta_table_in_gcs(gcs):
     env, local = gcs
-    args = ["--column", "k", "--column", "shard", "--format", "json", "-q"]
-    remote = json.loads(ok(gs(env, "keys", f"gs://{BUCKET}/delta", *args)))
-    disk = json.loads(run("keys", local / "delta", *args, check=True).stdout)
-    assert remote.pop("io")["requests"] > 0
-    assert remote.pop("table_notes", []) == [n.replace(str(local / "delta"), f"gs://{BUCKET}/delta") for n in disk.pop("table_notes", [])]
-    assert remote == disk
-    # The overwrite of shard 0 removed the first commit's file: 4,000 live rows, not 6,000.
-    assert remote["columns"][0]["rows"] == 4000
+    delta_like_disk(lambda *a: gs(env, *a), f"gs://{BUCKET}", local)
 
 
 def test_plan_and_rewrite_over_gcs_as_over_disk(gcs):
     env, local = gcs
-    root = f"gs://{BUCKET}"
-    def plan(events, titles, runner):
-        return ok(runner("plan", "--left", events, "--right", titles, "--on", "title_id", "--how", "left", "--format", "json", "-q",
-                         "--broadcast-threshold", "256KB"))
-    same_json(plan(f"{root}/samples/events.parquet", f"{root}/samples/titles.parquet", lambda *a: gs(env, *a)),
-              plan(local / "samples/events.parquet", local / "samples/titles.parquet", run), root, local)
-    remote = ok(gs(env, "rewrite", SAMPLES / "query.sql", "--tables", f"{root}/wh/", "--broadcast-threshold", "256KB", "-q"))
-    disk = ok(run("rewrite", SAMPLES / "query.sql", "--tables", local / "wh", "--broadcast-threshold", "256KB", "-q"))
-    assert remote.replace(root, str(local)) == disk
-    assert "__sj1" in disk
+    plan_and_rewrite_like_disk(lambda *a: gs(env, *a), f"gs://{BUCKET}", local)
 
 
 def test_verify_on_polars_over_gcs_as_over_disk(gcs):

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import synthlogs
-from conftest import CORPUS, ROOT, SECRET, free_port, sj, upload
+from conftest import CORPUS, ROOT, SECRET, free_port, run, sj, upload
 
 BUCKET = "lake"
 SAMPLES = ROOT / "samples"
@@ -84,6 +84,53 @@ def same_json(remote, local, prefix, root):
     r2.pop("io")
     assert r2 == json.loads(local)
     return io
+
+
+def make_delta(folder):
+    """A Delta table of three commits by delta-rs: two appends and an overwrite of one shard."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+    for i, mode in enumerate(["append", "append", "overwrite"]):
+        t = pa.table({"k": [f"k{(j * 7 + i) % 13}" if j % 5 else "hot" for j in range(2000)],
+                      "shard": [i % 2] * 2000})
+        write_deltalake(str(folder), t, mode=mode, partition_by=["shard"],
+                        predicate="shard = 0" if mode == "overwrite" else None)
+
+
+def keys_like_disk(runner, url, local):
+    """`keys` over the store (`runner`, at `url`) gives what it gives over the mirror on disk."""
+    for name, column in [("samples/events.parquet", "title_id"), ("samples/titles.parquet", "title_id"), ("hive", "user_id")]:
+        args = ["--column", column, "--format", "json", "--quiet"]
+        remote = ok(runner("keys", f"{url}/{name}", *args))
+        disk = ok(run("keys", local / name, *args))
+        io = same_json(remote, disk, url, local)
+        assert io["requests"] > 0 and io["bytes"] > 0
+
+
+def delta_like_disk(runner, root, local):
+    """The Delta table of `make_delta`, read from the store as from disk."""
+    args = ["--column", "k", "--column", "shard", "--format", "json", "-q"]
+    remote = json.loads(ok(runner("keys", f"{root}/delta", *args)))
+    disk = json.loads(run("keys", local / "delta", *args, check=True).stdout)
+    assert remote.pop("io")["requests"] > 0
+    assert remote.pop("table_notes", []) == [n.replace(str(local / "delta"), f"{root}/delta") for n in disk.pop("table_notes", [])]
+    assert remote == disk
+    # The overwrite of shard 0 removed the first commit's file: 4,000 live rows, not 6,000.
+    assert remote["columns"][0]["rows"] == 4000
+
+
+def plan_and_rewrite_like_disk(runner, root, local):
+    """`plan` of the samples and `rewrite --tables` of the sample query, from the store as
+    from disk."""
+    def plan(events, titles, run_):
+        return ok(run_("plan", "--left", events, "--right", titles, "--on", "title_id", "--how", "left", "--format", "json", "-q",
+                       "--broadcast-threshold", "256KB"))
+    same_json(plan(f"{root}/samples/events.parquet", f"{root}/samples/titles.parquet", runner),
+              plan(local / "samples/events.parquet", local / "samples/titles.parquet", run), root, local)
+    remote = ok(runner("rewrite", SAMPLES / "query.sql", "--tables", f"{root}/wh/", "--broadcast-threshold", "256KB", "-q"))
+    disk = ok(run("rewrite", SAMPLES / "query.sql", "--tables", local / "wh", "--broadcast-threshold", "256KB", "-q"))
+    assert remote.replace(root, str(local)) == disk
+    assert "__sj1" in disk
 
 
 def test_keys_over_s3_count_what_the_files_on_disk_count(s3):
@@ -339,19 +386,25 @@ def test_a_stalled_server_times_out(s3):
         proxy.close()
 
 
-def test_diagnose_reads_an_event_log_from_the_store(s3, moto_s3, tmp_path):
-    endpoint, _ = s3
-    _, client = moto_s3
-    synthlogs.worked_hot_key(tmp_path / "app-1")
-    client.upload_file(str(tmp_path / "app-1"), BUCKET, "logs/app-1")
-    # A rolling log: a folder of events_N_* files, in index order.
-    rolling = tmp_path / "eventlog_v2_app-2"
+def write_event_logs(folder):
+    """A Spark event log of a hot-key join in `folder`: whole (app-1), and as a rolling log
+    (eventlog_v2_app-2: a folder of events_N_* files, in index order)."""
+    folder.mkdir(exist_ok=True)
+    synthlogs.worked_hot_key(folder / "app-1")
+    rolling = folder / "eventlog_v2_app-2"
     rolling.mkdir()
-    lines = (tmp_path / "app-1").read_text().splitlines(keepends=True)
+    lines = (folder / "app-1").read_text().splitlines(keepends=True)
     half = len(lines) // 2
     (rolling / "events_1_app-2").write_text("".join(lines[:half]))
     (rolling / "events_2_app-2").write_text("".join(lines[half:]))
-    upload(client, BUCKET, rolling, "logs/eventlog_v2_app-2/")
+
+
+def test_diagnose_reads_an_event_log_from_the_store(s3, moto_s3, tmp_path):
+    endpoint, _ = s3
+    _, client = moto_s3
+    write_event_logs(tmp_path)
+    client.upload_file(str(tmp_path / "app-1"), BUCKET, "logs/app-1")
+    upload(client, BUCKET, tmp_path / "eventlog_v2_app-2", "logs/eventlog_v2_app-2/")
     local = json.loads(ok(sj(endpoint, "diagnose", tmp_path / "app-1", "--format", "json")))
     for url in [f"s3://{BUCKET}/logs/app-1", f"s3://{BUCKET}/logs/eventlog_v2_app-2"]:
         remote = json.loads(ok(sj(endpoint, "diagnose", url, "--format", "json")))
