@@ -28,6 +28,9 @@ pub enum Error {
     Store { what: String, msg: String },
     #[error("{path}: cannot read: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+    /// Keys past the memory budget could not be written to, or read from, their temporary file.
+    #[error("{dir}: cannot spill counted keys to a temporary file: {source} (free space there, set TMPDIR to another folder, or raise --memory)")]
+    Spill { dir: PathBuf, source: std::io::Error },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -23,6 +23,9 @@ pub fn json<T: serde::Serialize>(report: &T) -> String {
         report: &'a T,
         #[serde(skip_serializing_if = "Option::is_none")]
         io: Option<crate::store::Io>,
+        /// Bytes of counted keys written to a temporary file past `--memory`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        spilled_bytes: Option<u64>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         table_notes: Vec<String>,
         /// With `--engine spark`: the Spark that counted, and the time its jobs took.
@@ -30,7 +33,9 @@ pub fn json<T: serde::Serialize>(report: &T) -> String {
         spark: Option<crate::spark::Summary>,
     }
     let io = Some(crate::store::io()).filter(|io| io.requests > 0);
-    serde_json::to_string_pretty(&WithIo { report, io, table_notes: crate::source::notes(), spark: crate::spark::summary() }).unwrap_or_default() + "\n"
+    let spilled_bytes = Some(crate::count::spilled()).filter(|&b| b > 0);
+    serde_json::to_string_pretty(&WithIo { report, io, spilled_bytes, table_notes: crate::source::notes(), spark: crate::spark::summary() }).unwrap_or_default()
+        + "\n"
 }
 
 /// The tables' notes (see `source::notes`), a line each, and with `--engine spark` the Spark
@@ -43,10 +48,17 @@ pub fn table_notes() -> String {
     out
 }
 
-/// What the run fetched from object stores, as a line; None when it read none.
+/// What the run fetched from object stores and spilled to temporary files, a line each;
+/// None when it did neither.
 pub fn io_line() -> Option<String> {
     let io = crate::store::io();
-    (io.requests > 0).then(|| format!("object stores: {} requests, {} fetched\n", fmt_count(io.requests), crate::format::human(io.bytes)))
+    let fetched = (io.requests > 0).then(|| format!("object stores: {} requests, {} fetched\n", fmt_count(io.requests), crate::format::human(io.bytes)));
+    let spilled = crate::count::spilled();
+    let spilled = (spilled > 0).then(|| format!("keys past --memory: {} spilled to a temporary file and read back\n", crate::format::human(spilled)));
+    match (fetched, spilled) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or_default() + &b.unwrap_or_default()),
+    }
 }
 
 pub fn keys(report: &KeysReport, format: Format) -> String {

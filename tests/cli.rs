@@ -456,23 +456,39 @@ fn few_row_groups_are_sampled_in_whole_pages() {
     }
 }
 
+/// Past --memory the staged keys spill to a temporary file: the counts and the distinct count
+/// stay exact, and the run says how much spilled.
 #[test]
-fn bounded_memory_says_counts_are_bounds() {
+fn keys_past_memory_spill_and_stay_exact() {
     let dir = tempfile::tempdir().unwrap();
     let n = 300_000i64;
     let k: Vec<i64> = (0..n).map(|i| if i % 4 == 0 { 42 } else { i }).collect();
     let p = dir.path().join("wide.parquet");
     write(&p, vec![("k", Arc::new(Int64Array::from(k)) as ArrayRef)], 65536);
-    let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--memory", "1MB", "--top", "1"]);
+    let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--memory", "1MB", "--top", "2"]);
     let c = &j["columns"][0];
-    assert_eq!(c["exact"], false);
-    let err = c["count_error"].as_u64().unwrap();
-    assert!(err > 0);
-    let got = c["top"][0]["count"].as_u64().unwrap();
+    assert_eq!(c["exact"], true);
+    assert_eq!(c["count_error"], 0);
     assert_eq!(c["top"][0]["value"], 42);
-    assert!(got <= 75_000 && got + err >= 75_000, "{got} + {err}");
-    let d = c["distinct"].as_f64().unwrap();
-    assert!((d - 225_001.0).abs() / 225_001.0 < 0.05, "distinct {d}");
+    // 75,000 rows of 42 and the row i = 42.
+    assert_eq!(c["top"][0]["count"], 75_001);
+    assert_eq!(c["top"][1]["count"], 1);
+    assert_eq!(c["distinct"], 225_000);
+    let spilled = j["spilled_bytes"].as_u64().unwrap();
+    assert!(spilled > 1 << 20, "{spilled}");
+    // Within the default memory nothing spills.
+    let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--top", "1"]);
+    assert!(j.get("spilled_bytes").is_none());
+    // --verbose says it in the text output.
+    let out = skewjoin().args(["keys", p.to_str().unwrap(), "-c", "k", "--memory", "1MB", "--verbose"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("spilled to a temporary file and read back"), "{text}");
+    // A temporary folder that cannot take the spill: one line, exit 2.
+    let out = skewjoin().args(["keys", p.to_str().unwrap(), "-c", "k", "--memory", "1MB"]).env("TMPDIR", dir.path().join("missing")).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("missing: cannot spill counted keys to a temporary file") && err.contains("TMPDIR"), "{err}");
 }
 
 #[test]

@@ -25,8 +25,9 @@ pub struct KeysArgs {
     hot: HotKeyArgs,
     #[command(flatten)]
     counting: CountingArgs,
-    /// Memory for the counting tables; past it, counts become bounded lower bounds (said in the output)
-    #[arg(long, default_value = "2GB", value_name = "SIZE", value_parser = parse_size)]
+    /// Memory for the staged keys; past it they spill to a temporary file (in TMPDIR) and are
+    /// read back, so the counts stay exact (--verbose says how much spilled)
+    #[arg(long, default_value = "128MB", value_name = "SIZE", value_parser = parse_size)]
     memory: u64,
     /// Count the distinct values exactly. Without it, a string key with many distinct values
     /// gets exact top counts and an estimated distinct count (HyperLogLog, said in the

@@ -10,8 +10,12 @@ use super::encode::{bytes_value, decode_key};
 use super::split::{Bounds, Split};
 use super::stage::{self, ByteBuf, IntBuf, Stage};
 use super::KeySpec;
+use crate::error::{Error, Result};
 use crate::source::ColumnSource;
 use crate::value::{KeyType, Value};
+
+/// Memory of the bounded counter (see `Job::for_specs`), whatever `--memory` says.
+const COUNTER_MEMORY: usize = 2 << 30;
 
 /// How a key is counted.
 pub(crate) enum Plan {
@@ -63,16 +67,20 @@ pub(crate) struct Counts {
 }
 
 impl Job {
-    /// One job per key of `specs`, each with `budget` bytes; `split`: string keys may split.
+    /// One job per key of `specs`, each with `budget` bytes for its staged keys (past it they
+    /// spill); `split`: string keys may split.
     pub(crate) fn for_specs(specs: &[KeySpec], budget: usize, split: bool) -> Vec<Job> {
+        // The bounded counter cannot spill: it takes decimals wider than 18 digits, and the
+        // keys of a stage that overflowed (a byte partition of 4 GiB).
+        let counted = budget.max(COUNTER_MEMORY);
         specs
             .iter()
             .map(|spec| {
                 let plan = plan_for(spec);
                 let counter = match &plan {
-                    Plan::Int { .. } => Counter::Int(KeyCounter::new(budget)),
-                    Plan::Wide { .. } => Counter::Wide(KeyCounter::new(budget)),
-                    _ => Counter::Bytes(KeyCounter::new(budget)),
+                    Plan::Int { .. } => Counter::Int(KeyCounter::new(counted)),
+                    Plan::Wide { .. } => Counter::Wide(KeyCounter::new(counted)),
+                    _ => Counter::Bytes(KeyCounter::new(counted)),
                 };
                 let split = split && matches!(plan, Plan::Bytes { .. });
                 Job {
@@ -92,13 +100,14 @@ impl Job {
     /// The `want` most frequent keys and the distinct count, once every unit is read and every
     /// thread has handed its keys in; None when a split count (see `split`) could not prove
     /// its top.
-    pub(crate) fn counts(self, want: usize) -> Option<Counts> {
+    pub(crate) fn counts(self, want: usize) -> Result<Option<Counts>> {
         let types = self.spec.types();
-        match self.counter {
-            Counter::Int(c) => Some(int_counts(c, self.int_stage, types[0], want)),
+        let counts = match self.counter {
+            Counter::Int(c) => Some(int_counts(c, self.int_stage, types[0], want)?),
             Counter::Wide(c) => Some(wide_counts(c, types[0], want)),
-            Counter::Bytes(c) => byte_counts(c, self.byte_stage, self.splits, &self.plan, &types, want),
-        }
+            Counter::Bytes(c) => byte_counts(c, self.byte_stage, self.splits, &self.plan, &types, want)?,
+        };
+        Ok(counts)
     }
 }
 
@@ -138,19 +147,25 @@ fn plan_for(spec: &KeySpec) -> Plan {
     }
 }
 
-/// A fixed-width key: counted from the stage, or by the counter once the stage overflowed.
-fn int_counts(c: KeyCounter<i64>, int_stage: Stage<IntBuf>, t: KeyType, want: usize) -> Counts {
+/// A spill file that could not be written or read.
+fn spill_error(source: std::io::Error) -> Error {
+    Error::Spill { dir: super::spill::spill_dir(), source }
+}
+
+/// A fixed-width key: counted from the stage (spilled keys included), or by the counter once
+/// the stage overflowed.
+fn int_counts(c: KeyCounter<i64>, int_stage: Stage<IntBuf>, t: KeyType, want: usize) -> Result<Counts> {
     let over = int_stage.overflowed();
-    let mut bufs = int_stage.take();
+    let mut bufs = int_stage.take().map_err(spill_error)?;
     let key = |(k, n)| (vec![Value::from_i64_key(k, t)], n);
     if over {
-        bufs.iter_mut().for_each(|b| b.drain_into(&c));
+        bufs.iter_mut().try_for_each(|b| b.drain_into(&c)).map_err(spill_error)?;
         let s = c.summary(want);
-        Counts { top: s.top.into_iter().map(key).collect(), distinct: s.distinct, distinct_exact: s.exact, counts_exact: s.exact, error: s.error }
+        Ok(Counts { top: s.top.into_iter().map(key).collect(), distinct: s.distinct, distinct_exact: s.exact, counts_exact: s.exact, error: s.error })
     } else {
-        let s = stage::count_ints(&bufs, want);
+        let s = stage::count_ints(&bufs, want).map_err(spill_error)?;
         drop(bufs);
-        Counts { top: s.top.into_iter().map(key).collect(), distinct: s.distinct, distinct_exact: true, counts_exact: true, error: 0 }
+        Ok(Counts { top: s.top.into_iter().map(key).collect(), distinct: s.distinct, distinct_exact: true, counts_exact: true, error: 0 })
     }
 }
 
@@ -167,19 +182,29 @@ fn wide_counts(c: KeyCounter<i128>, t: KeyType, want: usize) -> Counts {
 
 /// A string, binary or composite key: from the stage (split or not), or by the counter once
 /// the stage overflowed; the byte keys decoded to values.
-fn byte_counts(c: KeyCounter<Box<[u8]>>, byte_stage: Stage<ByteBuf>, splits: Mutex<Vec<Split>>, plan: &Plan, types: &[KeyType], want: usize) -> Option<Counts> {
+fn byte_counts(
+    c: KeyCounter<Box<[u8]>>,
+    byte_stage: Stage<ByteBuf>,
+    splits: Mutex<Vec<Split>>,
+    plan: &Plan,
+    types: &[KeyType],
+    want: usize,
+) -> Result<Option<Counts>> {
     let over = byte_stage.overflowed();
-    let mut bufs = byte_stage.take();
+    let mut bufs = byte_stage.take().map_err(spill_error)?;
     let splits = splits.into_inner().unwrap_or_else(|e| e.into_inner());
     let mut distinct_exact = true;
     let s = if !splits.is_empty() {
         distinct_exact = false;
-        split_summary(&mut bufs, splits, over, want)?
+        match split_summary(&mut bufs, splits, over, want).map_err(spill_error)? {
+            Some(s) => s,
+            None => return Ok(None),
+        }
     } else if over {
-        bufs.iter_mut().for_each(|b| b.drain_into(&c));
+        bufs.iter_mut().try_for_each(|b| b.drain_into(&c)).map_err(spill_error)?;
         c.summary(want)
     } else {
-        let s = stage::count_bytes(&mut bufs, want);
+        let s = stage::count_bytes(&mut bufs, want).map_err(spill_error)?;
         Summary { top: s.top, distinct: s.distinct, exact: true, error: 0 }
     };
     drop(bufs);
@@ -194,25 +219,25 @@ fn byte_counts(c: KeyCounter<Box<[u8]>>, byte_stage: Stage<ByteBuf>, splits: Mut
             (key, n)
         })
         .collect();
-    Some(Counts { top, distinct: s.distinct, distinct_exact: s.exact && distinct_exact, counts_exact: s.exact, error: s.error })
+    Ok(Some(Counts { top, distinct: s.distinct, distinct_exact: s.exact && distinct_exact, counts_exact: s.exact, error: s.error }))
 }
 
 /// The top of a split count, if the bounds prove it (see `split`), and its estimated distinct
 /// count.
-fn split_summary(bufs: &mut [ByteBuf], splits: Vec<Split>, over: bool, want: usize) -> Option<Summary<Box<[u8]>>> {
+fn split_summary(bufs: &mut [ByteBuf], splits: Vec<Split>, over: bool, want: usize) -> std::io::Result<Option<Summary<Box<[u8]>>>> {
     let bounds = Bounds::merge(splits);
     // A few more than shown, to check that none left out could pass the last.
     let listed = want.saturating_add(256);
-    let s = stage::count_bytes(bufs, listed);
+    let s = stage::count_bytes(bufs, listed)?;
     let complete = s.top.len() as u64 == s.distinct;
     if over || !bounds.certain(&s.top, want, complete) {
-        return None;
+        return Ok(None);
     }
     let mut hll = bounds.hll;
     for b in bufs.iter() {
-        b.each_hash(|h| hll.add(h));
+        b.each_hash(|h| hll.add(h))?;
     }
     let mut top = s.top;
     top.truncate(want);
-    Some(Summary { top, distinct: hll.estimate(), exact: true, error: 0 })
+    Ok(Some(Summary { top, distinct: hll.estimate(), exact: true, error: 0 }))
 }

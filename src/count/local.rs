@@ -1,5 +1,6 @@
-//! A worker thread's share of the counting: its staged keys (see `stage`), or, once a job's
-//! stage has overflowed its memory budget, its buffer for the bounded shared counter; its
+//! A worker thread's share of the counting: its staged keys (see `stage`; past the memory
+//! budget they spill to a file, see `spill`), or, once a job's stage has overflowed (a byte
+//! partition of 4 GiB, a failed spill), its buffer for the bounded shared counter; its
 //! split counts (see `split`), and the buffers and open file it reads with.
 
 use hashbrown::HashMap;
@@ -83,8 +84,8 @@ impl<'a> Local<'a> {
             return;
         }
         if !self.over[j] {
-            // An arena reached 4 GiB: go to the counter as on overflow.
-            self.jobs[j].byte_stage.account(usize::MAX / 2, 0);
+            // An arena reached 4 GiB: go to the counter.
+            self.jobs[j].byte_stage.overflow();
             self.settle(j);
         }
         if let Counter::Bytes(c) = &self.jobs[j].counter {
@@ -112,7 +113,7 @@ impl<'a> Local<'a> {
                 if !s.chunk(&self.st, dict, file, &mut self.bytes[j]) {
                     // An arena is full: as `Local::add` does, go to the counter.
                     s.failed = true;
-                    self.jobs[j].byte_stage.account(usize::MAX / 2, 0);
+                    self.jobs[j].byte_stage.overflow();
                     self.settle(j);
                 }
             }
@@ -140,7 +141,8 @@ impl<'a> Local<'a> {
         }
     }
 
-    /// Report staged bytes; on overflow move this thread's staged keys into the counter.
+    /// Report staged bytes: past the memory budget they are spilled to a file (see `spill`);
+    /// once the job's stage overflowed, this thread's keys go to the bounded counter.
     pub(crate) fn settle(&mut self, j: usize) {
         if self.over[j] {
             return;
@@ -148,23 +150,12 @@ impl<'a> Local<'a> {
         self.ints[j].maybe_compact(&self.st);
         self.bytes[j].maybe_compact();
         let job = &self.jobs[j];
-        // Report the change of this thread's staged bytes (compaction can shrink them).
-        let now = self.ints[j].bytes + self.bytes[j].bytes();
-        let before = std::mem::replace(&mut self.reported[j], now);
-        let stage_over = |grow: usize, shrink: usize| match &job.counter {
-            Counter::Int(_) => job.int_stage.account(grow, shrink),
-            Counter::Bytes(_) => job.byte_stage.account(grow, shrink),
+        let reported = &mut self.reported[j];
+        self.over[j] = match &job.counter {
+            Counter::Int(c) => job.int_stage.settle(&mut self.ints[j], reported, c),
+            Counter::Bytes(c) => job.byte_stage.settle(&mut self.bytes[j], reported, c),
             Counter::Wide(_) => false,
         };
-        let over = if now >= before { stage_over(now - before, 0) } else { stage_over(0, before - now) };
-        if over {
-            self.over[j] = true;
-            match &job.counter {
-                Counter::Int(c) => self.ints[j].drain_into(c),
-                Counter::Bytes(c) => self.bytes[j].drain_into(c),
-                Counter::Wide(_) => {}
-            }
-        }
     }
 }
 
@@ -190,7 +181,9 @@ impl Drop for Local<'_> {
 /// overflowed; its counter buffer is flushed.
 fn hand_over<B: StageBuf>(mut buf: B, over: bool, stage: &Stage<B>, c: &KeyCounter<B::Key>, pend: Option<&mut Pending<B::Key>>) {
     if over || stage.overflowed() {
-        buf.drain_into(c);
+        if let Err(e) = buf.drain_into(c) {
+            stage.fail(e);
+        }
     } else {
         stage.hand_in(buf);
     }

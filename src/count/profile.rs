@@ -56,7 +56,7 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
     let mut out = Vec::new();
     for (j, (job, spec)) in jobs.into_iter().zip(specs).enumerate() {
         let nulls = job.nulls.load(Ordering::Relaxed);
-        let Some(counts) = job.counts(want) else { return Ok(None) };
+        let Some(counts) = job.counts(want)? else { return Ok(None) };
         out.push(read.column_profile(spec, j, nulls, counts, opts.top));
     }
     Ok(Some(out))

@@ -8,6 +8,7 @@
 //! `KeyCounter` instead (see `counter`), which then takes the rest of the input too.
 
 use std::hash::BuildHasher;
+use std::io;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -15,6 +16,7 @@ use hashbrown::hash_table::{Entry, HashTable};
 use rayon::prelude::*;
 
 use super::counter::{KeyCounter, Pending, TopK};
+use super::spill::SpillFile;
 
 pub(crate) const PARTS: usize = 256;
 
@@ -29,22 +31,40 @@ fn part_of(h: u64) -> usize {
     ((h >> 48) as usize) & (PARTS - 1)
 }
 
-/// A thread's staged keys of one kind, which can be handed to the bounded counter.
+/// A thread's staged keys of one kind: their memory, spilled to a file past the budget, or
+/// handed to the bounded counter.
 pub(crate) trait StageBuf {
     type Key: super::counter::CountKey;
-    fn drain_into(&mut self, c: &KeyCounter<Self::Key>);
+    /// Bytes of memory the staged keys hold (what was allocated, not only what is used).
+    fn held(&self) -> usize;
+    /// Write the staged keys to this thread's spill file and free their memory.
+    fn spill(&mut self) -> io::Result<()>;
+    /// Every key, spilled ones included, into the counter.
+    fn drain_into(&mut self, c: &KeyCounter<Self::Key>) -> io::Result<()>;
 }
 
 impl StageBuf for IntBuf {
     type Key = i64;
-    fn drain_into(&mut self, c: &KeyCounter<i64>) {
+    fn held(&self) -> usize {
+        IntBuf::held(self)
+    }
+    fn spill(&mut self) -> io::Result<()> {
+        IntBuf::spill(self)
+    }
+    fn drain_into(&mut self, c: &KeyCounter<i64>) -> io::Result<()> {
         IntBuf::drain_into(self, c)
     }
 }
 
 impl StageBuf for ByteBuf {
     type Key = Box<[u8]>;
-    fn drain_into(&mut self, c: &KeyCounter<Box<[u8]>>) {
+    fn held(&self) -> usize {
+        ByteBuf::held(self)
+    }
+    fn spill(&mut self) -> io::Result<()> {
+        ByteBuf::spill(self)
+    }
+    fn drain_into(&mut self, c: &KeyCounter<Box<[u8]>>) -> io::Result<()> {
         ByteBuf::drain_into(self, c)
     }
 }
@@ -55,6 +75,8 @@ pub(crate) struct IntBuf {
     pairs: Vec<Vec<(i64, u64)>>,
     pub(crate) bytes: usize,
     compact_at: usize,
+    /// Keys spilled past the memory budget: per partition, segments of (raw keys, then pairs).
+    spilled: Option<SpillFile>,
 }
 
 /// One thread's staged byte keys: per partition an arena and (hash, offset, length, count),
@@ -68,6 +90,10 @@ pub(crate) struct ByteBuf {
     /// Bytes staged in the partitions (the front table's are `front.bytes()`).
     part_bytes: usize,
     compact_at: usize,
+    /// Keys spilled past the memory budget: per partition, records of (hash, count, length,
+    /// bytes).
+    spilled: Option<SpillFile>,
+    spilled_keys: usize,
 }
 
 /// A thread's staged keys are aggregated in place when they pass this many bytes, and again
@@ -77,7 +103,13 @@ const COMPACT_AT: usize = 8 << 20;
 
 impl Default for IntBuf {
     fn default() -> Self {
-        IntBuf { raw: (0..PARTS).map(|_| Vec::new()).collect(), pairs: (0..PARTS).map(|_| Vec::new()).collect(), bytes: 0, compact_at: COMPACT_AT }
+        IntBuf {
+            raw: (0..PARTS).map(|_| Vec::new()).collect(),
+            pairs: (0..PARTS).map(|_| Vec::new()).collect(),
+            bytes: 0,
+            compact_at: COMPACT_AT,
+            spilled: None,
+        }
     }
 }
 
@@ -90,6 +122,8 @@ impl Default for ByteBuf {
             hashes: Vec::new(),
             part_bytes: 0,
             compact_at: COMPACT_AT,
+            spilled: None,
+            spilled_keys: 0,
         }
     }
 }
@@ -139,7 +173,7 @@ impl IntBuf {
         self.bytes = bytes;
     }
 
-    pub(crate) fn drain_into(&mut self, c: &KeyCounter<i64>) {
+    pub(crate) fn drain_into(&mut self, c: &KeyCounter<i64>) -> io::Result<()> {
         let mut pend: Pending<i64> = c.pending();
         for v in self.raw.iter_mut() {
             for k in v.drain(..) {
@@ -153,8 +187,66 @@ impl IntBuf {
             }
             *v = Vec::new();
         }
-        c.flush(&mut pend);
         self.bytes = 0;
+        let mut buf = Vec::new();
+        let read = (0..PARTS).try_for_each(|p| self.each_spilled(p, &mut buf, |k, n| c.add(&mut pend, k, n)));
+        self.spilled = None;
+        c.flush(&mut pend);
+        read
+    }
+
+    /// Bytes of memory the staged keys hold.
+    pub(crate) fn held(&self) -> usize {
+        self.raw.iter().map(|v| v.capacity() * 8).sum::<usize>() + self.pairs.iter().map(|v| v.capacity() * 16).sum::<usize>()
+    }
+
+    /// Write the staged keys to this thread's spill file, a segment per partition (its raw
+    /// keys' number, the raw keys, then the (key, count) pairs), and free their memory.
+    pub(crate) fn spill(&mut self) -> io::Result<()> {
+        let mut file = match self.spilled.take() {
+            Some(f) => f,
+            None => SpillFile::create(PARTS)?,
+        };
+        let mut out: Vec<u8> = Vec::new();
+        let mut written = Ok(());
+        for p in 0..PARTS {
+            if self.raw[p].is_empty() && self.pairs[p].is_empty() {
+                continue;
+            }
+            out.clear();
+            out.extend_from_slice(&(self.raw[p].len() as u64).to_le_bytes());
+            self.raw[p].iter().for_each(|k| out.extend_from_slice(&k.to_le_bytes()));
+            for (k, n) in &self.pairs[p] {
+                out.extend_from_slice(&k.to_le_bytes());
+                out.extend_from_slice(&n.to_le_bytes());
+            }
+            written = file.append(p, &out);
+            if written.is_err() {
+                break;
+            }
+            self.raw[p] = Vec::new();
+            self.pairs[p] = Vec::new();
+        }
+        self.spilled = Some(file);
+        self.bytes = self.raw.iter().map(|v| v.len() * 8).sum::<usize>() + self.pairs.iter().map(|v| v.len() * 16).sum::<usize>();
+        written
+    }
+
+    /// Each spilled key of partition `p` with its count; `buf` is reused.
+    fn each_spilled(&self, p: usize, buf: &mut Vec<u8>, mut f: impl FnMut(i64, u64)) -> io::Result<()> {
+        let Some(file) = &self.spilled else { return Ok(()) };
+        file.each_segment(p, buf, |seg| {
+            let raw = load64(seg, 0) as usize;
+            let (keys, pairs) = seg[8..].split_at(raw * 8);
+            keys.chunks_exact(8).for_each(|w| f(load64(w, 0) as i64, 1));
+            pairs.chunks_exact(16).for_each(|w| f(load64(w, 0) as i64, load64(w, 8)));
+        })
+    }
+
+    /// Bytes spilled to this thread's file.
+    #[cfg(test)]
+    pub(crate) fn spilled_bytes(&self) -> u64 {
+        self.spilled.as_ref().map_or(0, SpillFile::bytes)
     }
 }
 
@@ -230,19 +322,78 @@ impl ByteBuf {
     }
 
     /// Bytes staged: the partitions' and the front table's.
+    #[cfg(test)]
     pub(crate) fn bytes(&self) -> usize {
         self.part_bytes + self.front.bytes()
     }
 
-    /// Keys staged, the front table's included (a key may be counted more than once).
+    /// Keys staged, the front table's and the spilled ones included (a key may be counted
+    /// more than once).
     pub(crate) fn staged_keys(&self) -> usize {
-        self.front.len + self.ents.iter().map(Vec::len).sum::<usize>()
+        self.front.len + self.ents.iter().map(Vec::len).sum::<usize>() + self.spilled_keys
     }
 
     /// The hash of every staged key (repeats included), for a HyperLogLog.
-    pub(crate) fn each_hash(&self, mut f: impl FnMut(u64)) {
+    pub(crate) fn each_hash(&self, mut f: impl FnMut(u64)) -> io::Result<()> {
         self.front.each(|h, _, _| f(h));
         self.ents.iter().flatten().for_each(|e| f(e.0));
+        let mut buf = Vec::new();
+        (0..PARTS).try_for_each(|p| {
+            buf.clear();
+            self.read_spilled(p, &mut buf)?;
+            each_record(&buf, |h, _, _| f(h));
+            Ok(())
+        })
+    }
+
+    /// Bytes of memory the staged keys hold, the front table's included.
+    pub(crate) fn held(&self) -> usize {
+        self.arena.iter().map(Vec::capacity).sum::<usize>() + self.ents.iter().map(|v| v.capacity() * 24).sum::<usize>() + self.front.bytes()
+    }
+
+    /// Write the partitions' keys to this thread's spill file, a record (hash, count, length,
+    /// bytes) per key, and free their memory. The front table stays: it is bounded.
+    pub(crate) fn spill(&mut self) -> io::Result<()> {
+        let mut file = match self.spilled.take() {
+            Some(f) => f,
+            None => SpillFile::create(PARTS)?,
+        };
+        let mut out: Vec<u8> = Vec::new();
+        let mut written = Ok(());
+        for p in 0..PARTS {
+            out.clear();
+            let arena = &self.arena[p];
+            for &(h, off, len, n) in &self.ents[p] {
+                out.extend_from_slice(&h.to_le_bytes());
+                out.extend_from_slice(&n.to_le_bytes());
+                out.extend_from_slice(&len.to_le_bytes());
+                out.extend_from_slice(&arena[off as usize..(off + len) as usize]);
+            }
+            written = file.append(p, &out);
+            if written.is_err() {
+                break;
+            }
+            self.spilled_keys += self.ents[p].len();
+            self.arena[p] = Vec::new();
+            self.ents[p] = Vec::new();
+        }
+        self.spilled = Some(file);
+        self.part_bytes = self.arena.iter().map(Vec::len).sum::<usize>() + self.ents.iter().map(|v| v.len() * 24).sum::<usize>();
+        written
+    }
+
+    /// Partition `p`'s spilled records (see `each_record`), appended to `out`.
+    fn read_spilled(&self, p: usize, out: &mut Vec<u8>) -> io::Result<()> {
+        match &self.spilled {
+            Some(file) => file.read_part(p, out),
+            None => Ok(()),
+        }
+    }
+
+    /// Bytes spilled to this thread's file.
+    #[cfg(test)]
+    pub(crate) fn spilled_bytes(&self) -> u64 {
+        self.spilled.as_ref().map_or(0, SpillFile::bytes)
     }
 
     #[inline]
@@ -288,18 +439,37 @@ impl ByteBuf {
         self.part_bytes = bytes;
     }
 
-    pub(crate) fn drain_into(&mut self, c: &KeyCounter<Box<[u8]>>) {
+    pub(crate) fn drain_into(&mut self, c: &KeyCounter<Box<[u8]>>) -> io::Result<()> {
         let mut pend: Pending<Box<[u8]>> = c.pending();
         let front = std::mem::take(&mut self.front);
         front.each(|_, k, n| c.add(&mut pend, Box::from(k), n));
+        let mut buf = Vec::new();
+        let mut read = Ok(());
         for p in 0..PARTS {
             let arena = std::mem::take(&mut self.arena[p]);
             for (_, off, len, n) in std::mem::take(&mut self.ents[p]) {
                 c.add(&mut pend, Box::from(&arena[off as usize..(off + len) as usize]), n);
             }
+            buf.clear();
+            if read.is_ok() {
+                read = self.read_spilled(p, &mut buf);
+                each_record(&buf, |_, k, n| c.add(&mut pend, Box::from(k), n));
+            }
         }
         c.flush(&mut pend);
         self.part_bytes = 0;
+        self.spilled = None;
+        self.spilled_keys = 0;
+        read
+    }
+}
+
+/// Each spilled byte-key record of `buf`: its hash, bytes and count.
+fn each_record<'a>(mut buf: &'a [u8], mut f: impl FnMut(u64, &'a [u8], u64)) {
+    while buf.len() >= 20 {
+        let (h, n, len) = (load64(buf, 0), load64(buf, 8), load32(buf, 16) as usize);
+        f(h, &buf[20..20 + len], n);
+        buf = &buf[20 + len..];
     }
 }
 
@@ -603,32 +773,70 @@ pub(crate) struct Stage<B> {
     handed_in: Mutex<Vec<B>>,
     bytes: AtomicUsize,
     budget: usize,
+    /// Keys go to the bounded counter (a byte partition passed 4 GiB, or a spill failed).
     overflow: AtomicBool,
+    /// The first spill that failed: the count ends in this error.
+    failed: Mutex<Option<io::Error>>,
 }
 
-impl<B> Stage<B> {
+impl<B: StageBuf> Stage<B> {
     pub(crate) fn new(budget: usize) -> Self {
-        Stage { handed_in: Mutex::new(Vec::new()), bytes: AtomicUsize::new(0), budget, overflow: AtomicBool::new(false) }
+        Stage { handed_in: Mutex::new(Vec::new()), bytes: AtomicUsize::new(0), budget, overflow: AtomicBool::new(false), failed: Mutex::new(None) }
     }
     pub(crate) fn overflowed(&self) -> bool {
         self.overflow.load(Ordering::Relaxed)
     }
-    /// Account `grow` more and `shrink` fewer staged bytes; true once the budget was exceeded.
-    pub(crate) fn account(&self, grow: usize, shrink: usize) -> bool {
-        if shrink > 0 {
-            self.bytes.fetch_sub(shrink.min(self.bytes.load(Ordering::Relaxed)), Ordering::Relaxed);
+    /// From now on, every thread's keys go to the bounded counter.
+    pub(crate) fn overflow(&self) {
+        self.overflow.store(true, Ordering::Relaxed);
+    }
+    /// A thread's staged keys now hold `now` bytes where it last reported `*reported`; true
+    /// when all threads' together are past the budget.
+    fn report(&self, reported: &mut usize, now: usize) -> bool {
+        let before = std::mem::replace(reported, now);
+        let total = if now >= before {
+            self.bytes.fetch_add(now - before, Ordering::Relaxed).saturating_add(now - before)
+        } else {
+            let shrink = (before - now).min(self.bytes.load(Ordering::Relaxed));
+            self.bytes.fetch_sub(shrink, Ordering::Relaxed).saturating_sub(shrink)
+        };
+        total > self.budget
+    }
+    /// Report a thread's staged keys (see `report`); past the budget, spill them. Once the
+    /// stage has overflowed (or the spill failed), they go into the counter: true.
+    pub(crate) fn settle(&self, buf: &mut B, reported: &mut usize, c: &KeyCounter<B::Key>) -> bool {
+        if !self.overflowed() && self.report(reported, buf.held()) {
+            match buf.spill() {
+                Ok(()) => {
+                    self.report(reported, buf.held());
+                }
+                Err(e) => self.fail(e),
+            }
         }
-        let total = self.bytes.fetch_add(grow, Ordering::Relaxed).saturating_add(grow);
-        if total > self.budget {
-            self.overflow.store(true, Ordering::Relaxed);
+        if !self.overflowed() {
+            return false;
         }
-        self.overflowed()
+        if let Err(e) = buf.drain_into(c) {
+            self.fail(e);
+        }
+        self.report(reported, 0);
+        true
+    }
+    /// A spill or its reading failed: the count ends in this error, and meanwhile the keys
+    /// go to the counter.
+    pub(crate) fn fail(&self, e: io::Error) {
+        self.failed.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
+        self.overflow();
     }
     pub(crate) fn hand_in(&self, b: B) {
         self.handed_in.lock().unwrap_or_else(|e| e.into_inner()).push(b);
     }
-    pub(crate) fn take(self) -> Vec<B> {
-        self.handed_in.into_inner().unwrap_or_else(|e| e.into_inner())
+    /// The staged keys handed in, or the error a spill ended in.
+    pub(crate) fn take(self) -> io::Result<Vec<B>> {
+        if let Some(e) = self.failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            return Err(e);
+        }
+        Ok(self.handed_in.into_inner().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
@@ -657,7 +865,7 @@ fn add_int(t: &mut HashTable<(i64, u64)>, st: &State, k: i64, c: u64) {
     }
 }
 
-pub(crate) fn count_ints(bufs: &[IntBuf], want: usize) -> Counted<i64> {
+pub(crate) fn count_ints(bufs: &[IntBuf], want: usize) -> io::Result<Counted<i64>> {
     let st = hasher();
     let per: Vec<(Vec<(i64, u64)>, u64)> = (0..PARTS)
         .into_par_iter()
@@ -665,6 +873,7 @@ pub(crate) fn count_ints(bufs: &[IntBuf], want: usize) -> Counted<i64> {
             let n: usize = bufs.iter().map(|b| b.raw[p].len() + b.pairs[p].len()).sum();
             let mut t: HashTable<(i64, u64)> = HashTable::with_capacity(n.min(1 << 22) / 2 + 16);
             let mut add = |k: i64, c: u64| add_int(&mut t, &st, k, c);
+            let mut buf = Vec::new();
             for b in bufs {
                 for &k in &b.raw[p] {
                     add(k, 1);
@@ -672,24 +881,25 @@ pub(crate) fn count_ints(bufs: &[IntBuf], want: usize) -> Counted<i64> {
                 for &(k, c) in &b.pairs[p] {
                     add(k, c);
                 }
+                b.each_spilled(p, &mut buf, &mut add)?;
             }
             let distinct = t.len() as u64;
-            (top_of(t.into_iter(), want), distinct)
+            Ok((top_of(t.into_iter(), want), distinct))
         })
-        .collect();
+        .collect::<io::Result<_>>()?;
     let distinct = per.iter().map(|x| x.1).sum();
     let all: Vec<(i64, u64)> = per.into_iter().flat_map(|x| x.0).collect();
-    Counted { top: top_of(all.into_iter(), want), distinct }
+    Ok(Counted { top: top_of(all.into_iter(), want), distinct })
 }
 
 /// One partition's top byte keys and its distinct count.
 type PartCount = (Vec<(Box<[u8]>, u64)>, u64);
 
-pub(crate) fn count_bytes(bufs: &mut [ByteBuf], want: usize) -> Counted<Box<[u8]>> {
-    if bufs.iter().all(|b| b.ents.iter().all(Vec::is_empty)) {
+pub(crate) fn count_bytes(bufs: &mut [ByteBuf], want: usize) -> io::Result<Counted<Box<[u8]>>> {
+    if bufs.iter().all(|b| b.ents.iter().all(Vec::is_empty) && b.spilled.is_none()) {
         // Only front tables (each already aggregated): merge them into the largest.
         let Some(big) = (0..bufs.len()).max_by_key(|&i| bufs[i].front.len) else {
-            return Counted { top: Vec::new(), distinct: 0 };
+            return Ok(Counted { top: Vec::new(), distinct: 0 });
         };
         let mut base = std::mem::take(&mut bufs[big].front);
         let merged = bufs.iter().enumerate().filter(|&(i, _)| i != big).all(|(_, b)| base.merge(&b.front));
@@ -699,7 +909,7 @@ pub(crate) fn count_bytes(bufs: &mut [ByteBuf], want: usize) -> Counted<Box<[u8]
             base.each(|_, k, c| top.push(k, c));
             let top = top.into_sorted().into_iter().map(|(k, c)| (Box::from(k), c)).collect();
             bufs[big].front = base;
-            return Counted { top, distinct };
+            return Ok(Counted { top, distinct });
         }
         // Past the front table's size: count through the partitions below.
         bufs[big].front = base;
@@ -713,7 +923,11 @@ pub(crate) fn count_bytes(bufs: &mut [ByteBuf], want: usize) -> Counted<Box<[u8]
     let per: Vec<PartCount> = (0..PARTS)
         .into_par_iter()
         .map(|p| {
-            let n: usize = bufs.iter().map(|b| b.ents[p].len()).sum::<usize>() + fronts[p].len();
+            let mut spilled = Vec::new();
+            for b in bufs {
+                b.read_spilled(p, &mut spilled)?;
+            }
+            let n: usize = bufs.iter().map(|b| b.ents[p].len()).sum::<usize>() + fronts[p].len() + spilled.len() / 32;
             let mut t: HashTable<(u64, &[u8], u64)> = HashTable::with_capacity(n.min(1 << 22) / 4 + 16);
             for b in bufs {
                 let arena = &b.arena[p];
@@ -724,13 +938,14 @@ pub(crate) fn count_bytes(bufs: &mut [ByteBuf], want: usize) -> Counted<Box<[u8]
             for &(h, k, c) in &fronts[p] {
                 add_bytes(&mut t, h, k, c);
             }
+            each_record(&spilled, |h, k, c| add_bytes(&mut t, h, k, c));
             let distinct = t.len() as u64;
-            (top_of(t.into_iter().map(|(_, k, c)| (k, c)), want).into_iter().map(|(k, c)| (Box::from(k), c)).collect(), distinct)
+            Ok((top_of(t.into_iter().map(|(_, k, c)| (k, c)), want).into_iter().map(|(k, c)| (Box::from(k), c)).collect(), distinct))
         })
-        .collect();
+        .collect::<io::Result<_>>()?;
     let distinct = per.iter().map(|x| x.1).sum();
     let all: Vec<(Box<[u8]>, u64)> = per.into_iter().flat_map(|x| x.0).collect();
-    Counted { top: top_of(all.into_iter(), want), distinct }
+    Ok(Counted { top: top_of(all.into_iter(), want), distinct })
 }
 
 #[inline]
@@ -756,7 +971,7 @@ mod tests {
             a.push(&st, i % 100, 1);
             b.push(&st, i % 7, 2);
         }
-        let c = count_ints(&[a, b], 3);
+        let c = count_ints(&[a, b], 3).unwrap();
         assert_eq!(c.distinct, 100);
         // 0..7 get 100 from a and 10000/7*2 from b.
         assert_eq!(c.top[0], (0, 100 + 2 * 1429));
@@ -764,7 +979,7 @@ mod tests {
         for s in ["a", "b", "a", "", "a"] {
             assert!(x.push(&st, s.as_bytes(), 1));
         }
-        let c = count_bytes(&mut [x], 10);
+        let c = count_bytes(&mut [x], 10).unwrap();
         assert_eq!(c.distinct, 3);
         assert_eq!(c.top[0], (Box::from(&b"a"[..]), 3));
         assert_eq!(c.top[1], (Box::from(&b""[..]), 1));
@@ -780,7 +995,7 @@ mod tests {
             a.maybe_compact(&st);
         }
         assert!(a.bytes <= COMPACT_AT && a.compact_at == COMPACT_AT, "{} bytes staged", a.bytes);
-        let c = count_ints(&[a], 2);
+        let c = count_ints(&[a], 2).unwrap();
         assert_eq!(c.distinct, 1000);
         assert_eq!(c.top, vec![(0, 2000), (1, 2000)]);
         // Mostly distinct keys: one compaction, then no more.
@@ -790,7 +1005,7 @@ mod tests {
             u.maybe_compact(&st);
         }
         assert_eq!(u.compact_at, usize::MAX);
-        assert_eq!(count_ints(&[u], 1).distinct, 1_500_000);
+        assert_eq!(count_ints(&[u], 1).unwrap().distinct, 1_500_000);
         // Byte keys.
         let mut b = ByteBuf::default();
         for i in 0..400_000u32 {
@@ -799,7 +1014,7 @@ mod tests {
             b.maybe_compact();
         }
         assert!(b.bytes() <= COMPACT_AT && b.compact_at == COMPACT_AT, "{} bytes staged", b.bytes());
-        let c = count_bytes(&mut [b], 1);
+        let c = count_bytes(&mut [b], 1).unwrap();
         assert_eq!(c.distinct, 5000);
         // Odd i weigh 2: title-00001 (80 odd i) is the smallest key with the top count, 160.
         assert_eq!(c.top[0], (Box::from(&b"title-00001"[..]), 160));
@@ -844,10 +1059,83 @@ mod tests {
             assert!(b.push(&st, &k, 1));
         }
         assert!(!b.front.on);
-        let c = count_bytes(&mut [a, b], usize::MAX);
+        let c = count_bytes(&mut [a, b], usize::MAX).unwrap();
         assert_eq!(c.distinct as usize, want.len());
         let got: Map<Vec<u8>, u64> = c.top.into_iter().map(|(k, n)| (k.into_vec(), n)).collect();
         assert_eq!(got, want);
+    }
+
+    /// Keys spilled part way, some partitions of a thread more than once, others never, and
+    /// keys still in memory: the counts are those of a plain map.
+    #[test]
+    fn spilled_keys_count_exactly() {
+        use std::collections::HashMap as Map;
+        let st = hasher();
+        let mut want: Map<i64, u64> = Map::new();
+        let (mut a, mut b) = (IntBuf::default(), IntBuf::default());
+        for round in 0..4i64 {
+            for i in 0..50_000i64 {
+                let (x, y) = ((i * 7 + round) % 30_011, i % 1000);
+                a.push(&st, x, 1);
+                b.push(&st, y, 3);
+                *want.entry(x).or_insert(0) += 1;
+                *want.entry(y).or_insert(0) += 3;
+            }
+            a.spill().unwrap();
+            if round % 2 == 0 {
+                b.maybe_compact(&st);
+                b.spill().unwrap();
+            }
+        }
+        a.push(&st, -5, 2);
+        *want.entry(-5).or_insert(0) += 2;
+        assert!(a.held() < 1 << 12 && a.spilled_bytes() >= 4 * 50_000 * 8);
+        let c = count_ints(&[a, b], usize::MAX).unwrap();
+        assert_eq!(c.distinct as usize, want.len());
+        assert_eq!(c.top.into_iter().collect::<Map<i64, u64>>(), want);
+
+        // Byte keys: inline and arena lengths, the front table on, then off.
+        let mut want: Map<Vec<u8>, u64> = Map::new();
+        let mut x = ByteBuf::default();
+        for round in 0..3u64 {
+            for i in 0..(FRONT_MAX as u64 + 1000) {
+                let k = if i % 3 == 0 { format!("a key longer than twelve bytes {}", i % 5000) } else { format!("k{}", i + round * 1_000_000) }.into_bytes();
+                assert!(x.push(&st, &k, round + 1));
+                *want.entry(k).or_insert(0) += round + 1;
+            }
+            x.spill().unwrap();
+        }
+        assert!(x.spilled_bytes() > 0 && x.ents.iter().all(Vec::is_empty));
+        let mut hashes = 0;
+        x.each_hash(|_| hashes += 1).unwrap();
+        assert!(hashes >= want.len());
+        let c = count_bytes(&mut [x], usize::MAX).unwrap();
+        assert_eq!(c.distinct as usize, want.len());
+        let got: Map<Vec<u8>, u64> = c.top.into_iter().map(|(k, n)| (k.into_vec(), n)).collect();
+        assert_eq!(got, want);
+    }
+
+    /// A stage of 64 KiB: threads that pass it spill and stay exact; nothing overflows into
+    /// the bounded counter.
+    #[test]
+    fn a_stage_past_its_budget_spills_and_stays_exact() {
+        let st = hasher();
+        let stage: Stage<IntBuf> = Stage::new(64 << 10);
+        let counter = KeyCounter::new(64 << 10);
+        let mut reported = [0usize; 2];
+        let mut bufs = [IntBuf::default(), IntBuf::default()];
+        for i in 0..200_000i64 {
+            let t = (i % 2) as usize;
+            bufs[t].push(&st, i % 90_000, 1);
+            if (i / 2) % 500 == 499 {
+                assert!(!stage.settle(&mut bufs[t], &mut reported[t], &counter));
+            }
+        }
+        assert!(bufs.iter().all(|b| b.spilled_bytes() > 0));
+        bufs.into_iter().for_each(|b| stage.hand_in(b));
+        let c = count_ints(&stage.take().unwrap(), 3).unwrap();
+        assert_eq!(c.distinct, 90_000);
+        assert_eq!(c.top, vec![(0, 3), (1, 3), (2, 3)]);
     }
 
     /// Two threads' front tables merged in place: short (inline) and long (arena) keys, some
@@ -866,7 +1154,7 @@ mod tests {
             *want.entry(k).or_insert(0) += n;
         }
         assert!(a.ents.iter().chain(b.ents.iter()).all(Vec::is_empty));
-        let c = count_bytes(&mut [a, b], usize::MAX);
+        let c = count_bytes(&mut [a, b], usize::MAX).unwrap();
         assert_eq!(c.distinct as usize, want.len());
         let got: Map<Vec<u8>, u64> = c.top.into_iter().map(|(k, n)| (k.into_vec(), n)).collect();
         assert_eq!(got, want);

@@ -118,8 +118,14 @@ impl Measured {
 pub fn measure(left: &SideInput, right: &SideInput, opts: &PlanOptions) -> Result<Measured> {
     check_keys(left, right)?;
     let parts = opts.partitions.max(1);
-    let popts =
-        ProfileOptions { top: opts.top.max(1), sample: opts.sample, seed: opts.seed, memory: opts.memory, progress: opts.progress, exact_distinct: false };
+    let popts = ProfileOptions {
+        top: opts.top.max(1),
+        sample: opts.sample,
+        seed: opts.seed,
+        memory: opts.memory.min(crate::count::STAGE_MEMORY),
+        progress: opts.progress,
+        exact_distinct: false,
+    };
     let (l, r) = (Counted::of(left, &popts)?, Counted::of(right, &popts)?);
     let cands = candidates(&l.top, &r.top);
     let (lscan, rscan) = (l.scan(left, parts, &cands)?, r.scan(right, parts, &cands)?);
@@ -213,8 +219,14 @@ fn scan_counts(counts: &[(Vec<Value>, u64)], partitions: u32, candidates: &[Vec<
 /// scan for them, and its sizes.
 pub fn measure_one(input: &SideInput, opts: &PlanOptions) -> Result<(Vec<Vec<Value>>, SideMeasure)> {
     let parts = opts.partitions.max(1);
-    let popts =
-        ProfileOptions { top: opts.top.max(1), sample: opts.sample, seed: opts.seed, memory: opts.memory, progress: opts.progress, exact_distinct: false };
+    let popts = ProfileOptions {
+        top: opts.top.max(1),
+        sample: opts.sample,
+        seed: opts.seed,
+        memory: opts.memory.min(crate::count::STAGE_MEMORY),
+        progress: opts.progress,
+        exact_distinct: false,
+    };
     let c = Counted::of(input, &popts)?;
     let cands = candidates(&c.top, &[]);
     let scan = c.scan(input, parts, &cands)?;
