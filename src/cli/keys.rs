@@ -27,7 +27,7 @@ pub struct KeysArgs {
     counting: CountingArgs,
     /// Memory for the staged keys; past it they spill to a temporary file (in TMPDIR) and are
     /// read back, so the counts stay exact (--verbose says how much spilled)
-    #[arg(long, default_value = "128MB", value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, default_value = "96MB", value_name = "SIZE", value_parser = parse_size)]
     memory: u64,
     /// Count the distinct values exactly. Without it, a string key with many distinct values
     /// gets exact top counts and an estimated distinct count (HyperLogLog, said in the

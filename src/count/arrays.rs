@@ -9,6 +9,21 @@ use arrow_schema::{DataType, TimeUnit};
 
 use crate::value::{canonical_f32, canonical_f64, KeyType};
 
+/// The counting keys of a column of 64-bit values that are their own keys (as `each_i64`
+/// reads them: ints, unscaled decimals, microsecond timestamps) and has no NULL, as the
+/// array's own slice; None for any other array.
+pub(crate) fn plain_i64(a: &ArrayRef) -> Option<&[i64]> {
+    if a.null_count() > 0 {
+        return None;
+    }
+    match a.data_type() {
+        DataType::Int64 => Some(a.as_primitive::<Int64Type>().values()),
+        DataType::Decimal64(..) => Some(a.as_primitive::<Decimal64Type>().values()),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => Some(a.as_primitive::<TimestampMicrosecondType>().values()),
+        _ => None,
+    }
+}
+
 /// Call `f` with each row's 64-bit counting key (None for NULL).
 pub(crate) fn each_i64(a: &ArrayRef, ty: KeyType, f: &mut dyn FnMut(Option<i64>)) -> std::result::Result<(), String> {
     macro_rules! prim {

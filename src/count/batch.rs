@@ -6,7 +6,7 @@
 use arrow_array::ArrayRef;
 use hashbrown::HashMap;
 
-use super::arrays::{each_bytes, each_i128, each_i64};
+use super::arrays::{each_bytes, each_i128, each_i64, plain_i64};
 use super::counter::{KeyCounter, Pending};
 use super::encode::Atoms;
 use super::local::Local;
@@ -41,6 +41,14 @@ impl<'a, 'l> BatchSink<'a, 'l> {
     /// A fixed-width column of `rows` rows.
     pub(crate) fn ints(mut self, array: &ArrayRef, ty: KeyType, rows: usize) -> Result<(), String> {
         let (local, j) = (&mut *self.local, self.j);
+        // Keys that do not repeat, with no NULL and nothing to tally: staged as a slice.
+        if local.raw_ints[j] && self.values.is_none() {
+            if let Some(keys) = plain_i64(array) {
+                local.add_int_slice(j, keys);
+                local.settle(j);
+                return Ok(());
+            }
+        }
         let mut nulls = 0;
         let raw = local.raw_ints[j];
         let mut agg = std::mem::take(&mut local.agg[j]);

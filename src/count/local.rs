@@ -78,6 +78,15 @@ impl<'a> Local<'a> {
         }
     }
 
+    /// Add each key of `keys` once.
+    pub(crate) fn add_int_slice(&mut self, j: usize, keys: &[i64]) {
+        if self.over[j] {
+            keys.iter().for_each(|&k| self.add_int(j, k, 1));
+        } else {
+            self.ints[j].push_slice(&self.st, keys);
+        }
+    }
+
     #[inline]
     pub(crate) fn add(&mut self, j: usize, key: &[u8], n: u64) {
         if !self.over[j] && self.bytes[j].push(&self.st, key, n) {

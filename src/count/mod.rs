@@ -108,7 +108,7 @@ impl std::str::FromStr for Sample {
 
 /// The default memory for staged keys (`--memory`): a 20M-distinct int64 key of 40M rows
 /// (320 MB of keys) is counted exactly in under 200 MB, its keys past this spilled.
-pub const STAGE_MEMORY: usize = 128 << 20;
+pub const STAGE_MEMORY: usize = 96 << 20;
 
 #[derive(Debug, Clone)]
 pub struct ProfileOptions {

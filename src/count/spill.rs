@@ -51,6 +51,11 @@ impl SpillFile {
         self.end
     }
 
+    /// Bytes spilled of partition `p`.
+    pub(crate) fn part_bytes(&self, p: usize) -> u64 {
+        self.segments[p].iter().map(|s| s.1).sum()
+    }
+
     /// Every segment of partition `p`, in order, appended to `out`.
     pub(crate) fn read_part(&self, p: usize, out: &mut Vec<u8>) -> io::Result<()> {
         for &(at, len) in &self.segments[p] {

@@ -140,6 +140,14 @@ impl IntBuf {
             self.bytes += 16;
         }
     }
+    /// Stage each key of `keys` once.
+    pub(crate) fn push_slice(&mut self, st: &State, keys: &[i64]) {
+        for &k in keys {
+            self.raw[part_of(st.hash_one(k))].push(k);
+        }
+        self.bytes += keys.len() * 8;
+    }
+
     /// Aggregate repeated keys in place once the buffer is large (see `COMPACT_AT`).
     pub(crate) fn maybe_compact(&mut self, st: &State) {
         if self.bytes < self.compact_at {
@@ -230,6 +238,11 @@ impl IntBuf {
         self.spilled = Some(file);
         self.bytes = self.raw.iter().map(|v| v.len() * 8).sum::<usize>() + self.pairs.iter().map(|v| v.len() * 16).sum::<usize>();
         written
+    }
+
+    /// About how many keys of partition `p` are spilled (8 bytes or more each).
+    fn spilled_keys(&self, p: usize) -> usize {
+        self.spilled.as_ref().map_or(0, |f| f.part_bytes(p) as usize / 8)
     }
 
     /// Each spilled key of partition `p` with its count; `buf` is reused.
@@ -870,7 +883,7 @@ pub(crate) fn count_ints(bufs: &[IntBuf], want: usize) -> io::Result<Counted<i64
     let per: Vec<(Vec<(i64, u64)>, u64)> = (0..PARTS)
         .into_par_iter()
         .map(|p| {
-            let n: usize = bufs.iter().map(|b| b.raw[p].len() + b.pairs[p].len()).sum();
+            let n: usize = bufs.iter().map(|b| b.raw[p].len() + b.pairs[p].len() + b.spilled_keys(p)).sum();
             let mut t: HashTable<(i64, u64)> = HashTable::with_capacity(n.min(1 << 22) / 2 + 16);
             let mut add = |k: i64, c: u64| add_int(&mut t, &st, k, c);
             let mut buf = Vec::new();
