@@ -113,19 +113,25 @@ impl Measured {
     }
 }
 
-/// Read both tables: candidates from each side's most frequent values, then each side's exact
-/// partition scan for them, and the sizes.
-pub fn measure(left: &SideInput, right: &SideInput, opts: &PlanOptions) -> Result<Measured> {
-    check_keys(left, right)?;
-    let parts = opts.partitions.max(1);
-    let popts = ProfileOptions {
+/// How the candidate step counts a side's keys: the plan's top, sample and seed, with the
+/// staged keys' memory at most the counting default (past it they spill).
+fn profile_options(opts: &PlanOptions) -> ProfileOptions {
+    ProfileOptions {
         top: opts.top.max(1),
         sample: opts.sample,
         seed: opts.seed,
         memory: opts.memory.min(crate::count::STAGE_MEMORY),
         progress: opts.progress,
         exact_distinct: false,
-    };
+    }
+}
+
+/// Read both tables: candidates from each side's most frequent values, then each side's exact
+/// partition scan for them, and the sizes.
+pub fn measure(left: &SideInput, right: &SideInput, opts: &PlanOptions) -> Result<Measured> {
+    check_keys(left, right)?;
+    let parts = opts.partitions.max(1);
+    let popts = profile_options(opts);
     let (l, r) = (Counted::of(left, &popts)?, Counted::of(right, &popts)?);
     let cands = candidates(&l.top, &r.top);
     let (lscan, rscan) = (l.scan(left, parts, &cands)?, r.scan(right, parts, &cands)?);
@@ -219,14 +225,7 @@ fn scan_counts(counts: &[(Vec<Value>, u64)], partitions: u32, candidates: &[Vec<
 /// scan for them, and its sizes.
 pub fn measure_one(input: &SideInput, opts: &PlanOptions) -> Result<(Vec<Vec<Value>>, SideMeasure)> {
     let parts = opts.partitions.max(1);
-    let popts = ProfileOptions {
-        top: opts.top.max(1),
-        sample: opts.sample,
-        seed: opts.seed,
-        memory: opts.memory.min(crate::count::STAGE_MEMORY),
-        progress: opts.progress,
-        exact_distinct: false,
-    };
+    let popts = profile_options(opts);
     let c = Counted::of(input, &popts)?;
     let cands = candidates(&c.top, &[]);
     let scan = c.scan(input, parts, &cands)?;
