@@ -461,10 +461,60 @@ impl OnParts {
     }
 }
 
+/// The inputs joined so far in one FROM item, in order, with their columns (None: not known),
+/// as Polars SQL names them in the joined frame: a column of a later input whose name an earlier
+/// input has is `name:input`. Polars reads a qualified reference to such a column as that name
+/// under an alias, and refuses an alias inside a join key expression; the name itself it takes.
+#[derive(Default)]
+struct ChainNames {
+    inputs: Vec<(String, Option<Vec<String>>)>,
+}
+
+impl ChainNames {
+    /// `q.c` as Polars names it in the joined frame, when that is not `c`.
+    fn joined_name(&self, q: &str, c: &str) -> std::result::Result<Option<String>, String> {
+        let Some(i) = self.inputs.iter().position(|(n, _)| n == q) else { return Ok(None) };
+        if i == 0 {
+            return Ok(None);
+        }
+        let unknown = |n: &str| format!("an ON condition on the kept side of an outer join over {n}, whose columns are not listed here");
+        let own = self.inputs[i].1.as_ref().ok_or_else(|| unknown(q))?;
+        if !own.iter().any(|x| x.eq_ignore_ascii_case(c)) {
+            return Ok(None);
+        }
+        for (n, cols) in &self.inputs[..i] {
+            if cols.as_ref().ok_or_else(|| unknown(n))?.iter().any(|x| x.eq_ignore_ascii_case(c)) {
+                return Ok(Some(format!("{}:{q}", c.to_lowercase())));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every qualified column of `e` written as its name in the joined frame.
+    fn rename(&self, e: &mut Expr) -> std::result::Result<(), String> {
+        let mut err = None;
+        let _ = sqlparser::ast::visit_expressions_mut(e, |x: &mut Expr| {
+            if let Expr::CompoundIdentifier(p) = x {
+                if p.len() == 2 {
+                    match self.joined_name(&p[0].value.to_lowercase(), &p[1].value) {
+                        Ok(Some(n)) => *x = Expr::Identifier(Ident::with_quote('`', n)),
+                        Ok(None) => {}
+                        Err(e) => err = Some(e),
+                    }
+                }
+            }
+            ControlFlow::<()>::Continue(())
+        });
+        err.map_or(Ok(()), Err)
+    }
+}
+
 /// A condition on the kept side of an outer join: the row joins nothing when it fails, so its
-/// key is NULL then: the first key equality becomes `CASE WHEN cond THEN l.k END = r.k`.
-fn null_key_unless(keys: &mut [Expr], preds: &[Expr], side_left: bool, left: &[String]) -> std::result::Result<(), String> {
-    let cond = preds.iter().cloned().map(nested).reduce(|a, b| bin(a, BinaryOperator::And, b)).ok_or("no condition")?;
+/// key is NULL then: the first key equality becomes `CASE WHEN cond THEN l.k END = r.k`, its
+/// columns named as in the joined frame `chain`.
+fn null_key_unless(keys: &mut [Expr], preds: &[Expr], side_left: bool, left: &[String], chain: &ChainNames) -> std::result::Result<(), String> {
+    let mut cond = preds.iter().cloned().map(nested).reduce(|a, b| bin(a, BinaryOperator::And, b)).ok_or("no condition")?;
+    chain.rename(&mut cond)?;
     let (a, b) = keys
         .iter_mut()
         .find_map(|k| match k {
@@ -474,7 +524,8 @@ fn null_key_unless(keys: &mut [Expr], preds: &[Expr], side_left: bool, left: &[S
         .ok_or("a join with no key equality")?;
     let a_is_left = qualifiers(a).is_some_and(|q| q.iter().all(|x| left.contains(x)) && !q.is_empty());
     let operand = if a_is_left == side_left { a } else { b };
-    let key = (**operand).clone();
+    let mut key = (**operand).clone();
+    chain.rename(&mut key)?;
     **operand = case_when(None, vec![sqlparser::ast::CaseWhen { condition: cond, result: key }]);
     Ok(())
 }
@@ -558,6 +609,27 @@ impl Render<'_> {
         }
     }
 
+    /// A FROM item's columns (lower case), if known: a table's, or a subquery's that names each
+    /// of its columns, or that is `SELECT *` over one such FROM item.
+    fn factor_columns(&self, f: &TableFactor) -> Option<Vec<String>> {
+        let TableFactor::Derived { subquery, alias, .. } = f else { return self.table_columns(f) };
+        if let Some(a) = alias.as_ref().filter(|a| !a.columns.is_empty()) {
+            return Some(a.columns.iter().map(|c| c.name.value.to_lowercase()).collect());
+        }
+        let sqlparser::ast::SetExpr::Select(sel) = &*subquery.body else { return None };
+        let mut out = Vec::new();
+        for item in &sel.projection {
+            match item {
+                SelectItem::Wildcard(_) if sel.from.len() == 1 && sel.from[0].joins.is_empty() => out.extend(self.factor_columns(&sel.from[0].relation)?),
+                SelectItem::ExprWithAlias { alias, .. } => out.push(alias.value.to_lowercase()),
+                SelectItem::UnnamedExpr(Expr::Identifier(i)) => out.push(i.value.to_lowercase()),
+                SelectItem::UnnamedExpr(Expr::CompoundIdentifier(p)) => out.push(p.last()?.value.to_lowercase()),
+                _ => return None,
+            }
+        }
+        Some(out)
+    }
+
     /// The rewrite reuses the aliases `__sj_t`, `__sj_u` and `__sj_d` at every level of nesting,
     /// and names a filtered input after its table, which is valid SQL; Polars SQL keeps one map
     /// of aliases for the whole query, so an inner `__sj_t` hides an outer one and a subquery
@@ -630,12 +702,16 @@ impl Render<'_> {
     fn push_on_conditions(&mut self, s: &mut Select) -> std::result::Result<(), String> {
         for twj in s.from.iter_mut() {
             let mut left: Vec<String> = factor_name(&twj.relation).into_iter().collect();
+            let mut chain = ChainNames::default();
+            chain.inputs.extend(left.first().map(|n| (n.clone(), self.factor_columns(&twj.relation))));
             for j in 0..twj.joins.len() {
                 let right = factor_name(&twj.joins[j].relation).unwrap_or_default();
+                let right_columns = self.factor_columns(&twj.joins[j].relation);
                 let (kind, on) = match kind_of(&twj.joins[j].join_operator) {
                     Some((kind, JoinConstraint::On(e))) => (kind, e.clone()),
                     _ if matches!(twj.joins[j].join_operator, JoinOperator::CrossJoin(_)) => {
                         left.extend(factor_name(&twj.joins[j].relation));
+                        chain.inputs.push((right, right_columns));
                         continue;
                     }
                     _ => {
@@ -646,11 +722,14 @@ impl Render<'_> {
                 let mut parts = OnParts::split(&on, kind, &left, &right, j == 0)?;
                 for (preds, side_left) in [(&parts.kept_left, true), (&parts.kept_right, false)] {
                     if !preds.is_empty() {
-                        null_key_unless(&mut parts.keys, preds, side_left, &left)?;
+                        null_key_unless(&mut parts.keys, preds, side_left, &left, &chain)?;
                         self.note("an ON condition on the kept side of an outer join as a key that is NULL when it fails");
                     }
                 }
                 self.move_into_inputs(twj, j, kind, parts)?;
+                if !matches!(kind, "semi" | "anti") {
+                    chain.inputs.push((right.clone(), right_columns));
+                }
                 left.push(right);
             }
         }
@@ -1146,6 +1225,24 @@ mod tests {
         assert!(sql.contains("full join b on a.k = case when (b.n = 'x') then b.k end"), "{sql}");
         let e = render("SELECT * FROM a LEFT JOIN b ON a.k = b.k AND a.v > b.w").unwrap_err().to_string();
         assert!(e.contains("filter after the join"), "{e}");
+    }
+
+    #[test]
+    fn a_kept_side_condition_later_in_a_chain_names_columns_as_the_joined_frame() {
+        let cols = |t: &str| match t {
+            "a" | "b" => Some(vec!["k".to_string(), "v".to_string()]),
+            "c" => Some(vec!["k".to_string()]),
+            _ => None,
+        };
+        let q = "SELECT * FROM a LEFT JOIN b ON a.k = b.k FULL JOIN c ON c.k = a.k AND b.v > 1 AND b.k <> a.v";
+        let sql = render_with(q, &cols).unwrap().sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        // b's `v` and `k` are `v:b` and `k:b` after the first join; a's keep their names.
+        assert!(sql.contains("full join c on c.k = case when (\"v:b\" > 1) and (\"k:b\" <> a.v) then a.k end"), "{sql}");
+        let q = "SELECT * FROM a LEFT JOIN (SELECT * FROM b WHERE v > 0) b2 ON a.k = b2.k FULL JOIN c ON c.k = b2.k AND b2.v > 1";
+        let sql = render_with(q, &cols).unwrap().sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(sql.contains("full join c on c.k = case when (\"v:b2\" > 1) then \"k:b2\" end"), "{sql}");
+        let e = render_with("SELECT * FROM a LEFT JOIN x ON a.k = x.k FULL JOIN c ON c.k = a.k AND x.v > 1", &cols).unwrap_err().to_string();
+        assert!(e.contains("over x, whose columns are not listed here"), "{e}");
     }
 
     #[test]

@@ -21,11 +21,7 @@ SEEDS = range(500)
 # entry must then go). Each was also run on Spark 3.5, original and rewrite (as
 # test_random_spark.py runs them): the rows and columns are the same there, so these are bugs of
 # verify's rendering for Polars (a false alarm or a query it cannot run), not of the rewrite.
-KEPT_LATER = ("verify --engine polars: an ON condition on the kept side of an outer join, over an input after the first "
-              "of a chain, becomes CASE WHEN ... in the join key: Polars: 'alias' is not allowed in a join key (exit 2)")
-KNOWN_BUGS = {
-    81: KEPT_LATER, 173: KEPT_LATER, 178: KEPT_LATER, 251: KEPT_LATER, 322: KEPT_LATER, 376: KEPT_LATER,
-}
+KNOWN_BUGS = {}
 
 _outcomes = {}
 
