@@ -33,7 +33,7 @@ use crate::count::KeySpec;
 use crate::error::{Error, Result};
 use crate::source::{ColumnSource, DataFile, Table};
 use crate::value::KeyType;
-use crate::weights::{Matches, RowWeights};
+use crate::weights::{Matches, RowWeights, Sums};
 
 /// Conditions on one table's columns (named bare), all of which a row must meet.
 #[derive(Clone, Debug, Default)]
@@ -190,21 +190,21 @@ fn passing_reader(
 
 /// The rows of `table` that pass `filter`, weighted by `weights`, summed per value of the
 /// `by` columns (of `types`; rows with a NULL among them left out, as they join nothing).
-pub fn sum_by(table: &Table, by: &[String], types: &[KeyType], filter: &RowFilter, weights: &RowWeights) -> Result<Matches> {
+pub fn sum_by(table: &Table, by: &[String], types: &[KeyType], filter: &RowFilter, weights: &RowWeights) -> Result<Sums> {
     sum_rows(table, by, types, filter, weights, false).map(|(m, _)| m)
 }
 
 /// As `sum_by`, rows with NULLs among the `by` columns included (a join's key counts): the
 /// sums, and the rows read.
 pub fn weighted_counts(table: &Table, by: &[String], types: &[KeyType], filter: &RowFilter, weights: &RowWeights) -> Result<(Matches, u64)> {
-    sum_rows(table, by, types, filter, weights, true)
+    sum_rows(table, by, types, filter, weights, true).map(|(m, rows)| (m.into_matches(), rows))
 }
 
-fn sum_rows(table: &Table, by: &[String], types: &[KeyType], filter: &RowFilter, weights: &RowWeights, nulls: bool) -> Result<(Matches, u64)> {
+fn sum_rows(table: &Table, by: &[String], types: &[KeyType], filter: &RowFilter, weights: &RowWeights, nulls: bool) -> Result<(Sums, u64)> {
     if table.spark.is_some() {
         return Err(Error::Usage(format!("{}: the rows of the joins before are counted by the embedded engine only", table.display)));
     }
-    let mut out = Matches::new();
+    let mut out = Sums::new(types);
     let mut rows = 0;
     for file in &table.files {
         rows += sum_file(file, by, types, filter, weights, nulls, &mut out).map_err(|e| Error::Usage(format!("{}: {e}", file.path.display())))?;
@@ -220,7 +220,7 @@ fn sum_file(
     filter: &RowFilter,
     weights: &RowWeights,
     nulls: bool,
-    out: &mut Matches,
+    out: &mut Sums,
 ) -> std::result::Result<u64, String> {
     let reader = passing_reader(file, by.iter().map(|c| c.to_ascii_lowercase()).chain(weights.columns()), filter)?;
     let schema = reader.schema();
@@ -232,16 +232,7 @@ fn sum_file(
         let pass = all_true(&filter.conditions, &batch)?;
         let w = weights.of_batch(&batch)?;
         let cols: Vec<ArrayRef> = by_idx.iter().map(|&i| batch.column(i).clone()).collect();
-        crate::count::each_group_key(&cols, types, |row, key| {
-            if pass.value(row) && w[row] > 0 && (nulls || !cols.iter().any(|a| a.is_null(row))) {
-                match out.get_mut(key) {
-                    Some(n) => *n += w[row],
-                    None => {
-                        out.insert(key.to_vec(), w[row]);
-                    }
-                }
-            }
-        })?;
+        out.add(&cols, types, |row, null| if pass.value(row) && (nulls || !null) { w[row] } else { 0 })?;
     }
     Ok(rows)
 }

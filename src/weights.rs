@@ -17,6 +17,123 @@ use crate::value::KeyType;
 /// Matching rows per join-column value (encoded by `count::group_keys`).
 pub type Matches = hashbrown::HashMap<Vec<u8>, u64>;
 
+/// Rows per value of one column that encodes as an integer.
+pub type IntSums = hashbrown::HashMap<i64, u64, foldhash::fast::FixedState>;
+
+/// Rows per value of a join's columns, summed and looked up row by row: by the value itself
+/// where the join is on one column that encodes as an integer (most join keys: no key encoded
+/// per row, an 8-byte hash key), else by the encoded key (`Matches`).
+#[derive(Clone, Debug)]
+pub enum Sums {
+    Ints { by_value: IntSums, null: u64 },
+    Keys(Matches),
+}
+
+impl Sums {
+    /// No rows yet, for columns of `types`.
+    pub fn new(types: &[KeyType]) -> Sums {
+        match types {
+            [t] if encodes_as_int(*t) => Sums::Ints { by_value: IntSums::default(), null: 0 },
+            _ => Sums::Keys(Matches::new()),
+        }
+    }
+
+    /// How many values (a NULL one included).
+    pub fn len(&self) -> usize {
+        match self {
+            Sums::Ints { by_value, null } => by_value.len() + usize::from(*null > 0),
+            Sums::Keys(m) => m.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Add `weight(row, null)` to each row's value of `cols` (`null`: some column is NULL).
+    pub fn add(&mut self, cols: &[ArrayRef], types: &[KeyType], mut weight: impl FnMut(usize, bool) -> u64) -> std::result::Result<(), String> {
+        match self {
+            Sums::Ints { by_value, null } => {
+                let mut row = 0;
+                crate::count::each_i64(&cols[0], types[0], &mut |v| {
+                    let w = weight(row, v.is_none());
+                    row += 1;
+                    match v {
+                        _ if w == 0 => {}
+                        Some(v) => *by_value.entry(v).or_insert(0) += w,
+                        None => *null += w,
+                    }
+                })
+            }
+            Sums::Keys(out) => crate::count::each_group_key(cols, types, |row, key| {
+                let w = weight(row, cols.iter().any(|a| a.is_null(row)));
+                if w == 0 {
+                    return;
+                }
+                match out.get_mut(key) {
+                    Some(n) => *n += w,
+                    None => {
+                        out.insert(key.to_vec(), w);
+                    }
+                }
+            }),
+        }
+    }
+
+    /// `f(row, rows)` for each row of `cols` that `wanted(row)`, with the rows its value has
+    /// here (None: a column of the row is NULL).
+    fn each_lookup(
+        &self,
+        cols: &[ArrayRef],
+        types: &[KeyType],
+        wanted: impl Fn(usize) -> bool,
+        mut f: impl FnMut(usize, Option<u64>),
+    ) -> std::result::Result<(), String> {
+        match self {
+            Sums::Ints { by_value, .. } => {
+                let mut row = 0;
+                crate::count::each_i64(&cols[0], types[0], &mut |v| {
+                    if wanted(row) {
+                        f(row, v.map(|v| by_value.get(&v).copied().unwrap_or(0)));
+                    }
+                    row += 1;
+                })
+            }
+            Sums::Keys(m) => crate::count::each_group_key(cols, types, |row, key| {
+                if wanted(row) {
+                    let null = cols.iter().any(|a| a.is_null(row));
+                    f(row, (!null).then(|| m.get(key).copied().unwrap_or(0)));
+                }
+            }),
+        }
+    }
+
+    /// The sums keyed as `count::group_keys` encodes each value.
+    pub fn into_matches(self) -> Matches {
+        match self {
+            Sums::Keys(m) => m,
+            Sums::Ints { by_value, null } => {
+                let mut out = Matches::with_capacity(by_value.len() + 1);
+                for (v, n) in by_value {
+                    let mut key = Vec::with_capacity(9);
+                    key.push(3);
+                    key.extend_from_slice(&v.to_le_bytes());
+                    out.insert(key, n);
+                }
+                if null > 0 {
+                    out.insert(vec![0], null);
+                }
+                out
+            }
+        }
+    }
+}
+
+/// A key type whose values `count::group_keys` encodes as one 8-byte integer.
+fn encodes_as_int(t: KeyType) -> bool {
+    !matches!(t, KeyType::String | KeyType::Binary | KeyType::Void) && !matches!(t, KeyType::Decimal { precision, .. } if precision > 18)
+}
+
 /// What a join does to a row of the side whose weight this factor is part of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FactorKind {
@@ -36,7 +153,7 @@ pub struct Factor {
     /// The columns of the weighted table, as its files name them.
     pub columns: Vec<String>,
     pub types: Vec<KeyType>,
-    pub matches: Arc<Matches>,
+    pub matches: Arc<Sums>,
     pub kind: FactorKind,
 }
 
@@ -79,11 +196,16 @@ impl RowWeights {
         let mut w = vec![1u64; batch.num_rows()];
         for f in &self.factors {
             let cols: Vec<ArrayRef> = f.columns.iter().map(|c| column(batch, c)).collect::<std::result::Result<_, _>>()?;
-            crate::count::each_group_key(&cols, &f.types, |row, key| {
-                let null = cols.iter().any(|a| a.is_null(row));
-                let m = if null { 0 } else { f.matches.get(key).copied().unwrap_or(0) };
-                w[row] = w[row].saturating_mul(f.of(m));
-            })?;
+            // A row that an earlier factor dropped is not looked up again.
+            let zero: Vec<bool> = w.iter().map(|&x| x == 0).collect();
+            f.matches.each_lookup(
+                &cols,
+                &f.types,
+                |row| !zero[row],
+                |row, m| {
+                    w[row] = w[row].saturating_mul(f.of(m.unwrap_or(0)));
+                },
+            )?;
         }
         Ok(w)
     }
@@ -101,10 +223,49 @@ mod tests {
     use arrow_array::Int64Array;
     use arrow_schema::{DataType, Field, Schema};
 
-    fn matches(pairs: &[(i64, u64)]) -> Arc<Matches> {
+    fn matches(pairs: &[(i64, u64)]) -> Arc<Sums> {
         let arr: ArrayRef = Arc::new(Int64Array::from(pairs.iter().map(|p| p.0).collect::<Vec<_>>()));
-        let keys = crate::count::group_keys(&[arr], &[KeyType::BigInt]).unwrap();
-        Arc::new(keys.into_iter().zip(pairs.iter().map(|p| p.1)).collect())
+        let mut s = Sums::new(&[KeyType::BigInt]);
+        s.add(&[arr], &[KeyType::BigInt], |row, _| pairs[row].1).unwrap();
+        Arc::new(s)
+    }
+
+    /// Rows per encoded key, counted the plain way.
+    fn by_encoded_key(cols: &[ArrayRef], types: &[KeyType]) -> Matches {
+        let mut m = Matches::new();
+        for k in crate::count::group_keys(cols, types).unwrap() {
+            *m.entry(k).or_insert(0) += 1;
+        }
+        m
+    }
+
+    #[test]
+    fn sums_by_value_are_the_sums_by_encoded_key() {
+        use arrow_array::{Float64Array, Int32Array, StringArray};
+        let ints: ArrayRef = Arc::new(Int32Array::from(vec![Some(1), None, Some(-7), Some(1), None, Some(i32::MAX)]));
+        let floats: ArrayRef = Arc::new(Float64Array::from(vec![Some(0.0), Some(-0.0), Some(f64::NAN), Some(-f64::NAN), None, Some(2.5)]));
+        let strs: ArrayRef = Arc::new(StringArray::from(vec![Some("a"), None, Some("a"), Some("b"), None, Some("a")]));
+        for (cols, types) in [
+            (vec![ints.clone()], vec![KeyType::Int]),
+            (vec![floats.clone()], vec![KeyType::Double]),
+            (vec![strs.clone()], vec![KeyType::String]),
+            (vec![ints.clone(), strs.clone()], vec![KeyType::Int, KeyType::String]),
+        ] {
+            let mut s = Sums::new(&types);
+            s.add(&cols, &types, |_, _| 1).unwrap();
+            assert_eq!(matches!(s, Sums::Ints { .. }), types.len() == 1 && types[0] != KeyType::String);
+            let want = by_encoded_key(&cols, &types);
+            assert_eq!(s.len(), want.len(), "{types:?}");
+            assert_eq!(s.into_matches(), want, "{types:?}");
+        }
+        // What `add` is told of NULLs, and a weight of 0 adds nothing.
+        let mut s = Sums::new(&[KeyType::Int]);
+        s.add(std::slice::from_ref(&ints), &[KeyType::Int], |row, null| if null { 0 } else { row as u64 }).unwrap();
+        let m = s.into_matches();
+        // 1: rows 0 and 3 (0 + 3); -7: row 2; MAX: row 5; the NULL rows weigh 0.
+        let mut got: Vec<u64> = m.values().copied().collect();
+        got.sort_unstable();
+        assert_eq!(got, vec![2, 3, 5], "{m:?}");
     }
 
     #[test]

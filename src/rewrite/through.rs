@@ -26,7 +26,7 @@ use crate::filter::{check, sum_by, RowFilter};
 use crate::plan::{JoinType, Side};
 use crate::source::Table;
 use crate::value::KeyType;
-use crate::weights::{Factor, FactorKind, Matches, RowWeights};
+use crate::weights::{Factor, FactorKind, RowWeights, Sums};
 
 /// One join of the chain, as the counts follow it: the input it brings (`child`) joined to
 /// the earlier input (`parent`, a member of the prefix) on pairs of columns.
@@ -182,7 +182,7 @@ struct Tree<'a> {
 
 /// What one input sent across one link of a chain, with the WHERE conjuncts it applied, kept
 /// for the later joins of the chain (which would read the same tables for it again).
-pub(super) type SentCache = RefCell<HashMap<SentKey, (Arc<Matches>, Vec<Expr>)>>;
+pub(super) type SentCache = RefCell<HashMap<SentKey, (Arc<Sums>, Vec<Expr>)>>;
 
 /// The link, which of its ends sends, the links beyond that end, and whether the WHERE applies.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -231,7 +231,7 @@ impl Tree<'_> {
     }
 
     /// The rows input `inp` (member `m`, reached by link `via`) brings, per value of `by`.
-    fn sent(&self, inp: &Input, m: Option<usize>, via: usize, by: &[String], applied: &mut Vec<Expr>) -> Result<Arc<Matches>, String> {
+    fn sent(&self, inp: &Input, m: Option<usize>, via: usize, by: &[String], applied: &mut Vec<Expr>) -> Result<Arc<Sums>, String> {
         // What an input sends depends on the links beyond it: the same links, the same rows.
         let key = SentKey { via, from_child: self.links[via].child.alias == inp.alias, beyond: self.beyond(m, via), pushed: self.pushed };
         if let Some((matches, conds)) = self.cache.borrow().get(&key) {
@@ -268,7 +268,7 @@ impl Tree<'_> {
         out
     }
 
-    fn sum_sent(&self, inp: &Input, m: Option<usize>, via: usize, by: &[String], applied: &mut Vec<Expr>) -> Result<Arc<Matches>, String> {
+    fn sum_sent(&self, inp: &Input, m: Option<usize>, via: usize, by: &[String], applied: &mut Vec<Expr>) -> Result<Arc<Sums>, String> {
         let (filter, table) = self.filter_of(inp, applied)?;
         let weights = match m {
             Some(m) => RowWeights { factors: self.factors(m, Some(via), applied)?, joins: String::new() },
@@ -284,7 +284,7 @@ impl Tree<'_> {
     }
 
     /// A factor on `inp`'s columns `mine` from `matches` keyed by `other`'s columns `theirs`.
-    fn factor(&self, inp: &Input, mine: Vec<String>, other: &Input, theirs: &[String], matches: Arc<Matches>, kind: FactorKind) -> Result<Factor, String> {
+    fn factor(&self, inp: &Input, mine: Vec<String>, other: &Input, theirs: &[String], matches: Arc<Sums>, kind: FactorKind) -> Result<Factor, String> {
         let table = &self.tables[&single_table(inp)?];
         let types = self.types(table, &mine)?;
         let other_types = self.types(&self.tables[&single_table(other)?], theirs)?;
