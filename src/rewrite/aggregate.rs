@@ -10,11 +10,11 @@ use sqlparser::ast::{Expr, FunctionArguments, GroupByExpr, Select, SelectItem, V
 use super::filters::column_of;
 use super::input::{input_of, Input};
 use super::names::lc;
-use super::window::{fn_name, joined_input, planned, WindowSeen};
+use super::window::{fn_name, joined_input, planned, planned_through, through_joins, WindowSeen};
 use super::{At, Ctx};
 use crate::sql::render_expr;
 use crate::value::KeyType;
-use crate::window::Shape;
+use crate::window::{Shape, WindowPlan};
 
 /// Aggregates that build a list of their group's values.
 /// (`percentile` and `median` keep every value of the group in their buffer, as a list does.)
@@ -34,8 +34,8 @@ pub(super) fn aggregate(sel: &Select, ctx: &mut Ctx) {
         return;
     }
     let joined = !sel.from[0].joins.is_empty();
-    let inp = if joined { joined_input(&sel.from[0], &keys, ctx).ok().map(|x| x.1) } else { input_of(&sel.from[0].relation, ctx, 0).ok() };
-    let Some(inp) = inp.filter(|inp| keys.iter().all(|k| column_of(k, inp).is_some())) else { return };
+    let inp = if joined { joined_input(&sel.from[0], &keys, ctx).ok() } else { input_of(&sel.from[0].relation, ctx, 0).ok().map(|i| (0, i)) };
+    let Some((root, inp)) = inp.filter(|(_, inp)| keys.iter().all(|k| column_of(k, inp).is_some())) else { return };
     let Some(distinct) = distinct_arguments(sel) else { return };
     let shape = match distinct.len() {
         0 => Shape::Aggregate { lists: builds_lists(sel) },
@@ -44,7 +44,7 @@ pub(super) fn aggregate(sel: &Select, ctx: &mut Ctx) {
     };
     let mut seen =
         WindowSeen { at: keys.first().and_then(At::of), stage: text, status: "left_as_written", alias: None, plan: None, reason: None, notes: vec![] };
-    match planned(sel, &inp, &keys, shape, &distinct, ctx) {
+    match planned_over_joins(sel, root, &inp, &keys, shape, &distinct, ctx) {
         Ok((p, notes)) => {
             let per_value = list_argument(sel).and_then(|e| list_bytes_per_value(&e, &inp, ctx));
             seen.plan = Some(match per_value {
@@ -52,16 +52,45 @@ pub(super) fn aggregate(sel: &Select, ctx: &mut Ctx) {
                 _ => p,
             });
             seen.notes = notes;
-            if joined {
-                seen.notes.push(format!(
-                    "the key is counted on {} before its joins, which can drop or repeat its rows: the task sizes are estimates, and the records assume the joins run in its map tasks (broadcast)",
-                    inp.display()
-                ));
-            }
         }
         Err(why) => seen.reason = Some(why),
     }
     ctx.windows.push(seen);
+}
+
+/// The aggregate planned on its input's rows: over joins, on the rows the joins give where the
+/// counts follow them (a GROUP BY without DISTINCT aggregates), else on the key's table before
+/// its joins, with a note that says so. Either way the records assume the joins run in the
+/// key table's map tasks (broadcast joins), as Spark runs them when the other inputs are small.
+fn planned_over_joins(
+    sel: &Select,
+    root: usize,
+    inp: &Input,
+    keys: &[Expr],
+    shape: Shape,
+    distinct: &[Expr],
+    ctx: &Ctx,
+) -> std::result::Result<(WindowPlan, Vec<String>), String> {
+    if sel.from[0].joins.is_empty() {
+        return planned(sel, inp, keys, shape, distinct, ctx);
+    }
+    let broadcast = "the records assume the joins run in its map tasks (broadcast)".to_string();
+    let why = match shape {
+        Shape::Aggregate { .. } => match through_joins(sel, root, ctx).and_then(|t| planned_through(sel, inp, keys, shape, t, ctx)) {
+            Ok((p, mut notes)) => {
+                notes.push(broadcast);
+                return Ok((p, notes));
+            }
+            Err(why) => why,
+        },
+        _ => "DISTINCT aggregates over joins are not counted through them".to_string(),
+    };
+    let (p, mut notes) = planned(sel, inp, keys, shape, distinct, ctx)?;
+    notes.push(format!(
+        "the key is counted on {} before its joins, which can drop or repeat its rows: the task sizes are estimates ({why}), and {broadcast}",
+        inp.display()
+    ));
+    Ok((p, notes))
 }
 
 /// The grouping of a SELECT and how it is written: its GROUP BY columns, or the columns of a

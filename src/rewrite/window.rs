@@ -247,13 +247,15 @@ fn stage(sel: &Select, fns: &[WinFn], joins_rewritten: bool, ctx: &Ctx) -> std::
         return planned(sel, &inp, &fns[0].partition, shape, &[], ctx);
     }
     let (root, inp) = joined_input(&sel.from[0], &fns[0].partition, ctx)?;
-    // A ranking's top N is reduced in the map tasks, which over joins are the joins' own.
-    let why = match shape {
-        Shape::TopN { .. } => "the records of a top N over joins are not predicted".to_string(),
-        _ => match through_joins(sel, root, ctx).and_then(|t| planned_through(sel, &inp, &fns[0].partition, shape, t, ctx)) {
-            Ok(planned) => return Ok(planned),
-            Err(why) => why,
-        },
+    let why = match through_joins(sel, root, ctx).and_then(|t| planned_through(sel, &inp, &fns[0].partition, shape, t, ctx)) {
+        Ok((p, mut notes)) => {
+            // A ranking's top N is reduced in the map tasks of the joins' output.
+            if matches!(shape, Shape::TopN { .. }) {
+                notes.push("the records assume the joins run in its map tasks (broadcast)".into());
+            }
+            return Ok((p, notes));
+        }
+        Err(why) => why,
     };
     let (p, mut notes) = planned(sel, &inp, &fns[0].partition, shape, &[], ctx)?;
     notes.push(format!(
@@ -265,7 +267,7 @@ fn stage(sel: &Select, fns: &[WinFn], joins_rewritten: bool, ctx: &Ctx) -> std::
 
 /// The rows the SELECT's joins give, as weights on the rows of input `root` (the one that
 /// holds the partition key), the WHERE applied to every input where it can be.
-fn through_joins(sel: &Select, root: usize, ctx: &Ctx) -> std::result::Result<Through, String> {
+pub(super) fn through_joins(sel: &Select, root: usize, ctx: &Ctx) -> std::result::Result<Through, String> {
     let twj = &sel.from[0];
     let chain = chain_as_written(twj, ctx)?;
     let mut parts = Vec::new();
@@ -293,7 +295,14 @@ fn key_columns(inp: &Input, keys: &[Expr], ctx: &Ctx) -> std::result::Result<(St
 
 /// The stage over `keys` planned on the rows of its joins (`t`): the WHERE conjuncts the
 /// counts did not apply are listed.
-fn planned_through(sel: &Select, inp: &Input, keys: &[Expr], shape: Shape, t: Through, ctx: &Ctx) -> std::result::Result<(WindowPlan, Vec<String>), String> {
+pub(super) fn planned_through(
+    sel: &Select,
+    inp: &Input,
+    keys: &[Expr],
+    shape: Shape,
+    t: Through,
+    ctx: &Ctx,
+) -> std::result::Result<(WindowPlan, Vec<String>), String> {
     let (tname, cols) = key_columns(inp, keys, ctx)?;
     let table = &ctx.tables[&tname];
     let mut notes = Vec::new();

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::filter::{all_true, field_ci, RowFilter};
 use crate::hash::spark_partition;
 use crate::source::{ColumnSource, ResolvedColumn, Table};
+use crate::weights::RowWeights;
 
 /// `spark.sql.files.maxPartitionBytes`: the largest split.
 pub const MAX_PARTITION_BYTES: u64 = 128 << 20;
@@ -86,11 +87,19 @@ fn midpoint(rg: &RowGroupMetaData) -> u64 {
 
 /// Records per shuffle partition when each map task sends at most `limit` rows per value of
 /// `keys` (1: partial aggregation), counting the rows that pass `filter`.
-pub fn reduced_records(table: &Table, keys: &KeySpec, filter: Option<&RowFilter>, tasks: &[MapTask], partitions: u32, limit: u64) -> Result<Vec<u64>> {
+pub fn reduced_records(
+    table: &Table,
+    keys: &KeySpec,
+    filter: Option<&RowFilter>,
+    weights: Option<&RowWeights>,
+    tasks: &[MapTask],
+    partitions: u32,
+    limit: u64,
+) -> Result<Vec<u64>> {
     if keys.columns.iter().any(|c| matches!(c.source, ColumnSource::Partition { .. })) {
         return Err(Error::Usage(format!("{}: a partition column key: the map-side records are not counted", table.display)));
     }
-    let per_task: Vec<Vec<u64>> = tasks.par_iter().map(|t| task_records(table, keys, filter, t, partitions, limit)).collect::<Result<_>>()?;
+    let per_task: Vec<Vec<u64>> = tasks.par_iter().map(|t| task_records(table, keys, filter, weights, t, partitions, limit)).collect::<Result<_>>()?;
     let mut out = vec![0u64; partitions.max(1) as usize];
     for t in per_task {
         out.iter_mut().zip(t).for_each(|(o, r)| *o += r);
@@ -133,7 +142,7 @@ pub fn distinct_records(
     let shape = Expansion { types: all.types(), nk: keys.columns.len(), groups: distinct.len(), regular, partitions };
     let per_task: Vec<TaskCopies> = tasks
         .par_iter()
-        .map(|t| task_rows(table, &all, filter, t, &|b: &[u8]| shape.copies(b)).map(|rows| TaskCopies::of(rows.into_values().map(|v| v.0))))
+        .map(|t| task_rows(table, &all, filter, None, t, &|b: &[u8]| shape.copies(b)).map(|rows| TaskCopies::of(rows.into_values().map(|v| v.0))))
         .collect::<Result<_>>()?;
     Ok(orders(distinct.len()).iter().map(|gid_of| shape.records(&per_task, gid_of)).collect())
 }
@@ -246,9 +255,17 @@ fn orders(n: usize) -> Vec<Vec<usize>> {
 }
 
 /// One map task's records per shuffle partition.
-fn task_records(table: &Table, keys: &KeySpec, filter: Option<&RowFilter>, task: &MapTask, partitions: u32, limit: u64) -> Result<Vec<u64>> {
+fn task_records(
+    table: &Table,
+    keys: &KeySpec,
+    filter: Option<&RowFilter>,
+    weights: Option<&RowWeights>,
+    task: &MapTask,
+    partitions: u32,
+    limit: u64,
+) -> Result<Vec<u64>> {
     let types = keys.types();
-    let rows = task_rows(table, keys, filter, task, &|b: &[u8]| spark_partition(&decode_key(b, &types), partitions))?;
+    let rows = task_rows(table, keys, filter, weights, task, &|b: &[u8]| spark_partition(&decode_key(b, &types), partitions))?;
     let mut out = vec![0u64; partitions.max(1) as usize];
     for (part, n) in rows.values() {
         out[*part as usize] += (*n).min(limit);
@@ -270,11 +287,20 @@ fn hash64(b: &[u8]) -> u64 {
     h.finish()
 }
 
-/// One map task's rows per value of `keys`, of the rows that pass `filter`.
-fn task_rows<V>(table: &Table, keys: &KeySpec, filter: Option<&RowFilter>, task: &MapTask, new: &(dyn Fn(&[u8]) -> V + Sync)) -> Result<Rows<V>> {
+/// One map task's rows per value of `keys`, of the rows that pass `filter`, each row as many
+/// times as `weights` says it appears in the joins it takes part in (see `crate::weights`).
+fn task_rows<V>(
+    table: &Table,
+    keys: &KeySpec,
+    filter: Option<&RowFilter>,
+    weights: Option<&RowWeights>,
+    task: &MapTask,
+    new: &(dyn Fn(&[u8]) -> V + Sync),
+) -> Result<Rows<V>> {
     let mut rows = Rows::default();
     let (key_names, types) = (keys.names(), keys.types());
-    let names: Vec<String> = key_names.iter().cloned().chain(filter.map(|f| f.columns()).unwrap_or_default()).collect();
+    let names: Vec<String> =
+        key_names.iter().cloned().chain(filter.map(|f| f.columns()).unwrap_or_default()).chain(weights.map(RowWeights::columns).unwrap_or_default()).collect();
     for &(fi, g) in task {
         let file = &table.files[fi];
         let mut fields: Vec<usize> =
@@ -300,31 +326,35 @@ fn task_rows<V>(table: &Table, keys: &KeySpec, filter: Option<&RowFilter>, task:
                 .map(|n| schema.fields().iter().position(|f| f.name().eq_ignore_ascii_case(n)).map(|i| batch.column(i).clone()))
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(|| Error::bad_file(&file.path, "a key column is missing"))?;
-            count_batch(&cols, &types, pass.as_ref(), &mut rows, new).map_err(|e| Error::bad_file(&file.path, e))?;
+            let w = weights.map(|w| w.of_batch(&batch)).transpose().map_err(|e| Error::bad_file(&file.path, e))?;
+            count_batch(&cols, &types, pass.as_ref(), w.as_deref(), &mut rows, new).map_err(|e| Error::bad_file(&file.path, e))?;
         }
     }
     Ok(rows)
 }
 
-/// Each passing row of `cols` counted under its key (one reused buffer for the encoding).
+/// Each passing row of `cols` counted under its key, `weight` times (one reused buffer for
+/// the encoding).
 fn count_batch<V>(
     cols: &[arrow_array::ArrayRef],
     types: &[KeyType],
     pass: Option<&BooleanArray>,
+    weight: Option<&[u64]>,
     rows: &mut Rows<V>,
     new: &(dyn Fn(&[u8]) -> V + Sync),
 ) -> std::result::Result<(), String> {
     let atoms: Vec<Atoms> = cols.iter().zip(types).map(|(a, t)| Atoms::from_array(a, *t)).collect::<std::result::Result<_, _>>()?;
     let mut buf = Vec::new();
     for row in 0..cols.first().map_or(0, |c| c.len()) {
-        if pass.is_some_and(|p| !p.value(row)) {
+        let n = weight.map_or(1, |w| w[row]);
+        if n == 0 || pass.is_some_and(|p| !p.value(row)) {
             continue;
         }
         buf.clear();
         atoms.iter().for_each(|a| {
             a.encode(row, &mut buf);
         });
-        rows.entry(hash64(&buf)).or_insert_with(|| (new(&buf), 0)).1 += 1;
+        rows.entry(hash64(&buf)).or_insert_with(|| (new(&buf), 0)).1 += n;
     }
     Ok(())
 }

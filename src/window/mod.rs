@@ -30,7 +30,7 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::classify::{Class, Classifier};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::plan::{measure_one, PlanOptions, SideInput, SideMeasure, TaskStats};
 use crate::source::ResolvedColumn;
 use crate::value::Value;
@@ -210,13 +210,16 @@ fn reduced(input: &SideInput, shape: Shape, distinct: &[ResolvedColumn], opts: &
     let (tasks, records, stage) = match shape {
         Shape::Aggregate { .. } => {
             let t = tasks();
-            let r = reduced_records(input.table, &input.keys, input.filter.as_ref(), &t, parts, 1)?;
+            let r = reduced_records(input.table, &input.keys, input.filter.as_ref(), input.through.as_deref(), &t, parts, 1)?;
             (t, r, None)
         }
         Shape::TopN { n } => {
             let t = tasks();
-            let r = reduced_records(input.table, &input.keys, input.filter.as_ref(), &t, parts, n)?;
+            let r = reduced_records(input.table, &input.keys, input.filter.as_ref(), input.through.as_deref(), &t, parts, n)?;
             (t, r, None)
+        }
+        Shape::DistinctAggregate { .. } if !distinct.is_empty() && input.through.is_some() => {
+            return Err(Error::Usage(format!("{}: the records of DISTINCT aggregates are not counted through joins", input.name)));
         }
         Shape::DistinctAggregate { regular, .. } if !distinct.is_empty() => {
             let t = tasks();

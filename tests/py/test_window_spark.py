@@ -135,6 +135,50 @@ def test_window_over_a_join_counted_through_it(sj_spark, views, tmp_path):
     finally:
         sj_spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
     assert within(g["records"]["max_task_rows"], max_records(tasks)), (g["records"], max_records(tasks))
+    # Over the dimension that holds 299 of the titles (49 twice), with a WHERE on both inputs:
+    # counted through the join, so a views row the join drops sends no record and one it
+    # repeats counts twice in the hot user's rows; not counted on views before the join.
+    partial = tmp_path / "titles.parquet"
+    sj_spark.read.parquet(str(partial)).createOrReplaceTempView("titles")
+    sql = ("SELECT v.user_id, count(*) AS n FROM views v JOIN titles t ON v.title_id = t.title_id "
+           "WHERE v.day > 3 AND t.genre <> 'g3' GROUP BY v.user_id")
+    q.write_text(sql)
+    p = run("rewrite", q, "-q", "--shuffle-partitions", P, "--cores", 2, "--hot-factor", 3, "--format", "json", "--table", f"views={views}",
+            "--table", f"titles={partial}")
+    w = json.loads(p.stdout)["windows"][0]
+    g = w["plan"]
+    assert g["verdict"] == "partial_aggregation" and g["map_tasks"] == 2
+    assert not any("estimate" in n for n in w["notes"]), w["notes"]
+    sj_spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "10MB")
+    try:
+        rows, tasks = measured(sj_spark, sql)
+    finally:
+        sj_spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    per_user = {r["user_id"]: r["n"] for r in rows}
+    hot = {h["value"]: h["rows"] for h in g["hot"]}
+    assert hot[7] == per_user[7], (hot, per_user[7])
+    assert g["rows"] == sum(per_user.values()), (g["rows"], sum(per_user.values()))
+    assert within(g["records"]["max_task_rows"], max_records(tasks)), (g["records"], max_records(tasks))
+    # A top 3 per user over the same join: Spark limits each map task's rows per user after
+    # the broadcast join, before the shuffle; predicted from the rows the join gives.
+    sql = ("SELECT * FROM (SELECT v.id, v.user_id, t.genre, row_number() OVER (PARTITION BY v.user_id ORDER BY v.hours, v.id, t.genre) AS rn "
+           "FROM views v JOIN titles t ON v.title_id = t.title_id WHERE v.day > 3 AND t.genre <> 'g3') x WHERE rn <= 3")
+    q.write_text(sql)
+    p = run("rewrite", q, "-q", "--shuffle-partitions", P, "--cores", 2, "--hot-factor", 3, "--format", "json", "--table", f"views={views}",
+            "--table", f"titles={partial}")
+    r = json.loads(p.stdout)
+    assert r["sql"] == sql
+    w = r["windows"][0]
+    g = w["plan"]
+    assert (g["shape"]["kind"], g["verdict"], g["map_tasks"]) == ("top_n", "group_limit", 2), g
+    assert not any("estimate" in n for n in w["notes"]), w["notes"]
+    assert {h["value"]: h["rows"] for h in g["hot"]}[7] == per_user[7], g["hot"]
+    sj_spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "10MB")
+    try:
+        _, tasks = measured(sj_spark, sql)
+    finally:
+        sj_spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    assert within(g["records"]["max_task_rows"], max_records(tasks)), (g["records"], max_records(tasks))
 
 
 LEFT = {
