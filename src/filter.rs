@@ -222,17 +222,37 @@ fn sum_file(
     nulls: bool,
     out: &mut Sums,
 ) -> std::result::Result<u64, String> {
-    let reader = passing_reader(file, by.iter().map(|c| c.to_ascii_lowercase()).chain(weights.columns()), filter)?;
+    // The weights kept from the count before, where they are of some of these factors: only
+    // the others are looked up (and their columns read).
+    let memo =
+        weights.memo.as_deref().filter(|m| !weights.factors.is_empty() && m.fits(&file.path, file.meta.metadata().file_metadata().num_rows().max(0) as u64));
+    let (prior, rest) = match memo.and_then(|m| m.prior(&file.path, &weights.factors)) {
+        Some((w, rest)) => (Some(w), RowWeights { factors: rest, ..Default::default() }),
+        None => (None, RowWeights { factors: weights.factors.clone(), ..Default::default() }),
+    };
+    let reader = passing_reader(file, by.iter().map(|c| c.to_ascii_lowercase()).chain(rest.columns()), filter)?;
     let schema = reader.schema();
     let by_idx: Vec<usize> = by.iter().map(|c| column_index(&schema, c)).collect::<std::result::Result<_, _>>()?;
     let mut rows = 0;
+    let mut all: Vec<u64> = Vec::new();
     for batch in reader {
         let batch = batch.map_err(|e| e.to_string())?;
-        rows += batch.num_rows() as u64;
+        let n = batch.num_rows();
+        let start = match &prior {
+            Some(p) => p.get(rows as usize..rows as usize + n).ok_or("the file has more rows than when it was weighted")?.to_vec(),
+            None => vec![1; n],
+        };
+        rows += n as u64;
         let pass = all_true(&filter.conditions, &batch)?;
-        let w = weights.of_batch(&batch)?;
+        let w = rest.times(&batch, start)?;
+        if memo.is_some() {
+            all.extend_from_slice(&w);
+        }
         let cols: Vec<ArrayRef> = by_idx.iter().map(|&i| batch.column(i).clone()).collect();
         out.add(&cols, types, |row, null| if pass.value(row) && (nulls || !null) { w[row] } else { 0 })?;
+    }
+    if let Some(m) = memo {
+        m.keep(&file.path, &weights.factors, all);
     }
     Ok(rows)
 }
@@ -519,6 +539,59 @@ mod tests {
         assert_eq!(rows("k BETWEEN 2 AND 4 AND NOT s LIKE 'p%'").unwrap(), [false, true, false, false]);
         assert_eq!(rows("s LIKE 'a\\\\%b'").unwrap(), [false, true, false, false]);
         assert_eq!(rows("5 > k").unwrap(), [true, true, false, true]);
+    }
+
+    #[test]
+    fn weights_kept_between_counts_give_the_counts_computed_afresh() {
+        use crate::weights::{Factor, FactorKind, Sums, WeightMemo};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.parquet");
+        let n = 1000i64;
+        let col = |f: &dyn Fn(i64) -> Option<i64>| -> ArrayRef { Arc::new(Int64Array::from((0..n).map(f).collect::<Vec<_>>())) };
+        let b = RecordBatch::try_from_iter([
+            ("k", col(&|i| Some(i % 7))),
+            ("a", col(&|i| if i % 11 == 0 { None } else { Some(i % 5) })),
+            ("b", col(&|i| Some(i % 3))),
+        ])
+        .unwrap();
+        let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), b.schema(), None).unwrap();
+        w.write(&b).unwrap();
+        w.close().unwrap();
+        let table = Table::open(&[path.to_string_lossy().into_owned()]).unwrap();
+        // a's values 0..4 match 0..4 rows; b's 0 and 2 match 3 rows, 1 none.
+        let sums = |pairs: &[(i64, u64)]| {
+            let keys: ArrayRef = Arc::new(Int64Array::from(pairs.iter().map(|p| p.0).collect::<Vec<_>>()));
+            let mut s = Sums::new(&[KeyType::BigInt]);
+            s.add(&[keys], &[KeyType::BigInt], |row, _| pairs[row].1).unwrap();
+            Arc::new(s)
+        };
+        let fa = Factor {
+            columns: vec!["a".into()],
+            types: vec![KeyType::BigInt],
+            matches: sums(&[(1, 1), (2, 2), (3, 3), (4, 4)]),
+            kind: FactorKind::KeepUnmatched,
+        };
+        let fb = Factor { columns: vec!["b".into()], types: vec![KeyType::BigInt], matches: sums(&[(0, 3), (2, 3)]), kind: FactorKind::Inner };
+        let filter = RowFilter::default();
+        let count = |factors: Vec<Factor>, memo: Option<Arc<WeightMemo>>| {
+            let w = RowWeights { factors, memo, ..Default::default() };
+            let mut m: Vec<(Vec<u8>, u64)> = sum_by(&table, &["k".into()], &[KeyType::BigInt], &filter, &w).unwrap().into_matches().into_iter().collect();
+            m.sort_unstable();
+            m
+        };
+        let memo = Arc::new(WeightMemo::new(1 << 20));
+        let afresh = count(vec![fa.clone(), fb.clone()], None);
+        assert_eq!(count(vec![fa.clone()], Some(memo.clone())), count(vec![fa.clone()], None));
+        // fa's weights kept: only fb is looked up now.
+        assert_eq!(memo.prior(&path, &[fb.clone(), fa.clone()]).map(|(_, rest)| rest.len()), Some(1));
+        assert_eq!(count(vec![fb.clone(), fa.clone()], Some(memo.clone())), afresh);
+        // Kept weights of factors not all wanted are not used.
+        assert!(memo.prior(&path, std::slice::from_ref(&fb)).is_none());
+        assert_eq!(count(vec![fb.clone()], Some(memo.clone())), count(vec![fb.clone()], None));
+        // A budget too small for the file keeps nothing.
+        let small = Arc::new(WeightMemo::new(100));
+        assert_eq!(count(vec![fa.clone(), fb.clone()], Some(small.clone())), afresh);
+        assert!(small.prior(&path, &[fa, fb]).is_none());
     }
 
     #[test]

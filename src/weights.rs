@@ -169,12 +169,78 @@ impl Factor {
     }
 }
 
+impl Factor {
+    /// The same factor: the same lookup (not only equal sums), columns and kind.
+    fn is(&self, other: &Factor) -> bool {
+        Arc::ptr_eq(&self.matches, &other.matches) && self.columns == other.columns && self.kind == other.kind
+    }
+}
+
 /// The weight of each row of one table in the joins before a join.
 #[derive(Clone, Debug, Default)]
 pub struct RowWeights {
     pub factors: Vec<Factor>,
     /// The joins as written, for the reports.
     pub joins: String,
+    /// Where the weights of a file's rows are kept for the next count over it (None: not kept).
+    pub memo: Option<Arc<WeightMemo>>,
+}
+
+/// The weights of each file's rows computed last, kept for the next count over the same file:
+/// a chain's joins are counted one after another, each weighted by the factors of the joins
+/// before it, most of which the join before it was weighted by too. With the weights kept,
+/// only the factors not in them are looked up (and their columns read). Held within `budget`
+/// bytes (8 a row); a file past it is weighted from scratch each time.
+#[derive(Debug)]
+pub struct WeightMemo {
+    kept: std::sync::Mutex<hashbrown::HashMap<std::path::PathBuf, Kept>>,
+    budget: usize,
+}
+
+#[derive(Debug)]
+struct Kept {
+    factors: Vec<Factor>,
+    weights: Arc<Vec<u64>>,
+}
+
+impl WeightMemo {
+    pub fn new(budget: usize) -> WeightMemo {
+        WeightMemo { kept: Default::default(), budget }
+    }
+
+    fn kept(&self) -> std::sync::MutexGuard<'_, hashbrown::HashMap<std::path::PathBuf, Kept>> {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The weights kept for `path` when they are the product of some of `factors`: those
+    /// weights, and the factors not in them.
+    pub fn prior(&self, path: &std::path::Path, factors: &[Factor]) -> Option<(Arc<Vec<u64>>, Vec<Factor>)> {
+        let kept = self.kept();
+        let k = kept.get(path)?;
+        let mut rest: Vec<Factor> = factors.to_vec();
+        for f in &k.factors {
+            let i = rest.iter().position(|r| r.is(f))?;
+            rest.remove(i);
+        }
+        Some((k.weights.clone(), rest))
+    }
+
+    /// Keep `weights`, the product of `factors` for each row of `path`, if they fit.
+    pub fn keep(&self, path: &std::path::Path, factors: &[Factor], weights: Vec<u64>) {
+        let mut kept = self.kept();
+        kept.remove(path);
+        let held: usize = kept.values().map(|k| k.weights.len() * 8).sum();
+        if held + weights.len() * 8 <= self.budget {
+            kept.insert(path.to_path_buf(), Kept { factors: factors.to_vec(), weights: Arc::new(weights) });
+        }
+    }
+
+    /// Whether `rows` weights would fit beside the others.
+    pub fn fits(&self, path: &std::path::Path, rows: u64) -> bool {
+        let kept = self.kept();
+        let held: usize = kept.iter().filter(|(p, _)| p.as_path() != path).map(|(_, k)| k.weights.len() * 8).sum();
+        (held as u64).saturating_add(rows.saturating_mul(8)) <= self.budget as u64
+    }
 }
 
 impl RowWeights {
@@ -193,7 +259,11 @@ impl RowWeights {
     /// The weight of each row of `batch`, which holds the factors' columns (by name, case
     /// ignored).
     pub fn of_batch(&self, batch: &RecordBatch) -> std::result::Result<Vec<u64>, String> {
-        let mut w = vec![1u64; batch.num_rows()];
+        self.times(batch, vec![1u64; batch.num_rows()])
+    }
+
+    /// `w`, each row's weight so far, times this weight of each row of `batch`.
+    pub fn times(&self, batch: &RecordBatch, mut w: Vec<u64>) -> std::result::Result<Vec<u64>, String> {
         for f in &self.factors {
             let cols: Vec<ArrayRef> = f.columns.iter().map(|c| column(batch, c)).collect::<std::result::Result<_, _>>()?;
             // A row that an earlier factor dropped is not looked up again.
@@ -276,7 +346,7 @@ mod tests {
         let m = matches(&[(1, 3), (2, 1)]);
         let weigh = |kind| {
             let f = Factor { columns: vec!["X".into()], types: vec![KeyType::BigInt], matches: m.clone(), kind };
-            RowWeights { factors: vec![f], joins: String::new() }.of_batch(&batch).unwrap()
+            RowWeights { factors: vec![f], ..Default::default() }.of_batch(&batch).unwrap()
         };
         assert_eq!(weigh(FactorKind::Inner), vec![3, 1, 0, 0]);
         assert_eq!(weigh(FactorKind::KeepUnmatched), vec![3, 1, 1, 1]);
@@ -287,7 +357,7 @@ mod tests {
                 Factor { columns: vec!["x".into()], types: vec![KeyType::BigInt], matches: m.clone(), kind: FactorKind::Inner },
                 Factor { columns: vec!["x".into()], types: vec![KeyType::BigInt], matches: m.clone(), kind: FactorKind::KeepUnmatched },
             ],
-            joins: String::new(),
+            ..Default::default()
         };
         assert_eq!(two.of_batch(&batch).unwrap(), vec![9, 1, 0, 0]);
     }

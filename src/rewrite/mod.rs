@@ -187,6 +187,9 @@ struct Ctx<'a> {
     rank_limits: Vec<(String, u64)>,
     /// The ORDER BY of the query whose SELECT is being rewritten: columns it reads too.
     order_by: Vec<sqlparser::ast::Expr>,
+    /// The weights of tables' rows through joins computed last, for the run (half of the
+    /// staging memory, 48 MB by default).
+    weights: std::sync::Arc<crate::weights::WeightMemo>,
 }
 
 /// Rewrite `sql` (one query). `tables` maps the names used in the query (lower case) to tables.
@@ -208,6 +211,7 @@ pub fn rewrite(sql: &str, tables: &HashMap<String, Table>, classifier: &Classifi
         windows: Vec::new(),
         rank_limits: Vec::new(),
         order_by: Vec::new(),
+        weights: std::sync::Arc::new(crate::weights::WeightMemo::new(opts.memory.min(crate::count::STAGE_MEMORY) / 2)),
     };
     for stmt in &mut stmts {
         match stmt {

@@ -26,7 +26,7 @@ use crate::filter::{check, sum_by, RowFilter};
 use crate::plan::{JoinType, Side};
 use crate::source::Table;
 use crate::value::KeyType;
-use crate::weights::{Factor, FactorKind, RowWeights, Sums};
+use crate::weights::{Factor, FactorKind, RowWeights, Sums, WeightMemo};
 
 /// One join of the chain, as the counts follow it: the input it brings (`child`) joined to
 /// the earlier input (`parent`, a member of the prefix) on pairs of columns.
@@ -161,11 +161,12 @@ fn rows_at(
     ctx: &Ctx,
     joins: String,
 ) -> Result<Through, String> {
-    let tree = Tree { members, links, scope, pushed, tables: ctx.tables, memory: ctx.opts.memory, cache };
+    let tree = Tree { members, links, scope, pushed, tables: ctx.tables, memory: ctx.opts.memory, cache, weights: &ctx.weights };
     let mut applied = Vec::new();
     let (filter, _) = tree.filter_of(&members[root], &mut applied)?;
     let factors = tree.factors(root, None, &mut applied)?;
-    Ok(Through { weights: RowWeights { factors, joins }, filter: (!filter.conditions.is_empty()).then_some(filter), applied })
+    let weights = RowWeights { factors, joins, memo: Some(ctx.weights.clone()) };
+    Ok(Through { weights, filter: (!filter.conditions.is_empty()).then_some(filter), applied })
 }
 
 /// The chain so far, walked from one member.
@@ -178,6 +179,7 @@ struct Tree<'a> {
     tables: &'a HashMap<String, Table>,
     memory: usize,
     cache: &'a SentCache,
+    weights: &'a Arc<WeightMemo>,
 }
 
 /// What one input sent across one link of a chain, with the WHERE conjuncts it applied, kept
@@ -271,7 +273,7 @@ impl Tree<'_> {
     fn sum_sent(&self, inp: &Input, m: Option<usize>, via: usize, by: &[String], applied: &mut Vec<Expr>) -> Result<Arc<Sums>, String> {
         let (filter, table) = self.filter_of(inp, applied)?;
         let weights = match m {
-            Some(m) => RowWeights { factors: self.factors(m, Some(via), applied)?, joins: String::new() },
+            Some(m) => RowWeights { factors: self.factors(m, Some(via), applied)?, joins: String::new(), memo: Some(self.weights.clone()) },
             None => RowWeights::default(),
         };
         let types = self.types(table, by)?;
