@@ -10,7 +10,7 @@ use sqlparser::ast::{Expr, FunctionArguments, GroupByExpr, Select, SelectItem, V
 use super::filters::column_of;
 use super::input::{input_of, Input};
 use super::names::lc;
-use super::window::{fn_name, joined_input, planned, planned_through, through_joins, WindowSeen};
+use super::window::{fn_name, joined_input, planned, planned_on_joined_rows, WindowSeen, BROADCAST_RECORDS};
 use super::{At, Ctx};
 use crate::sql::render_expr;
 use crate::value::KeyType;
@@ -74,20 +74,16 @@ fn planned_over_joins(
     if sel.from[0].joins.is_empty() {
         return planned(sel, inp, keys, shape, distinct, ctx);
     }
-    let broadcast = "the records assume the joins run in its map tasks (broadcast)".to_string();
     let why = match shape {
-        Shape::Aggregate { .. } => match through_joins(sel, root, ctx).and_then(|t| planned_through(sel, inp, keys, shape, t, ctx)) {
-            Ok((p, mut notes)) => {
-                notes.push(broadcast);
-                return Ok((p, notes));
-            }
+        Shape::Aggregate { .. } => match planned_on_joined_rows(sel, root, inp, keys, shape, ctx) {
+            Ok(planned) => return Ok(planned),
             Err(why) => why,
         },
         _ => "DISTINCT aggregates over joins are not counted through them".to_string(),
     };
     let (p, mut notes) = planned(sel, inp, keys, shape, distinct, ctx)?;
     notes.push(format!(
-        "the key is counted on {} before its joins, which can drop or repeat its rows: the task sizes are estimates ({why}), and {broadcast}",
+        "the key is counted on {} before its joins, which can drop or repeat its rows: the task sizes are estimates ({why}), and {BROADCAST_RECORDS}",
         inp.display()
     ));
     Ok((p, notes))

@@ -247,14 +247,8 @@ fn stage(sel: &Select, fns: &[WinFn], joins_rewritten: bool, ctx: &Ctx) -> std::
         return planned(sel, &inp, &fns[0].partition, shape, &[], ctx);
     }
     let (root, inp) = joined_input(&sel.from[0], &fns[0].partition, ctx)?;
-    let why = match through_joins(sel, root, ctx).and_then(|t| planned_through(sel, &inp, &fns[0].partition, shape, t, ctx)) {
-        Ok((p, mut notes)) => {
-            // A ranking's top N is reduced in the map tasks of the joins' output.
-            if matches!(shape, Shape::TopN { .. }) {
-                notes.push("the records assume the joins run in its map tasks (broadcast)".into());
-            }
-            return Ok((p, notes));
-        }
+    let why = match planned_on_joined_rows(sel, root, &inp, &fns[0].partition, shape, ctx) {
+        Ok(planned) => return Ok(planned),
         Err(why) => why,
     };
     let (p, mut notes) = planned(sel, &inp, &fns[0].partition, shape, &[], ctx)?;
@@ -265,9 +259,31 @@ fn stage(sel: &Select, fns: &[WinFn], joins_rewritten: bool, ctx: &Ctx) -> std::
     Ok((p, notes))
 }
 
+/// What a stage Spark reduces per map task says of its records over joins.
+pub(super) const BROADCAST_RECORDS: &str = "the records assume the joins run in its map tasks (broadcast)";
+
+/// The stage over `keys` (of input `root` of the SELECT's joins, `inp`) planned on the rows
+/// the joins give, or why the counts cannot follow them. A stage Spark reduces per map task (a
+/// GROUP BY, a top N) is reduced in the map tasks of the joins' output: a note says its
+/// records assume broadcast joins.
+pub(super) fn planned_on_joined_rows(
+    sel: &Select,
+    root: usize,
+    inp: &Input,
+    keys: &[Expr],
+    shape: Shape,
+    ctx: &Ctx,
+) -> std::result::Result<(WindowPlan, Vec<String>), String> {
+    let (p, mut notes) = through_joins(sel, root, ctx).and_then(|t| planned_through(sel, inp, keys, shape, t, ctx))?;
+    if matches!(shape, Shape::TopN { .. } | Shape::Aggregate { .. }) {
+        notes.push(BROADCAST_RECORDS.into());
+    }
+    Ok((p, notes))
+}
+
 /// The rows the SELECT's joins give, as weights on the rows of input `root` (the one that
 /// holds the partition key), the WHERE applied to every input where it can be.
-pub(super) fn through_joins(sel: &Select, root: usize, ctx: &Ctx) -> std::result::Result<Through, String> {
+fn through_joins(sel: &Select, root: usize, ctx: &Ctx) -> std::result::Result<Through, String> {
     let twj = &sel.from[0];
     let chain = chain_as_written(twj, ctx)?;
     let mut parts = Vec::new();

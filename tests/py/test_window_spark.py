@@ -53,6 +53,15 @@ def rewrite(sql, views, tmp_path):
     return json.loads(p.stdout)
 
 
+def measured_broadcasting(spark, sql):
+    """`measured`, with Spark broadcasting a small dimension by itself (10 MB threshold)."""
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "10MB")
+    try:
+        return measured(spark, sql)
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+
+
 def within(predicted, measured_, share=0.05):
     return abs(predicted - measured_) <= share * max(measured_, 1)
 
@@ -109,12 +118,8 @@ def test_window_over_a_join_counted_through_it(sj_spark, views, tmp_path):
     assert not any("estimate" in n for n in w["notes"]), w["notes"]
     sj_spark.read.parquet(views).createOrReplaceTempView("views")
     sj_spark.read.parquet(titles).createOrReplaceTempView("titles")
-    sj_spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "10MB")
-    try:
-        before_rows, before = measured(sj_spark, sql)
-        after_rows, after = measured(sj_spark, r["sql"])
-    finally:
-        sj_spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    before_rows, before = measured_broadcasting(sj_spark, sql)
+    after_rows, after = measured_broadcasting(sj_spark, r["sql"])
     assert multiset(before_rows) == multiset(after_rows)
     mb, ma = max_records(before), max_records(after)
     assert mb >= 4 * ma, (mb, ma)
@@ -129,11 +134,7 @@ def test_window_over_a_join_counted_through_it(sj_spark, views, tmp_path):
     p = run("rewrite", q, "-q", "--shuffle-partitions", P, "--cores", 2, "--format", "json", "--table", f"views={views}", "--table", f"titles={titles}")
     g = json.loads(p.stdout)["windows"][0]["plan"]
     assert g["verdict"] == "partial_aggregation" and g["map_tasks"] == 2
-    sj_spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "10MB")
-    try:
-        _, tasks = measured(sj_spark, sql)
-    finally:
-        sj_spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    _, tasks = measured_broadcasting(sj_spark, sql)
     assert within(g["records"]["max_task_rows"], max_records(tasks)), (g["records"], max_records(tasks))
     # Over the dimension that holds 299 of the titles (49 twice), with a WHERE on both inputs:
     # counted through the join, so a views row the join drops sends no record and one it
@@ -149,11 +150,7 @@ def test_window_over_a_join_counted_through_it(sj_spark, views, tmp_path):
     g = w["plan"]
     assert g["verdict"] == "partial_aggregation" and g["map_tasks"] == 2
     assert not any("estimate" in n for n in w["notes"]), w["notes"]
-    sj_spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "10MB")
-    try:
-        rows, tasks = measured(sj_spark, sql)
-    finally:
-        sj_spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    rows, tasks = measured_broadcasting(sj_spark, sql)
     per_user = {r["user_id"]: r["n"] for r in rows}
     hot = {h["value"]: h["rows"] for h in g["hot"]}
     assert hot[7] == per_user[7], (hot, per_user[7])
@@ -173,11 +170,7 @@ def test_window_over_a_join_counted_through_it(sj_spark, views, tmp_path):
     assert (g["shape"]["kind"], g["verdict"], g["map_tasks"]) == ("top_n", "group_limit", 2), g
     assert not any("estimate" in n for n in w["notes"]), w["notes"]
     assert {h["value"]: h["rows"] for h in g["hot"]}[7] == per_user[7], g["hot"]
-    sj_spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "10MB")
-    try:
-        _, tasks = measured(sj_spark, sql)
-    finally:
-        sj_spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    _, tasks = measured_broadcasting(sj_spark, sql)
     assert within(g["records"]["max_task_rows"], max_records(tasks)), (g["records"], max_records(tasks))
 
 
