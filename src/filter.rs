@@ -33,7 +33,7 @@ use crate::count::KeySpec;
 use crate::error::{Error, Result};
 use crate::source::{ColumnSource, DataFile, Table};
 use crate::value::KeyType;
-use crate::weights::{Matches, RowWeights, Sums};
+use crate::weights::{Matches, Packed, RowWeights, Sums};
 
 /// Conditions on one table's columns (named bare), all of which a row must meet.
 #[derive(Clone, Debug, Default)]
@@ -146,7 +146,7 @@ fn filter_file(
     mut groups: Option<&mut Groups>,
     out: &std::path::Path,
 ) -> std::result::Result<(u64, u64), String> {
-    let reader = passing_reader(file, keys.iter().map(|k| k.to_ascii_lowercase()), filter)?;
+    let reader = passing_reader(file, keys.iter().map(|k| k.to_ascii_lowercase()), filter, None)?;
     // The key columns' places in the batches, and the output's schema (its file is written
     // even when no row passes, so the table always has one).
     let schema = reader.schema();
@@ -174,6 +174,7 @@ fn passing_reader(
     file: &DataFile,
     columns: impl Iterator<Item = String>,
     filter: &RowFilter,
+    row_group: Option<usize>,
 ) -> std::result::Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader, String> {
     let mut wanted: Vec<usize> = Vec::new();
     for c in columns.chain(filter.columns()) {
@@ -185,7 +186,11 @@ fn passing_reader(
     wanted.sort_unstable();
     let f = file.open().map_err(|e| e.to_string())?;
     let mask = ProjectionMask::roots(file.meta.parquet_schema(), wanted.iter().copied());
-    ParquetRecordBatchReaderBuilder::new_with_metadata(f, file.meta.clone()).with_projection(mask).with_batch_size(65536).build().map_err(|e| e.to_string())
+    let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(f, file.meta.clone()).with_projection(mask).with_batch_size(65536);
+    if let Some(g) = row_group {
+        builder = builder.with_row_groups(vec![g]);
+    }
+    builder.build().map_err(|e| e.to_string())
 }
 
 /// The rows of `table` that pass `filter`, weighted by `weights`, summed per value of the
@@ -207,12 +212,14 @@ fn sum_rows(table: &Table, by: &[String], types: &[KeyType], filter: &RowFilter,
     let mut out = Sums::new(types);
     let mut rows = 0;
     for file in &table.files {
-        rows += sum_file(file, by, types, filter, weights, nulls, &mut out).map_err(|e| Error::Usage(format!("{}: {e}", file.path.display())))?;
+        let (sums, read) = sum_file(file, by, types, filter, weights, nulls).map_err(|e| Error::Usage(format!("{}: {e}", file.path.display())))?;
+        out.merge(sums);
+        rows += read;
     }
     Ok((out, rows))
 }
 
-/// One file's rows summed into `out`: the rows read.
+/// One file's rows summed, its row groups in parallel: the sums, and the rows read.
 fn sum_file(
     file: &DataFile,
     by: &[String],
@@ -220,41 +227,100 @@ fn sum_file(
     filter: &RowFilter,
     weights: &RowWeights,
     nulls: bool,
-    out: &mut Sums,
-) -> std::result::Result<u64, String> {
+) -> std::result::Result<(Sums, u64), String> {
+    use rayon::prelude::*;
     // The weights kept from the count before, where they are of some of these factors: only
     // the others are looked up (and their columns read).
-    let memo =
-        weights.memo.as_deref().filter(|m| !weights.factors.is_empty() && m.fits(&file.path, file.meta.metadata().file_metadata().num_rows().max(0) as u64));
+    let memo = weights.memo.as_deref().filter(|_| !weights.factors.is_empty());
     let (prior, rest) = match memo.and_then(|m| m.prior(&file.path, &weights.factors)) {
         Some((w, rest)) => (Some(w), RowWeights { factors: rest, ..Default::default() }),
         None => (None, RowWeights { factors: weights.factors.clone(), ..Default::default() }),
     };
-    let reader = passing_reader(file, by.iter().map(|c| c.to_ascii_lowercase()).chain(rest.columns()), filter)?;
-    let schema = reader.schema();
-    let by_idx: Vec<usize> = by.iter().map(|c| column_index(&schema, c)).collect::<std::result::Result<_, _>>()?;
-    let mut rows = 0;
-    let mut all: Vec<u64> = Vec::new();
-    for batch in reader {
-        let batch = batch.map_err(|e| e.to_string())?;
-        let n = batch.num_rows();
-        let start = match &prior {
-            Some(p) => p.get(rows as usize..rows as usize + n).ok_or("the file has more rows than when it was weighted")?.to_vec(),
-            None => vec![1; n],
-        };
-        rows += n as u64;
-        let pass = all_true(&filter.conditions, &batch)?;
-        let w = rest.times(&batch, start)?;
-        if memo.is_some() {
-            all.extend_from_slice(&w);
+    // This file's weights are kept while they fit the room left (a byte a row at the least).
+    let room = memo.map_or(0, |m| m.room(&file.path));
+    let group = GroupSum { file, by, types, filter, rest: &rest, prior: prior.as_deref(), nulls, room, packed: Default::default() };
+    let groups = file.meta.metadata().row_groups();
+    let starts: Vec<usize> = groups.iter().scan(0usize, |at, g| Some(std::mem::replace(at, *at + g.num_rows().max(0) as usize))).collect();
+    let empty = || Summed { sums: Sums::new(types), rows: 0, pieces: Vec::new() };
+    let all = (0..groups.len()).into_par_iter().map(|g| group.sum(g, starts[g])).try_reduce(empty, |a, b| Ok(a.merge(b)))?;
+    if let Some(m) = memo.filter(|_| room > 0 && group.packed.load(std::sync::atomic::Ordering::Relaxed) <= room) {
+        let mut pieces = all.pieces;
+        pieces.sort_by_key(|p| p.0);
+        let mut kept = Packed::default();
+        pieces.iter().for_each(|(_, p)| kept.extend(&p.get(0..p.len()).unwrap_or_default()));
+        m.keep(&file.path, &weights.factors, kept);
+    }
+    Ok((all.sums, all.rows))
+}
+
+/// What the row groups of a file summed so far: the sums, the rows read, and the rows'
+/// weights to keep, per row group.
+struct Summed {
+    sums: Sums,
+    rows: u64,
+    pieces: Vec<(usize, Packed)>,
+}
+
+impl Summed {
+    fn merge(mut self, other: Summed) -> Summed {
+        self.sums.merge(other.sums);
+        self.rows += other.rows;
+        self.pieces.extend(other.pieces);
+        self
+    }
+}
+
+/// Summing one row group of a file: its rows that pass `filter`, per value of `by`, each
+/// weighted by its `prior` weight (kept from the count before) times the `rest` factors.
+struct GroupSum<'a> {
+    file: &'a DataFile,
+    by: &'a [String],
+    types: &'a [KeyType],
+    filter: &'a RowFilter,
+    rest: &'a RowWeights,
+    prior: Option<&'a Packed>,
+    nulls: bool,
+    /// Bytes the file's weights may take to be kept (0: not kept).
+    room: usize,
+    /// Bytes of the weights packed so far, over all row groups.
+    packed: std::sync::atomic::AtomicUsize,
+}
+
+impl GroupSum<'_> {
+    /// Row group `g`, whose first row is row `start` of the file.
+    fn sum(&self, g: usize, start: usize) -> std::result::Result<Summed, String> {
+        let columns = self.by.iter().map(|c| c.to_ascii_lowercase()).chain(self.rest.columns());
+        let reader = passing_reader(self.file, columns, self.filter, Some(g))?;
+        let schema = reader.schema();
+        let by_idx: Vec<usize> = self.by.iter().map(|c| column_index(&schema, c)).collect::<std::result::Result<_, _>>()?;
+        let mut out = Summed { sums: Sums::new(self.types), rows: 0, pieces: Vec::new() };
+        let mut piece = (self.room > 0).then(Packed::default);
+        for batch in reader {
+            let batch = batch.map_err(|e| e.to_string())?;
+            let n = batch.num_rows();
+            let at = start + out.rows as usize;
+            let first = match self.prior {
+                Some(p) => p.get(at..at + n).ok_or("the file has more rows than when it was weighted")?,
+                None => vec![1; n],
+            };
+            out.rows += n as u64;
+            let pass = all_true(&self.filter.conditions, &batch)?;
+            let w = self.rest.times(&batch, first)?;
+            if let Some(p) = piece.as_mut() {
+                let before = p.bytes();
+                p.extend(&w);
+                let total = self.packed.fetch_add(p.bytes() - before, std::sync::atomic::Ordering::Relaxed) + p.bytes() - before;
+                if total > self.room {
+                    piece = None;
+                }
+            }
+            let cols: Vec<ArrayRef> = by_idx.iter().map(|&i| batch.column(i).clone()).collect();
+            let nulls = self.nulls;
+            out.sums.add(&cols, self.types, |row, null| if pass.value(row) && (nulls || !null) { w[row] } else { 0 })?;
         }
-        let cols: Vec<ArrayRef> = by_idx.iter().map(|&i| batch.column(i).clone()).collect();
-        out.add(&cols, types, |row, null| if pass.value(row) && (nulls || !null) { w[row] } else { 0 })?;
+        out.pieces.extend(piece.map(|p| (g, p)));
+        Ok(out)
     }
-    if let Some(m) = memo {
-        m.keep(&file.path, &weights.factors, all);
-    }
-    Ok(rows)
 }
 
 /// Of the rows that `pass`, those whose group has not been seen before (each group's first).
@@ -554,10 +620,13 @@ mod tests {
             ("b", col(&|i| Some(i % 3))),
         ])
         .unwrap();
-        let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), b.schema(), None).unwrap();
+        // Row groups of 97 rows: each summed on its own, its kept weights at its place.
+        let props = parquet::file::properties::WriterProperties::builder().set_max_row_group_row_count(Some(97)).build();
+        let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), b.schema(), Some(props)).unwrap();
         w.write(&b).unwrap();
         w.close().unwrap();
         let table = Table::open(&[path.to_string_lossy().into_owned()]).unwrap();
+        assert_eq!(table.files[0].meta.metadata().num_row_groups(), 11);
         // a's values 0..4 match 0..4 rows; b's 0 and 2 match 3 rows, 1 none.
         let sums = |pairs: &[(i64, u64)]| {
             let keys: ArrayRef = Arc::new(Int64Array::from(pairs.iter().map(|p| p.0).collect::<Vec<_>>()));

@@ -160,7 +160,7 @@ impl Table {
         let files = found
             .into_par_iter()
             .map(|(path, location, parts)| {
-                let meta = read_footer(&path, &location)?;
+                let meta = read_footer(&path, &location, &[])?;
                 let partition_values = parts.iter().zip(&partitions).map(|((_, raw), col)| parse_partition_value(raw, col.key_type)).collect();
                 Ok(DataFile { path, location, partition_values, meta })
             })
@@ -459,7 +459,14 @@ fn parse_partition_value(raw: &str, t: KeyType) -> Value {
     }
 }
 
-fn read_footer(path: &Path, at: &Location) -> Result<ArrowReaderMetadata> {
+/// The footer of `file` again, with the min/max statistics of its leaf column `col` (the
+/// footer read when the table was opened skips them all).
+pub(crate) fn footer_with_stats(file: &DataFile, col: usize) -> Result<ArrowReaderMetadata> {
+    read_footer(&file.path, &file.location, &[col])
+}
+
+/// The footer at `at`, with the column statistics of the leaf columns `stats_of` only.
+fn read_footer(path: &Path, at: &Location, stats_of: &[usize]) -> Result<ArrowReaderMetadata> {
     let file = crate::blob::open_for(at, None, path)?;
     let len = file.len();
     if len < 12 {
@@ -475,11 +482,13 @@ fn read_footer(path: &Path, at: &Location) -> Result<ArrowReaderMetadata> {
     if magic != b"PAR1" {
         return Err(Error::bad_file(path, "not a Parquet file (no PAR1 magic bytes at the end; truncated or another format)"));
     }
-    // Statistics are not used here: skip decoding them (a footer of many row groups is mostly
+    // Statistics are seldom used: skip decoding them (a footer of many row groups is mostly
     // statistics).
     use parquet::file::metadata::ParquetStatisticsPolicy as Skip;
-    let options =
-        ArrowReaderOptions::new().with_column_stats_policy(Skip::SkipAll).with_encoding_stats_policy(Skip::SkipAll).with_size_stats_policy(Skip::SkipAll);
+    let options = ArrowReaderOptions::new()
+        .with_column_stats_policy(Skip::skip_except(stats_of))
+        .with_encoding_stats_policy(Skip::SkipAll)
+        .with_size_stats_policy(Skip::SkipAll);
     let loaded = crate::guard::no_panic(|| ArrowReaderMetadata::load(&file, options));
     match loaded {
         Ok(Ok(m)) => Ok(fix_row_count(m)),

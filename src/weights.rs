@@ -17,8 +17,117 @@ use crate::value::KeyType;
 /// Matching rows per join-column value (encoded by `count::group_keys`).
 pub type Matches = hashbrown::HashMap<Vec<u8>, u64>;
 
-/// Rows per value of one column that encodes as an integer.
-pub type IntSums = hashbrown::HashMap<i64, u64, foldhash::fast::FixedState>;
+/// Rows per value of one column that encodes as an integer: in an array indexed by the value
+/// while the values span a range not much wider than the rows added (surrogate keys and dates,
+/// most join keys), else in a hash map.
+#[derive(Clone, Debug)]
+pub enum IntSums {
+    Dense { lo: i64, sums: Vec<u64>, distinct: usize, rows: usize },
+    Hash(hashbrown::HashMap<i64, u64, foldhash::fast::FixedState>),
+}
+
+/// An array of at most this many values (32 MB), and at most twice the rows added plus
+/// `DENSE_SLACK` wide.
+const DENSE_SLOTS: u128 = 1 << 22;
+const DENSE_SLACK: u128 = 1 << 16;
+
+impl Default for IntSums {
+    fn default() -> Self {
+        IntSums::Dense { lo: 0, sums: Vec::new(), distinct: 0, rows: 0 }
+    }
+}
+
+impl IntSums {
+    /// Add each (value, rows) of `vals` (rows > 0), whose values lie within `min..=max`.
+    fn add_all(&mut self, vals: &[(i64, u64)], min: i64, max: i64) {
+        self.add_all_of(vals, min, max, vals.len());
+    }
+
+    /// Add the sums of `other`.
+    fn merge(&mut self, other: IntSums) {
+        let rows = match &other {
+            IntSums::Dense { rows, .. } => *rows,
+            IntSums::Hash(m) => m.len(),
+        };
+        let vals: Vec<(i64, u64)> = other.iter().collect();
+        let min = vals.iter().map(|v| v.0).min().unwrap_or(0);
+        let max = vals.iter().map(|v| v.0).max().unwrap_or(0);
+        self.add_all_of(&vals, min, max, rows);
+    }
+
+    /// As `add_all`, the values having been `rows` rows.
+    fn add_all_of(&mut self, vals: &[(i64, u64)], min: i64, max: i64, rows: usize) {
+        if vals.is_empty() {
+            return;
+        }
+        self.make_room(min, max, rows);
+        match self {
+            IntSums::Dense { lo, sums, distinct, .. } => {
+                for &(v, w) in vals {
+                    let slot = &mut sums[(v - *lo) as usize];
+                    *distinct += usize::from(*slot == 0);
+                    *slot += w;
+                }
+            }
+            IntSums::Hash(m) => vals.iter().for_each(|&(v, w)| *m.entry(v).or_insert(0) += w),
+        }
+    }
+
+    /// Widen the array to take `n` more values within `min..=max` (shifting it when `min` is
+    /// below its start, with room for as many again below), or go over to a hash map when it
+    /// would be too wide.
+    fn make_room(&mut self, min: i64, max: i64, n: usize) {
+        let IntSums::Dense { lo, sums, rows, .. } = self else { return };
+        *rows += n;
+        let (old_lo, old_len) = (*lo as i128, sums.len() as i128);
+        let (mut new_lo, new_hi) = if old_len == 0 { (min as i128, max as i128) } else { (old_lo.min(min as i128), (old_lo + old_len - 1).max(max as i128)) };
+        let cap = (2 * *rows as u128 + DENSE_SLACK).min(DENSE_SLOTS) as i128;
+        if new_hi - new_lo + 1 > cap {
+            let m = self.iter().collect();
+            *self = IntSums::Hash(m);
+            return;
+        }
+        if old_len > 0 && new_lo < old_lo {
+            // Room below as well, so that values coming in descending order do not shift the
+            // array each time.
+            new_lo = (new_lo - old_len / 2).max(new_hi + 1 - cap).max(i64::MIN as i128);
+            let mut wider = vec![0u64; (old_lo - new_lo) as usize];
+            wider.extend_from_slice(sums);
+            *sums = wider;
+            *lo = new_lo as i64;
+        } else if old_len == 0 {
+            *lo = new_lo as i64;
+        }
+        let len = (new_hi - *lo as i128 + 1) as usize;
+        if len > sums.len() {
+            sums.resize(len, 0);
+        }
+    }
+
+    /// The rows of value `v`.
+    #[inline]
+    fn get(&self, v: i64) -> u64 {
+        match self {
+            IntSums::Dense { lo, sums, .. } => sums.get((v as i128 - *lo as i128) as usize).copied().filter(|_| v >= *lo).unwrap_or(0),
+            IntSums::Hash(m) => m.get(&v).copied().unwrap_or(0),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            IntSums::Dense { distinct, .. } => *distinct,
+            IntSums::Hash(m) => m.len(),
+        }
+    }
+
+    /// Each value with rows, and its rows.
+    fn iter(&self) -> Box<dyn Iterator<Item = (i64, u64)> + '_> {
+        match self {
+            IntSums::Dense { lo, sums, .. } => Box::new(sums.iter().enumerate().filter(|e| *e.1 > 0).map(|(i, &n)| (*lo + i as i64, n))),
+            IntSums::Hash(m) => Box::new(m.iter().map(|(&v, &n)| (v, n))),
+        }
+    }
+}
 
 /// Rows per value of a join's columns, summed and looked up row by row: by the value itself
 /// where the join is on one column that encodes as an integer (most join keys: no key encoded
@@ -54,16 +163,33 @@ impl Sums {
     pub fn add(&mut self, cols: &[ArrayRef], types: &[KeyType], mut weight: impl FnMut(usize, bool) -> u64) -> std::result::Result<(), String> {
         match self {
             Sums::Ints { by_value, null } => {
-                let mut row = 0;
+                let (mut row, mut min, mut max) = (0, i64::MAX, i64::MIN);
+                let mut vals = Vec::with_capacity(cols[0].len());
+                let plain = crate::count::each_plain_i64(&cols[0], |row, v| {
+                    let w = weight(row, false);
+                    if w > 0 {
+                        (min, max) = (min.min(v), max.max(v));
+                        vals.push((v, w));
+                    }
+                });
+                if plain {
+                    by_value.add_all(&vals, min, max);
+                    return Ok(());
+                }
                 crate::count::each_i64(&cols[0], types[0], &mut |v| {
                     let w = weight(row, v.is_none());
                     row += 1;
                     match v {
                         _ if w == 0 => {}
-                        Some(v) => *by_value.entry(v).or_insert(0) += w,
+                        Some(v) => {
+                            (min, max) = (min.min(v), max.max(v));
+                            vals.push((v, w));
+                        }
                         None => *null += w,
                     }
-                })
+                })?;
+                by_value.add_all(&vals, min, max);
+                Ok(())
             }
             Sums::Keys(out) => crate::count::each_group_key(cols, types, |row, key| {
                 let w = weight(row, cols.iter().any(|a| a.is_null(row)));
@@ -80,6 +206,23 @@ impl Sums {
         }
     }
 
+    /// Add the sums of `other`, of the same columns.
+    pub fn merge(&mut self, other: Sums) {
+        match (&mut *self, other) {
+            (Sums::Ints { by_value, null }, Sums::Ints { by_value: o, null: on }) => {
+                *null += on;
+                by_value.merge(o);
+            }
+            (Sums::Keys(m), Sums::Keys(o)) => o.into_iter().for_each(|(k, n)| *m.entry(k).or_insert(0) += n),
+            // Not of the same columns: both by their encoded keys.
+            (_, other) => {
+                let mut m = std::mem::replace(self, Sums::Keys(Matches::new())).into_matches();
+                other.into_matches().into_iter().for_each(|(k, n)| *m.entry(k).or_insert(0) += n);
+                *self = Sums::Keys(m);
+            }
+        }
+    }
+
     /// `f(row, rows)` for each row of `cols` that `wanted(row)`, with the rows its value has
     /// here (None: a column of the row is NULL).
     fn each_lookup(
@@ -91,10 +234,18 @@ impl Sums {
     ) -> std::result::Result<(), String> {
         match self {
             Sums::Ints { by_value, .. } => {
+                let plain = crate::count::each_plain_i64(&cols[0], |row, v| {
+                    if wanted(row) {
+                        f(row, Some(by_value.get(v)));
+                    }
+                });
+                if plain {
+                    return Ok(());
+                }
                 let mut row = 0;
                 crate::count::each_i64(&cols[0], types[0], &mut |v| {
                     if wanted(row) {
-                        f(row, v.map(|v| by_value.get(&v).copied().unwrap_or(0)));
+                        f(row, v.map(|v| by_value.get(v)));
                     }
                     row += 1;
                 })
@@ -114,7 +265,7 @@ impl Sums {
             Sums::Keys(m) => m,
             Sums::Ints { by_value, null } => {
                 let mut out = Matches::with_capacity(by_value.len() + 1);
-                for (v, n) in by_value {
+                for (v, n) in by_value.iter() {
                     let mut key = Vec::with_capacity(9);
                     key.push(3);
                     key.extend_from_slice(&v.to_le_bytes());
@@ -190,7 +341,8 @@ pub struct RowWeights {
 /// a chain's joins are counted one after another, each weighted by the factors of the joins
 /// before it, most of which the join before it was weighted by too. With the weights kept,
 /// only the factors not in them are looked up (and their columns read). Held within `budget`
-/// bytes (8 a row); a file past it is weighted from scratch each time.
+/// bytes, each file's in the narrowest width its largest weight fits (see `Packed`); a file
+/// past it is weighted from scratch each time.
 #[derive(Debug)]
 pub struct WeightMemo {
     kept: std::sync::Mutex<hashbrown::HashMap<std::path::PathBuf, Kept>>,
@@ -200,7 +352,7 @@ pub struct WeightMemo {
 #[derive(Debug)]
 struct Kept {
     factors: Vec<Factor>,
-    weights: Arc<Vec<u64>>,
+    weights: Arc<Packed>,
 }
 
 impl WeightMemo {
@@ -214,7 +366,7 @@ impl WeightMemo {
 
     /// The weights kept for `path` when they are the product of some of `factors`: those
     /// weights, and the factors not in them.
-    pub fn prior(&self, path: &std::path::Path, factors: &[Factor]) -> Option<(Arc<Vec<u64>>, Vec<Factor>)> {
+    pub fn prior(&self, path: &std::path::Path, factors: &[Factor]) -> Option<(Arc<Packed>, Vec<Factor>)> {
         let kept = self.kept();
         let k = kept.get(path)?;
         let mut rest: Vec<Factor> = factors.to_vec();
@@ -226,20 +378,106 @@ impl WeightMemo {
     }
 
     /// Keep `weights`, the product of `factors` for each row of `path`, if they fit.
-    pub fn keep(&self, path: &std::path::Path, factors: &[Factor], weights: Vec<u64>) {
+    pub fn keep(&self, path: &std::path::Path, factors: &[Factor], weights: Packed) {
         let mut kept = self.kept();
         kept.remove(path);
-        let held: usize = kept.values().map(|k| k.weights.len() * 8).sum();
-        if held + weights.len() * 8 <= self.budget {
+        let held: usize = kept.values().map(|k| k.weights.bytes()).sum();
+        if held + weights.bytes() <= self.budget {
             kept.insert(path.to_path_buf(), Kept { factors: factors.to_vec(), weights: Arc::new(weights) });
         }
     }
 
-    /// Whether `rows` weights would fit beside the others.
-    pub fn fits(&self, path: &std::path::Path, rows: u64) -> bool {
+    /// Bytes left for `path`'s weights beside the others'.
+    pub fn room(&self, path: &std::path::Path) -> usize {
         let kept = self.kept();
-        let held: usize = kept.iter().filter(|(p, _)| p.as_path() != path).map(|(_, k)| k.weights.len() * 8).sum();
-        (held as u64).saturating_add(rows.saturating_mul(8)) <= self.budget as u64
+        let held: usize = kept.iter().filter(|(p, _)| p.as_path() != path).map(|(_, k)| k.weights.bytes()).sum();
+        self.budget.saturating_sub(held)
+    }
+}
+
+/// A file's row weights in the narrowest of 1, 2, 4 or 8 bytes that holds the largest so far:
+/// most weights of a chain's joins are 0 or small counts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Packed {
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+    U64(Vec<u64>),
+}
+
+impl Default for Packed {
+    fn default() -> Self {
+        Packed::U8(Vec::new())
+    }
+}
+
+impl Packed {
+    pub fn len(&self) -> usize {
+        match self {
+            Packed::U8(v) => v.len(),
+            Packed::U16(v) => v.len(),
+            Packed::U32(v) => v.len(),
+            Packed::U64(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes the weights take.
+    pub fn bytes(&self) -> usize {
+        let width = match self {
+            Packed::U8(_) => 1,
+            Packed::U16(_) => 2,
+            Packed::U32(_) => 4,
+            Packed::U64(_) => 8,
+        };
+        self.len() * width
+    }
+
+    /// Append `w`, first widening every weight as far as the largest of `w` needs.
+    pub fn extend(&mut self, w: &[u64]) {
+        let max = w.iter().copied().max().unwrap_or(0);
+        while self.largest() < max {
+            self.widen();
+        }
+        match self {
+            Packed::U8(v) => v.extend(w.iter().map(|&x| x as u8)),
+            Packed::U16(v) => v.extend(w.iter().map(|&x| x as u16)),
+            Packed::U32(v) => v.extend(w.iter().map(|&x| x as u32)),
+            Packed::U64(v) => v.extend_from_slice(w),
+        }
+    }
+
+    /// The largest weight the width holds.
+    fn largest(&self) -> u64 {
+        match self {
+            Packed::U8(_) => u8::MAX as u64,
+            Packed::U16(_) => u16::MAX as u64,
+            Packed::U32(_) => u32::MAX as u64,
+            Packed::U64(_) => u64::MAX,
+        }
+    }
+
+    /// The same weights, one width wider.
+    fn widen(&mut self) {
+        let all = self.get(0..self.len()).unwrap_or_default();
+        *self = match self {
+            Packed::U8(_) => Packed::U16(all.into_iter().map(|x| x as u16).collect()),
+            Packed::U16(_) => Packed::U32(all.into_iter().map(|x| x as u32).collect()),
+            _ => Packed::U64(all),
+        };
+    }
+
+    /// The weights of rows `range`, None past the end.
+    pub fn get(&self, range: std::ops::Range<usize>) -> Option<Vec<u64>> {
+        Some(match self {
+            Packed::U8(v) => v.get(range)?.iter().map(|&x| x as u64).collect(),
+            Packed::U16(v) => v.get(range)?.iter().map(|&x| x as u64).collect(),
+            Packed::U32(v) => v.get(range)?.iter().map(|&x| x as u64).collect(),
+            Packed::U64(v) => v.get(range)?.to_vec(),
+        })
     }
 }
 
@@ -307,6 +545,51 @@ mod tests {
             *m.entry(k).or_insert(0) += 1;
         }
         m
+    }
+
+    #[test]
+    fn int_sums_by_index_and_by_hash_are_the_same_sums() {
+        use std::collections::BTreeMap;
+        let batches: Vec<Vec<i64>> = vec![
+            (1000..1100).rev().collect(),
+            (900..1000).rev().collect(),
+            vec![-5, 1099, 1000],
+            (0..3000).map(|i| 500 + i % 50).collect(),
+            // Far outside: the array would be too wide, the sums go over to a hash map.
+            vec![i64::MAX, i64::MIN, 7],
+            vec![i64::MAX - 1, 3],
+        ];
+        let mut sums = IntSums::default();
+        let mut want: BTreeMap<i64, u64> = BTreeMap::new();
+        for (b, vals) in batches.iter().enumerate() {
+            let pairs: Vec<(i64, u64)> = vals.iter().map(|&v| (v, (v.unsigned_abs() % 3) + 1)).collect();
+            pairs.iter().for_each(|&(v, w)| *want.entry(v).or_default() += w);
+            sums.add_all(&pairs, *vals.iter().min().unwrap(), *vals.iter().max().unwrap());
+            assert_eq!(matches!(sums, IntSums::Dense { .. }), b < 4, "batch {b}");
+            assert_eq!(sums.iter().collect::<BTreeMap<_, _>>(), want, "batch {b}");
+            assert_eq!(sums.len(), want.len());
+            for v in [-6, -5, 0, 899, 900, 1099, 1100, i64::MIN, i64::MAX, i64::MAX - 1] {
+                assert_eq!(sums.get(v), want.get(&v).copied().unwrap_or(0), "value {v} after batch {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn packed_weights_widen_as_needed_and_read_back_the_same() {
+        let mut p = Packed::default();
+        let mut all = Vec::new();
+        for chunk in [&[0, 1, 255][..], &[256, 3], &[70_000], &[1 << 40, 0]] {
+            p.extend(chunk);
+            all.extend_from_slice(chunk);
+        }
+        assert_eq!(p.get(0..all.len()), Some(all.clone()));
+        assert_eq!((p.bytes(), p.get(2..4)), (all.len() * 8, Some(vec![255, 256])));
+        assert!(p.get(7..9).is_none());
+        let mut q = Packed::default();
+        q.extend(&[1, 2, 3]);
+        assert_eq!(q.bytes(), 3);
+        q.extend(&[300]);
+        assert_eq!((q.bytes(), q.get(0..4)), (8, Some(vec![1, 2, 3, 300])));
     }
 
     #[test]

@@ -462,7 +462,8 @@ fn few_row_groups_are_sampled_in_whole_pages() {
 fn keys_past_memory_spill_and_stay_exact() {
     let dir = tempfile::tempdir().unwrap();
     let n = 300_000i64;
-    let k: Vec<i64> = (0..n).map(|i| if i % 4 == 0 { 42 } else { i }).collect();
+    // Spread over a range far wider than the rows: staged by hash, not counted by value.
+    let k: Vec<i64> = (0..n).map(|i| if i % 4 == 0 { 42 } else { i * 1000 }).collect();
     let p = dir.path().join("wide.parquet");
     write(&p, vec![("k", Arc::new(Int64Array::from(k)) as ArrayRef)], 65536);
     let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--memory", "1MB", "--top", "2"]);
@@ -470,10 +471,9 @@ fn keys_past_memory_spill_and_stay_exact() {
     assert_eq!(c["exact"], true);
     assert_eq!(c["count_error"], 0);
     assert_eq!(c["top"][0]["value"], 42);
-    // 75,000 rows of 42 and the row i = 42.
-    assert_eq!(c["top"][0]["count"], 75_001);
+    assert_eq!(c["top"][0]["count"], 75_000);
     assert_eq!(c["top"][1]["count"], 1);
-    assert_eq!(c["distinct"], 225_000);
+    assert_eq!(c["distinct"], 225_001);
     let spilled = j["spilled_bytes"].as_u64().unwrap();
     assert!(spilled > 1 << 20, "{spilled}");
     // Within the default memory nothing spills.
@@ -489,6 +489,39 @@ fn keys_past_memory_spill_and_stay_exact() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("missing: cannot spill counted keys to a temporary file") && err.contains("TMPDIR"), "{err}");
+}
+
+/// An integer key whose values fill a narrow range (from the footer's statistics) is counted
+/// by value: exact, and in 1 MB where the same rows staged by hash would spill.
+#[test]
+fn a_narrow_integer_key_is_counted_by_value_without_spilling() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 300_000i64;
+    let k: Vec<Option<i64>> = (0..n)
+        .map(|i| {
+            if i % 11 == 0 {
+                None
+            } else if i % 3 == 0 {
+                Some(-7)
+            } else {
+                Some((i * 7) % 5000 - 2500)
+            }
+        })
+        .collect();
+    let mut want: std::collections::HashMap<i64, u64> = Default::default();
+    k.iter().flatten().for_each(|&v| *want.entry(v).or_default() += 1);
+    let mut top: Vec<(i64, u64)> = want.iter().map(|(&v, &c)| (v, c)).collect();
+    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let p = dir.path().join("narrow.parquet");
+    write(&p, vec![("k", Arc::new(Int64Array::from(k)) as ArrayRef)], 65536);
+    let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--memory", "1MB", "--top", "4"]);
+    let c = &j["columns"][0];
+    assert!(j.get("spilled_bytes").is_none(), "{j}");
+    assert_eq!((c["exact"].as_bool(), c["distinct"].as_u64(), c["nulls"].as_u64()), (Some(true), Some(want.len() as u64), Some(27_273)));
+    let got: Vec<(Option<i64>, u64)> = c["top"].as_array().unwrap().iter().map(|t| (t["value"].as_i64(), t["count"].as_u64().unwrap())).collect();
+    // NULL is the second most frequent value, ranked with the others.
+    let top: Vec<(Option<i64>, u64)> = top.into_iter().map(|(v, c)| (Some(v), c)).collect();
+    assert_eq!(got, [top[0], (None, 27_273), top[1], top[2]]);
 }
 
 #[test]

@@ -6,12 +6,13 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 
 use super::counter::{KeyCounter, Summary};
+use super::dense::{self, DenseRange};
 use super::encode::{bytes_value, decode_key};
 use super::split::{Bounds, Split};
 use super::stage::{self, ByteBuf, IntBuf, Stage};
 use super::KeySpec;
 use crate::error::{Error, Result};
-use crate::source::ColumnSource;
+use crate::source::{ColumnSource, Table};
 use crate::value::{KeyType, Value};
 
 /// Memory of the bounded counter (see `Job::for_specs`), whatever `--memory` says.
@@ -52,6 +53,8 @@ pub(crate) struct Job {
     pub(crate) split: bool,
     /// The threads' splits, handed in when they finish.
     pub(crate) splits: Mutex<Vec<Split>>,
+    /// An integer key of a narrow range: its values counted by value (see `dense`).
+    pub(crate) dense: Option<DenseRange>,
 }
 
 /// What a job counted (NULL rows apart).
@@ -92,9 +95,21 @@ impl Job {
                     nulls: AtomicU64::new(0),
                     split,
                     splits: Default::default(),
+                    dense: None,
                 }
             })
             .collect()
+    }
+
+    /// Count the values of an integer key by value if they span a narrow range (see `dense`)
+    /// and `threads` arrays of it fit in `budget` (they take less memory than staging the same
+    /// keys would); its stage keeps the rest of the budget.
+    pub(crate) fn count_narrow_range(&mut self, table: &Table, threads: usize, budget: usize) {
+        let Plan::Int { field, ty } = &self.plan else { return };
+        if let Some(r) = dense::range_of(table, field, *ty, threads, budget) {
+            self.int_stage = Stage::new(budget - r.len * threads);
+            self.dense = Some(r);
+        }
     }
 
     /// The `want` most frequent keys and the distinct count, once every unit is read and every

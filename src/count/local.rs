@@ -51,13 +51,14 @@ impl<'a> Local<'a> {
         Local {
             jobs,
             st: stage::hasher(),
-            ints: jobs.iter().map(|_| IntBuf::default()).collect(),
+            ints: jobs.iter().map(|j| IntBuf::new(j.dense)).collect(),
             bytes: jobs.iter().map(|_| ByteBuf::default()).collect(),
             reported: vec![0; n],
             over: vec![false; n],
             int_pend: (0..n).map(|_| None).collect(),
             byte_pend: (0..n).map(|_| None).collect(),
-            raw_ints: vec![false; n],
+            // Keys counted by value are not worth pre-aggregating.
+            raw_ints: jobs.iter().map(|j| j.dense.is_some()).collect(),
             agg: (0..n).map(|_| HashMap::new()).collect(),
             scratch: Default::default(),
             open: Default::default(),

@@ -26,6 +26,7 @@
 mod arrays;
 mod batch;
 mod counter;
+mod dense;
 mod encode;
 mod job;
 mod local;
@@ -44,7 +45,7 @@ mod units;
 #[cfg(test)]
 mod page_reader_tests;
 
-pub(crate) use arrays::each_i64;
+pub(crate) use arrays::{each_i64, each_plain_i64};
 pub(crate) use encode::{decode_key, encode_values, Atoms};
 pub use encode::{each_group_key, group_keys};
 pub use profile::profile;

@@ -37,9 +37,14 @@ pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Resul
 
 /// One pass over the table; `None` when a split count (see `split`) could not prove its top.
 fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: bool) -> Result<Option<Vec<ColumnProfile>>> {
-    let jobs = Job::for_specs(specs, opts.memory / specs.len().max(1), split);
+    let budget = opts.memory / specs.len().max(1);
+    let mut jobs = Job::for_specs(specs, budget, split);
     let fields = fields_read(specs);
     let (units, sample) = choose_units(table, opts, fields.first().map(String::as_str));
+    if sample.is_none() {
+        let threads = rayon::current_num_threads().max(1);
+        jobs.iter_mut().for_each(|j| j.count_narrow_range(table, threads, budget));
+    }
     // A thread's exact table may hold this many values before its chunks are split: none for
     // a sample, whose few row groups would otherwise be counted mostly into that table.
     let switch_at = if sample.is_some() { 0 } else { SWITCH_KEYS };
