@@ -22,11 +22,10 @@ use std::fs::File;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::{new_null_array, Array, ArrayRef, BooleanArray, Datum, RecordBatch, RecordBatchReader, Scalar, StringArray};
+use arrow_array::{new_null_array, Array, ArrayRef, BooleanArray, Datum, RecordBatch, Scalar, StringArray};
 use arrow_buffer::BooleanBuffer;
 use arrow_schema::{DataType, Schema};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::{ArrowWriter, ProjectionMask};
+use parquet::arrow::ArrowWriter;
 use sqlparser::ast::{BinaryOperator, Expr, UnaryOperator, Value as SqlValue};
 
 use crate::count::KeySpec;
@@ -146,36 +145,33 @@ fn filter_file(
     mut groups: Option<&mut Groups>,
     out: &std::path::Path,
 ) -> std::result::Result<(u64, u64), String> {
-    let reader = passing_reader(file, keys.iter().map(|k| k.to_ascii_lowercase()), filter, None)?;
+    let fields = wanted_fields(file, keys.iter().map(|k| k.to_ascii_lowercase()), filter)?;
     // The key columns' places in the batches, and the output's schema (its file is written
     // even when no row passes, so the table always has one).
-    let schema = reader.schema();
+    let schema = file.meta.schema().project(&fields).map_err(|e| e.to_string())?;
     let key_idx: Vec<usize> = keys.iter().map(|k| column_index(&schema, k)).collect::<std::result::Result<_, _>>()?;
     let key_schema = Arc::new(schema.project(&key_idx).map_err(|e| e.to_string())?);
     let mut writer = ArrowWriter::try_new(File::create(out).map_err(|e| e.to_string())?, key_schema, None).map_err(|e| e.to_string())?;
     let (mut rows_in, mut rows_out) = (0u64, 0u64);
-    for batch in reader {
-        let batch = batch.map_err(|e| e.to_string())?;
-        let mut pass = all_true(&filter.conditions, &batch)?;
-        if let Some(g) = groups.as_deref_mut() {
-            pass = first_of_groups(g, &batch, &pass)?;
+    for g in 0..file.meta.metadata().num_row_groups() {
+        for batch in crate::columns::row_group(file, &file.meta, g, &fields).map_err(|e| e.to_string())? {
+            let batch = batch.map_err(|e| e.to_string())?;
+            let mut pass = all_true(&filter.conditions, &batch)?;
+            if let Some(g) = groups.as_deref_mut() {
+                pass = first_of_groups(g, &batch, &pass)?;
+            }
+            let kept = arrow_select::filter::filter_record_batch(&batch.project(&key_idx).map_err(|e| e.to_string())?, &pass).map_err(|e| e.to_string())?;
+            rows_in += batch.num_rows() as u64;
+            rows_out += kept.num_rows() as u64;
+            writer.write(&kept).map_err(|e| e.to_string())?;
         }
-        let kept = arrow_select::filter::filter_record_batch(&batch.project(&key_idx).map_err(|e| e.to_string())?, &pass).map_err(|e| e.to_string())?;
-        rows_in += batch.num_rows() as u64;
-        rows_out += kept.num_rows() as u64;
-        writer.write(&kept).map_err(|e| e.to_string())?;
     }
     writer.close().map_err(|e| e.to_string())?;
     Ok((rows_in, rows_out))
 }
 
-/// The batches of `file` with `columns` and the filter's columns (case ignored).
-fn passing_reader(
-    file: &DataFile,
-    columns: impl Iterator<Item = String>,
-    filter: &RowFilter,
-    row_group: Option<usize>,
-) -> std::result::Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader, String> {
+/// The fields of `file` holding `columns` and the filter's columns (case ignored).
+fn wanted_fields(file: &DataFile, columns: impl Iterator<Item = String>, filter: &RowFilter) -> std::result::Result<Vec<usize>, String> {
     let mut wanted: Vec<usize> = Vec::new();
     for c in columns.chain(filter.columns()) {
         let i = field_ci(file, &c).ok_or_else(|| format!("no column {c}"))?;
@@ -184,13 +180,7 @@ fn passing_reader(
         }
     }
     wanted.sort_unstable();
-    let f = file.open().map_err(|e| e.to_string())?;
-    let mask = ProjectionMask::roots(file.meta.parquet_schema(), wanted.iter().copied());
-    let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(f, file.meta.clone()).with_projection(mask).with_batch_size(65536);
-    if let Some(g) = row_group {
-        builder = builder.with_row_groups(vec![g]);
-    }
-    builder.build().map_err(|e| e.to_string())
+    Ok(wanted)
 }
 
 /// The rows of `table` that pass `filter`, weighted by `weights`, summed per value of the
@@ -290,12 +280,12 @@ impl GroupSum<'_> {
     /// Row group `g`, whose first row is row `start` of the file.
     fn sum(&self, g: usize, start: usize) -> std::result::Result<Summed, String> {
         let columns = self.by.iter().map(|c| c.to_ascii_lowercase()).chain(self.rest.columns());
-        let reader = passing_reader(self.file, columns, self.filter, Some(g))?;
-        let schema = reader.schema();
+        let fields = wanted_fields(self.file, columns, self.filter)?;
+        let schema = self.file.meta.schema().project(&fields).map_err(|e| e.to_string())?;
         let by_idx: Vec<usize> = self.by.iter().map(|c| column_index(&schema, c)).collect::<std::result::Result<_, _>>()?;
         let mut out = Summed { sums: Sums::new(self.types), rows: 0, pieces: Vec::new() };
         let mut piece = (self.room > 0).then(Packed::default);
-        for batch in reader {
+        for batch in crate::columns::row_group(self.file, &self.file.meta, g, &fields).map_err(|e| e.to_string())? {
             let batch = batch.map_err(|e| e.to_string())?;
             let n = batch.num_rows();
             let at = start + out.rows as usize;

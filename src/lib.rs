@@ -6,6 +6,7 @@
 
 pub mod blob;
 pub mod classify;
+pub mod columns;
 pub mod count;
 pub mod delta;
 pub mod diagnose;

@@ -26,6 +26,9 @@ pub fn json<T: serde::Serialize>(report: &T) -> String {
         /// Bytes of counted keys written to a temporary file past `--memory`.
         #[serde(skip_serializing_if = "Option::is_none")]
         spilled_bytes: Option<u64>,
+        /// In a run that plans joins: column chunks decoded, decoded again, served from memory.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        column_chunks: Option<crate::columns::Reads>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         table_notes: Vec<String>,
         /// With `--engine spark`: the Spark that counted, and the time its jobs took.
@@ -34,7 +37,15 @@ pub fn json<T: serde::Serialize>(report: &T) -> String {
     }
     let io = Some(crate::store::io()).filter(|io| io.requests > 0);
     let spilled_bytes = Some(crate::count::spilled()).filter(|&b| b > 0);
-    serde_json::to_string_pretty(&WithIo { report, io, spilled_bytes, table_notes: crate::source::notes(), spark: crate::spark::summary() }).unwrap_or_default()
+    serde_json::to_string_pretty(&WithIo {
+        report,
+        io,
+        spilled_bytes,
+        column_chunks: crate::columns::kept_reads(),
+        table_notes: crate::source::notes(),
+        spark: crate::spark::summary(),
+    })
+    .unwrap_or_default()
         + "\n"
 }
 
@@ -48,17 +59,24 @@ pub fn table_notes() -> String {
     out
 }
 
-/// What the run fetched from object stores and spilled to temporary files, a line each;
-/// None when it did neither.
+/// What the run fetched from object stores, spilled to temporary files and decoded (in a
+/// run that plans joins), a line each; None when there is nothing to say.
 pub fn io_line() -> Option<String> {
     let io = crate::store::io();
     let fetched = (io.requests > 0).then(|| format!("object stores: {} requests, {} fetched\n", fmt_count(io.requests), crate::format::human(io.bytes)));
     let spilled = crate::count::spilled();
     let spilled = (spilled > 0).then(|| format!("keys past --memory: {} spilled to a temporary file and read back\n", crate::format::human(spilled)));
-    match (fetched, spilled) {
-        (None, None) => None,
-        (a, b) => Some(a.unwrap_or_default() + &b.unwrap_or_default()),
-    }
+    let columns = crate::columns::kept_reads().map(|r| {
+        format!(
+            "column chunks: {} decoded ({} again), {} reads from memory, {} kept\n",
+            fmt_count(r.decoded),
+            fmt_count(r.decoded_again),
+            fmt_count(r.from_memory),
+            crate::format::human(r.kept_bytes)
+        )
+    });
+    let lines: String = [fetched, spilled, columns].into_iter().flatten().collect();
+    (!lines.is_empty()).then_some(lines)
 }
 
 pub fn keys(report: &KeysReport, format: Format) -> String {

@@ -935,7 +935,13 @@ fn plan_pass_from_pages_equals_the_arrow_pass() {
             let pages = skewjoin().args(args).output().unwrap();
             let arrow = skewjoin().args(args).env("SKEWJOIN_ARROW_ONLY", "1").output().unwrap();
             assert!(pages.status.success(), "{}", String::from_utf8_lossy(&pages.stderr));
-            assert_eq!(String::from_utf8_lossy(&pages.stdout), String::from_utf8_lossy(&arrow.stdout), "{name} {how}");
+            // The same report; only the column chunks each path decoded differ.
+            let report = |out: &[u8]| -> Value {
+                let mut j: Value = serde_json::from_slice(out).unwrap();
+                j.as_object_mut().unwrap().remove("column_chunks");
+                j
+            };
+            assert_eq!(report(&pages.stdout), report(&arrow.stdout), "{name} {how}");
             let j: Value = serde_json::from_slice(&pages.stdout).unwrap();
             assert!(j["hot_keys"].as_array().unwrap().iter().any(|h| h["display"] == "'hot'" || h["value"] == "hot"), "{name} {how}: {}", j["hot_keys"]);
         }

@@ -78,7 +78,12 @@ pub struct PlannerArgs {
 }
 
 impl PlannerArgs {
+    /// The options of a run that plans joins; such a run reads each key column several times
+    /// (counts, partitions, the weights of later joins), so it keeps decoded columns for the
+    /// run, within a quarter of its memory (see `skewjoin::columns`).
     pub fn options(&self, how: JoinType, quiet: &Quiet) -> Result<PlanOptions> {
+        let memory = 2usize << 30;
+        skewjoin::columns::set_budget(memory / 4);
         Ok(PlanOptions {
             how,
             partitions: self.hot.shuffle_partitions,
@@ -89,7 +94,7 @@ impl PlannerArgs {
             seed: self.hot.seed,
             drop_junk: self.drop_junk,
             top: self.hot.top,
-            memory: 2 << 30,
+            memory,
             progress: quiet.progress(),
             extra_predicates: false,
             cores: self.cores,

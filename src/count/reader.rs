@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use arrow_array::{ArrayRef, RecordBatch};
 use hashbrown::HashMap;
 use indicatif::ProgressBar;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 
 use super::batch::{BatchSink, Pend};
@@ -257,7 +257,7 @@ impl<'r, 'a> UnitRead<'r, 'a> {
         // The rows come in the order of the clusters: a batch is cut where one ends.
         let (mut c, mut left) = (0usize, self.clusters[0]);
         for batch in self.batches(&rest)? {
-            let batch = batch.map_err(|e| Error::bad_file(&file.path, format!("row group {}: {e}", unit.row_group)))?;
+            let batch = batch?;
             let mut at = 0usize;
             while at < batch.num_rows() {
                 if left == 0 {
@@ -298,18 +298,22 @@ impl<'r, 'a> UnitRead<'r, 'a> {
     }
 
     /// The unit's rows of the fields `rest`, in batches.
-    fn batches(&self, rest: &[usize]) -> Result<ParquetRecordBatchReader> {
+    fn batches(&self, rest: &[usize]) -> Result<crate::columns::Batches> {
         let file = self.file;
+        let Some((sel, _)) = &self.unit.selection else {
+            return crate::columns::row_group(file, self.meta, self.unit.row_group, rest);
+        };
         let f = file.open()?;
         let mask = ProjectionMask::roots(self.meta.parquet_schema(), rest.iter().copied());
-        let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(f, self.meta.clone())
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(f, self.meta.clone())
             .with_projection(mask)
             .with_row_groups(vec![self.unit.row_group])
-            .with_batch_size(64 * 1024);
-        if let Some((sel, _)) = &self.unit.selection {
-            builder = builder.with_row_selection(sel.clone());
-        }
-        builder.build().map_err(|e| Error::bad_file(&file.path, e))
+            .with_row_selection(sel.clone())
+            .with_batch_size(crate::columns::BATCH)
+            .build()
+            .map_err(|e| Error::bad_file(&file.path, e))?;
+        let (path, g) = (file.path.clone(), self.unit.row_group);
+        Ok(Box::new(reader.map(move |b| b.map_err(|e| Error::bad_file(&path, format!("row group {g}: {e}"))))))
     }
 
     /// `piece` counted for every job not counted from its pages.

@@ -9,8 +9,6 @@
 use arrow_array::cast::AsArray;
 use arrow_array::{ArrayRef, RecordBatch};
 use hashbrown::HashMap;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::ProjectionMask;
 use rayon::prelude::*;
 
 use super::arrays::{each_bytes, each_i128, each_i64};
@@ -218,16 +216,8 @@ impl<'a> Scanner<'a> {
             return Ok(out);
         }
         let meta = hinted_meta(file, &fields);
-        let f = file.open()?;
-        let mask = ProjectionMask::roots(meta.parquet_schema(), fields.iter().copied());
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(f, meta)
-            .with_projection(mask)
-            .with_row_groups(vec![g])
-            .with_batch_size(64 * 1024)
-            .build()
-            .map_err(|e| Error::bad_file(&file.path, e))?;
-        for batch in reader {
-            let batch = batch.map_err(|e| Error::bad_file(&file.path, format!("row group {g}: {e}")))?;
+        for batch in crate::columns::row_group(file, &meta, g, &fields)? {
+            let batch = batch?;
             self.batch(file, Some(&batch), batch.num_rows(), &mut out)?;
         }
         Ok(out)
