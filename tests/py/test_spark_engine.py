@@ -77,6 +77,15 @@ def without_spark(out):
     return j
 
 
+def without_local_reads(j):
+    """The report less `column_chunks`: it counts the column chunks this process decoded, and
+    with `--engine spark` Spark reads the columns a query's filters need, so those differ by design.
+    Neither side decodes a chunk twice."""
+    reads = j.pop("column_chunks")
+    assert reads["decoded_again"] == 0 and reads["decoded"] >= 0
+    return j
+
+
 def top_sets(keys_json):
     """Each column's counts, with the most frequent values as a set (ties may come in any order)."""
     out = {}
@@ -95,13 +104,13 @@ def same_keys(table, extra):
 
 def same_plan(extra):
     want, got = run(*PLAN, check=True), run(*PLAN, *extra, check=True)
-    assert without_spark(got.stdout) == json.loads(want.stdout)
+    assert without_local_reads(without_spark(got.stdout)) == without_local_reads(json.loads(want.stdout))
 
 
 def same_rewrite(extra):
     want = run(*REWRITE, "--format", "json", check=True)
     got = run(*REWRITE, "--format", "json", *extra, check=True)
-    assert without_spark(got.stdout) == json.loads(want.stdout)
+    assert without_local_reads(without_spark(got.stdout)) == without_local_reads(json.loads(want.stdout))
 
 
 # ---- Spark 3.5, local mode through pyspark ----
