@@ -81,8 +81,7 @@ def without_local_reads(j):
     """The report less `column_chunks`: it counts the column chunks this process decoded, and
     with `--engine spark` Spark reads the columns a query's filters need, so those differ by design.
     Neither side decodes a chunk twice."""
-    reads = j.pop("column_chunks")
-    assert reads["decoded_again"] == 0 and reads["decoded"] >= 0
+    assert j.pop("column_chunks")["decoded_again"] == 0
     return j
 
 
