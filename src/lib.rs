@@ -21,6 +21,7 @@ pub mod keys;
 pub mod plan;
 pub mod report;
 pub mod rewrite;
+pub mod settings;
 pub mod size;
 pub mod source;
 pub mod spark;

@@ -12,6 +12,7 @@ use clap::{Args, ValueEnum};
 
 use skewjoin::count::Sample;
 use skewjoin::plan::{JoinType, PlanOptions};
+use skewjoin::settings::{self, Origin, SparkLine, SparkSettings};
 use skewjoin::source::Table;
 use skewjoin::spark::Session;
 use skewjoin::{Error, Result};
@@ -19,9 +20,10 @@ use skewjoin::{Error, Result};
 /// How the frequent values are found and which of them are hot: `keys`, `plan`, `rewrite`, `verify`.
 #[derive(Args)]
 pub struct HotKeyArgs {
-    /// Shuffle partitions of the join (spark.sql.shuffle.partitions): they give each value its Spark partition and the join its tasks
-    #[arg(long, default_value_t = 200, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub shuffle_partitions: u32,
+    /// Shuffle partitions of the join (spark.sql.shuffle.partitions): they give each value its
+    /// Spark partition and the join its tasks (default: the settings', 200)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub shuffle_partitions: Option<u32>,
     /// A key is hot when its rows exceed F times a typical shuffle task: the join's median task
     /// where both sides' partitions are scanned (plan, rewrite, verify: AQE's
     /// skewedPartitionFactor), or an even share, rows / shuffle partitions, where one table is
@@ -61,9 +63,10 @@ impl HotKeyArgs {
 pub struct PlannerArgs {
     #[command(flatten)]
     pub hot: HotKeyArgs,
-    /// Largest slice or side to broadcast (spark.sql.autoBroadcastJoinThreshold): 64KB, 10MB, 1GB or bytes
-    #[arg(long, default_value = "10MB", value_name = "SIZE", value_parser = parse_size)]
-    pub broadcast_threshold: u64,
+    /// Largest slice or side to broadcast (spark.sql.autoBroadcastJoinThreshold): 64KB, 10MB,
+    /// 1GB or bytes (default: the settings', 10MB)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub broadcast_threshold: Option<u64>,
     /// Size of a salted piece to aim for when it is larger than the median task
     #[arg(long, default_value = "128MB", value_name = "SIZE", value_parser = parse_size)]
     pub target_task_size: u64,
@@ -71,23 +74,61 @@ pub struct PlannerArgs {
     #[arg(long)]
     pub drop_junk: bool,
     /// The cluster's cores (spark.default.parallelism): how Spark splits a table under
-    /// cores x 128 MiB into map tasks, for the records a GROUP BY or top N sends per task
-    /// (default: a cluster large enough that every split is 128 MiB)
+    /// cores x 128 MiB into map tasks, and the fewest tasks AQE coalesces a shuffle into
+    /// (default: the settings' spark.default.parallelism, executors x cores or local[N]; else a
+    /// cluster large enough that every split is 128 MiB)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub cores: Option<u32>,
+    /// Rewrite a join only when the rewrite is predicted to save this share of its time (0.2
+    /// or 20%): a join whose hot task AQE splits, or is too short to matter, or whose rewrite
+    /// reads more than it saves, is left as written, with the reason. `off`: rewrite whenever a
+    /// hot key can be moved
+    #[arg(long, default_value = "0.2", value_name = "SHARE|off", value_parser = parse_gain)]
+    pub min_gain: Gain,
+    /// The Spark line whose defaults the predictions assume: 3.5 or 4.x (AQE on in both)
+    #[arg(long, default_value = "4.x", value_name = "VERSION")]
+    pub spark_version: String,
+    /// The job's spark-defaults.conf: its settings are assumed (a --conf or a flag wins)
+    #[arg(long, value_name = "FILE")]
+    pub spark_defaults: Option<PathBuf>,
 }
 
 impl PlannerArgs {
+    /// The Spark settings of the job: the line's defaults, then `--spark-defaults`, then each
+    /// `--conf` (of `spark`), then the planner's own flags.
+    pub fn settings(&self, spark: &SparkArgs) -> Result<SparkSettings> {
+        let mut s = SparkSettings::defaults(SparkLine::parse(&self.spark_version)?);
+        if let Some(f) = &self.spark_defaults {
+            s.read_defaults_file(f)?;
+        }
+        for c in &spark.conf {
+            s.set_conf(c)?;
+        }
+        let flag = |name: &str| Some(name.to_string());
+        if let Some(n) = self.hot.shuffle_partitions {
+            s.set(settings::SHUFFLE_PARTITIONS, &n.to_string(), Origin::Flag, flag("--shuffle-partitions"));
+        }
+        if let Some(b) = self.broadcast_threshold {
+            s.set(settings::BROADCAST_THRESHOLD, &b.to_string(), Origin::Flag, flag("--broadcast-threshold"));
+        }
+        if let Some(c) = self.cores {
+            s.set(settings::DEFAULT_PARALLELISM, &c.to_string(), Origin::Flag, flag("--cores"));
+        }
+        Ok(s)
+    }
+
     /// The options of a run that plans joins; such a run reads each key column several times
     /// (counts, partitions, the weights of later joins), so it keeps decoded columns for the
     /// run, within a quarter of its memory (see `skewjoin::columns`).
-    pub fn options(&self, how: JoinType, quiet: &Quiet) -> Result<PlanOptions> {
+    pub fn options(&self, how: JoinType, spark: &SparkArgs, quiet: &Quiet) -> Result<PlanOptions> {
         let memory = 2usize << 30;
         skewjoin::columns::set_budget(memory / 4);
+        let settings = self.settings(spark)?;
+        let files = settings.file_splits()?;
         Ok(PlanOptions {
             how,
-            partitions: self.hot.shuffle_partitions,
-            broadcast_threshold: self.broadcast_threshold,
+            partitions: settings.shuffle_partitions()?,
+            broadcast_threshold: settings.broadcast_threshold()?,
             target_task_size: self.target_task_size,
             hot_factor: self.hot.hot_factor()?,
             sample: self.hot.sample,
@@ -97,8 +138,12 @@ impl PlannerArgs {
             memory,
             progress: quiet.progress(),
             extra_predicates: false,
-            cores: self.cores,
+            cores: settings.cores()?,
             shuffle_hint: None,
+            aqe: settings.aqe()?,
+            settings,
+            min_gain: self.min_gain.0,
+            files,
         })
     }
 }
@@ -213,8 +258,8 @@ pub struct SparkArgs {
     /// session; the Python needs pyspark's Connect client (pyspark[connect])
     #[arg(long, value_name = "URL")]
     pub remote: Option<String>,
-    /// A Spark setting (repeat). verify's defaults are the planner's partitions and broadcast
-    /// threshold, with AQE off so that the measured stage is the predicted one
+    /// A Spark setting of the job (repeat): the predictions assume it, and the Spark that counts
+    /// or runs the queries starts with it (spark.sql.adaptive.enabled=false: AQE off)
     #[arg(long = "conf", value_name = "KEY=VALUE")]
     pub conf: Vec<String>,
 }
@@ -266,8 +311,8 @@ impl CountingArgs {
     /// flag given without --engine spark is refused rather than ignored).
     pub fn session(&self, sample: bool) -> Result<Option<Arc<Session>>> {
         if !self.is_spark() {
-            if self.spark.remote.is_some() || self.spark.python.is_some() || !self.spark.conf.is_empty() || self.spark.master != "local[*]" {
-                return Err(Error::Usage("--remote, --python, --master and --conf choose the Spark that counts: add --engine spark".into()));
+            if self.spark.remote.is_some() || self.spark.python.is_some() {
+                return Err(Error::Usage("--remote and --python choose the Spark that counts: add --engine spark".into()));
             }
             return Ok(None);
         }
@@ -368,6 +413,26 @@ impl TextOrJson {
             TextOrJsonFormat::Text => text(value),
             TextOrJsonFormat::Json => json(value),
         }
+    }
+}
+
+/// `--min-gain`: a share of the join's time, or None for `off`.
+#[derive(Clone, Copy, Debug)]
+pub struct Gain(pub Option<f64>);
+
+/// `0.2`, `20%`, or `off`.
+pub fn parse_gain(s: &str) -> std::result::Result<Gain, String> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("off") {
+        return Ok(Gain(None));
+    }
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+        None => t.parse::<f64>(),
+    };
+    match v {
+        Ok(x) if (0.0..1.0).contains(&x) => Ok(Gain(Some(x))),
+        _ => Err(format!("{s:?}: give a share from 0 to 0.99 (0.2 or 20%), or off")),
     }
 }
 

@@ -87,7 +87,7 @@ pub fn run(a: KeysArgs) -> Result<String> {
             Rules::Compiling(h) => join(h),
         };
         let (profiles, classifier) = (profiles?, classifier?);
-        let rep = keys::report(profiles, &classifier, &KeysOptions { partitions: a.hot.shuffle_partitions, hot_factor });
+        let rep = keys::report(profiles, &classifier, &KeysOptions { partitions: a.hot.shuffle_partitions.unwrap_or(200), hot_factor });
         let io = if a.format == KeysFormat::Table { report::table_notes() + &a.quiet.io_line() } else { String::new() };
         Ok(report::keys(&rep, a.format.into()) + &io)
     })

@@ -85,7 +85,7 @@ impl From<How> for JoinType {
 
 pub fn run(a: PlanArgs) -> Result<String> {
     a.threads.apply();
-    let opts = a.planner.options(a.how.into(), &a.quiet)?;
+    let opts = a.planner.options(a.how.into(), &a.counting.spark, &a.quiet)?;
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
     let session = a.counting.session(a.planner.hot.sample.is_some())?;
     let lt = a.counting.open(session.as_ref(), &a.left, a.as_of)?;
@@ -107,7 +107,8 @@ pub fn run(a: PlanArgs) -> Result<String> {
     if a.right_name.is_none() && right.name == left.name {
         right.name = format!("{}_2", right.name);
     }
-    let p = plan::plan(&left, &right, &classifier, &opts)?;
+    let mut p = plan::plan(&left, &right, &classifier, &opts)?;
+    p.settings = opts.settings.listed();
     a.html.write(&p, plan::html)?;
     let io = if a.format.is_text() { skewjoin::report::table_notes() + &a.quiet.io_line() } else { String::new() };
     Ok(a.format.render(&p, plan::text, plan::json) + &io)

@@ -45,7 +45,7 @@ fn sql_comments(lines: &str) -> String {
 
 pub fn run(a: RewriteArgs) -> Result<String> {
     a.threads.apply();
-    let opts = a.planner.options(JoinType::Inner, &a.quiet)?;
+    let opts = a.planner.options(JoinType::Inner, &a.counting.spark, &a.quiet)?;
     let sql = a.query.read()?;
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
     let session = a.counting.session(a.planner.hot.sample.is_some())?;

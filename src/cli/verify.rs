@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use skewjoin::classify::Classifier;
-use skewjoin::plan::JoinType;
+use skewjoin::plan::{JoinType, PlanOptions};
 use skewjoin::rewrite::{self, Rewritten};
+use skewjoin::settings::{self, Origin};
 use skewjoin::source::Table;
 use skewjoin::verify::{self, SparkOptions, Verification};
 use skewjoin::{Error, Result};
@@ -68,7 +69,12 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
     if !(a.tolerance > 0.0 && a.tolerance < 1.0) {
         return Err(Error::Usage("--tolerance must be between 0 and 1".into()));
     }
-    let opts = a.planner.options(JoinType::Inner, &a.quiet)?;
+    let mut opts = a.planner.options(JoinType::Inner, &a.spark, &a.quiet)?;
+    if engine == Engine::Spark && a.spark.remote.is_none() && opts.settings.get(settings::MASTER).is_none() {
+        // The predictions are of the Spark that runs here: local[*] has this machine's cores.
+        opts.settings.set(settings::MASTER, &a.spark.master, Origin::Flag, Some("--master".into()));
+        opts.cores = opts.cores.or(opts.settings.cores()?);
+    }
     let sql = a.query.read()?;
     let named = a.query.named(&sql, &a.quiet)?;
     let tables = open_tables(&named, None)?;
@@ -81,20 +87,15 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
     let planned = if a.rewritten.is_some() { None } else { Some(&r) };
     let v = match engine {
         Engine::Polars => verify_polars(&sql, &rewritten, planned, &named, &tables, &a)?,
-        Engine::Spark => verify_spark(&sql, &rewritten, planned, &named, &a)?,
+        Engine::Spark => verify_spark(&sql, &rewritten, planned, &named, &a, &opts)?,
     };
     a.html.write(&v, verify::html)?;
     Ok((a.format.render(&v, verify::text, verify::json), v.identical))
 }
 
-/// Both queries on the user's Spark, with the planner's partitions and broadcast threshold and
-/// AQE off unless `--conf` says otherwise.
-fn verify_spark(sql: &str, rewritten: &str, planned: Option<&Rewritten>, named: &[(String, String)], a: &VerifyArgs) -> Result<Verification> {
-    let conf = a.spark.conf(vec![
-        ("spark.sql.shuffle.partitions".into(), a.planner.hot.shuffle_partitions.to_string()),
-        ("spark.sql.autoBroadcastJoinThreshold".into(), a.planner.broadcast_threshold.to_string()),
-        ("spark.sql.adaptive.enabled".into(), "false".into()),
-    ])?;
+/// Both queries on the user's Spark, with the settings the predictions assumed.
+fn verify_spark(sql: &str, rewritten: &str, planned: Option<&Rewritten>, named: &[(String, String)], a: &VerifyArgs, opts: &PlanOptions) -> Result<Verification> {
+    let conf = opts.settings.all();
     let sopts = SparkOptions {
         python: a.spark.python(),
         master: a.spark.master.clone(),

@@ -30,6 +30,7 @@ mod dense;
 mod encode;
 mod job;
 mod local;
+pub mod map_tasks;
 mod pages;
 mod profile;
 mod reader;
@@ -49,7 +50,7 @@ pub(crate) use arrays::{each_i64, each_plain_i64};
 pub(crate) use encode::{decode_key, encode_values, Atoms};
 pub use encode::{each_group_key, group_keys};
 pub use profile::profile;
-pub use scan::{scan, PartitionScan, MAX_LOOKUP};
+pub use scan::{scan, scan_by_map, PartitionScan, MAX_LOOKUP};
 pub use spill::spilled;
 pub use table_size::TableSize;
 

@@ -14,6 +14,7 @@ use rayon::prelude::*;
 use super::arrays::{each_bytes, each_i128, each_i64};
 use super::pages::{self, flat_leaf, ColumnChunk, Dict, LastFile, Scratch, Sink};
 use super::reader::hinted_meta;
+use super::map_tasks::MapTask;
 use super::KeySpec;
 use crate::error::{Error, Result};
 use crate::hash::{hash_bytes, hash_value, pmod, SPARK_SEED};
@@ -138,12 +139,49 @@ pub fn scan(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>])
     if let Some(st) = &table.spark {
         return crate::spark::scan(table, st, spec, partitions, keys);
     }
+    check_keys(spec, keys)?;
+    let (_, parts) = scan_row_groups(table, spec, partitions, keys)?;
+    let mut total = PartitionScan::empty(partitions.max(1), keys.len());
+    for p in parts {
+        total.add(&p);
+    }
+    Ok(total)
+}
+
+/// `scan`, and the same counts for each of Spark's map tasks over the table (`tasks`, as
+/// `map_tasks::map_tasks` gives them; a row group no task reads is left out of those).
+pub fn scan_by_map(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>], tasks: &[MapTask]) -> Result<(PartitionScan, Vec<PartitionScan>)> {
+    if table.spark.is_some() {
+        return Err(Error::Usage(format!("{}: a table read by Spark has no map tasks here", table.display)));
+    }
+    check_keys(spec, keys)?;
+    let (units, parts) = scan_row_groups(table, spec, partitions, keys)?;
+    let n = partitions.max(1);
+    let task_of: HashMap<(usize, usize), usize> = tasks.iter().enumerate().flat_map(|(t, rgs)| rgs.iter().map(move |u| (*u, t))).collect();
+    let mut total = PartitionScan::empty(n, keys.len());
+    let mut per_map: Vec<PartitionScan> = (0..tasks.len()).map(|_| PartitionScan::empty(n, keys.len())).collect();
+    for (u, p) in units.iter().zip(&parts) {
+        total.add(p);
+        if let Some(&t) = task_of.get(u) {
+            per_map[t].add(p);
+        }
+    }
+    Ok((total, per_map))
+}
+
+/// The checks on what a scan looks for.
+fn check_keys(spec: &KeySpec, keys: &[Vec<Value>]) -> Result<()> {
     if keys.len() > MAX_LOOKUP {
         return Err(Error::Usage(format!("at most {MAX_LOOKUP} key values can be looked for in one scan, {} given", keys.len())));
     }
     if keys.iter().any(|k| k.len() != spec.columns.len() || k.iter().any(Value::is_null)) {
         return Err(Error::Usage("looked-for keys must be non-NULL and have one value per key column".into()));
     }
+    Ok(())
+}
+
+/// Every row group of `table`, as (file, row group), and its counts.
+fn scan_row_groups(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>]) -> Result<(Vec<(usize, usize)>, Vec<PartitionScan>)> {
     let scanner = Scanner::new(table, spec, partitions.max(1), keys);
     let units: Vec<(usize, usize)> =
         table.files.iter().enumerate().flat_map(|(f, file)| (0..file.meta.metadata().num_row_groups()).map(move |g| (f, g))).collect();
@@ -151,11 +189,7 @@ pub fn scan(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>])
         .par_iter()
         .map_init(<(Scratch, LastFile)>::default, |(scratch, last), &(fi, g)| scanner.row_group(fi, g, scratch, last))
         .collect::<Result<Vec<_>>>()?;
-    let mut total = PartitionScan::empty(scanner.n, keys.len());
-    for p in parts {
-        total.add(&p);
-    }
-    Ok(total)
+    Ok((units, parts))
 }
 
 /// What every row group of a scan is scanned with.

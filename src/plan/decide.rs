@@ -8,8 +8,10 @@ use serde_json::Value as Json;
 
 use super::measure::{Measured, SideMeasure};
 use super::strategy::{self, broadcast_side, null_bypass, salt, KeyFacts};
+use super::aqe::{self, AqeActions};
 use super::tasks::{JoinStage, TaskStats};
-use super::{advice, display_key, emit_sql, hot, HotKey, HotSide, JoinSql, JoinType, Plan, PlanOptions, Side, SideReport, Strategy};
+use super::verdict::{self, Verdict};
+use super::{advice, cost, display_key, emit_sql, hot, AqeEffect, HotKey, HotSide, JoinSql, JoinType, Plan, PlanOptions, Side, SideReport, Strategy};
 use crate::classify::{Class, Classifier};
 use crate::error::Result;
 use crate::format::{fmt_count, fmt_share, human};
@@ -18,20 +20,22 @@ use crate::hash::spark_partition;
 pub fn decide(m: &Measured, classifier: &Classifier, opts: &PlanOptions) -> Result<Plan> {
     let how = opts.how;
     let stage = JoinStage::new(m, how);
-    let before_tasks = stage.tasks(&m.left.scan.partition_rows, &m.right.scan.partition_rows, [false, false]);
-    let before = TaskStats::of(&before_tasks, m.partitions as usize);
-    let found = hot::find(m, &stage, &before_tasks, opts.hot_factor);
+    // Hot keys are found on the shuffle partitions, before AQE regroups them into tasks.
+    let partition_tasks = stage.tasks(&m.left.scan.partition_rows, &m.right.scan.partition_rows, [false, false]);
+    let partition_stats = TaskStats::of(&partition_tasks, m.partitions as usize);
+    let found = hot::find(m, &stage, &partition_tasks, opts.hot_factor);
     let [left, right] = [side_report(&m.left, Side::Left, how), side_report(&m.right, Side::Right, how)];
     let notes = notes(&[(&m.left, &left, Side::Left), (&m.right, &right, Side::Right)], opts);
     let mut hot_keys = null_keys(m, &stage, &found, classifier, how);
     let mut warnings = Vec::new();
-    hot_keys.extend(hot_values(m, &found.keys, classifier, opts, before.median_task_rows.max(1) as f64, &mut warnings));
+    hot_keys.extend(hot_values(m, &found.keys, classifier, opts, partition_stats.median_task_rows.max(1) as f64, &mut warnings));
     // A hint that asks for a shuffle (MERGE, SHUFFLE_HASH) rules out broadcasting a side whole.
     let whole = if opts.shuffle_hint.is_some() { 0 } else { opts.broadcast_threshold };
     let broadcast_side = broadcast_side::choose(how, &hot_keys, [&left, &right], whole);
-    let after_tasks = if broadcast_side.is_some() { Vec::new() } else { after_stage(m, &stage, &hot_keys) };
-    let after = if broadcast_side.is_some() { TaskStats::default() } else { TaskStats::of(&after_tasks, m.partitions as usize) };
-    let next = hot_keys.is_empty().then(|| advice::next_step(&before, &before_tasks, m.partitions, opts.hot_factor));
+    let run = Run::new(m, &stage, opts);
+    let before = run.before();
+    let after = if broadcast_side.is_some() { RunStage::default() } else { run.after(&hot_keys) };
+    let next = hot_keys.is_empty().then(|| advice::next_step(&partition_stats, &partition_tasks, m.partitions, opts.hot_factor));
     let spark_broadcasts = spark_broadcasts(how, [&left, &right], opts.broadcast_threshold).filter(|_| opts.shuffle_hint.is_none());
     let mut plan = Plan {
         how,
@@ -44,18 +48,136 @@ pub fn decide(m: &Measured, classifier: &Classifier, opts: &PlanOptions) -> Resu
         hot_keys,
         broadcast_side,
         spark_broadcasts,
-        before,
-        after,
-        before_tasks: before_tasks.iter().map(|t| t.0).collect(),
-        after_tasks: after_tasks.iter().map(|t| t.0).collect(),
+        before: before.stats(),
+        after: after.stats(),
+        before_tasks: partition_tasks.iter().map(|t| t.0).collect(),
+        after_tasks: after.partition_tasks.iter().map(|t| t.0).collect(),
+        aqe: before.aqe.clone().map(|b| AqeEffect { before: b, after: after.aqe.clone() }),
+        cost: None,
+        decision: Verdict::NothingToMove,
         notes,
         warnings,
         next,
         sql: String::new(),
         sample: opts.sample,
+        settings: Vec::new(),
     };
-    plan.sql = emit_sql(&join_sql(m, how), &plan)?;
+    let js = join_sql(m, how);
+    plan.sql = emit_sql(&js, &plan)?;
+    if plan.acts() {
+        judge(&mut plan, m, &run, [&before, &after], opts);
+        if !plan.decision.rewrites() {
+            plan.sql = emit_sql(&js, &plan.left_as_written())?;
+        }
+    }
     Ok(plan)
+}
+
+/// The cost of the plan against the join as written, and the choice; a join left as written
+/// keeps its tasks before as its tasks after.
+fn judge(plan: &mut Plan, m: &Measured, run: &Run, [before, after]: [&RunStage; 2], opts: &PlanOptions) {
+    let branches = plan.sql.matches("UNION ALL").count() as u64;
+    let inputs = [m.left.scan.rows, m.right.scan.rows];
+    let read_again = branches * (inputs[0] + inputs[1]);
+    let c = cost::join(inputs, &before.tasks, &after.tasks, read_again, run.slots, &cost::MEASURED);
+    let split = before.aqe.as_ref().is_some_and(|a| !a.skewed.is_empty());
+    plan.decision = verdict::choose(&c, opts.min_gain, split, [plan.before.max_task_rows, plan.after.max_task_rows]);
+    plan.cost = Some(c);
+    if !plan.decision.rewrites() {
+        plan.after = plan.before.clone();
+        plan.after_tasks = plan.before_tasks.clone();
+        if let Some(a) = &mut plan.aqe {
+            a.after = Some(a.before.clone());
+        }
+    }
+}
+
+/// How Spark runs the join stage under the settings: per shuffle partition (AQE off), or as AQE
+/// regroups them, on `slots` cores.
+struct Run<'a> {
+    m: &'a Measured,
+    stage: &'a JoinStage<'a>,
+    opts: &'a PlanOptions,
+    slots: u32,
+}
+
+/// One predicted join stage: its tasks, and what AQE did (None with AQE off).
+#[derive(Default)]
+struct RunStage {
+    tasks: Vec<super::tasks::Task>,
+    /// The tasks per shuffle partition as AQE-off Spark runs them (the charts'), then the
+    /// salted pieces.
+    partition_tasks: Vec<super::tasks::Task>,
+    /// Tasks of the main join (the rest are salted pieces' own shuffle).
+    main: usize,
+    aqe: Option<AqeActions>,
+}
+
+impl RunStage {
+    fn stats(&self) -> TaskStats {
+        if self.tasks.is_empty() {
+            TaskStats::default()
+        } else {
+            TaskStats::of(&self.tasks, self.main)
+        }
+    }
+}
+
+impl<'a> Run<'a> {
+    fn new(m: &'a Measured, stage: &'a JoinStage<'a>, opts: &'a PlanOptions) -> Run<'a> {
+        // Without a core count, a cluster that runs every partition at once.
+        let slots = opts.cores.unwrap_or(m.partitions).max(1);
+        Run { m, stage, opts, slots }
+    }
+
+    fn before(&self) -> RunStage {
+        let m = self.m;
+        if self.opts.aqe.enabled {
+            let s = self.stage.under_aqe(m, self.opts.how, &[], [false, false], &self.opts.aqe, self.slots);
+            return RunStage { main: s.tasks.len(), tasks: s.tasks, partition_tasks: Vec::new(), aqe: Some(s.actions) };
+        }
+        let tasks = self.stage.tasks(&m.left.scan.partition_rows, &m.right.scan.partition_rows, [false, false]);
+        RunStage { main: m.partitions as usize, partition_tasks: tasks.clone(), tasks, aqe: None }
+    }
+
+    /// The tasks after the plan: the rest without the moved keys and the bypassed NULLs, plus
+    /// one task per salted piece (its own shuffle; under AQE, coalesced as AQE would).
+    fn after(&self, hot: &[HotKey]) -> RunStage {
+        let m = self.m;
+        let moved: Vec<bool> = m.candidates.iter().map(|k| hot.iter().any(|h| &h.key == k && h.strategy.moves())).collect();
+        let bypassed = [null_bypass::bypasses(hot, Side::Left), null_bypass::bypasses(hot, Side::Right)];
+        let mut salted = BTreeMap::new();
+        for h in hot {
+            salt::add_tasks(h, [self.stage.left_bpr, self.stage.right_bpr], m.partitions, &mut salted);
+        }
+        let pieces: Vec<super::tasks::Task> = salted.into_values().collect();
+        let lrest = m.left.scan.without(&m.candidates, &moved, m.partitions);
+        let rrest = m.right.scan.without(&m.candidates, &moved, m.partitions);
+        let mut partition_tasks = self.stage.tasks(&lrest, &rrest, bypassed);
+        partition_tasks.extend(pieces.iter().copied());
+        if self.opts.aqe.enabled {
+            let s = self.stage.under_aqe(m, self.opts.how, &moved, bypassed, &self.opts.aqe, self.slots);
+            let main = s.tasks.len();
+            let mut tasks = s.tasks;
+            tasks.extend(coalesced_pieces(&pieces, &self.opts.aqe, self.slots));
+            return RunStage { tasks, partition_tasks, main, aqe: Some(s.actions) };
+        }
+        RunStage { tasks: partition_tasks.clone(), partition_tasks, main: m.partitions as usize, aqe: None }
+    }
+}
+
+/// The salted pieces' join as AQE coalesces its shuffle: pieces (in partition order) grouped
+/// into tasks of about the coalescing target.
+fn coalesced_pieces(pieces: &[super::tasks::Task], aqe: &crate::settings::Aqe, slots: u32) -> Vec<super::tasks::Task> {
+    if !aqe.coalesce || pieces.is_empty() {
+        return pieces.to_vec();
+    }
+    let sizes: Vec<u64> = pieces.iter().map(|t| t.1.round() as u64).collect();
+    let target = aqe::coalesce_target(sizes.iter().sum(), aqe, slots);
+    aqe::coalesce(&sizes, target, aqe.min_partition_size, false)
+        .into_iter()
+        .map(|(a, b)| pieces[a..b].iter().fold((0, 0.0), |x, y| (x.0 + y.0, x.1 + y.1)))
+        .collect()
 }
 
 /// The side Spark broadcasts by itself, the smaller when both may be.
@@ -247,22 +369,6 @@ fn junk_warning(h: &HotKey, m: &Measured) -> String {
         fmt_count(h.rows),
         fmt_share(h.rows as f64 / of.max(1) as f64)
     )
-}
-
-/// The tasks of the stage after the plan: the rest without the moved keys and the bypassed
-/// NULLs, plus one task per salted piece (its own shuffle).
-fn after_stage(m: &Measured, stage: &JoinStage, hot: &[HotKey]) -> Vec<super::tasks::Task> {
-    let moved: Vec<bool> = m.candidates.iter().map(|k| hot.iter().any(|h| &h.key == k && h.strategy.moves())).collect();
-    let lrest = m.left.scan.without(&m.candidates, &moved, m.partitions);
-    let rrest = m.right.scan.without(&m.candidates, &moved, m.partitions);
-    let bypassed = [null_bypass::bypasses(hot, Side::Left), null_bypass::bypasses(hot, Side::Right)];
-    let mut tasks = stage.tasks(&lrest, &rrest, bypassed);
-    let mut salted = BTreeMap::new();
-    for h in hot {
-        salt::add_tasks(h, [stage.left_bpr, stage.right_bpr], m.partitions, &mut salted);
-    }
-    tasks.extend(salted.into_values());
-    tasks
 }
 
 /// The join as SQL over the two tables by name.

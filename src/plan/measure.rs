@@ -29,6 +29,8 @@ pub struct SideMeasure {
     pub size: TableSize,
     /// Rows per shuffle partition, NULL-keyed rows, and the rows of each candidate.
     pub scan: PartitionScan,
+    /// The same, per map task of the shuffle that feeds the join.
+    pub maps: MapOutputs,
     /// The conditions the counts applied, when the side has any.
     pub filter: Option<SideFilter>,
 }
@@ -47,6 +49,27 @@ pub struct SideFilter {
     pub rows_in: u64,
     /// The rows that meet the conditions, or their groups.
     pub rows_out: u64,
+}
+
+/// Where a side's shuffle rows come from, map task by map task: what bounds how finely AQE can
+/// split a skewed partition.
+#[derive(Debug, Clone)]
+pub enum MapOutputs {
+    /// Counted per map task: Spark's file splits of the table (`count::map_tasks`).
+    Counted(Vec<PartitionScan>),
+    /// Not counted (rows through earlier joins or an aggregate, a table Spark reads): taken as
+    /// spread evenly over this many map tasks.
+    Assumed(u32),
+}
+
+impl MapOutputs {
+    /// The map tasks.
+    pub fn count(&self) -> usize {
+        match self {
+            MapOutputs::Counted(m) => m.len(),
+            MapOutputs::Assumed(n) => *n as usize,
+        }
+    }
 }
 
 /// Both sides, measured for the same candidates and partition count.
@@ -88,6 +111,7 @@ impl SideMeasure {
             columns,
             size: TableSize { rows: scan.rows, disk_bytes: bytes, memory_bytes: bytes },
             scan,
+            maps: MapOutputs::Assumed(1),
             filter: None,
         }
     }
@@ -134,7 +158,7 @@ pub fn measure(left: &SideInput, right: &SideInput, opts: &PlanOptions) -> Resul
     let popts = profile_options(opts);
     let (l, r) = (Counted::of(left, &popts)?, Counted::of(right, &popts)?);
     let cands = candidates(&l.top, &r.top);
-    let (lscan, rscan) = (l.scan(left, parts, &cands)?, r.scan(right, parts, &cands)?);
+    let (lscan, rscan) = (l.scan(left, parts, &cands, &opts.file_splits())?, r.scan(right, parts, &cands, &opts.file_splits())?);
     Ok(Measured { partitions: parts, left: side(left, lscan, l.rows), right: side(right, rscan, r.rows), candidates: cands })
 }
 
@@ -187,16 +211,44 @@ impl Counted {
         Ok(Counted { source: Source::Weighted(counts), top, rows: Some((rows_in, rows_out)) })
     }
 
-    /// Rows per shuffle partition, NULL-keyed rows and the candidates' rows.
-    fn scan(&self, s: &SideInput, parts: u32, cands: &[Vec<Value>]) -> Result<PartitionScan> {
+    /// Rows per shuffle partition, NULL-keyed rows and the candidates' rows, in all and per
+    /// map task (`files`: how Spark splits the table's files).
+    fn scan(&self, s: &SideInput, parts: u32, cands: &[Vec<Value>], files: &count::map_tasks::FileSplits) -> Result<(PartitionScan, MapOutputs)> {
         match &self.source {
             Source::Table(f) => {
                 let (t, k) = f_src(s, f);
-                count::scan(t, k, parts, cands)
+                if t.spark.is_some() || s.group_by.is_some() {
+                    let assumed = if s.group_by.is_some() { parts } else { t.files.len().max(1) as u32 };
+                    return Ok((count::scan(t, k, parts, cands)?, MapOutputs::Assumed(assumed)));
+                }
+                let tasks = map_tasks_of(s.table, f.as_ref().map(|f| &f.table), files);
+                let (scan, per_map) = count::scan_by_map(t, k, parts, cands, &tasks)?;
+                Ok((scan, MapOutputs::Counted(per_map)))
             }
-            Source::Weighted(counts) => Ok(scan_counts(counts, parts, cands)),
+            // The rows of the joins before come out of their reduce tasks: as many as partitions.
+            Source::Weighted(counts) => Ok((scan_counts(counts, parts, cands), MapOutputs::Assumed(parts))),
         }
     }
+}
+
+/// Spark's map tasks over `table`, as row groups of `filtered` (the passing rows' keys written
+/// one file per file of `table`) when the counts are of those: each row group of a filtered
+/// file goes to the task of the row group at the same place in its original file.
+fn map_tasks_of(table: &Table, filtered: Option<&Table>, files: &count::map_tasks::FileSplits) -> Vec<count::map_tasks::MapTask> {
+    let tasks = count::map_tasks::map_tasks(table, files);
+    let Some(f) = filtered else { return tasks };
+    let task_of: std::collections::HashMap<(usize, usize), usize> = tasks.iter().enumerate().flat_map(|(t, rgs)| rgs.iter().map(move |u| (*u, t))).collect();
+    let mut out = vec![Vec::new(); tasks.len()];
+    for (fi, file) in f.files.iter().enumerate().filter(|(fi, _)| *fi < table.files.len()) {
+        let (n, orig) = (file.meta.metadata().num_row_groups(), table.files[fi].meta.metadata().num_row_groups());
+        for g in 0..n {
+            let at = (fi, (g * orig) / n.max(1));
+            if let Some(&t) = task_of.get(&at) {
+                out[t].push((fi, g));
+            }
+        }
+    }
+    out
 }
 
 /// The partition scan of keys given with their rows (a NULL in any key column makes a
@@ -228,7 +280,7 @@ pub fn measure_one(input: &SideInput, opts: &PlanOptions) -> Result<(Vec<Vec<Val
     let popts = profile_options(opts);
     let c = Counted::of(input, &popts)?;
     let cands = candidates(&c.top, &[]);
-    let scan = c.scan(input, parts, &cands)?;
+    let scan = c.scan(input, parts, &cands, &opts.file_splits())?;
     Ok((cands, side(input, scan, c.rows)))
 }
 
@@ -250,7 +302,7 @@ fn f_src<'a>(s: &'a SideInput, f: &'a Option<Filtered>) -> (&'a Table, &'a KeySp
 }
 
 /// `rows`: (rows read, rows counted) when the counts are not of the whole table.
-fn side(s: &SideInput, scan: PartitionScan, rows: Option<(u64, u64)>) -> SideMeasure {
+fn side(s: &SideInput, (scan, maps): (PartitionScan, MapOutputs), rows: Option<(u64, u64)>) -> SideMeasure {
     SideMeasure {
         name: s.name.clone(),
         table: s.table.display.clone(),
@@ -260,6 +312,7 @@ fn side(s: &SideInput, scan: PartitionScan, rows: Option<(u64, u64)>) -> SideMea
         hashable: hashable_columns(s.table),
         size: TableSize::of(s.table),
         scan,
+        maps,
         filter: rows.map(|(rows_in, rows_out)| SideFilter {
             conditions: s.filter.as_ref().map(|c| c.text()).unwrap_or_default(),
             group_by: s.group_by.as_ref().map(|g| g.names().join(", ")),

@@ -12,6 +12,8 @@
 //! rows (which match nothing under `=`). Each branch gets its own physical strategy.
 
 mod advice;
+pub mod aqe;
+pub mod cost;
 mod decide;
 mod decompose;
 mod emit;
@@ -20,6 +22,7 @@ mod measure;
 mod report;
 mod strategy;
 mod tasks;
+pub mod verdict;
 #[cfg(test)]
 mod tests;
 
@@ -154,6 +157,25 @@ pub struct PlanOptions {
     /// A hint of the query (as written) that has Spark shuffle this join (MERGE, SHUFFLE_HASH):
     /// no side is broadcast by its size.
     pub shuffle_hint: Option<String>,
+    /// What adaptive query execution does with the join's shuffle (from `settings`).
+    pub aqe: crate::settings::Aqe,
+    /// The Spark settings assumed, with where each came from, for the reports.
+    pub settings: crate::settings::SparkSettings,
+    /// The share of the join's predicted time a rewrite must save to be made; None: rewrite
+    /// whenever a hot key can be moved.
+    pub min_gain: Option<f64>,
+    /// How Spark cuts a table's files into map tasks (its `min_partitions` falls back to
+    /// `cores`: use `file_splits`).
+    pub files: crate::count::map_tasks::FileSplits,
+}
+
+impl PlanOptions {
+    /// How Spark cuts a table's files into map tasks on this cluster.
+    pub fn file_splits(&self) -> crate::count::map_tasks::FileSplits {
+        let mut f = self.files;
+        f.min_partitions = f.min_partitions.or(self.cores);
+        f
+    }
 }
 
 impl Default for PlanOptions {
@@ -173,6 +195,10 @@ impl Default for PlanOptions {
             extra_predicates: false,
             cores: None,
             shuffle_hint: None,
+            aqe: crate::settings::Aqe::off(),
+            settings: crate::settings::SparkSettings::without_aqe(),
+            min_gain: None,
+            files: Default::default(),
         }
     }
 }
@@ -301,6 +327,12 @@ pub struct Plan {
     /// whole side is broadcast).
     #[serde(skip)]
     pub after_tasks: Vec<u64>,
+    /// What AQE does to the join stage before and after (None: AQE off in the settings).
+    pub aqe: Option<AqeEffect>,
+    /// The predicted time of the join as written and as rewritten (None: nothing to move).
+    pub cost: Option<cost::JoinCost>,
+    /// Whether the join is rewritten, and why (`code` is stable).
+    pub decision: verdict::Verdict,
     /// Facts worth knowing that change nothing (NULLs Spark drops itself, auto-broadcast).
     pub notes: Vec<String>,
     pub warnings: Vec<String>,
@@ -311,13 +343,32 @@ pub struct Plan {
     pub sql: String,
     #[serde(skip)]
     pub sample: Option<Sample>,
+    /// The Spark settings assumed (filled by the `plan` command; a rewrite lists them once).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<crate::settings::Setting>,
+}
+
+/// What AQE does to the join stage, before the plan and after it.
+#[derive(Debug, Clone, Serialize)]
+pub struct AqeEffect {
+    pub before: aqe::AqeActions,
+    pub after: Option<aqe::AqeActions>,
 }
 
 impl Plan {
     /// The plan moves something out of the shuffle: a whole side broadcast, or a hot key with a
     /// strategy other than keeping it.
     pub fn acts(&self) -> bool {
-        self.broadcast_side.is_some() || self.hot_keys.iter().any(|h| !matches!(h.strategy, Strategy::Keep { .. }))
+        let moves = self.broadcast_side.is_some() || self.hot_keys.iter().any(|h| !matches!(h.strategy, Strategy::Keep { .. }));
+        moves && !matches!(self.decision, verdict::Verdict::AqeSplitsIt { .. } | verdict::Verdict::NotMaterial { .. } | verdict::Verdict::CostsMore { .. })
+    }
+
+    /// The plan with nothing moved: the join as written (for its SQL).
+    pub fn left_as_written(&self) -> Plan {
+        let mut p = self.clone();
+        p.broadcast_side = None;
+        p.hot_keys.clear();
+        p
     }
     /// The report of one side.
     pub fn side(&self, side: Side) -> &SideReport {

@@ -52,6 +52,9 @@ fn header(o: &mut String, plan: &Plan) {
             fmt_count(s.null_key_rows)
         );
     }
+    if !plan.settings.is_empty() {
+        let _ = writeln!(o, "{}", crate::settings::line(&plan.settings));
+    }
     for n in &plan.notes {
         let _ = writeln!(o, "note: {n}");
     }
@@ -59,7 +62,15 @@ fn header(o: &mut String, plan: &Plan) {
 }
 
 fn before(o: &mut String, plan: &Plan) {
-    let _ = writeln!(o, "Before: sort-merge join over {} shuffle partitions: {}", plan.shuffle_partitions, plan.before.line());
+    match &plan.aqe {
+        None => {
+            let _ = writeln!(o, "Before: sort-merge join over {} shuffle partitions (AQE off): {}", plan.shuffle_partitions, plan.before.line());
+        }
+        Some(a) => {
+            let _ = writeln!(o, "Before: sort-merge join over {} shuffle partitions, as AQE runs it: {}", plan.shuffle_partitions, plan.before.line());
+            let _ = writeln!(o, "  {}", a.before.summary());
+        }
+    }
     if std::io::IsTerminal::is_terminal(&std::io::stdout()) && plan.before_tasks.len() > 1 {
         let _ = writeln!(o, "  rows per partition, 0 to {}: {}", plan.before_tasks.len() - 1, crate::html::sparkline(&plan.before_tasks, 60));
     }
@@ -108,12 +119,31 @@ fn hot_key(o: &mut String, plan: &Plan, h: &HotKey) {
 /// The stage after the plan and how to check it on the real job.
 fn after(o: &mut String, plan: &Plan) {
     let (before, after) = (&plan.before, &plan.after);
+    let _ = writeln!(o, "Decision: {}", plan.decision);
+    if let Some(c) = &plan.cost {
+        let _ = writeln!(
+            o,
+            "  predicted on {} cores: {:.2} s as written (largest task {:.2} s), {:.2} s rewritten (largest task {:.2} s, {} rows read again)",
+            c.slots,
+            c.before_seconds,
+            c.before_stage.largest_task_seconds,
+            c.after_seconds,
+            c.after_stage.largest_task_seconds,
+            fmt_count(c.rows_read_again)
+        );
+    }
+    if !plan.acts() {
+        return;
+    }
     if after.tasks == 0 {
         let _ = writeln!(o, "After: no shuffle join (broadcast). largest task {} rows -> no shuffle read", fmt_count(before.max_task_rows));
         let _ = writeln!(o, "  verify on the real job: the join stage should show a broadcast hash join and no shuffle read for the join");
         return;
     }
     let _ = writeln!(o, "After: {}", after.line());
+    if let Some(a) = plan.aqe.as_ref().and_then(|a| a.after.as_ref()) {
+        let _ = writeln!(o, "  {}", a.summary());
+    }
     let _ = writeln!(
         o,
         "  largest task {} rows -> {} (median {})",
@@ -123,7 +153,7 @@ fn after(o: &mut String, plan: &Plan) {
     );
     let _ = writeln!(
         o,
-        "  verify on the real job: run the SQL below with spark.sql.adaptive.enabled=false and check the join stage (Spark UI, Stages, Shuffle Read Records): the largest task should read about {} records, {:.1}x the median{}",
+        "  verify on the real job: run the SQL below with the job's settings and check the join stage (Spark UI, Stages, Shuffle Read Records): the largest task should read about {} records, {:.1}x the median{}",
         fmt_count(after.max_task_rows),
         after.ratio(),
         if after.ratio() <= 2.0 { "" } else { " (what is left is many mid-size keys sharing partitions, not one hot key)" }

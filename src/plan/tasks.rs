@@ -1,10 +1,13 @@
-//! The join stage as Spark runs it (sort-merge join, AQE off): one task per shuffle partition,
-//! each reading both sides' rows of that partition, and the statistics the reports give.
+//! The join stage as Spark runs it: with AQE off, one task per shuffle partition, each reading
+//! both sides' rows of that partition; with AQE on, what `aqe::stage` makes of each side's map
+//! outputs. And the statistics the reports give.
 
 use serde::Serialize;
 
-use super::measure::Measured;
+use super::aqe::{self, AqeStage, ShuffleSide};
+use super::measure::{MapOutputs, Measured, SideMeasure};
 use super::{JoinType, Side};
+use crate::hash::spark_partition;
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct TaskStats {
@@ -109,5 +112,46 @@ impl<'a> JoinStage<'a> {
                 (l + r, l as f64 * self.left_bpr + r as f64 * self.right_bpr)
             })
             .collect()
+    }
+}
+
+impl JoinStage<'_> {
+    /// The stage under AQE: each side's map outputs without the `moved` candidates, its NULL
+    /// keys where they enter the shuffle unless `bypassed`.
+    pub fn under_aqe(&self, m: &Measured, how: JoinType, moved: &[bool], bypassed: [bool; 2], aqe: &crate::settings::Aqe, cores: u32) -> AqeStage {
+        let side = |s: Side| {
+            let (sm, nulls_enter, bpr) = match s {
+                Side::Left => (&m.left, !self.left_nulls.is_empty() && !bypassed[0], self.left_bpr),
+                Side::Right => (&m.right, !self.right_nulls.is_empty() && !bypassed[1], self.right_bpr),
+            };
+            ShuffleSide { maps: map_rows(sm, &m.candidates, moved, nulls_enter, self.parts), bytes_per_row: bpr }
+        };
+        aqe::stage(&side(Side::Left), &side(Side::Right), self.parts, how, aqe, cores)
+    }
+}
+
+/// A side's rows per partition for each of its map tasks: its keys without the `moved`
+/// candidates, and its NULL keys when they enter the shuffle. Map outputs not counted are
+/// taken as spread evenly.
+fn map_rows(sm: &SideMeasure, candidates: &[Vec<crate::value::Value>], moved: &[bool], nulls: bool, parts: u32) -> Vec<Vec<u64>> {
+    let rows_of = |sc: &crate::count::PartitionScan| -> Vec<u64> {
+        let mut r = sc.partition_rows.clone();
+        for (i, k) in candidates.iter().enumerate() {
+            if moved.get(i).copied().unwrap_or(false) {
+                let p = spark_partition(k, parts) as usize;
+                r[p] = r[p].saturating_sub(sc.key_rows[i]);
+            }
+        }
+        if nulls {
+            r.iter_mut().zip(&sc.null_partition_rows).for_each(|(a, b)| *a += b);
+        }
+        r
+    };
+    match &sm.maps {
+        MapOutputs::Counted(maps) => maps.iter().map(rows_of).collect(),
+        MapOutputs::Assumed(k) => {
+            let (total, k) = (rows_of(&sm.scan), u64::from((*k).max(1)));
+            (0..k).map(|j| total.iter().map(|r| r / k + u64::from(j < r % k)).collect()).collect()
+        }
     }
 }

@@ -73,6 +73,12 @@ fn change_comments(c: &Change, o: &mut String) {
         fmt_count(c.before.median_task_rows),
         fmt_count(c.after.median_task_rows)
     ));
+    if let Some(a) = c.aqe.as_ref() {
+        o.push_str(&format!("--   before, {}\n", one_line(&a.before.summary())));
+    }
+    if c.cost.is_some() {
+        o.push_str(&format!("--   decision: {}\n", one_line(&c.decision.to_string())));
+    }
     if c.in_branches {
         o.push_str("--   note: it runs again in each branch of a rewritten join after it, on that branch's rows: its largest task after is a bound there\n");
     }

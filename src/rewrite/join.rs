@@ -123,6 +123,9 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
         warnings: p.warnings.clone(),
         results_change: p.results_change,
         in_branches: false,
+        decision: p.decision.clone(),
+        aqe: p.aqe.clone(),
+        cost: p.cost,
     });
     Ok(Outcome::Rewritten(Box::new(Joined {
         alias,
@@ -282,6 +285,9 @@ fn spark_broadcasts(
 fn nothing_to_move(p: &Plan) -> Option<LeftAlone> {
     if p.acts() {
         return None;
+    }
+    if !matches!(p.decision, plan::verdict::Verdict::NothingToMove | plan::verdict::Verdict::Rewrite { .. }) {
+        return Some(LeftAlone::NotFaster(p.decision.clone()));
     }
     Some(match (&p.next, p.hot_keys.is_empty()) {
         (Some(n), _) => LeftAlone::NothingHot(n.clone()),

@@ -97,6 +97,14 @@ pub struct Change {
     /// of that join's branches, on their rows: `after` bounds its tasks there.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub in_branches: bool,
+    /// Why it is rewritten: the rewrite is predicted faster (or `--min-gain off`).
+    pub decision: plan::verdict::Verdict,
+    /// What AQE does to the join before and after (None: AQE off in the settings).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aqe: Option<plan::AqeEffect>,
+    /// The predicted times as written and rewritten.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<plan::cost::JoinCost>,
 }
 
 #[derive(Debug, Serialize)]
@@ -149,6 +157,8 @@ pub struct Rewritten {
     pub unchanged_joins: Vec<Unchanged>,
     /// Every window stage seen (its PARTITION BY), rewritten or left as written.
     pub windows: Vec<WindowSeen>,
+    /// The Spark settings the predictions assumed, with where each came from.
+    pub settings: Vec<crate::settings::Setting>,
 }
 
 impl Rewritten {
@@ -232,7 +242,7 @@ pub fn rewrite(sql: &str, tables: &HashMap<String, Table>, classifier: &Classifi
     // Nothing rewritten: the query exactly as given, not re-printed.
     let changed = !ctx.changes.is_empty() || ctx.windows.iter().any(|w| w.status == "rewritten");
     let out = if changed { stmts.iter().map(render).collect::<Vec<_>>().join(";\n\n") } else { sql.to_string() };
-    Ok(Rewritten { sql: out, joins: seen(&ctx.changes, &ctx.unchanged), changes: ctx.changes, unchanged_joins: ctx.unchanged, windows: ctx.windows })
+    Ok(Rewritten { sql: out, joins: seen(&ctx.changes, &ctx.unchanged), changes: ctx.changes, unchanged_joins: ctx.unchanged, windows: ctx.windows, settings: opts.settings.listed() })
 }
 
 fn process_query(q: &mut Query, ctx: &mut Ctx) -> Result<()> {

@@ -74,6 +74,9 @@ pub enum LeftAlone {
     NullAwareAnti,
     /// An IN or EXISTS subquery of WHERE that stays there: why it is not written as a join.
     SubqueryNotJoined(String),
+    /// Hot keys could be moved, but the rewrite is not predicted faster by the margin: AQE
+    /// splits them, the hot task is short, or the rewrite reads more than it saves.
+    NotFaster(crate::plan::verdict::Verdict),
 }
 
 /// Why an input of a join (a FROM item) cannot be traced to a `--table`.
@@ -155,6 +158,7 @@ impl fmt::Display for LeftAlone {
                 "NOT IN (subquery): Spark runs it as a null-aware anti join, which broadcasts the subquery (or loops over it): no shuffle on the key, nothing to fix",
             ),
             SubqueryNotJoined(why) => write!(f, "a subquery of WHERE that Spark runs as a join, left in WHERE: {why}"),
+            NotFaster(v) => write!(f, "{v}"),
         }
     }
 }

@@ -205,7 +205,7 @@ pub fn measure(input: &SideInput, opts: &PlanOptions) -> Result<WindowMeasured> 
 /// The records Spark's map-side reduction sends, for the shapes that have one.
 fn reduced(input: &SideInput, shape: Shape, distinct: &[ResolvedColumn], opts: &PlanOptions) -> Result<Option<Reduced>> {
     let parts = opts.partitions.max(1);
-    let tasks = || map_tasks(input.table, opts.cores);
+    let tasks = || map_tasks(input.table, &opts.file_splits());
     let mut orders = None;
     let (tasks, records, stage) = match shape {
         Shape::Aggregate { .. } => {

@@ -656,7 +656,8 @@ def _run(binary, cmd, case, tabs, tmp, extra):
     q = f"{tmp}/{cmd}{case.seed}.sql"
     with open(q, "w") as f:
         f.write(case.sql)
-    p = subprocess.run([binary, cmd, q, "-q", "--format", "json", *extra, *args_of(case, tabs)], capture_output=True, text=True, timeout=300)
+    legacy = ["--conf", "spark.sql.adaptive.enabled=false", "--min-gain", "off"]
+    p = subprocess.run([binary, cmd, *legacy, q, "-q", "--format", "json", *extra, *args_of(case, tabs)], capture_output=True, text=True, timeout=300)
     try:
         out = json.loads(p.stdout) if p.stdout.strip() else None
     except ValueError:

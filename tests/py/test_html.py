@@ -11,7 +11,7 @@ import json
 import subprocess
 
 import synthlogs
-from conftest import ROOT, binary, run
+from conftest import ROOT, binary, legacy, run
 
 from browser import open_in_browser, red_pixels, require_chromium
 
@@ -91,7 +91,7 @@ def test_terminal_gets_a_one_line_task_histogram(tmp_path):
     for args, want in [(["diagnose", str(log)], "shuffle records per task, task 0 to 199: "),
                        (["plan", "--left", str(s / "events.parquet"), "--right", str(s / "titles.parquet"), "--on", "title_id", "-q"],
                         "rows per partition, 0 to 199: ")]:
-        cmd = " ".join([binary(), *args])
+        cmd = " ".join([binary(), *legacy(args)])
         out = subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True, text=True, timeout=120).stdout
         line = next((l for l in out.splitlines() if want in l), None)
         assert line and "█" in line and "▁" in line, out[-2000:]

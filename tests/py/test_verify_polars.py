@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import binary
+from conftest import LEGACY, binary
 from test_plan_spark import P, data  # noqa: F401  (fixture)
 from test_rewrite_spark import CASES, more, paths  # noqa: F401  (fixture)
 
@@ -15,7 +15,7 @@ from test_rewrite_spark import CASES, more, paths  # noqa: F401  (fixture)
 def verify(tmp_path, sql, tables, *extra, rewritten=None):
     q = tmp_path / "q.sql"
     q.write_text(sql)
-    args = [binary(), "verify", str(q), "-q", "--engine", "polars", "--shuffle-partitions", str(P), "--format", "json", *extra]
+    args = [binary(), "verify", *LEGACY, str(q), "-q", "--engine", "polars", "--shuffle-partitions", str(P), "--format", "json", *extra]
     for t in tables:
         args += ["--table", t]
     if rewritten is not None:
@@ -73,7 +73,7 @@ def test_broken_rewrite_is_caught(data, tmp_path):
     assert not v["identical"] and v["rows_rewritten"] < v["rows_original"]
     assert v["only_in_original"] and not v["only_in_rewritten"]
     # The text report says so, with the first differing rows.
-    args = [binary(), "verify", str(tmp_path / "q.sql"), "-q", "--engine", "polars", "--rewritten", str(tmp_path / "rewritten.sql"),
+    args = [binary(), "verify", *LEGACY, str(tmp_path / "q.sql"), "-q", "--engine", "polars", "--rewritten", str(tmp_path / "rewritten.sql"),
             "--broadcast-threshold", "4KB", "--table", tables[0], "--table", tables[1]]
     p = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert p.returncode == 1 and "DIFFERENT" in p.stdout and "only in the original: (" in p.stdout, p.stdout
@@ -85,7 +85,7 @@ def test_broken_salt_is_caught(data, more, tmp_path):
     tables = paths(data, more, ["mm_left", "mm_right"])
     p = verify(tmp_path, sql, tables, "--broadcast-threshold", "100")
     assert p.returncode == 0, p.stderr
-    rw = subprocess.run([binary(), "rewrite", str(tmp_path / "q.sql"), "-q", "--shuffle-partitions", str(P), "--broadcast-threshold", "100",
+    rw = subprocess.run([binary(), "rewrite", *LEGACY, str(tmp_path / "q.sql"), "-q", "--shuffle-partitions", str(P), "--broadcast-threshold", "100",
                          "--format", "json", *sum((["--table", t] for t in tables), [])], capture_output=True, text=True)
     good = json.loads(rw.stdout)["sql"]
     assert "explode(" in good

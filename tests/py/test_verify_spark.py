@@ -9,14 +9,14 @@ import sys
 
 import pytest
 
-from conftest import binary
+from conftest import LEGACY, binary
 from test_plan_spark import P, data  # noqa: F401  (fixture)
 
 
 def verify(tmp_path, sql, tables, *extra, rewritten=None, python=sys.executable):
     q = tmp_path / "q.sql"
     q.write_text(sql)
-    args = [binary(), "verify", str(q), "-q", "--engine", "spark", "--shuffle-partitions", str(P), "--python", python, "--format", "json", *extra]
+    args = [binary(), "verify", *LEGACY, str(q), "-q", "--engine", "spark", "--shuffle-partitions", str(P), "--python", python, "--format", "json", *extra]
     for name, path in tables.items():
         args += ["--table", f"{name}={path}"]
     if rewritten is not None:
