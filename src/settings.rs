@@ -301,7 +301,8 @@ impl Setting {
 /// The settings as one line of a text report: the defaults in a word, every other setting with
 /// where it came from.
 pub fn line(settings: &[Setting]) -> String {
-    let given: Vec<String> = settings.iter().filter(|s| s.origin != Origin::Default).map(|s| format!("{}={} ({})", s.key, s.value, s.describe_origin())).collect();
+    let given: Vec<String> =
+        settings.iter().filter(|s| s.origin != Origin::Default).map(|s| format!("{}={} ({})", s.key, s.value, s.describe_origin())).collect();
     let aqe = settings.iter().find(|s| s.key == AQE_ENABLED).map_or("true", |s| s.value.as_str());
     let on = if aqe.eq_ignore_ascii_case("true") { "on" } else { "off" };
     if given.is_empty() {
@@ -356,7 +357,11 @@ mod tests {
     fn later_sources_win_and_say_where_they_came_from() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("spark-defaults.conf");
-        std::fs::write(&file, "# scaled down\nspark.sql.adaptive.advisoryPartitionSizeInBytes  64k\nspark.sql.shuffle.partitions=16\n! legacy comment\nspark.executor.cores: 4\n").unwrap();
+        std::fs::write(
+            &file,
+            "# scaled down\nspark.sql.adaptive.advisoryPartitionSizeInBytes  64k\nspark.sql.shuffle.partitions=16\n! legacy comment\nspark.executor.cores: 4\n",
+        )
+        .unwrap();
         let mut s = SparkSettings::defaults(SparkLine::V3_5);
         s.read_defaults_file(&file).unwrap();
         s.set_conf("spark.sql.shuffle.partitions = 32").unwrap();

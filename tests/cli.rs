@@ -959,7 +959,10 @@ fn tables_found_under_a_folder() {
     let q = d.path().join("q.sql");
     std::fs::write(&q, "SELECT t.genre, count(*) FROM events e, media.titles t, nope n WHERE e.title_id = t.title_id AND n.x = e.user_id GROUP BY 1").unwrap();
     let dir = d.path().to_str().unwrap();
-    let out = skewjoin().args(["rewrite", q.to_str().unwrap(), "--tables", dir, "--broadcast-threshold", "256KB", "--min-gain", "off", "--format", "json"]).output().unwrap();
+    let out = skewjoin()
+        .args(["rewrite", q.to_str().unwrap(), "--tables", dir, "--broadcast-threshold", "256KB", "--min-gain", "off", "--format", "json"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.lines().any(|l| l.ends_with("(nor given with --table): nope")), "{err}");

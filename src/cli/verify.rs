@@ -94,7 +94,14 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
 }
 
 /// Both queries on the user's Spark, with the settings the predictions assumed.
-fn verify_spark(sql: &str, rewritten: &str, planned: Option<&Rewritten>, named: &[(String, String)], a: &VerifyArgs, opts: &PlanOptions) -> Result<Verification> {
+fn verify_spark(
+    sql: &str,
+    rewritten: &str,
+    planned: Option<&Rewritten>,
+    named: &[(String, String)],
+    a: &VerifyArgs,
+    opts: &PlanOptions,
+) -> Result<Verification> {
     let conf = opts.settings.all();
     let sopts = SparkOptions {
         python: a.spark.python(),

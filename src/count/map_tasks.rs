@@ -97,7 +97,6 @@ fn midpoint(rg: &RowGroupMetaData) -> u64 {
     (first + total / 2).max(0) as u64
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,6 +35,7 @@ mod pages;
 mod profile;
 mod reader;
 mod scan;
+pub mod shuffle_bytes;
 mod spill;
 mod split;
 mod stage;

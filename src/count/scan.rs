@@ -12,9 +12,9 @@ use hashbrown::HashMap;
 use rayon::prelude::*;
 
 use super::arrays::{each_bytes, each_i128, each_i64};
+use super::map_tasks::MapTask;
 use super::pages::{self, flat_leaf, ColumnChunk, Dict, LastFile, Scratch, Sink};
 use super::reader::hinted_meta;
-use super::map_tasks::MapTask;
 use super::KeySpec;
 use crate::error::{Error, Result};
 use crate::hash::{hash_bytes, hash_value, pmod, SPARK_SEED};
@@ -181,7 +181,7 @@ fn check_keys(spec: &KeySpec, keys: &[Vec<Value>]) -> Result<()> {
 }
 
 /// Every row group of `table`, as (file, row group), and its counts.
-fn scan_row_groups(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>]) -> Result<(Vec<(usize, usize)>, Vec<PartitionScan>)> {
+fn scan_row_groups(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>]) -> Result<(MapTask, Vec<PartitionScan>)> {
     let scanner = Scanner::new(table, spec, partitions.max(1), keys);
     let units: Vec<(usize, usize)> =
         table.files.iter().enumerate().flat_map(|(f, file)| (0..file.meta.metadata().num_row_groups()).map(move |g| (f, g))).collect();

@@ -36,11 +36,14 @@ const MERGED_PARTITION_FACTOR: f64 = 1.2;
 /// than this share is not broadcast at run time.
 const NON_EMPTY_RATIO: f64 = 0.2;
 
-/// One side of the join's shuffle: per map task, the rows it writes to each reduce partition.
+/// One side of the join's shuffle: per map task, the rows it writes to each reduce partition
+/// and their bytes as the shuffle writes them (compressed); and the bytes of a row as Spark
+/// counts a stage's data size (uncompressed).
 #[derive(Debug, Clone)]
 pub struct ShuffleSide {
     pub maps: Vec<Vec<u64>>,
-    pub bytes_per_row: f64,
+    pub bytes: Vec<Vec<f64>>,
+    pub row_bytes: f64,
 }
 
 impl ShuffleSide {
@@ -52,8 +55,9 @@ impl ShuffleSide {
         }
         out
     }
-    fn bytes(&self, rows: u64) -> u64 {
-        (rows as f64 * self.bytes_per_row).round() as u64
+    /// The bytes map task `m` writes to partition `p`.
+    fn block(&self, m: usize, p: usize) -> u64 {
+        self.bytes.get(m).and_then(|b| b.get(p)).copied().unwrap_or(0.0).round() as u64
     }
     /// Rows of partition `p` written by each map task.
     fn map_rows(&self, p: usize) -> Vec<u64> {
@@ -105,8 +109,20 @@ impl AqeActions {
             .skewed
             .iter()
             .map(|k| {
-                let limit = if k.splits >= k.map_outputs { format!("; it cannot go further, each split is whole map outputs of the {} that wrote it", k.map_outputs) } else { String::new() };
-                format!("AQE splits partition {} ({} side, {} rows, {}) into {} tasks of up to {} rows{limit}", k.partition, k.side.as_str(), fmt_count(k.rows), human(k.bytes), k.splits, fmt_count(k.largest_split_rows))
+                let limit = if k.splits >= k.map_outputs {
+                    format!("; it cannot go further, each split is whole map outputs of the {} that wrote it", k.map_outputs)
+                } else {
+                    String::new()
+                };
+                format!(
+                    "AQE splits partition {} ({} side, {} rows, {}) into {} tasks of up to {} rows{limit}",
+                    k.partition,
+                    k.side.as_str(),
+                    fmt_count(k.rows),
+                    human(k.bytes),
+                    k.splits,
+                    fmt_count(k.largest_split_rows)
+                )
             })
             .collect();
         if parts.is_empty() {
@@ -138,7 +154,7 @@ pub fn stage(left: &ShuffleSide, right: &ShuffleSide, partitions: u32, how: Join
     let rows = [left.partition_rows(n), right.partition_rows(n)];
     let blocks = [0, 1].map(|s| reported_blocks(sides[s], n));
     let bytes: [Vec<u64>; 2] = [0, 1].map(|s| (0..n).map(|p| blocks[s].iter().map(|m| m[p]).sum()).collect());
-    let data_size = [0, 1].map(|s| sides[s].bytes(rows[s].iter().sum()));
+    let data_size = [0, 1].map(|s| (rows[s].iter().sum::<u64>() as f64 * sides[s].row_bytes) as u64);
     if let Some(b) = runtime_broadcast(&bytes, data_size, how, aqe) {
         return broadcast_stage(sides[1 - b as usize], partitions, b, aqe, cores, &bytes);
     }
@@ -176,16 +192,25 @@ pub fn stage(left: &ShuffleSide, right: &ShuffleSide, partitions: u32, how: Join
 /// Spark's `MapStatus` rounds them (up to the next power of 1.1 for up to 2,000 partitions;
 /// above that, every block under 100 MB reported as the map task's average one).
 fn reported_blocks(side: &ShuffleSide, n: usize) -> Vec<Vec<u64>> {
-    side.maps
-        .iter()
+    (0..side.maps.len())
         .map(|m| {
-            let raw: Vec<u64> = (0..n).map(|p| side.bytes(m.get(p).copied().unwrap_or(0))).collect();
+            let raw: Vec<u64> = (0..n).map(|p| side.block(m, p)).collect();
             if n <= HIGHLY_COMPRESSED_OVER {
                 return raw.into_iter().map(log_rounded).collect();
             }
             let small: Vec<u64> = raw.iter().copied().filter(|b| *b > 0 && *b < ACCURATE_BLOCK).collect();
             let avg = if small.is_empty() { 0 } else { small.iter().sum::<u64>() / small.len() as u64 };
-            raw.into_iter().map(|b| if b == 0 { 0 } else if b >= ACCURATE_BLOCK { log_rounded(b) } else { avg }).collect()
+            raw.into_iter()
+                .map(|b| {
+                    if b == 0 {
+                        0
+                    } else if b >= ACCURATE_BLOCK {
+                        log_rounded(b)
+                    } else {
+                        avg
+                    }
+                })
+                .collect()
         })
         .collect()
 }
@@ -228,14 +253,17 @@ enum Spec {
 
 impl Spec {
     fn task(&self, sides: [&ShuffleSide; 2], rows: &[Vec<u64>; 2]) -> Task {
-        let (l, r) = match *self {
-            Spec::Range(a, b) => (rows[0][a..b].iter().sum(), rows[1][a..b].iter().sum()),
-            Spec::Piece { partition, left, right } => {
-                let of = |s: &ShuffleSide, (a, b): (usize, usize)| -> u64 { s.maps[a..b].iter().map(|m| m.get(partition).copied().unwrap_or(0)).sum() };
-                (of(sides[0], left), of(sides[1], right))
-            }
+        let whole = |s: &ShuffleSide, a: usize, b: usize| -> f64 { s.bytes.iter().map(|m| m[a..b].iter().sum::<f64>()).sum() };
+        let part = |s: &ShuffleSide, p: usize, (a, b): (usize, usize)| -> (u64, f64) {
+            (s.maps[a..b].iter().map(|m| m.get(p).copied().unwrap_or(0)).sum(), s.bytes[a..b].iter().map(|m| m.get(p).copied().unwrap_or(0.0)).sum())
         };
-        (l + r, l as f64 * sides[0].bytes_per_row + r as f64 * sides[1].bytes_per_row)
+        match *self {
+            Spec::Range(a, b) => (rows[0][a..b].iter().sum::<u64>() + rows[1][a..b].iter().sum::<u64>(), whole(sides[0], a, b) + whole(sides[1], a, b)),
+            Spec::Piece { partition, left, right } => {
+                let (l, r) = (part(sides[0], partition, left), part(sides[1], partition, right));
+                (l.0 + r.0, l.1 + r.1)
+            }
+        }
     }
 }
 
@@ -387,7 +415,11 @@ pub fn split_by_target(sizes: &[u64], target: u64) -> Vec<usize> {
     let (mut current, mut last): (u64, Option<u64>) = (0, None);
     let t = target as f64;
     let try_merge = |starts: &mut Vec<usize>, current: u64, last: &mut Option<u64>| match *last {
-        Some(l) if ((current + l) as f64) < t * MERGED_PARTITION_FACTOR || (current as f64) < t * SMALL_PARTITION_FACTOR || (l as f64) < t * SMALL_PARTITION_FACTOR => {
+        Some(l)
+            if ((current + l) as f64) < t * MERGED_PARTITION_FACTOR
+                || (current as f64) < t * SMALL_PARTITION_FACTOR
+                || (l as f64) < t * SMALL_PARTITION_FACTOR =>
+        {
             starts.pop();
             *last = Some(l + current);
         }
@@ -414,7 +446,7 @@ fn median(sizes: &[u64]) -> u64 {
     let n = s.len();
     let m = match n {
         0 => 0,
-        _ if n % 2 == 0 => (s[n / 2] + s[n / 2 - 1]) / 2,
+        _ if n.is_multiple_of(2) => (s[n / 2] + s[n / 2 - 1]) / 2,
         _ => s[n / 2],
     };
     m.max(1)
@@ -472,14 +504,18 @@ fn broadcast_stage(stream: &ShuffleSide, partitions: u32, built: Side, aqe: &Aqe
     let target = coalesce_target(sizes.iter().sum(), aqe, cores);
     let expected = if aqe.coalesce { coalesce(&sizes, target, aqe.min_partition_size, false).len() } else { n };
     let maps = stream.maps.len().max(1);
-    let task = |rows: u64| (rows, rows as f64 * stream.bytes_per_row);
     let tasks: Vec<Task> = if expected >= maps {
         let per = expected / maps;
-        stream.maps.iter().flat_map(|m| equal_runs(n, per).into_iter().map(|(a, b)| task(m[a..b].iter().sum()))).collect()
+        (0..stream.maps.len())
+            .flat_map(|m| equal_runs(n, per).into_iter().map(move |(a, b)| (stream.maps[m][a..b].iter().sum(), stream.bytes[m][a..b].iter().sum())))
+            .collect()
     } else {
-        equal_runs(maps, expected).into_iter().map(|(a, b)| task(stream.maps[a..b].iter().flatten().sum())).collect()
+        equal_runs(maps, expected).into_iter().map(|(a, b)| (stream.maps[a..b].iter().flatten().sum(), stream.bytes[a..b].iter().flatten().sum())).collect()
     };
-    AqeStage { actions: AqeActions { partitions, tasks: tasks.len() as u32, coalesce_target_bytes: target, broadcast: Some(built), ..Default::default() }, tasks }
+    AqeStage {
+        actions: AqeActions { partitions, tasks: tasks.len() as u32, coalesce_target_bytes: target, broadcast: Some(built), ..Default::default() },
+        tasks,
+    }
 }
 
 /// `0..n` cut into `k` runs whose lengths differ by at most one, the longer first (Spark's
@@ -520,7 +556,8 @@ mod tests {
     fn side(maps: usize, hot: u64) -> ShuffleSide {
         let mut m = vec![vec![10u64; 8]; maps];
         m.iter_mut().for_each(|x| x[3] += hot);
-        ShuffleSide { maps: m, bytes_per_row: 1.0 }
+        let bytes = m.iter().map(|x| x.iter().map(|r| *r as f64).collect()).collect();
+        ShuffleSide { maps: m, bytes, row_bytes: 1.0 }
     }
 
     #[test]

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value as Json;
 
+use super::aqe::{self, AqeActions};
 use super::measure::{Measured, SideMeasure};
 use super::strategy::{self, broadcast_side, null_bypass, salt, KeyFacts};
-use super::aqe::{self, AqeActions};
 use super::tasks::{JoinStage, TaskStats};
 use super::verdict::{self, Verdict};
 use super::{advice, cost, display_key, emit_sql, hot, AqeEffect, HotKey, HotSide, JoinSql, JoinType, Plan, PlanOptions, Side, SideReport, Strategy};
@@ -80,8 +80,12 @@ fn judge(plan: &mut Plan, m: &Measured, run: &Run, [before, after]: [&RunStage; 
     let inputs = [m.left.scan.rows, m.right.scan.rows];
     let read_again = branches * (inputs[0] + inputs[1]);
     let c = cost::join(inputs, &before.tasks, &after.tasks, read_again, run.slots, &cost::MEASURED);
-    let split = before.aqe.as_ref().is_some_and(|a| !a.skewed.is_empty());
-    plan.decision = verdict::choose(&c, opts.min_gain, split, [plan.before.max_task_rows, plan.after.max_task_rows]);
+    let aqe = match &before.aqe {
+        Some(a) if a.broadcast.is_some() => verdict::AqeDoes::Broadcasts(a.broadcast.map_or(0, |s| inputs[s as usize])),
+        Some(a) if !a.skewed.is_empty() => verdict::AqeDoes::Splits,
+        _ => verdict::AqeDoes::Nothing,
+    };
+    plan.decision = verdict::choose(&c, opts.min_gain, aqe, [plan.before.max_task_rows, plan.after.max_task_rows]);
     plan.cost = Some(c);
     if !plan.decision.rewrites() {
         plan.after = plan.before.clone();
@@ -146,23 +150,38 @@ impl<'a> Run<'a> {
         let m = self.m;
         let moved: Vec<bool> = m.candidates.iter().map(|k| hot.iter().any(|h| &h.key == k && h.strategy.moves())).collect();
         let bypassed = [null_bypass::bypasses(hot, Side::Left), null_bypass::bypasses(hot, Side::Right)];
-        let mut salted = BTreeMap::new();
-        for h in hot {
-            salt::add_tasks(h, [self.stage.left_bpr, self.stage.right_bpr], m.partitions, &mut salted);
-        }
-        let pieces: Vec<super::tasks::Task> = salted.into_values().collect();
+        let pieces = |rates: [f64; 2]| -> Vec<super::tasks::Task> {
+            let mut salted = BTreeMap::new();
+            for h in hot {
+                salt::add_tasks(h, rates, m.partitions, &mut salted);
+            }
+            salted.into_values().collect()
+        };
         let lrest = m.left.scan.without(&m.candidates, &moved, m.partitions);
         let rrest = m.right.scan.without(&m.candidates, &moved, m.partitions);
         let mut partition_tasks = self.stage.tasks(&lrest, &rrest, bypassed);
-        partition_tasks.extend(pieces.iter().copied());
+        partition_tasks.extend(pieces([self.stage.left_bpr, self.stage.right_bpr]));
         if self.opts.aqe.enabled {
-            let s = self.stage.under_aqe(m, self.opts.how, &moved, bypassed, &self.opts.aqe, self.slots);
-            let main = s.tasks.len();
-            let mut tasks = s.tasks;
-            tasks.extend(coalesced_pieces(&pieces, &self.opts.aqe, self.slots));
-            return RunStage { tasks, partition_tasks, main, aqe: Some(s.actions) };
+            return self.after_aqe(&moved, bypassed, pieces([m.left.shuffle_rates().1, m.right.shuffle_rates().1]), partition_tasks);
         }
         RunStage { tasks: partition_tasks.clone(), partition_tasks, main: m.partitions as usize, aqe: None }
+    }
+}
+
+impl Run<'_> {
+    /// The stage after under AQE: the rest's join and the salted pieces' join are coalesced
+    /// apart (two children of a UNION), the cores shared between them by their bytes.
+    fn after_aqe(&self, moved: &[bool], bypassed: [bool; 2], pieces: Vec<super::tasks::Task>, partition_tasks: Vec<super::tasks::Task>) -> RunStage {
+        let (m, aqe) = (self.m, &self.opts.aqe);
+        let first = self.stage.under_aqe(m, self.opts.how, moved, bypassed, aqe, self.slots);
+        let rest_bytes: f64 = first.tasks.iter().map(|t| t.1).sum();
+        let piece_bytes: f64 = pieces.iter().map(|t| t.1).sum();
+        let share = |b: f64| ((f64::from(self.slots) * b / (rest_bytes + piece_bytes).max(1.0)).round() as u32).max(1);
+        let s = if pieces.is_empty() { first } else { self.stage.under_aqe(m, self.opts.how, moved, bypassed, aqe, share(rest_bytes)) };
+        let main = s.tasks.len();
+        let mut tasks = s.tasks;
+        tasks.extend(coalesced_pieces(&pieces, aqe, share(piece_bytes)));
+        RunStage { tasks, partition_tasks, main, aqe: Some(s.actions) }
     }
 }
 

@@ -31,6 +31,9 @@ pub struct SideMeasure {
     pub scan: PartitionScan,
     /// The same, per map task of the shuffle that feeds the join.
     pub maps: MapOutputs,
+    /// What its rows weigh in a shuffle, from a sample (None: not estimated; the decoded size
+    /// per row stands in).
+    pub shuffle: Option<count::shuffle_bytes::ShuffleBytes>,
     /// The conditions the counts applied, when the side has any.
     pub filter: Option<SideFilter>,
 }
@@ -88,6 +91,16 @@ impl SideMeasure {
         self.size.bytes_per_row()
     }
 
+    /// Bytes per row as the shuffle writes them (compressed): of the rows of values that are
+    /// not frequent, and of a hot value's; and before compression. The sample's estimate, else
+    /// the decoded size for all three.
+    pub fn shuffle_rates(&self) -> (f64, f64, f64) {
+        match self.shuffle {
+            Some(s) => (s.block_bytes, s.hot_block_bytes, s.row_bytes),
+            None => (self.bytes_per_row(), self.bytes_per_row(), self.bytes_per_row()),
+        }
+    }
+
     /// A side described by its key counts (a NULL in any key column makes a NULL-keyed row):
     /// its partitions are Spark's for those values, its size `bytes_per_row` for each row on
     /// disk and in memory, and its columns the key columns and one value column `v`.
@@ -112,6 +125,7 @@ impl SideMeasure {
             size: TableSize { rows: scan.rows, disk_bytes: bytes, memory_bytes: bytes },
             scan,
             maps: MapOutputs::Assumed(1),
+            shuffle: None,
             filter: None,
         }
     }
@@ -313,6 +327,7 @@ fn side(s: &SideInput, (scan, maps): (PartitionScan, MapOutputs), rows: Option<(
         size: TableSize::of(s.table),
         scan,
         maps,
+        shuffle: s.keys.columns.first().and_then(|k| count::shuffle_bytes::shuffle_bytes(s.table, &k.name)),
         filter: rows.map(|(rows_in, rows_out)| SideFilter {
             conditions: s.filter.as_ref().map(|c| c.text()).unwrap_or_default(),
             group_by: s.group_by.as_ref().map(|g| g.names().join(", ")),

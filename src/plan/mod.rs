@@ -22,9 +22,9 @@ mod measure;
 mod report;
 mod strategy;
 mod tasks;
-pub mod verdict;
 #[cfg(test)]
 mod tests;
+pub mod verdict;
 
 pub use decide::decide;
 pub use emit::{emit_sql, table_name, JoinSql, HELPER_ALIASES, SALT_COLUMN};
@@ -360,7 +360,14 @@ impl Plan {
     /// strategy other than keeping it.
     pub fn acts(&self) -> bool {
         let moves = self.broadcast_side.is_some() || self.hot_keys.iter().any(|h| !matches!(h.strategy, Strategy::Keep { .. }));
-        moves && !matches!(self.decision, verdict::Verdict::AqeSplitsIt { .. } | verdict::Verdict::NotMaterial { .. } | verdict::Verdict::CostsMore { .. })
+        moves
+            && !matches!(
+                self.decision,
+                verdict::Verdict::AqeSplitsIt { .. }
+                    | verdict::Verdict::AqeBroadcastsIt { .. }
+                    | verdict::Verdict::NotMaterial { .. }
+                    | verdict::Verdict::CostsMore { .. }
+            )
     }
 
     /// The plan with nothing moved: the join as written (for its SQL).

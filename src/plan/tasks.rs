@@ -120,38 +120,47 @@ impl JoinStage<'_> {
     /// keys where they enter the shuffle unless `bypassed`.
     pub fn under_aqe(&self, m: &Measured, how: JoinType, moved: &[bool], bypassed: [bool; 2], aqe: &crate::settings::Aqe, cores: u32) -> AqeStage {
         let side = |s: Side| {
-            let (sm, nulls_enter, bpr) = match s {
-                Side::Left => (&m.left, !self.left_nulls.is_empty() && !bypassed[0], self.left_bpr),
-                Side::Right => (&m.right, !self.right_nulls.is_empty() && !bypassed[1], self.right_bpr),
+            let (sm, nulls_enter) = match s {
+                Side::Left => (&m.left, !self.left_nulls.is_empty() && !bypassed[0]),
+                Side::Right => (&m.right, !self.right_nulls.is_empty() && !bypassed[1]),
             };
-            ShuffleSide { maps: map_rows(sm, &m.candidates, moved, nulls_enter, self.parts), bytes_per_row: bpr }
+            shuffle_side(sm, &m.candidates, moved, nulls_enter, self.parts)
         };
         aqe::stage(&side(Side::Left), &side(Side::Right), self.parts, how, aqe, cores)
     }
 }
 
-/// A side's rows per partition for each of its map tasks: its keys without the `moved`
-/// candidates, and its NULL keys when they enter the shuffle. Map outputs not counted are
-/// taken as spread evenly.
-fn map_rows(sm: &SideMeasure, candidates: &[Vec<crate::value::Value>], moved: &[bool], nulls: bool, parts: u32) -> Vec<Vec<u64>> {
-    let rows_of = |sc: &crate::count::PartitionScan| -> Vec<u64> {
-        let mut r = sc.partition_rows.clone();
+/// A side's shuffle: per map task, its rows per partition (its keys without the `moved`
+/// candidates, and its NULL keys when they enter the shuffle) and their bytes, the candidates'
+/// rows at the rate of a hot value's rows. Map outputs not counted are taken as spread evenly.
+fn shuffle_side(sm: &SideMeasure, candidates: &[Vec<crate::value::Value>], moved: &[bool], nulls: bool, parts: u32) -> ShuffleSide {
+    let (rate, hot_rate, row_bytes) = sm.shuffle_rates();
+    // The values the sample found frequent (1% of the rows or more) compress as a hot value's.
+    let frequent: Vec<bool> = sm.scan.key_rows.iter().map(|r| r * 100 >= sm.scan.rows.max(1)).collect();
+    let of = |sc: &crate::count::PartitionScan| -> (Vec<u64>, Vec<f64>) {
+        let mut rows = sc.partition_rows.clone();
+        let mut hot = vec![0u64; rows.len()];
         for (i, k) in candidates.iter().enumerate() {
+            let p = spark_partition(k, parts) as usize;
             if moved.get(i).copied().unwrap_or(false) {
-                let p = spark_partition(k, parts) as usize;
-                r[p] = r[p].saturating_sub(sc.key_rows[i]);
+                rows[p] = rows[p].saturating_sub(sc.key_rows[i]);
+            } else if frequent[i] {
+                hot[p] += sc.key_rows[i];
             }
         }
         if nulls {
-            r.iter_mut().zip(&sc.null_partition_rows).for_each(|(a, b)| *a += b);
+            rows.iter_mut().zip(&sc.null_partition_rows).for_each(|(a, b)| *a += b);
+            hot.iter_mut().zip(&sc.null_partition_rows).for_each(|(a, b)| *a += b);
         }
-        r
+        let bytes = rows.iter().zip(&hot).map(|(r, h)| (r.saturating_sub(*h)) as f64 * rate + (*h).min(*r) as f64 * hot_rate).collect();
+        (rows, bytes)
     };
-    match &sm.maps {
-        MapOutputs::Counted(maps) => maps.iter().map(rows_of).collect(),
+    let (maps, bytes): (Vec<Vec<u64>>, Vec<Vec<f64>>) = match &sm.maps {
+        MapOutputs::Counted(maps) => maps.iter().map(of).unzip(),
         MapOutputs::Assumed(k) => {
-            let (total, k) = (rows_of(&sm.scan), u64::from((*k).max(1)));
-            (0..k).map(|j| total.iter().map(|r| r / k + u64::from(j < r % k)).collect()).collect()
+            let ((total, tb), k) = (of(&sm.scan), u64::from((*k).max(1)));
+            (0..k).map(|j| (total.iter().map(|r| r / k + u64::from(j < r % k)).collect(), tb.iter().map(|b| b / k as f64).collect())).unzip()
         }
-    }
+    };
+    ShuffleSide { maps, bytes, row_bytes }
 }

@@ -24,6 +24,9 @@ pub enum Verdict {
     Rewrite { before_seconds: f64, after_seconds: f64, margin_off: bool },
     /// Nothing is hot, or nothing hot can be moved.
     NothingToMove,
+    /// AQE broadcasts a side at run time, once the shuffles have run: no task holds a hot
+    /// partition.
+    AqeBroadcastsIt { side_rows: u64, before_seconds: f64, after_seconds: f64 },
     /// AQE splits the hot partitions itself: the rewrite is not faster by the margin.
     AqeSplitsIt { aqe_largest_task_rows: u64, rewrite_largest_task_rows: u64, before_seconds: f64, after_seconds: f64 },
     /// The largest task is short: the rewrite's extra stages cost as much as it saves.
@@ -42,6 +45,7 @@ impl Verdict {
         match self {
             Verdict::Rewrite { .. } => "rewrite",
             Verdict::NothingToMove => "nothing_to_move",
+            Verdict::AqeBroadcastsIt { .. } => "aqe_broadcasts_it",
             Verdict::AqeSplitsIt { .. } => "aqe_splits_it",
             Verdict::NotMaterial { .. } => "not_material",
             Verdict::CostsMore { .. } => "costs_more",
@@ -59,6 +63,11 @@ impl std::fmt::Display for Verdict {
                 write!(f, "rewritten whatever the cost (--min-gain off): predicted {after_seconds:.2} s against {before_seconds:.2} s as written")
             }
             Verdict::NothingToMove => f.write_str("nothing hot to move"),
+            Verdict::AqeBroadcastsIt { side_rows, before_seconds, after_seconds } => write!(
+                f,
+                "left to AQE: it broadcasts a side of {} rows at run time, so no task holds a hot partition (predicted {before_seconds:.2} s as written against {after_seconds:.2} s rewritten)",
+                fmt_count(*side_rows)
+            ),
             Verdict::AqeSplitsIt { aqe_largest_task_rows, rewrite_largest_task_rows, before_seconds, after_seconds } => write!(
                 f,
                 "left to AQE: it splits the hot partitions itself (largest task {} rows; the rewrite's {}), predicted {before_seconds:.2} s as written against {after_seconds:.2} s rewritten",
@@ -76,17 +85,29 @@ impl std::fmt::Display for Verdict {
     }
 }
 
+/// What AQE does to the join as written, as far as the choice goes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum AqeDoes {
+    Nothing,
+    /// It splits a hot partition.
+    Splits,
+    /// It broadcasts a side of this many rows at run time.
+    Broadcasts(u64),
+}
+
 /// The choice for a join whose plan would move something: `cost` its times, `min_gain` the share
-/// of the join's time the rewrite must save (None: rewrite whenever something moves),
-/// `aqe_split` whether AQE split a partition before, and the largest tasks before and after.
-pub fn choose(cost: &JoinCost, min_gain: Option<f64>, aqe_split: bool, largest: [u64; 2]) -> Verdict {
+/// of the join's time the rewrite must save (None: rewrite whenever something moves), what AQE
+/// does to the join as written, and the largest tasks before and after.
+pub fn choose(cost: &JoinCost, min_gain: Option<f64>, aqe: AqeDoes, largest: [u64; 2]) -> Verdict {
     let (b, a) = (cost.before_seconds, cost.after_seconds);
     match min_gain {
         None => return Verdict::Rewrite { before_seconds: b, after_seconds: a, margin_off: true },
         Some(g) if a <= b * (1.0 - g) => return Verdict::Rewrite { before_seconds: b, after_seconds: a, margin_off: false },
         Some(_) => {}
     }
-    if aqe_split {
+    if let AqeDoes::Broadcasts(side_rows) = aqe {
+        Verdict::AqeBroadcastsIt { side_rows, before_seconds: b, after_seconds: a }
+    } else if aqe == AqeDoes::Splits {
         Verdict::AqeSplitsIt { aqe_largest_task_rows: largest[0], rewrite_largest_task_rows: largest[1], before_seconds: b, after_seconds: a }
     } else if cost.before_stage.largest_task_seconds < MATERIAL_SECONDS {
         Verdict::NotMaterial { largest_task_seconds: cost.before_stage.largest_task_seconds, before_seconds: b, after_seconds: a }
@@ -111,14 +132,15 @@ mod tests {
 
     #[test]
     fn a_rewrite_must_save_the_margin() {
-        assert!(choose(&cost(10.0, 7.9, 9.0), Some(0.2), false, [1, 1]).rewrites());
-        assert_eq!(choose(&cost(10.0, 8.5, 9.0), Some(0.2), false, [1, 1]).code(), "costs_more");
-        assert!(choose(&cost(10.0, 30.0, 9.0), None, false, [1, 1]).rewrites());
+        assert!(choose(&cost(10.0, 7.9, 9.0), Some(0.2), AqeDoes::Nothing, [1, 1]).rewrites());
+        assert_eq!(choose(&cost(10.0, 8.5, 9.0), Some(0.2), AqeDoes::Nothing, [1, 1]).code(), "costs_more");
+        assert!(choose(&cost(10.0, 30.0, 9.0), None, AqeDoes::Nothing, [1, 1]).rewrites());
     }
 
     #[test]
     fn the_reason_names_aqe_then_a_small_task() {
-        assert_eq!(choose(&cost(10.0, 9.0, 9.0), Some(0.2), true, [100, 90]).code(), "aqe_splits_it");
-        assert_eq!(choose(&cost(1.0, 1.2, 0.3), Some(0.2), false, [100, 90]).code(), "not_material");
+        assert_eq!(choose(&cost(10.0, 9.0, 9.0), Some(0.2), AqeDoes::Splits, [100, 90]).code(), "aqe_splits_it");
+        assert_eq!(choose(&cost(1.0, 1.2, 0.3), Some(0.2), AqeDoes::Nothing, [100, 90]).code(), "not_material");
+        assert_eq!(choose(&cost(1.0, 1.2, 0.3), Some(0.2), AqeDoes::Broadcasts(100), [100, 90]).code(), "aqe_broadcasts_it");
     }
 }

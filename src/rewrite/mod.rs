@@ -242,7 +242,14 @@ pub fn rewrite(sql: &str, tables: &HashMap<String, Table>, classifier: &Classifi
     // Nothing rewritten: the query exactly as given, not re-printed.
     let changed = !ctx.changes.is_empty() || ctx.windows.iter().any(|w| w.status == "rewritten");
     let out = if changed { stmts.iter().map(render).collect::<Vec<_>>().join(";\n\n") } else { sql.to_string() };
-    Ok(Rewritten { sql: out, joins: seen(&ctx.changes, &ctx.unchanged), changes: ctx.changes, unchanged_joins: ctx.unchanged, windows: ctx.windows, settings: opts.settings.listed() })
+    Ok(Rewritten {
+        sql: out,
+        joins: seen(&ctx.changes, &ctx.unchanged),
+        changes: ctx.changes,
+        unchanged_joins: ctx.unchanged,
+        windows: ctx.windows,
+        settings: opts.settings.listed(),
+    })
 }
 
 fn process_query(q: &mut Query, ctx: &mut Ctx) -> Result<()> {

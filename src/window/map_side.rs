@@ -298,7 +298,6 @@ fn count_batch<V>(
 mod tests {
     use super::*;
 
-
     /// Rows (k, a, b): every distinct copy is one record of the first shuffle, whatever the
     /// order of the columns; (k, a) pairs repeated over b are one copy.
     #[test]
