@@ -95,7 +95,7 @@ pub fn run(a: PlanArgs) -> Result<String> {
     let rt = a.counting.open(session.as_ref(), &a.right, a.as_of)?;
     let (lkeys, rkeys) = join_keys(&a.on, &lt, &rt)?;
     let left =
-        SideInput { table: &lt, keys: lkeys, name: a.left_name.clone().unwrap_or_else(|| default_name(&a.left)), filter: None, group_by: None, through: None };
+        SideInput { table: &lt, keys: lkeys, name: a.left_name.clone().unwrap_or_else(|| default_name(&a.left)), filter: None, group_by: None, through: None, shuffled: None };
     let mut right = SideInput {
         table: &rt,
         keys: rkeys,
@@ -103,6 +103,7 @@ pub fn run(a: PlanArgs) -> Result<String> {
         filter: None,
         group_by: None,
         through: None,
+        shuffled: None,
     };
     if a.right_name.is_none() && right.name == left.name {
         right.name = format!("{}_2", right.name);
@@ -128,6 +129,7 @@ fn window_plan(a: &PlanArgs, t: &Table, classifier: &Classifier, opts: &plan::Pl
         filter: None,
         group_by: None,
         through: None,
+        shuffled: None,
     };
     let p = window::plan(&input, a.shape, &[], classifier, opts)?;
     let io = if a.format.is_text() { skewjoin::report::table_notes() + &a.quiet.io_line() } else { String::new() };

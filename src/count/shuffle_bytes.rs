@@ -43,9 +43,10 @@ pub struct ShuffleBytes {
     pub sampled_rows: u64,
 }
 
-/// The shuffle bytes of `table`'s rows (every column), from a sample; None when the table has
-/// no rows here or cannot be read (the planner then uses the decoded size).
-pub fn shuffle_bytes(table: &Table, key: &str) -> Option<ShuffleBytes> {
+/// The shuffle bytes of `table`'s rows (of `columns`, every column when None), from a sample;
+/// None when the table has no rows here or cannot be read (the planner then uses the decoded
+/// size).
+pub fn shuffle_bytes(table: &Table, key: &str, columns: Option<&[String]>) -> Option<ShuffleBytes> {
     if table.spark.is_some() {
         return None;
     }
@@ -55,8 +56,18 @@ pub fn shuffle_bytes(table: &Table, key: &str) -> Option<ShuffleBytes> {
             break;
         }
         let f = file.open().ok()?;
-        let reader =
-            ParquetRecordBatchReaderBuilder::new_with_metadata(f, file.meta.clone()).with_batch_size(4096).with_limit(SAMPLE_ROWS - rows.len()).build().ok()?;
+        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(f, file.meta.clone()).with_batch_size(4096).with_limit(SAMPLE_ROWS - rows.len());
+        let builder = match columns {
+            Some(cols) => {
+                let fields = builder.parquet_schema().root_schema().get_fields();
+                let wanted = |name: &str| name.eq_ignore_ascii_case(key) || cols.iter().any(|c| c.eq_ignore_ascii_case(name));
+                let roots: Vec<usize> = (0..fields.len()).filter(|&i| wanted(fields[i].name())).collect();
+                let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), roots);
+                builder.with_projection(mask)
+            }
+            None => builder,
+        };
+        let reader = builder.build().ok()?;
         for batch in reader {
             add_rows(&batch.ok()?, key, &mut rows);
         }
@@ -203,12 +214,14 @@ mod tests {
         w.write(&batch).unwrap();
         w.close().unwrap();
         let t = Table::open(&[p.to_string_lossy().into_owned()]).unwrap();
-        let s = shuffle_bytes(&t, "k").unwrap();
+        let s = shuffle_bytes(&t, "k", None).unwrap();
         // 4 (length) + 8 (NULL bits) + 2 x 8 (slots) + 8 (a 6-byte string padded): 36 bytes.
         assert_eq!(s.row_bytes, 36.0);
         assert!(s.block_bytes < 20.0, "{s:?}");
         // No value has 1% of the rows: the hot rate is the rest's.
         assert_eq!(s.hot_block_bytes, s.block_bytes);
         assert_eq!(s.sampled_rows, n as u64);
+        // The key alone: 4 + 8 + 8 + 8.
+        assert_eq!(shuffle_bytes(&t, "k", Some(&[])).unwrap().row_bytes, 28.0);
     }
 }

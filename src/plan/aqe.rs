@@ -154,7 +154,8 @@ pub fn stage(left: &ShuffleSide, right: &ShuffleSide, partitions: u32, how: Join
     let rows = [left.partition_rows(n), right.partition_rows(n)];
     let blocks = [0, 1].map(|s| reported_blocks(sides[s], n));
     let bytes: [Vec<u64>; 2] = [0, 1].map(|s| (0..n).map(|p| blocks[s].iter().map(|m| m[p]).sum()).collect());
-    let data_size = [0, 1].map(|s| (rows[s].iter().sum::<u64>() as f64 * sides[s].row_bytes) as u64);
+    // Spark's data size counts each row's bytes, not the 4-byte length the shuffle writes.
+    let data_size = [0, 1].map(|s| (rows[s].iter().sum::<u64>() as f64 * (sides[s].row_bytes - 4.0).max(0.0)) as u64);
     if let Some(b) = runtime_broadcast(&bytes, data_size, how, aqe) {
         return broadcast_stage(sides[1 - b as usize], partitions, b, aqe, cores, &bytes);
     }
@@ -500,8 +501,13 @@ fn runtime_broadcast(bytes: &[Vec<u64>; 2], data_size: [u64; 2], how: JoinType, 
 /// into equal runs of partitions (or, with fewer tasks than map outputs, runs of map outputs).
 fn broadcast_stage(stream: &ShuffleSide, partitions: u32, built: Side, aqe: &Aqe, cores: u32, bytes: &[Vec<u64>; 2]) -> AqeStage {
     let n = partitions.max(1) as usize;
-    let sizes: Vec<u64> = (0..n).map(|p| bytes[0][p] + bytes[1][p]).collect();
-    let target = coalesce_target(sizes.iter().sum(), aqe, cores);
+    // The stream side's read is coalesced on its own (a broadcast join parts the coalescing
+    // groups), with the cores shared between the two sides' shuffles by their bytes.
+    let s = 1 - built as usize;
+    let sizes: Vec<u64> = bytes[s].clone();
+    let (mine, all): (u64, u64) = (sizes.iter().sum(), bytes.iter().flatten().sum());
+    let share = ((f64::from(cores) * mine as f64 / all.max(1) as f64).round() as u32).max(1);
+    let target = coalesce_target(mine, aqe, share);
     let expected = if aqe.coalesce { coalesce(&sizes, target, aqe.min_partition_size, false).len() } else { n };
     let maps = stream.maps.len().max(1);
     let tasks: Vec<Task> = if expected >= maps {

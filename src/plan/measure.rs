@@ -327,7 +327,7 @@ fn side(s: &SideInput, (scan, maps): (PartitionScan, MapOutputs), rows: Option<(
         size: TableSize::of(s.table),
         scan,
         maps,
-        shuffle: s.keys.columns.first().and_then(|k| count::shuffle_bytes::shuffle_bytes(s.table, &k.name)),
+        shuffle: s.keys.columns.first().and_then(|k| count::shuffle_bytes::shuffle_bytes(s.table, &k.name, s.shuffled.as_deref())),
         filter: rows.map(|(rows_in, rows_out)| SideFilter {
             conditions: s.filter.as_ref().map(|c| c.text()).unwrap_or_default(),
             group_by: s.group_by.as_ref().map(|g| g.names().join(", ")),

@@ -218,6 +218,9 @@ pub struct SideInput<'a> {
     /// For the joins before a chained join, made one input: how many rows of them each row of
     /// `table` makes; the counts are of those rows.
     pub through: Option<std::sync::Arc<crate::weights::RowWeights>>,
+    /// The table's columns the query needs above the join, the ones Spark shuffles (None:
+    /// every column, as `SELECT *`).
+    pub shuffled: Option<Vec<String>>,
 }
 
 /// The side whose rows make a key hot.

@@ -11,7 +11,7 @@ use crate::window::Verdict;
 pub fn sql_with_comments(r: &Rewritten) -> String {
     let mut o = String::new();
     if !r.changed() {
-        o.push_str("-- skewjoin: no join rewritten (nothing hot, or nothing that can be rewritten safely)\n");
+        o.push_str("-- skewjoin: no join rewritten (nothing hot, nothing that can be rewritten safely, or no rewrite predicted faster)\n");
     }
     for c in &r.changes {
         change_comments(c, &mut o);

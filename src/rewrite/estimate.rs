@@ -96,6 +96,15 @@ pub(super) fn spark_bytes(inp: &Input, used: &Used, table: &Table) -> Option<u64
     Some(((bytes as u128 * needed as u128) / all as u128).max(1) as u64)
 }
 
+/// The base table's columns the query reads from `inp` (what Spark shuffles of it); None where
+/// `inp` is not a scan of one table (the joins before it, a grouping input).
+pub(super) fn used_base_columns(inp: &Input, used: &Used) -> Option<Vec<String>> {
+    if inp.grouped.is_some() || inp.joined.is_some() {
+        return None;
+    }
+    used.of_input(inp).iter().map(|c| inp.base.get(&lc(c)).map(|(_, base)| base.clone())).collect()
+}
+
 /// The bytes of the table's files, as Spark's file index sums them.
 fn files_bytes(table: &Table) -> Option<u64> {
     let mut total = 0u64;

@@ -170,6 +170,8 @@ fn measure(
         };
         sides.left.through = counted.map(|t| Arc::new(t.weights.clone()));
         sides.right.filter = filters.right.clone();
+        sides.left.shuffled = estimate::used_base_columns(l, &scope.used);
+        sides.right.shuffled = estimate::used_base_columns(r, &scope.used);
         match plan_join(sides, cond, shuffle_hint.clone(), ctx) {
             Ok(plan) => {
                 let mut filters = filters;
@@ -226,7 +228,7 @@ fn trace_sides<'a>(l: &Input, r: &Input, cond: &Condition, tables: &'a HashMap<S
             }
             None => None,
         };
-        Ok(SideInput { table, keys: KeySpec { columns }, name: inp.display().to_string(), filter: None, group_by, through: None })
+        Ok(SideInput { table, keys: KeySpec { columns }, name: inp.display().to_string(), filter: None, group_by, through: None, shuffled: None })
     };
     Ok(Sides { left: side(l, &left_table, left)?, right: side(r, &right_table, right)?, left_table, right_table })
 }
