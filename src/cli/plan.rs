@@ -94,8 +94,15 @@ pub fn run(a: PlanArgs) -> Result<String> {
     }
     let rt = a.counting.open(session.as_ref(), &a.right, a.as_of)?;
     let (lkeys, rkeys) = join_keys(&a.on, &lt, &rt)?;
-    let left =
-        SideInput { table: &lt, keys: lkeys, name: a.left_name.clone().unwrap_or_else(|| default_name(&a.left)), filter: None, group_by: None, through: None, shuffled: None };
+    let left = SideInput {
+        table: &lt,
+        keys: lkeys,
+        name: a.left_name.clone().unwrap_or_else(|| default_name(&a.left)),
+        filter: None,
+        group_by: None,
+        through: None,
+        shuffled: None,
+    };
     let mut right = SideInput {
         table: &rt,
         keys: rkeys,

@@ -172,8 +172,9 @@ pub fn measure(left: &SideInput, right: &SideInput, opts: &PlanOptions) -> Resul
     let popts = profile_options(opts);
     let (l, r) = (Counted::of(left, &popts)?, Counted::of(right, &popts)?);
     let cands = candidates(&l.top, &r.top);
-    let (lscan, rscan) = (l.scan(left, parts, &cands, &opts.file_splits())?, r.scan(right, parts, &cands, &opts.file_splits())?);
-    Ok(Measured { partitions: parts, left: side(left, lscan, l.rows), right: side(right, rscan, r.rows), candidates: cands })
+    let (lscan, rscan) = (l.scan(left, parts, &cands, opts)?, r.scan(right, parts, &cands, opts)?);
+    let aqe = opts.aqe.enabled;
+    Ok(Measured { partitions: parts, left: side(left, lscan, l.rows, aqe), right: side(right, rscan, r.rows, aqe), candidates: cands })
 }
 
 /// One side's counts: of its table (or of the rows that pass its conditions, written out by
@@ -225,17 +226,17 @@ impl Counted {
         Ok(Counted { source: Source::Weighted(counts), top, rows: Some((rows_in, rows_out)) })
     }
 
-    /// Rows per shuffle partition, NULL-keyed rows and the candidates' rows, in all and per
-    /// map task (`files`: how Spark splits the table's files).
-    fn scan(&self, s: &SideInput, parts: u32, cands: &[Vec<Value>], files: &count::map_tasks::FileSplits) -> Result<(PartitionScan, MapOutputs)> {
+    /// Rows per shuffle partition, NULL-keyed rows and the candidates' rows, in all and, with
+    /// AQE on, per map task.
+    fn scan(&self, s: &SideInput, parts: u32, cands: &[Vec<Value>], opts: &PlanOptions) -> Result<(PartitionScan, MapOutputs)> {
         match &self.source {
             Source::Table(f) => {
                 let (t, k) = f_src(s, f);
-                if t.spark.is_some() || s.group_by.is_some() {
+                if t.spark.is_some() || s.group_by.is_some() || !opts.aqe.enabled {
                     let assumed = if s.group_by.is_some() { parts } else { t.files.len().max(1) as u32 };
                     return Ok((count::scan(t, k, parts, cands)?, MapOutputs::Assumed(assumed)));
                 }
-                let tasks = map_tasks_of(s.table, f.as_ref().map(|f| &f.table), files);
+                let tasks = map_tasks_of(s.table, f.as_ref().map(|f| &f.table), &opts.file_splits());
                 let (scan, per_map) = count::scan_by_map(t, k, parts, cands, &tasks)?;
                 Ok((scan, MapOutputs::Counted(per_map)))
             }
@@ -294,8 +295,8 @@ pub fn measure_one(input: &SideInput, opts: &PlanOptions) -> Result<(Vec<Vec<Val
     let popts = profile_options(opts);
     let c = Counted::of(input, &popts)?;
     let cands = candidates(&c.top, &[]);
-    let scan = c.scan(input, parts, &cands, &opts.file_splits())?;
-    Ok((cands, side(input, scan, c.rows)))
+    let scan = c.scan(input, parts, &cands, opts)?;
+    Ok((cands, side(input, scan, c.rows, false)))
 }
 
 /// The side's passing rows (or their groups), when it has conditions or groups.
@@ -316,7 +317,8 @@ fn f_src<'a>(s: &'a SideInput, f: &'a Option<Filtered>) -> (&'a Table, &'a KeySp
 }
 
 /// `rows`: (rows read, rows counted) when the counts are not of the whole table.
-fn side(s: &SideInput, (scan, maps): (PartitionScan, MapOutputs), rows: Option<(u64, u64)>) -> SideMeasure {
+/// `aqe`: its shuffle bytes are wanted (AQE decides on them).
+fn side(s: &SideInput, (scan, maps): (PartitionScan, MapOutputs), rows: Option<(u64, u64)>, aqe: bool) -> SideMeasure {
     SideMeasure {
         name: s.name.clone(),
         table: s.table.display.clone(),
@@ -327,7 +329,7 @@ fn side(s: &SideInput, (scan, maps): (PartitionScan, MapOutputs), rows: Option<(
         size: TableSize::of(s.table),
         scan,
         maps,
-        shuffle: s.keys.columns.first().and_then(|k| count::shuffle_bytes::shuffle_bytes(s.table, &k.name, s.shuffled.as_deref())),
+        shuffle: s.keys.columns.first().filter(|_| aqe).and_then(|k| count::shuffle_bytes::shuffle_bytes(s.table, &k.name, s.shuffled.as_deref())),
         filter: rows.map(|(rows_in, rows_out)| SideFilter {
             conditions: s.filter.as_ref().map(|c| c.text()).unwrap_or_default(),
             group_by: s.group_by.as_ref().map(|g| g.names().join(", ")),
