@@ -111,10 +111,19 @@ pub fn on_condition_mut(op: &mut sqlparser::ast::JoinOperator) -> Option<&mut Ex
     }
 }
 
+/// How deep the parser may nest.
+const RECURSION_LIMIT: usize = 400;
+
 /// Parse one or more statements; the error names line and column. A `CROSS JOIN t ON ...` (or
 /// USING) comes back as the inner join Spark reads it as.
 pub fn parse(sql: &str) -> Result<Vec<Statement>> {
-    let mut stmts = Parser::parse_sql(&SparkDialect, sql).map_err(|e| Error::Usage(format!("SQL does not parse: {e}")))?;
+    // Deeper than sqlparser's default of 50: Spark reads nested subqueries hundreds deep, and
+    // the parser grows its stack as it recurses (the `recursive` crate), so depth is safe.
+    let mut stmts = Parser::new(&SparkDialect)
+        .with_recursion_limit(RECURSION_LIMIT)
+        .try_with_sql(sql)
+        .and_then(|mut p| p.parse_statements())
+        .map_err(|e| Error::Usage(format!("SQL does not parse: {}", crate::format::one_line(&e.to_string(), 200))))?;
     for s in &mut stmts {
         let _ = s.visit(&mut CrossWithConditionAsInner);
     }

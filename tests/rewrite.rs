@@ -422,3 +422,20 @@ fn a_join_before_a_rewritten_one_is_counted_on_each_branchs_rows() {
     let text = sql_with_comments(&r);
     assert!(text.contains(&format!("on the branch's rows: largest task {} rows -> {}", before.max_task_rows, after.max_task_rows)), "{text}");
 }
+
+/// A chain of left joins, each with hot keys: each rewritten join repeats the ones before it in
+/// its branches, so the SQL would grow with the product of their branches. The rewrite stops
+/// at the bound (16 KB and 8 KB a hot key moved) and leaves the later joins with the reason;
+/// what comes back parses and stays within the bound.
+#[test]
+fn a_long_chain_stays_within_the_sql_bound() {
+    let joins: Vec<String> = (0..7).map(|i| format!("LEFT JOIN titles t{i} ON e.title_id = t{i}.title_id")).collect();
+    let names: Vec<String> = (0..7).map(|i| format!("t{i}.name AS n{i}")).collect();
+    let sql = format!("SELECT e.event_id, {} FROM events e {}", names.join(", "), joins.join(" "));
+    let r = rw(&sql);
+    let moved: usize = r.changes.iter().map(|c| c.hot_keys.len()).sum();
+    assert!(!r.changes.is_empty() && r.changes.len() < 7, "{} rewritten", r.changes.len());
+    assert!(r.sql.len() <= sql.len() + (16 << 10) + (8 << 10) * moved, "{} bytes for {moved} hot keys", r.sql.len());
+    assert!(r.unchanged_joins.iter().any(|u| matches!(u.reason, skewjoin::rewrite::LeftAlone::SqlTooLarge { .. })));
+    skewjoin::sql::parse(&r.sql).unwrap();
+}

@@ -108,6 +108,14 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
     }
     let (relation, union) = derived_table(&js, &p, &alias, exposed.above.as_deref())?;
     let branches = count_set(&union.body);
+    let moved = p.hot_keys.len().max(1);
+    let added = ctx.growth.added + format!("{relation:#}").len().saturating_sub(text.len());
+    if added > ctx.growth.limit(moved) {
+        ctx.next_id -= 1;
+        return Ok(Outcome::LeftAlone(LeftAlone::SqlTooLarge { added, limit: ctx.growth.limit(moved), branches }, Some(p.before.clone())));
+    }
+    ctx.growth.added = added;
+    ctx.growth.hot_keys += moved;
     let readings = if l.joined.is_some() && branches > 1 { super::branch_rows::readings(&union, l, &cond.left_keys()) } else { None };
     ctx.changes.push(Change {
         join: text,

@@ -200,6 +200,30 @@ struct Ctx<'a> {
     /// The weights of tables' rows through joins computed last, for the run (half of the
     /// staging memory, 48 MB by default).
     weights: std::sync::Arc<crate::weights::WeightMemo>,
+    /// What the rewrites so far added to the SQL, and may add.
+    growth: SqlGrowth,
+}
+
+/// The bound on the SQL a rewrite adds: a few KB per hot key moved. A chained join rewritten
+/// after another repeats the one before in each of its branches, so without a bound the SQL
+/// grows with the product of the branches.
+#[derive(Default)]
+struct SqlGrowth {
+    /// Bytes the rewritten joins added over their text as written.
+    added: usize,
+    /// Hot keys the rewritten joins moved.
+    hot_keys: usize,
+}
+
+impl SqlGrowth {
+    /// Bytes allowed for every statement, and for each hot key moved.
+    const BASE: usize = 16 << 10;
+    const PER_HOT_KEY: usize = 8 << 10;
+
+    /// The bound with `hot_keys` more keys moved.
+    fn limit(&self, hot_keys: usize) -> usize {
+        Self::BASE + Self::PER_HOT_KEY * (self.hot_keys + hot_keys)
+    }
 }
 
 /// Rewrite `sql` (one query). `tables` maps the names used in the query (lower case) to tables.
@@ -222,6 +246,7 @@ pub fn rewrite(sql: &str, tables: &HashMap<String, Table>, classifier: &Classifi
         rank_limits: Vec::new(),
         order_by: Vec::new(),
         weights: std::sync::Arc::new(crate::weights::WeightMemo::new(opts.memory.min(crate::count::STAGE_MEMORY) / 2)),
+        growth: SqlGrowth::default(),
     };
     for stmt in &mut stmts {
         match stmt {

@@ -77,6 +77,9 @@ pub enum LeftAlone {
     /// Hot keys could be moved, but the rewrite is not predicted faster by the margin: AQE
     /// splits them, the hot task is short, or the rewrite reads more than it saves.
     NotFaster(crate::plan::verdict::Verdict),
+    /// Rewriting it would add `added` bytes of SQL to what the rewrites before added, over the
+    /// bound of `limit` (the query's SQL as written plus a few KB per hot key moved).
+    SqlTooLarge { added: usize, limit: usize, branches: usize },
 }
 
 /// Why an input of a join (a FROM item) cannot be traced to a `--table`.
@@ -159,6 +162,12 @@ impl fmt::Display for LeftAlone {
             ),
             SubqueryNotJoined(why) => write!(f, "a subquery of WHERE that Spark runs as a join, left in WHERE: {why}"),
             NotFaster(v) => write!(f, "{v}"),
+            SqlTooLarge { added, limit, branches } => write!(
+                f,
+                "rewriting it would repeat its inputs (the joins before it among them) in each of its {branches} branches: {} more SQL, over the bound of {} (16 KB and 8 KB a hot key moved); rewrite the joins before it into a view or a CTE",
+                crate::format::human(*added as u64),
+                crate::format::human(*limit as u64)
+            ),
         }
     }
 }
