@@ -60,6 +60,43 @@ pub struct RunStats {
     pub rows: i64,
     pub columns: Vec<String>,
     pub stages: Vec<StageStats>,
+    /// What AQE did, from the final plan's metrics (None: not measured, or AQE off).
+    #[serde(default)]
+    pub aqe: Option<AqeDid>,
+}
+
+/// What AQE did in a query, from its final plan's metrics (Spark's SQL tab / REST API).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct AqeDid {
+    /// Partitions split as skewed, and the tasks they became (each side's read counts them).
+    pub skewed_partitions: i64,
+    pub skewed_splits: i64,
+    /// Shuffle reads that coalesced partitions, and the tasks that read several.
+    pub coalesced_reads: i64,
+    pub coalesced_partitions: i64,
+    pub sort_merge_joins: i64,
+    /// Sort-merge joins that ran with skew splits.
+    pub skew_joins: i64,
+    pub broadcast_joins: i64,
+    pub shuffled_hash_joins: i64,
+}
+
+impl AqeDid {
+    /// One line: what AQE did, with its numbers.
+    pub fn line(&self) -> String {
+        let mut parts = Vec::new();
+        if self.skewed_partitions > 0 {
+            parts.push(format!("split {} skewed partition(s) into {} tasks", self.skewed_partitions, self.skewed_splits));
+        }
+        if self.coalesced_reads > 0 {
+            parts.push(format!("coalesced partitions in {} shuffle read(s) ({} tasks read several)", self.coalesced_reads, self.coalesced_partitions));
+        }
+        parts.push(format!(
+            "joins run: {} sort-merge ({} with skew splits), {} broadcast hash, {} shuffled hash",
+            self.sort_merge_joins, self.skew_joins, self.broadcast_joins, self.shuffled_hash_joins
+        ));
+        parts.join("; ")
+    }
 }
 
 impl RunStats {
@@ -141,6 +178,7 @@ pub fn spark(original: &str, rewritten: &str, r: Option<&Rewritten>, tables: &[(
     let after = parsed.after.unwrap_or_default();
     let (predicted_before, predicted_after) = predicted(r);
     let mut notes = rewrite_notes(r);
+    notes.extend(aqe_predicted(r));
     notes.extend(parsed.notes);
     let version = parsed.spark_version.unwrap_or_default();
     Ok(Verification {
@@ -167,6 +205,19 @@ pub fn spark(original: &str, rewritten: &str, r: Option<&Rewritten>, tables: &[(
         conf: opts.conf.clone(),
         notes,
     })
+}
+
+/// What the planner predicted AQE does to each rewritten join, before and after.
+fn aqe_predicted(r: Option<&Rewritten>) -> Vec<String> {
+    let Some(r) = r else { return Vec::new() };
+    r.changes
+        .iter()
+        .filter_map(|c| {
+            let a = c.aqe.as_ref()?;
+            let after = a.after.as_ref().map(|x| x.summary()).unwrap_or_default();
+            Some(format!("predicted for {}: before, {}; after, {after}", crate::format::one_line(&c.join, 80), a.before.summary()))
+        })
+        .collect()
 }
 
 /// What the Spark runner reads on its stdin: the master, the settings, the tables, both queries
@@ -372,6 +423,11 @@ pub fn text(v: &Verification) -> String {
             b.max_task_records as f64 / a.max_task_records.max(1) as f64,
             a.max_task_records as f64 / a.median_task_records.max(1) as f64
         ));
+    }
+    for (when, run) in [("before", &v.measured_before), ("after", &v.measured_after)] {
+        if let Some(a) = &run.aqe {
+            o.push_str(&format!("AQE {when}: {}\n", a.line()));
+        }
     }
     if v.engine != "spark" {
         o.push_str("tasks: Polars runs in one process, so only the planner's figures (Spark's hash partitioning of the counted keys) are shown; --engine spark measures them\n");

@@ -380,7 +380,7 @@ pub fn run(original: &str, rewritten: &str, tables: &[(String, &Table)], sample:
     let c1 = rows_of(&d1, digits)?;
     // Spark's names: Polars suffixes a repeated name with `:table` (and the renderer with `:N`).
     let names = |d: &DataFrame| d.get_column_names().iter().map(|s| s.split(':').next().unwrap_or("").to_string()).collect::<Vec<_>>();
-    let stats = |d: &DataFrame, ms: i64| RunStats { wall_ms: ms, rows: d.height() as i64, columns: names(d), stages: vec![] };
+    let stats = |d: &DataFrame, ms: i64| RunStats { wall_ms: ms, rows: d.height() as i64, columns: names(d), stages: vec![], aqe: None };
     Ok(PolarsRun {
         identical: c0 == c1,
         only_in_original: only(&c0, &c1),

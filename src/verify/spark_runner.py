@@ -58,6 +58,53 @@ def stages_of(sc, group):
     return stage_stats(getter(sc.uiWebUrl, sc.applicationId), ids)
 
 
+def metric(value):
+    """A SQL metric's value as the UI prints it ("1,234", or a total line): its first number."""
+    for line in reversed(str(value).splitlines()):
+        digits = ""
+        for ch in line.replace(",", ""):
+            if ch.isdigit():
+                digits += ch
+            elif digits:
+                break
+        if digits:
+            return int(digits)
+    return 0
+
+
+def aqe_of(get, jobs):
+    """What AQE did in the SQL executions that ran `jobs`, from their final plans' metrics: the
+    partitions it split as skewed and into how many tasks, the reads it coalesced, and the joins
+    of each kind it ran (a broadcast join where the plan had a sort-merge join is a switch)."""
+    out = {"skewed_partitions": 0, "skewed_splits": 0, "coalesced_reads": 0, "coalesced_partitions": 0,
+           "sort_merge_joins": 0, "skew_joins": 0, "broadcast_joins": 0, "shuffled_hash_joins": 0}
+    try:
+        execs = get("/sql?details=true&planDescription=false&length=100000")
+    except Exception:  # noqa: BLE001 - an older Spark without the endpoint: nothing measured
+        return None
+    for e in execs:
+        ran = set(e.get("successJobIds", [])) | set(e.get("failedJobIds", []))
+        if not ran & jobs:
+            continue
+        for n in e.get("nodes", []):
+            name = n.get("nodeName", "")
+            m = {x.get("name"): x.get("value") for x in n.get("metrics", [])}
+            if name == "AQEShuffleRead":
+                out["skewed_partitions"] += metric(m.get("number of skewed partitions", 0))
+                out["skewed_splits"] += metric(m.get("number of skewed partition splits", 0))
+                c = metric(m.get("number of coalesced partitions", 0))
+                out["coalesced_partitions"] += c
+                out["coalesced_reads"] += 1 if c else 0
+            elif name.startswith("SortMergeJoin"):
+                out["sort_merge_joins"] += 1
+                out["skew_joins"] += 1 if "skew=true" in name else 0
+            elif name.startswith("BroadcastHashJoin"):
+                out["broadcast_joins"] += 1
+            elif name.startswith("ShuffledHashJoin"):
+                out["shuffled_hash_joins"] += 1
+    return out
+
+
 def tagged_stages(get, tag):
     """The stages of the jobs a Spark Connect server ran under `tag` (its job tags hold ours)."""
     ids = set()
@@ -179,7 +226,10 @@ def run(spark, sql, label, digits):
         sc.setLocalProperty("spark.jobGroup.id", None)
     wall = int((time.time() - t0) * 1000)
     counts = Counter(tuple(norm(v, digits) for v in r) for r in rows)
-    return {"wall_ms": wall, "rows": len(rows), "columns": df.columns, "stages": stages_of(sc, group)}, counts
+    jobs = set(sc.statusTracker().getJobIdsForGroup(group))
+    stages = stages_of(sc, group)
+    aqe = aqe_of(getter(sc.uiWebUrl, sc.applicationId), jobs)
+    return {"wall_ms": wall, "rows": len(rows), "columns": df.columns, "stages": stages, "aqe": aqe}, counts
 
 
 def main():
