@@ -8,7 +8,7 @@ use arrow_array::{ArrayRef, Date32Array, Float64Array, Int32Array, Int64Array, R
 use assert_cmd::Command;
 use parquet::arrow::ArrowWriter;
 use parquet::file::properties::WriterProperties;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 fn write(path: &Path, cols: Vec<(&str, ArrayRef)>, row_group: usize) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -993,4 +993,55 @@ fn every_polars_crate_is_built_without_optimisation_in_debug() {
         .filter(|n| overrides.get(*n).and_then(|o| o.get("opt-level")).and_then(|l| l.as_integer()) != Some(0))
         .collect();
     assert!(missing.is_empty(), "Cargo.toml lacks [profile.dev.package.NAME] opt-level = 0 for {missing:?}");
+}
+
+/// With the job's settings (AQE on, sizes scaled to the samples), the sample query's join is
+/// left as written: AQE broadcasts titles at run time. The reason has its code and times, the
+/// settings are listed with where each came from, and `--min-gain off` rewrites it anyway.
+#[test]
+fn the_sample_join_is_left_to_aqe_under_the_jobs_settings() {
+    let base = [
+        "rewrite",
+        "samples/query.sql",
+        "--table",
+        "events=samples/events.parquet",
+        "--table",
+        "titles=samples/titles.parquet",
+        "--spark-defaults",
+        "samples/spark-defaults.conf",
+        "--cores",
+        "2",
+        "--format",
+        "json",
+        "-q",
+    ];
+    let out = skewjoin().args(base).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["changes"].as_array().unwrap().len(), 0, "{v}");
+    assert_eq!(v["unchanged_joins"][0]["decision"]["code"], "aqe_broadcasts_it", "{v}");
+    let settings = v["settings"].as_array().unwrap();
+    let threshold = settings.iter().find(|s| s["key"] == "spark.sql.autoBroadcastJoinThreshold").unwrap();
+    assert_eq!(
+        (&threshold["value"], &threshold["origin"], &threshold["from"]),
+        (&json!("256k"), &json!("spark_defaults"), &json!("samples/spark-defaults.conf"))
+    );
+    let forced = skewjoin().args(base).args(["--min-gain", "off"]).output().unwrap();
+    let f: Value = serde_json::from_slice(&forced.stdout).unwrap();
+    assert_eq!(f["changes"][0]["decision"]["code"], "rewrite", "{f}");
+    assert_eq!(f["changes"][0]["decision"]["margin_off"], true, "{f}");
+    assert!(f["changes"][0]["aqe"]["before"]["broadcast"] == "right", "{f}");
+    // A setting Spark would not read is one line naming it and where it came from.
+    let e = error(&[
+        "plan",
+        "--left",
+        "samples/events.parquet",
+        "--right",
+        "samples/titles.parquet",
+        "--on",
+        "title_id",
+        "--conf",
+        "spark.sql.adaptive.enabled=yes",
+    ]);
+    assert_eq!(e.trim(), "skewjoin: error: spark.sql.adaptive.enabled=yes: not true or false (--conf)");
 }

@@ -125,11 +125,18 @@ pub struct Unchanged {
     /// the branch whose rows give it the largest task.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after: Option<plan::TaskStats>,
+    /// Where the rewrite was not predicted faster: the choice, with its code and times.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<plan::verdict::Verdict>,
 }
 
 impl Unchanged {
     pub(crate) fn new(join: String, at: Option<At>, reason: LeftAlone) -> Unchanged {
-        Unchanged { join, at, reason, before: None, in_branches: false, after: None }
+        let decision = match &reason {
+            LeftAlone::NotFaster(v) => Some(v.clone()),
+            _ => None,
+        };
+        Unchanged { join, at, reason, before: None, in_branches: false, after: None, decision }
     }
 }
 

@@ -149,6 +149,16 @@ pub struct Verification {
     pub measured_after: RunStats,
     pub conf: Vec<(String, String)>,
     pub notes: Vec<String>,
+    /// Spark ran the rewrite slower than the original by more than the noise of one run
+    /// (a quarter of the original's time and half a second): exit code 1, as for different rows.
+    pub slower: bool,
+}
+
+/// The rewrite ran slower than the original by more than one run's noise: a quarter of the
+/// original's time and half a second (each query runs once; the original runs first, on a
+/// colder JVM, so the test leans towards the rewrite only by that).
+fn ran_slower(before: &RunStats, after: &RunStats) -> bool {
+    after.wall_ms as f64 > before.wall_ms as f64 * 1.25 + 500.0
 }
 
 /// One query, as Spark's `spark.sql` takes it: no trailing semicolon, a single statement.
@@ -200,6 +210,7 @@ pub fn spark(original: &str, rewritten: &str, r: Option<&Rewritten>, tables: &[(
         only_in_rewritten: parsed.only_in_rewritten,
         predicted_before,
         predicted_after,
+        slower: ran_slower(&before, &after),
         measured_before: before,
         measured_after: after,
         conf: opts.conf.clone(),
@@ -320,6 +331,7 @@ pub fn polars(
         measured_after: run.after,
         conf: vec![],
         notes,
+        slower: false,
     })
 }
 
@@ -422,6 +434,13 @@ pub fn text(v: &Verification) -> String {
             fmt_count(a.max_task_records.max(0) as u64),
             b.max_task_records as f64 / a.max_task_records.max(1) as f64,
             a.max_task_records as f64 / a.median_task_records.max(1) as f64
+        ));
+    }
+    if v.slower {
+        o.push_str(&format!(
+            "SLOWER: the rewrite took {} against the original's {}, more than a quarter and half a second over it\n",
+            fmt_ms(v.measured_after.wall_ms),
+            fmt_ms(v.measured_before.wall_ms)
         ));
     }
     for (when, run) in [("before", &v.measured_before), ("after", &v.measured_after)] {

@@ -8,6 +8,7 @@ Each scenario's predicted and measured tasks go to target/aqe-scenarios-<spark v
 the notes (BENCHMARKS.md)."""
 import json
 import random
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -129,11 +130,18 @@ def test_aqe_predictions_match_spark(aqe_spark, data, name, left, right, how, ex
     spark.read.parquet(data[right]).createOrReplaceTempView("rt")
     p = plan(data[left], data[right], how, *extra)
     assert p["aqe"] is not None, "AQE is on in these settings"
+    t0 = time.time()
     rows0, tasks0 = measured(spark, f"SELECT * FROM lt l {JOIN[how]} rt r ON l.k = r.k")
+    t1 = time.time()
     rows1, tasks1 = measured(spark, p["sql"])
+    t2 = time.time()
     assert multiset(rows1) == multiset(rows0)
     before, after = max_records(tasks0), max_records(tasks1)
+    # What the default margin decides, for the notes.
+    default = plan(data[left], data[right], how, *[x for x in extra if x not in ("--min-gain", "off", "0.2")])
     RESULTS.append({"scenario": name, "spark": spark.version, "decision": p["decision"]["code"],
+                    "default_decision": default["decision"]["code"], "seconds_before": round(t1 - t0, 2),
+                    "seconds_after": round(t2 - t1, 2), "predicted_seconds": [(p.get("cost") or {}).get("before_seconds"), (p.get("cost") or {}).get("after_seconds")],
                     "before_predicted": p["before"]["max_task_rows"], "before_measured": before,
                     "after_predicted": p["after"]["max_task_rows"], "after_measured": after,
                     "aqe_before": p["aqe"]["before"]})
