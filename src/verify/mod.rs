@@ -184,8 +184,10 @@ pub fn spark(original: &str, rewritten: &str, r: Option<&Rewritten>, tables: &[(
     if let Some(e) = parsed.error {
         return Err(Error::Usage(crate::spark::without_url_secret(&e, url)));
     }
-    let before = parsed.before.unwrap_or_default();
-    let after = parsed.after.unwrap_or_default();
+    let (mut before, mut after) = (parsed.before.unwrap_or_default(), parsed.after.unwrap_or_default());
+    if opts.conf.iter().any(|(k, v)| k == crate::settings::AQE_ENABLED && v.eq_ignore_ascii_case("false")) {
+        (before.aqe, after.aqe) = (None, None);
+    }
     let (predicted_before, predicted_after) = predicted(r);
     let mut notes = rewrite_notes(r);
     notes.extend(aqe_predicted(r));

@@ -1,0 +1,131 @@
+"""The chain benchmark: generated 4-7-join analytic queries (comma joins, filters on the
+dimensions, a GROUP BY) over a star schema with NULL-heavy and Zipf-hot foreign keys, large
+enough that a task takes seconds on a 2-core machine. Each query goes through
+`skewjoin rewrite` with the job's settings; every rewritten query is run with the original on
+Spark in local mode (AQE on, and again off), median of 3: the rows must be identical, the
+rewrite no slower than 1.1x, and its SQL within the bound.
+
+Usage: .venv/bin/python bench/chain_bench.py [--rows N] [--queries N] [--seed S]
+Writes target/chain-bench.json and prints a table for BENCHMARKS.md.
+"""
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parent.parent
+DIMS = ["customer", "product", "store", "promo", "ship", "region", "channel"]
+
+
+def zipf_keys(rng, n, distinct, null_share, hot_share):
+    """n foreign keys: null_share NULL, hot_share the key 1, the rest Zipf-like over distinct."""
+    out = []
+    for _ in range(n):
+        r = rng.random()
+        if r < null_share:
+            out.append(None)
+        elif r < null_share + hot_share:
+            out.append(1)
+        else:
+            out.append(int(distinct ** rng.random()))
+    return out
+
+
+def make_data(d, rows, rng):
+    d.mkdir(parents=True, exist_ok=True)
+    facts = {"amount": [rng.random() * 100 for _ in range(rows)], "qty": [rng.randrange(1, 9) for _ in range(rows)]}
+    shapes = {}
+    for i, dim in enumerate(DIMS):
+        distinct = [50_000, 20_000, 500, 200, 50, 20, 5][i]
+        null_share, hot_share = [(0.3, 0.05), (0.02, 0.25), (0.0, 0.4), (0.5, 0.0), (0.0, 0.1), (0.1, 0.0), (0.0, 0.0)][i]
+        facts[f"{dim}_id"] = pa.array(zipf_keys(rng, rows, distinct, null_share, hot_share), pa.int64())
+        shapes[dim] = distinct
+        pq.write_table(pa.table({f"{dim}_id": pa.array(range(1, distinct + 1), pa.int64()),
+                                 f"{dim}_name": [f"{dim} {k}" for k in range(1, distinct + 1)],
+                                 f"{dim}_grp": [f"g{k % 7}" for k in range(1, distinct + 1)]}),
+                       d / f"{dim}.parquet")
+    t = pa.table(facts)
+    (d / "sales").mkdir(exist_ok=True)
+    for i in range(4):
+        a, b = i * rows // 4, (i + 1) * rows // 4
+        pq.write_table(t.slice(a, b - a), d / "sales" / f"part-{i}.parquet")
+
+
+def make_query(rng):
+    k = rng.randint(4, 7)
+    dims = rng.sample(DIMS, k)
+    group = rng.choice(dims)
+    where = [f"s.{d}_id = {d}.{d}_id" for d in dims]
+    for d in rng.sample(dims, rng.randint(1, 2)):
+        where.append(f"{d}.{d}_grp <> 'g{rng.randrange(7)}'")
+    return (f"SELECT {group}.{group}_grp, count(*) AS n, sum(s.amount) AS amount\n"
+            f"FROM sales s, {', '.join(dims)}\nWHERE {' AND '.join(where)}\nGROUP BY {group}.{group}_grp")
+
+
+def run_spark(spark, sql, repeat):
+    times, rows = [], None
+    for _ in range(repeat):
+        t0 = time.time()
+        rows = spark.sql(sql).collect()
+        times.append(time.time() - t0)
+    return statistics.median(times), Counter(tuple(round(v, 6) if isinstance(v, float) else v for v in r) for r in rows)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--queries", type=int, default=8)
+    ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    rng = random.Random(a.seed)
+    d = ROOT / "target" / f"chain-bench-{a.rows}"
+    if not (d / "sales").exists():
+        make_data(d, a.rows, rng)
+    from pyspark.sql import SparkSession
+    spark = (SparkSession.builder.master("local[2]").config("spark.driver.memory", "3g")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.read.parquet(str(d / "sales")).createOrReplaceTempView("sales")
+    for dim in DIMS:
+        spark.read.parquet(str(d / f"{dim}.parquet")).createOrReplaceTempView(dim)
+    binary = ROOT / "target" / "release" / "skewjoin"
+    results = []
+    tmp = Path(tempfile.mkdtemp())
+    for i in range(a.queries):
+        sql = make_query(rng)
+        q = tmp / f"q{i}.sql"
+        q.write_text(sql)
+        for aqe in ["true", "false"]:
+            spark.conf.set("spark.sql.adaptive.enabled", aqe)
+            p = subprocess.run([str(binary), "rewrite", str(q), "--tables", str(d), "--cores", "2", "--format", "json", "-q",
+                                "--conf", f"spark.sql.adaptive.enabled={aqe}"], capture_output=True, text=True, timeout=600)
+            if p.returncode != 0:
+                results.append({"query": i, "aqe": aqe, "error": p.stderr.strip()})
+                continue
+            r = json.loads(p.stdout)
+            decisions = [c["decision"]["code"] for c in r["changes"]] + [u["decision"]["code"] for u in r["unchanged_joins"] if u.get("decision")]
+            entry = {"query": i, "joins": len(r["joins"]), "aqe": aqe, "rewritten": len(r["changes"]), "decisions": decisions,
+                     "sql_bytes": [len(sql), len(r["sql"])]}
+            t0, c0 = run_spark(spark, sql, a.repeat)
+            entry["seconds_before"] = round(t0, 2)
+            if r["changes"]:
+                t1, c1 = run_spark(spark, r["sql"], a.repeat)
+                entry["seconds_after"] = round(t1, 2)
+                entry["identical"] = c0 == c1
+            results.append(entry)
+            print(json.dumps(entry), flush=True)
+    (ROOT / "target" / "chain-bench.json").write_text(json.dumps(results, indent=1))
+    print(f"spark {spark.version}, {a.rows:,} fact rows")
+
+
+if __name__ == "__main__":
+    main()
