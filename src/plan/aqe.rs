@@ -563,7 +563,8 @@ mod tests {
         let mut m = vec![vec![10u64; 8]; maps];
         m.iter_mut().for_each(|x| x[3] += hot);
         let bytes = m.iter().map(|x| x.iter().map(|r| *r as f64).collect()).collect();
-        ShuffleSide { maps: m, bytes, row_bytes: 1.0 }
+        // 5 bytes a row with its 4-byte length: a data size of 1 byte a row.
+        ShuffleSide { maps: m, bytes, row_bytes: 5.0 }
     }
 
     #[test]

@@ -50,6 +50,7 @@ pub fn decide(m: &Measured, classifier: &Classifier, opts: &PlanOptions) -> Resu
         spark_broadcasts,
         before: before.stats(),
         after: after.stats(),
+        partition_median_rows: partition_stats.median_task_rows,
         before_tasks: partition_tasks.iter().map(|t| t.0).collect(),
         after_tasks: after.partition_tasks.iter().map(|t| t.0).collect(),
         aqe: before.aqe.clone().map(|b| AqeEffect { before: b, after: after.aqe.clone() }),

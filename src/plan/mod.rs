@@ -323,6 +323,8 @@ pub struct Plan {
     pub spark_broadcasts: Option<Side>,
     pub before: TaskStats,
     pub after: TaskStats,
+    /// The median shuffle partition's rows (both sides), the yardstick of the hot test.
+    pub partition_median_rows: u64,
     /// Rows per task before: one per shuffle partition (for the HTML report; not in the JSON).
     #[serde(skip)]
     pub before_tasks: Vec<u64>,

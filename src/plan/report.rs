@@ -84,10 +84,10 @@ fn before(o: &mut String, plan: &Plan) {
 fn hot_keys(o: &mut String, plan: &Plan) {
     let _ = writeln!(
         o,
-        "Hot keys ({} rows in one task is more than {}x the median task of {} rows):",
-        fmt_count((plan.hot_factor * plan.before.median_task_rows.max(1) as f64) as u64),
+        "Hot keys ({} rows in one partition is more than {}x the median partition of {} rows):",
+        fmt_count((plan.hot_factor * plan.partition_median_rows.max(1) as f64) as u64),
         plan.hot_factor,
-        fmt_count(plan.before.median_task_rows)
+        fmt_count(plan.partition_median_rows)
     );
     for h in &plan.hot_keys {
         hot_key(o, plan, h);

@@ -178,8 +178,8 @@ fn measure(
         };
         sides.left.through = counted.map(|t| Arc::new(t.weights.clone()));
         sides.right.filter = filters.right.clone();
-        sides.left.shuffled = estimate::used_base_columns(l, &scope.used);
-        sides.right.shuffled = estimate::used_base_columns(r, &scope.used);
+        sides.left.shuffled = estimate::used_base_columns(l, scope.used);
+        sides.right.shuffled = estimate::used_base_columns(r, scope.used);
         match plan_join(sides, cond, shuffle_hint.clone(), ctx) {
             Ok(plan) => {
                 let mut filters = filters;
