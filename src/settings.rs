@@ -3,8 +3,9 @@
 //! A job's tasks depend on its settings: the shuffle partitions, the broadcast threshold, and
 //! whether adaptive query execution (AQE) coalesces small partitions and splits skewed ones. The
 //! settings start as the defaults of the Spark line the user runs (`--spark-version`), then a
-//! `spark-defaults.conf` (`--spark-defaults`), then each `--conf KEY=VALUE`, then the planner's
-//! own flags (`--shuffle-partitions`, `--broadcast-threshold`, `--cores`): a later source wins.
+//! `spark-defaults.conf` (`--spark-defaults`), then the job's event log (`--settings-from`),
+//! then each `--conf KEY=VALUE`, then the planner's own flags (`--shuffle-partitions`,
+//! `--broadcast-threshold`, `--cores`): a later source wins.
 //! Every report lists the settings it assumed with their source ([`SparkSettings::listed`]).
 //! Keys this module does not model are kept and passed on to the Spark that runs a query.
 
@@ -51,6 +52,8 @@ pub enum Origin {
     Default,
     /// A line of a `spark-defaults.conf`.
     SparkDefaults,
+    /// A Spark property of the job's event log (its environment).
+    EventLog,
     /// `--conf KEY=VALUE`.
     Conf,
     /// One of the planner's own flags (named in `Setting::flag`).
@@ -165,6 +168,17 @@ impl SparkSettings {
             self.set(k, v, Origin::SparkDefaults, Some(path.display().to_string()));
         }
         Ok(())
+    }
+
+    /// A job's Spark properties, as its event log records them: the SQL settings and the
+    /// cluster's size. Where its tables, catalogs, extensions and warehouse are, and the rest of
+    /// its environment (master, driver, event log), are the job's own and stay out.
+    pub fn set_job_properties<'a>(&mut self, props: impl IntoIterator<Item = (&'a String, &'a String)>, from: &str) {
+        let mut props: Vec<(&String, &String)> = props.into_iter().filter(|(k, _)| job_setting(k)).collect();
+        props.sort();
+        for (k, v) in props {
+            self.set(k, v, Origin::EventLog, Some(from.to_string()));
+        }
     }
 
     /// The value of `key`, if set.
@@ -292,6 +306,8 @@ impl Setting {
             (Origin::Conf, _) => "--conf".into(),
             (Origin::SparkDefaults, Some(p)) => format!("from {p}"),
             (Origin::SparkDefaults, None) => "spark-defaults.conf".into(),
+            (Origin::EventLog, Some(p)) => format!("the event log {p}"),
+            (Origin::EventLog, None) => "the event log".into(),
             (Origin::Flag, Some(f)) => f.clone(),
             (Origin::Flag, None) => "a flag".into(),
         }
@@ -312,14 +328,23 @@ pub fn line(settings: &[Setting]) -> String {
     }
 }
 
+/// A property of a job's environment that says how its queries run here: `spark.sql.*` but
+/// where tables and code come from, and the cluster's size.
+fn job_setting(key: &str) -> bool {
+    const OWN: [&str; 6] =
+        ["spark.sql.warehouse.dir", "spark.sql.extensions", "spark.sql.catalog.", "spark.sql.catalogImplementation", "spark.sql.hive.", "spark.sql.streaming."];
+    let sql = key.starts_with("spark.sql.") && !OWN.iter().any(|o| key.starts_with(o));
+    sql || [DEFAULT_PARALLELISM, EXECUTOR_INSTANCES, EXECUTOR_CORES].contains(&key)
+}
+
 /// What adaptive query execution does, as the settings have it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Aqe {
     pub enabled: bool,
     /// Small partitions are coalesced into tasks of about the advisory size.
     pub coalesce: bool,
-    /// The coalesced tasks are at least as many as the cluster's cores (the minimum partition
-    /// size is then ignored).
+    /// The coalesced tasks are at least as many as the cluster's cores (each still at least
+    /// the minimum partition size).
     pub parallelism_first: bool,
     pub min_partition_size: u64,
     pub advisory_size: u64,
@@ -352,6 +377,7 @@ impl Aqe {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
     #[test]
     fn later_sources_win_and_say_where_they_came_from() {
@@ -386,6 +412,32 @@ mod tests {
         assert!(s.set_conf("novalue").is_err());
         assert!(SparkLine::parse("2.4").is_err());
         assert_eq!(SparkLine::parse("4.1").unwrap(), SparkLine::V4);
+    }
+
+    #[test]
+    fn a_jobs_properties_bring_its_sql_settings_and_size_only() {
+        let props: HashMap<String, String> = [
+            ("spark.sql.shuffle.partitions", "64"),
+            ("spark.sql.adaptive.enabled", "false"),
+            ("spark.sql.warehouse.dir", "hdfs:///warehouse"),
+            ("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension"),
+            ("spark.master", "yarn"),
+            ("spark.executor.instances", "10"),
+            ("spark.executor.cores", "4"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let mut s = SparkSettings::default();
+        s.set_job_properties(&props, "app.log");
+        assert_eq!(s.shuffle_partitions().unwrap(), 64);
+        assert!(!s.aqe().unwrap().enabled);
+        assert_eq!(s.cores().unwrap(), Some(40));
+        assert_eq!(s.get("spark.master"), None);
+        assert_eq!(s.get("spark.sql.warehouse.dir"), None);
+        assert_eq!(s.get("spark.sql.extensions"), None);
+        let p = s.listed().into_iter().find(|x| x.key == SHUFFLE_PARTITIONS).unwrap();
+        assert_eq!((p.origin.clone(), p.describe_origin()), (Origin::EventLog, "the event log app.log".to_string()));
     }
 
     #[test]

@@ -91,6 +91,11 @@ pub struct PlannerArgs {
     /// The job's spark-defaults.conf: its settings are assumed (a --conf or a flag wins)
     #[arg(long, value_name = "FILE")]
     pub spark_defaults: Option<PathBuf>,
+    /// The job's event log (a file, a rolling folder, an object) or its History Server URL
+    /// with the application id: its SQL settings and cluster size are assumed (after
+    /// --spark-defaults; a --conf or a flag wins)
+    #[arg(long, value_name = "LOG|URL")]
+    pub settings_from: Option<String>,
 }
 
 impl PlannerArgs {
@@ -100,6 +105,9 @@ impl PlannerArgs {
         let mut s = SparkSettings::defaults(SparkLine::parse(&self.spark_version)?);
         if let Some(f) = &self.spark_defaults {
             s.read_defaults_file(f)?;
+        }
+        if let Some(log) = &self.settings_from {
+            s.set_job_properties(&job_properties(log)?, log);
         }
         for c in &spark.conf {
             s.set_conf(c)?;
@@ -146,6 +154,22 @@ impl PlannerArgs {
             files,
         })
     }
+}
+
+/// The Spark properties an event log (or a History Server's application) recorded.
+fn job_properties(log: &str) -> Result<HashMap<String, String>> {
+    use skewjoin::diagnose::{eventlog, history};
+    let dir = tempfile::tempdir().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
+    let path = if history::is_server(log) {
+        let t = history::target(log, None, None)?;
+        if t.app.is_none() {
+            return Err(Error::Usage(format!("--settings-from {log}: give the application's URL (its id after /history/ or /applications/)")));
+        }
+        history::fetch_log(&t, dir.path())?
+    } else {
+        PathBuf::from(log)
+    };
+    Ok(eventlog::read(&path, false)?.app.properties)
 }
 
 /// The query and the tables it names: `rewrite`, `verify`.

@@ -53,10 +53,7 @@ pub fn run(a: RewriteArgs) -> Result<String> {
     let r = rewrite::rewrite(&sql, &tables, &classifier, &opts)?;
     let out = match a.format {
         RewriteFormat::Json => skewjoin::report::json(&r),
-        RewriteFormat::Sql => {
-            let settings = skewjoin::settings::line(&r.settings) + "\n";
-            rewrite::sql_with_comments(&r) + &sql_comments(&(settings + &skewjoin::report::table_notes() + &a.quiet.io_line()))
-        }
+        RewriteFormat::Sql => rewrite::sql_with_comments(&r) + &sql_comments(&(skewjoin::report::table_notes() + &a.quiet.io_line())),
     };
     match a.output {
         Some(path) => {

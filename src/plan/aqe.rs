@@ -128,12 +128,12 @@ impl AqeActions {
         if parts.is_empty() {
             let thr: Vec<String> = self.skew_threshold_bytes.iter().flatten().map(|t| human(*t)).collect();
             parts.push(match thr.len() {
-                0 => "AQE splits no partition (this join type lets it split neither side)".to_string(),
+                0 => "AQE splits no partition (skew splits are off, or this join type lets it split neither side)".to_string(),
                 _ => format!("AQE splits no partition (none over its skew threshold of {})", thr.join(" / ")),
             });
         }
         match self.coalesced_into {
-            Some(n) => parts.push(format!("coalesces the rest into {n} tasks of up to {}", human(self.coalesce_target_bytes))),
+            Some(n) => parts.push(format!("coalesces the rest into {n} tasks of about {}", human(self.coalesce_target_bytes))),
             None => parts.push("coalesces nothing".into()),
         }
         format!("{}: {} tasks", parts.join("; "), self.tasks)
@@ -485,7 +485,8 @@ fn runtime_broadcast(bytes: &[Vec<u64>; 2], data_size: [u64; 2], how: JoinType, 
     if aqe.broadcast_threshold == 0 {
         return None;
     }
-    [Side::Left, Side::Right]
+    // On a tie Spark builds on the right.
+    [Side::Right, Side::Left]
         .into_iter()
         .filter(|s| how.may_broadcast(*s) && data_size[*s as usize] <= aqe.broadcast_threshold)
         .filter(|s| {

@@ -6,8 +6,9 @@
 //! A stage of tasks on `slots` cores takes at least its largest task and at least its total
 //! work spread over the slots: `max(largest, total / slots)` (the greedy schedule Spark's task
 //! scheduler makes is within one task of that). A task costs a fixed start plus a rate per row
-//! and per byte it reads. The rewrite pays for what it adds: every UNION ALL branch reads its
-//! inputs again (each scan a map stage of its own), and a broadcast slice is collected and sent.
+//! it reads. The rewrite pays for what it adds: every UNION ALL branch reads its inputs again
+//! (each scan a map stage of its own), and the rows joined to a broadcast slice or side are
+//! joined where they are read.
 
 use serde::Serialize;
 
@@ -66,6 +67,12 @@ pub struct JoinCost {
 }
 
 impl JoinCost {
+    /// The rewrite's broadcast joins: `rows` streamed past a broadcast slice or side, spread
+    /// over the slots (a broadcast hash join reads them where the scan does, no shuffle).
+    pub fn add_broadcast_join(&mut self, rows: u64, r: &Rates) {
+        self.after_seconds += rows as f64 * r.join_row_s / f64::from(self.slots.max(1));
+    }
+
     /// The rewrite's predicted time as a share of the join's: 0.5 is twice as fast.
     pub fn ratio(&self) -> f64 {
         self.after_seconds / self.before_seconds.max(1e-9)

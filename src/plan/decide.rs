@@ -80,10 +80,11 @@ fn judge(plan: &mut Plan, m: &Measured, run: &Run, [before, after]: [&RunStage; 
     let branches = plan.sql.matches("UNION ALL").count() as u64;
     let inputs = [m.left.scan.rows, m.right.scan.rows];
     let read_again = branches * (inputs[0] + inputs[1]);
-    let c = cost::join(inputs, &before.tasks, &after.tasks, read_again, run.slots, &cost::MEASURED);
+    let mut c = cost::join(inputs, &before.tasks, &after.tasks, read_again, run.slots, &cost::MEASURED);
+    c.add_broadcast_join(broadcast_rows(plan, m), &cost::MEASURED);
     let aqe = match &before.aqe {
         Some(a) if a.broadcast.is_some() => verdict::AqeDoes::Broadcasts(a.broadcast.map_or(0, |s| inputs[s as usize])),
-        Some(a) if !a.skewed.is_empty() => verdict::AqeDoes::Splits,
+        Some(a) if splits_a_hot_partition(a, plan, m) => verdict::AqeDoes::Splits,
         _ => verdict::AqeDoes::Nothing,
     };
     plan.decision = verdict::choose(&c, opts.min_gain, aqe, [plan.before.max_task_rows, plan.after.max_task_rows]);
@@ -97,6 +98,26 @@ fn judge(plan: &mut Plan, m: &Measured, run: &Run, [before, after]: [&RunStage; 
     }
 }
 
+/// AQE splits the partition of a hot key on a side whose map outputs were counted (where they
+/// were assumed, as for the rows of earlier joins, Spark may have no shuffle there to split).
+fn splits_a_hot_partition(a: &AqeActions, plan: &Plan, m: &Measured) -> bool {
+    let counted = |side: Side| matches!(m.side(side).maps, super::measure::MapOutputs::Counted(_));
+    a.skewed.iter().any(|k| counted(k.side) && plan.hot_keys.iter().any(|h| h.spark_partition == k.partition))
+}
+
+/// The rows the rewrite joins in its broadcast branches: every row of the side streamed past a
+/// whole broadcast side, else each moved hot key's rows (not in the after stage's tasks).
+fn broadcast_rows(plan: &Plan, m: &Measured) -> u64 {
+    if let Some(b) = plan.broadcast_side {
+        return m.side(b.other()).scan.rows;
+    }
+    plan.hot_keys
+        .iter()
+        .filter(|h| h.strategy.moves() && !matches!(h.strategy, Strategy::Salt { .. } | Strategy::Drop))
+        .map(|h| h.left_rows + h.right_rows)
+        .sum()
+}
+
 /// How Spark runs the join stage under the settings: per shuffle partition (AQE off), or as AQE
 /// regroups them, on `slots` cores.
 struct Run<'a> {
@@ -104,6 +125,7 @@ struct Run<'a> {
     stage: &'a JoinStage<'a>,
     opts: &'a PlanOptions,
     slots: u32,
+    aqe: crate::settings::Aqe,
 }
 
 /// One predicted join stage: its tasks, and what AQE did (None with AQE off).
@@ -132,13 +154,15 @@ impl<'a> Run<'a> {
     fn new(m: &'a Measured, stage: &'a JoinStage<'a>, opts: &'a PlanOptions) -> Run<'a> {
         // Without a core count, a cluster that runs every partition at once.
         let slots = opts.cores.unwrap_or(m.partitions).max(1);
-        Run { m, stage, opts, slots }
+        // A hint that asks for a shuffle is kept when AQE plans again: no run-time broadcast.
+        let aqe = if opts.shuffle_hint.is_some() { crate::settings::Aqe { broadcast_threshold: 0, ..opts.aqe } } else { opts.aqe };
+        Run { m, stage, opts, slots, aqe }
     }
 
     fn before(&self) -> RunStage {
         let m = self.m;
         if self.opts.aqe.enabled {
-            let s = self.stage.under_aqe(m, self.opts.how, &[], [false, false], &self.opts.aqe, self.slots);
+            let s = self.stage.under_aqe(m, self.opts.how, &[], [false, false], &self.aqe, self.slots);
             return RunStage { main: s.tasks.len(), tasks: s.tasks, partition_tasks: Vec::new(), aqe: Some(s.actions) };
         }
         let tasks = self.stage.tasks(&m.left.scan.partition_rows, &m.right.scan.partition_rows, [false, false]);
@@ -173,7 +197,7 @@ impl Run<'_> {
     /// The stage after under AQE: the rest's join and the salted pieces' join are coalesced
     /// apart (two children of a UNION), the cores shared between them by their bytes.
     fn after_aqe(&self, moved: &[bool], bypassed: [bool; 2], pieces: Vec<super::tasks::Task>, partition_tasks: Vec<super::tasks::Task>) -> RunStage {
-        let (m, aqe) = (self.m, &self.opts.aqe);
+        let (m, aqe) = (self.m, &self.aqe);
         let first = self.stage.under_aqe(m, self.opts.how, moved, bypassed, aqe, self.slots);
         let rest_bytes: f64 = first.tasks.iter().map(|t| t.1).sum();
         let piece_bytes: f64 = pieces.iter().map(|t| t.1).sum();

@@ -132,6 +132,14 @@ impl SideMeasure {
 }
 
 impl Measured {
+    /// One side.
+    pub fn side(&self, side: super::Side) -> &SideMeasure {
+        match side {
+            super::Side::Left => &self.left,
+            super::Side::Right => &self.right,
+        }
+    }
+
     /// Both sides from their key counts, the candidates chosen as `measure` chooses them from
     /// each side's `top` most frequent values.
     pub fn from_counts(left: (&str, &[(Vec<Value>, u64)]), right: (&str, &[(Vec<Value>, u64)]), key_type: KeyType, partitions: u32, top: usize) -> Measured {
@@ -233,7 +241,9 @@ impl Counted {
             Source::Table(f) => {
                 let (t, k) = f_src(s, f);
                 if t.spark.is_some() || s.group_by.is_some() || !opts.aqe.enabled {
-                    let assumed = if s.group_by.is_some() { parts } else { t.files.len().max(1) as u32 };
+                    // A table Spark reads: its files are not known here, so as many map tasks
+                    // as partitions (an aggregate's output comes from that many tasks too).
+                    let assumed = if t.spark.is_some() || s.group_by.is_some() { parts } else { t.files.len().max(1) as u32 };
                     return Ok((count::scan(t, k, parts, cands)?, MapOutputs::Assumed(assumed)));
                 }
                 let tasks = map_tasks_of(s.table, f.as_ref().map(|f| &f.table), &opts.file_splits());

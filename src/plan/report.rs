@@ -67,7 +67,7 @@ fn before(o: &mut String, plan: &Plan) {
             let _ = writeln!(o, "Before: sort-merge join over {} shuffle partitions (AQE off): {}", plan.shuffle_partitions, plan.before.line());
         }
         Some(a) => {
-            let _ = writeln!(o, "Before: sort-merge join over {} shuffle partitions, as AQE runs it: {}", plan.shuffle_partitions, plan.before.line());
+            let _ = writeln!(o, "Before: {} shuffle partitions, as AQE runs them: {}", plan.shuffle_partitions, plan.before.line());
             let _ = writeln!(o, "  {}", a.before.summary());
         }
     }

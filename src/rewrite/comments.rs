@@ -23,6 +23,9 @@ pub fn sql_with_comments(r: &Rewritten) -> String {
     for w in &r.windows {
         window_comments(w, &mut o);
     }
+    if r.settings.iter().any(|s| s.origin != crate::settings::Origin::Default) {
+        o.push_str(&format!("-- skewjoin: {}\n", crate::settings::line(&r.settings)));
+    }
     o.push_str(&r.sql);
     if r.changed() {
         o.push_str(";\n");

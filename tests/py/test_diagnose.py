@@ -6,7 +6,7 @@ import json
 import pytest
 
 import synthlogs
-from conftest import run
+from conftest import ROOT, run
 
 
 def diag(path, *extra):
@@ -184,3 +184,25 @@ def test_bad_input(tmp_path, corpus):
     empty.write_text("")
     r = run("diagnose", empty)
     assert r.returncode == 2 and "empty" in r.stderr, r.stderr
+
+
+def test_plan_takes_the_jobs_settings_from_its_event_log(tmp_path):
+    """`--settings-from LOG`: the job's SQL settings (AQE off, 200 partitions) and its cluster
+    (10 executors x 4 cores) are assumed, each listed as from the log; what says where the job
+    ran (master, driver, event log) stays out; a --conf still wins."""
+    log = tmp_path / "hot"
+    synthlogs.worked_hot_key(log)
+    s = ROOT / "samples"
+    p = run("plan", "--min-gain", "0.2", "--left", s / "events.parquet", "--right", s / "titles.parquet", "--on", "title_id",
+            "--settings-from", log, "--conf", "spark.sql.shuffle.partitions=64", "--format", "json", "-q", check=True)
+    j = json.loads(p.stdout)
+    got = {x["key"]: (x["value"], x["origin"]) for x in j["settings"]}
+    assert got["spark.sql.adaptive.enabled"] == ("false", "event_log")
+    assert got["spark.executor.instances"] == ("10", "event_log")
+    assert got["spark.sql.shuffle.partitions"] == ("64", "conf")
+    assert "spark.master" not in got and "spark.driver.host" not in got
+    assert j["aqe"] is None and j["shuffle_partitions"] == 64
+    assert j["cost"] is None or j["cost"]["slots"] == 40
+    bad = run("plan", "--left", s / "events.parquet", "--right", s / "titles.parquet", "--on", "title_id",
+              "--settings-from", tmp_path / "nope")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "nope" in bad.stderr
