@@ -5,11 +5,13 @@ enough that a task takes seconds on a 2-core machine. Each query goes through
 Spark in local mode (AQE on, and again off), median of 3: the rows must be identical, the
 rewrite no slower than 1.1x, and its SQL within the bound.
 
-Usage: .venv/bin/python bench/chain_bench.py [--rows N] [--queries N] [--seed S]
+Usage: .venv/bin/python bench/chain_bench.py [--rows N] [--queries N] [--seed S] [--repeat N]
+(the binary: $SKEWJOIN_BIN, else target/release/skewjoin)
 Writes target/chain-bench.json and prints a table for BENCHMARKS.md.
 """
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -97,7 +99,7 @@ def main():
     spark.read.parquet(str(d / "sales")).createOrReplaceTempView("sales")
     for dim in DIMS:
         spark.read.parquet(str(d / f"{dim}.parquet")).createOrReplaceTempView(dim)
-    binary = ROOT / "target" / "release" / "skewjoin"
+    binary = Path(os.environ.get("SKEWJOIN_BIN") or ROOT / "target" / "release" / "skewjoin")
     results = []
     tmp = Path(tempfile.mkdtemp())
     for i in range(a.queries):
