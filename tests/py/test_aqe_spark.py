@@ -138,7 +138,7 @@ def test_aqe_predictions_match_spark(aqe_spark, data, name, left, right, how, ex
     assert multiset(rows1) == multiset(rows0)
     before, after = max_records(tasks0), max_records(tasks1)
     # What the default margin decides, for the notes.
-    default = plan(data[left], data[right], how, *[x for x in extra if x not in ("--min-gain", "off", "0.2")])
+    default = plan(data[left], data[right], how, *[x for x in extra if x not in ("--min-gain", "off", "0.2")], "--min-gain", "0.2")
     RESULTS.append({"scenario": name, "spark": spark.version, "decision": p["decision"]["code"],
                     "default_decision": default["decision"]["code"], "seconds_before": round(t1 - t0, 2),
                     "seconds_after": round(t2 - t1, 2), "predicted_seconds": [(p.get("cost") or {}).get("before_seconds"), (p.get("cost") or {}).get("after_seconds")],
