@@ -87,15 +87,20 @@ def main():
     ap.add_argument("--queries", type=int, default=8)
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--broadcast-off", action="store_true", help="spark.sql.autoBroadcastJoinThreshold=-1: every join shuffles")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     d = ROOT / "target" / f"chain-bench-{a.rows}"
     if not (d / "sales").exists():
         make_data(d, a.rows, rng)
     from pyspark.sql import SparkSession
-    spark = (SparkSession.builder.master("local[2]").config("spark.driver.memory", "3g")
+    spark = (SparkSession.builder.master("local[2]").config("spark.driver.memory", "3g").config("spark.driver.host", "127.0.0.1")
+             .config("spark.driver.bindAddress", "127.0.0.1")
              .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    extra_conf = ["--conf", "spark.sql.autoBroadcastJoinThreshold=-1"] if a.broadcast_off else []
+    if a.broadcast_off:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
     spark.read.parquet(str(d / "sales")).createOrReplaceTempView("sales")
     for dim in DIMS:
         spark.read.parquet(str(d / f"{dim}.parquet")).createOrReplaceTempView(dim)
@@ -109,7 +114,7 @@ def main():
         for aqe in ["true", "false"]:
             spark.conf.set("spark.sql.adaptive.enabled", aqe)
             p = subprocess.run([str(binary), "rewrite", str(q), "--tables", str(d), "--cores", "2", "--format", "json", "-q",
-                                "--conf", f"spark.sql.adaptive.enabled={aqe}"], capture_output=True, text=True, timeout=600)
+                                "--conf", f"spark.sql.adaptive.enabled={aqe}", *extra_conf], capture_output=True, text=True, timeout=600)
             if p.returncode != 0:
                 results.append({"query": i, "aqe": aqe, "error": p.stderr.strip()})
                 continue
