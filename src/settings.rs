@@ -191,11 +191,6 @@ impl SparkSettings {
         self.entries.values().cloned().collect()
     }
 
-    /// The settings a user gave (not defaults), as `key=value` for a Spark session.
-    pub fn given(&self) -> Vec<(String, String)> {
-        self.entries.values().filter(|s| s.origin != Origin::Default).map(|s| (s.key.clone(), s.value.clone())).collect()
-    }
-
     /// Every setting as `key=value`, for a Spark session that must run as predicted.
     pub fn all(&self) -> Vec<(String, String)> {
         self.entries.values().map(|s| (s.key.clone(), s.value.clone())).collect()

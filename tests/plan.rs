@@ -43,24 +43,8 @@ fn tables(dir: &Path, right_hot: usize) -> (String, String) {
 fn run(l: &str, r: &str, how: JoinType, f: impl FnOnce(&mut PlanOptions)) -> plan::Plan {
     let lt = Table::open(&[l.to_string()]).unwrap();
     let rt = Table::open(&[r.to_string()]).unwrap();
-    let left = SideInput {
-        table: &lt,
-        keys: KeySpec { columns: vec![lt.resolve("k").unwrap()] },
-        name: "lt".into(),
-        filter: None,
-        group_by: None,
-        through: None,
-        shuffled: None,
-    };
-    let right = SideInput {
-        table: &rt,
-        keys: KeySpec { columns: vec![rt.resolve("k").unwrap()] },
-        name: "rt".into(),
-        filter: None,
-        group_by: None,
-        through: None,
-        shuffled: None,
-    };
+    let left = SideInput::new(&lt, KeySpec { columns: vec![lt.resolve("k").unwrap()] }, "lt".into());
+    let right = SideInput::new(&rt, KeySpec { columns: vec![rt.resolve("k").unwrap()] }, "rt".into());
     let mut opts = PlanOptions { how, partitions: 16, broadcast_threshold: 256, ..Default::default() };
     f(&mut opts);
     plan::plan(&left, &right, &Classifier::builtin().unwrap(), &opts).unwrap()
@@ -194,24 +178,8 @@ fn key_types_must_agree() {
     let r = write(&p.join("b.parquet"), vec![("k", Arc::new(StringArray::from(vec!["1", "2"])) as ArrayRef)]);
     let lt = Table::open(&[l]).unwrap();
     let rt = Table::open(&[r]).unwrap();
-    let left = SideInput {
-        table: &lt,
-        keys: KeySpec { columns: vec![lt.resolve("k").unwrap()] },
-        name: "a".into(),
-        filter: None,
-        group_by: None,
-        through: None,
-        shuffled: None,
-    };
-    let right = SideInput {
-        table: &rt,
-        keys: KeySpec { columns: vec![rt.resolve("k").unwrap()] },
-        name: "b".into(),
-        filter: None,
-        group_by: None,
-        through: None,
-        shuffled: None,
-    };
+    let left = SideInput::new(&lt, KeySpec { columns: vec![lt.resolve("k").unwrap()] }, "a".into());
+    let right = SideInput::new(&rt, KeySpec { columns: vec![rt.resolve("k").unwrap()] }, "b".into());
     let err = plan::plan(&left, &right, &Classifier::builtin().unwrap(), &PlanOptions::default()).err().unwrap().to_string();
     assert!(err.contains("types differ") && err.contains("bigint") && err.contains("string"), "{err}");
 }

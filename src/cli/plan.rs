@@ -94,24 +94,8 @@ pub fn run(a: PlanArgs) -> Result<String> {
     }
     let rt = a.counting.open(session.as_ref(), &a.right, a.as_of)?;
     let (lkeys, rkeys) = join_keys(&a.on, &lt, &rt)?;
-    let left = SideInput {
-        table: &lt,
-        keys: lkeys,
-        name: a.left_name.clone().unwrap_or_else(|| default_name(&a.left)),
-        filter: None,
-        group_by: None,
-        through: None,
-        shuffled: None,
-    };
-    let mut right = SideInput {
-        table: &rt,
-        keys: rkeys,
-        name: a.right_name.clone().unwrap_or_else(|| default_name(&a.right)),
-        filter: None,
-        group_by: None,
-        through: None,
-        shuffled: None,
-    };
+    let left = SideInput::new(&lt, lkeys, a.left_name.clone().unwrap_or_else(|| default_name(&a.left)));
+    let mut right = SideInput::new(&rt, rkeys, a.right_name.clone().unwrap_or_else(|| default_name(&a.right)));
     if a.right_name.is_none() && right.name == left.name {
         right.name = format!("{}_2", right.name);
     }
@@ -129,15 +113,7 @@ fn window_plan(a: &PlanArgs, t: &Table, classifier: &Classifier, opts: &plan::Pl
     }
     let columns =
         a.partition_by.iter().flat_map(|c| c.split(',')).map(str::trim).filter(|c| !c.is_empty()).map(|c| t.resolve(c)).collect::<Result<Vec<_>>>()?;
-    let input = SideInput {
-        table: t,
-        keys: KeySpec { columns },
-        name: a.left_name.clone().unwrap_or_else(|| default_name(&a.left)),
-        filter: None,
-        group_by: None,
-        through: None,
-        shuffled: None,
-    };
+    let input = SideInput::new(t, KeySpec { columns }, a.left_name.clone().unwrap_or_else(|| default_name(&a.left)));
     let p = window::plan(&input, a.shape, &[], classifier, opts)?;
     let io = if a.format.is_text() { skewjoin::report::table_notes() + &a.quiet.io_line() } else { String::new() };
     Ok(a.format.render(&p, window::text, window::json) + &io)

@@ -33,7 +33,7 @@ pub fn decide(m: &Measured, classifier: &Classifier, opts: &PlanOptions) -> Resu
     let whole = if opts.shuffle_hint.is_some() { 0 } else { opts.broadcast_threshold };
     let broadcast_side = broadcast_side::choose(how, &hot_keys, [&left, &right], whole);
     let run = Run::new(m, &stage, opts);
-    let before = run.before();
+    let before = run.before(&partition_tasks);
     let after = if broadcast_side.is_some() { RunStage::default() } else { run.after(&hot_keys) };
     let next = hot_keys.is_empty().then(|| advice::next_step(&partition_stats, &partition_tasks, m.partitions, opts.hot_factor));
     let spark_broadcasts = spark_broadcasts(how, [&left, &right], opts.broadcast_threshold).filter(|_| opts.shuffle_hint.is_none());
@@ -159,14 +159,15 @@ impl<'a> Run<'a> {
         Run { m, stage, opts, slots, aqe }
     }
 
-    fn before(&self) -> RunStage {
+    /// The stage as written: AQE's tasks, or with AQE off the shuffle partitions' own
+    /// (`partition_tasks`, already counted for the hot test).
+    fn before(&self, partition_tasks: &[super::tasks::Task]) -> RunStage {
         let m = self.m;
         if self.opts.aqe.enabled {
             let s = self.stage.under_aqe(m, self.opts.how, &[], [false, false], &self.aqe, self.slots);
             return RunStage { main: s.tasks.len(), tasks: s.tasks, partition_tasks: Vec::new(), aqe: Some(s.actions) };
         }
-        let tasks = self.stage.tasks(&m.left.scan.partition_rows, &m.right.scan.partition_rows, [false, false]);
-        RunStage { main: m.partitions as usize, partition_tasks: tasks.clone(), tasks, aqe: None }
+        RunStage { main: m.partitions as usize, tasks: partition_tasks.to_vec(), partition_tasks: Vec::new(), aqe: None }
     }
 
     /// The tasks after the plan: the rest without the moved keys and the bypassed NULLs, plus

@@ -65,16 +65,6 @@ pub enum MapOutputs {
     Assumed(u32),
 }
 
-impl MapOutputs {
-    /// The map tasks.
-    pub fn count(&self) -> usize {
-        match self {
-            MapOutputs::Counted(m) => m.len(),
-            MapOutputs::Assumed(n) => *n as usize,
-        }
-    }
-}
-
 /// Both sides, measured for the same candidates and partition count.
 #[derive(Debug, Clone)]
 pub struct Measured {

@@ -223,6 +223,13 @@ pub struct SideInput<'a> {
     pub shuffled: Option<Vec<String>>,
 }
 
+impl<'a> SideInput<'a> {
+    /// `keys` of `table`, under `name`: every row, every column, no joins before.
+    pub fn new(table: &'a Table, keys: KeySpec, name: String) -> SideInput<'a> {
+        SideInput { table, keys, name, filter: None, group_by: None, through: None, shuffled: None }
+    }
+}
+
 /// The side whose rows make a key hot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

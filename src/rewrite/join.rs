@@ -236,7 +236,7 @@ fn trace_sides<'a>(l: &Input, r: &Input, cond: &Condition, tables: &'a HashMap<S
             }
             None => None,
         };
-        Ok(SideInput { table, keys: KeySpec { columns }, name: inp.display().to_string(), filter: None, group_by, through: None, shuffled: None })
+        Ok(SideInput { group_by, ..SideInput::new(table, KeySpec { columns }, inp.display().to_string()) })
     };
     Ok(Sides { left: side(l, &left_table, left)?, right: side(r, &right_table, right)?, left_table, right_table })
 }

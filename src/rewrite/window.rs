@@ -331,7 +331,7 @@ pub(super) fn planned_through(
     }
     let joins = t.weights.joins.clone();
     let through = Some(std::sync::Arc::new(t.weights));
-    let input = SideInput { table, keys: KeySpec { columns: cols }, name: inp.display(), filter: t.filter, group_by: None, through, shuffled: None };
+    let input = SideInput { filter: t.filter, through, ..SideInput::new(table, KeySpec { columns: cols }, inp.display()) };
     let p = window::plan(&input, shape, &[], ctx.classifier, ctx.opts).map_err(|e| e.to_string())?;
     notes.insert(0, format!("the counts are of the {} rows its joins give ({joins}), computed from each table's counts", crate::format::fmt_count(p.rows)));
     Ok((p, notes))
@@ -380,7 +380,7 @@ pub(super) fn planned(
         None => None,
     };
     let distinct = distinct_columns(distinct, inp, &tname, ctx)?;
-    let input = SideInput { table, keys: KeySpec { columns: cols }, name: inp.display(), filter, group_by, through: None, shuffled: None };
+    let input = SideInput { filter, group_by, ..SideInput::new(table, KeySpec { columns: cols }, inp.display()) };
     let p = window::plan(&input, shape, &distinct, ctx.classifier, ctx.opts).map_err(|e| e.to_string())?;
     Ok((p, notes))
 }

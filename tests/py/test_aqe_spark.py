@@ -16,6 +16,7 @@ import pytest
 
 from conftest import ROOT, run
 from sparkrun import max_records, measured, multiset
+from test_plan_spark import keys_with as keys
 
 P = 32
 # Sizes scaled to the data (Spark's defaults are 64 MB, 256 MB and 1 MB), and one map task per
@@ -59,15 +60,6 @@ def write_files(d, name, cols, files):
         a, b = i * n // files, (i + 1) * n // files
         pq.write_table(t.slice(a, b - a), d / f"part-{i:03d}.parquet")
     return str(d)
-
-
-def keys(rng, n, hot, distinct):
-    out = []
-    for v, share in hot:
-        out += [v] * int(n * share)
-    out += [f"k{rng.randrange(distinct):05d}" for _ in range(n - len(out))]
-    rng.shuffle(out)
-    return out
 
 
 @pytest.fixture(scope="module")
