@@ -7,7 +7,7 @@ use clap::Args;
 use skewjoin::diagnose::{self, history, report};
 use skewjoin::Result;
 
-use super::flags::{HtmlOut, Quiet, TextOrJson};
+use super::flags::{AlsoText, HtmlOut, Quiet, TextOrJson};
 
 /// A Spark event log in: the slow stage, its task summary, the cause, the fix and the next command
 #[derive(Args)]
@@ -38,6 +38,8 @@ pub struct DiagnoseArgs {
     quiet: Quiet,
     #[command(flatten)]
     html: HtmlOut,
+    #[command(flatten)]
+    also_text: AlsoText,
 }
 
 pub fn run(a: DiagnoseArgs) -> Result<String> {
@@ -60,7 +62,9 @@ pub fn run(a: DiagnoseArgs) -> Result<String> {
                     t.base
                 )));
             }
-            return Ok(a.format.render(&history::list(&t)?, report::listing_text, report::listing_json));
+            let listing = history::list(&t)?;
+            a.also_text.write(|| report::listing_text(&listing))?;
+            return Ok(a.format.render(&listing, report::listing_text, report::listing_json));
         }
         let log = from_server(&t, &mut fetched)?;
         server_of = Some(t);
@@ -76,6 +80,7 @@ pub fn run(a: DiagnoseArgs) -> Result<String> {
     };
     let d = diagnose::diagnose(&log, baseline.as_deref(), &opts)?;
     a.html.write(&d, report::html)?;
+    a.also_text.write(|| report::text(&d) + &a.quiet.io_line())?;
     let io = if a.format.is_text() { a.quiet.io_line() } else { String::new() };
     Ok(a.format.render(&d, report::text, report::json) + &io)
 }

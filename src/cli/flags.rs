@@ -487,3 +487,22 @@ impl HtmlOut {
         }
     }
 }
+
+/// `--also-text FILE`: every command.
+#[derive(Args)]
+pub struct AlsoText {
+    /// Also write the text report to FILE, whatever --format prints: the Python API reads the
+    /// JSON and keeps the text to print, from one run
+    #[arg(long, value_name = "FILE")]
+    also_text: Option<std::path::PathBuf>,
+}
+
+impl AlsoText {
+    /// Write the text report `text` builds, when --also-text is given.
+    pub fn write(&self, text: impl FnOnce() -> String) -> skewjoin::Result<()> {
+        match &self.also_text {
+            Some(path) => std::fs::write(path, text()).map_err(|e| skewjoin::Error::Io { path: path.clone(), source: e }),
+            None => Ok(()),
+        }
+    }
+}

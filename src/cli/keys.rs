@@ -9,7 +9,7 @@ use skewjoin::report::{self, Format};
 use skewjoin::source::Table;
 use skewjoin::{Error, Result};
 
-use super::flags::{parse_size, CountingArgs, HotKeyArgs, Quiet, Threads};
+use super::flags::{parse_size, AlsoText, CountingArgs, HotKeyArgs, Quiet, Threads};
 
 /// Top key values of one or more columns: counts, NULLs, shares, classes and Spark partitions
 #[derive(Args)]
@@ -44,6 +44,8 @@ pub struct KeysArgs {
     threads: Threads,
     #[command(flatten)]
     quiet: Quiet,
+    #[command(flatten)]
+    also_text: AlsoText,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -88,8 +90,9 @@ pub fn run(a: KeysArgs) -> Result<String> {
         };
         let (profiles, classifier) = (profiles?, classifier?);
         let rep = keys::report(profiles, &classifier, &KeysOptions { partitions: a.hot.shuffle_partitions.unwrap_or(200), hot_factor });
-        let io = if a.format == KeysFormat::Table { report::table_notes() + &a.quiet.io_line() } else { String::new() };
-        Ok(report::keys(&rep, a.format.into()) + &io)
+        let text = || report::keys(&rep, Format::Table) + &report::table_notes() + &a.quiet.io_line();
+        a.also_text.write(text)?;
+        Ok(if a.format == KeysFormat::Table { text() } else { report::keys(&rep, a.format.into()) })
     })
 }
 

@@ -10,7 +10,7 @@ use skewjoin::source::Table;
 use skewjoin::window::{self, Shape};
 use skewjoin::{Error, Result};
 
-use super::flags::{CountingArgs, HtmlOut, PlannerArgs, Quiet, TextOrJson, Threads};
+use super::flags::{AlsoText, CountingArgs, HtmlOut, PlannerArgs, Quiet, TextOrJson, Threads};
 
 /// Two tables and a join key: the hot keys, what they are, the fix, the tasks before and after, the SQL
 #[derive(Args)]
@@ -57,6 +57,8 @@ pub struct PlanArgs {
     quiet: Quiet,
     #[command(flatten)]
     html: HtmlOut,
+    #[command(flatten)]
+    also_text: AlsoText,
 }
 
 /// `--how`: the join type.
@@ -102,8 +104,9 @@ pub fn run(a: PlanArgs) -> Result<String> {
     let mut p = plan::plan(&left, &right, &classifier, &opts)?;
     p.settings = opts.settings.listed();
     a.html.write(&p, plan::html)?;
-    let io = if a.format.is_text() { skewjoin::report::table_notes() + &a.quiet.io_line() } else { String::new() };
-    Ok(a.format.render(&p, plan::text, plan::json) + &io)
+    let io = || skewjoin::report::table_notes() + &a.quiet.io_line();
+    a.also_text.write(|| plan::text(&p) + &io())?;
+    Ok(a.format.render(&p, plan::text, plan::json) + &if a.format.is_text() { io() } else { String::new() })
 }
 
 /// `--partition-by`: the window or GROUP BY stage over those columns of the left table.
@@ -115,8 +118,9 @@ fn window_plan(a: &PlanArgs, t: &Table, classifier: &Classifier, opts: &plan::Pl
         a.partition_by.iter().flat_map(|c| c.split(',')).map(str::trim).filter(|c| !c.is_empty()).map(|c| t.resolve(c)).collect::<Result<Vec<_>>>()?;
     let input = SideInput::new(t, KeySpec { columns }, a.left_name.clone().unwrap_or_else(|| default_name(&a.left)));
     let p = window::plan(&input, a.shape, &[], classifier, opts)?;
-    let io = if a.format.is_text() { skewjoin::report::table_notes() + &a.quiet.io_line() } else { String::new() };
-    Ok(a.format.render(&p, window::text, window::json) + &io)
+    let io = || skewjoin::report::table_notes() + &a.quiet.io_line();
+    a.also_text.write(|| window::text(&p) + &io())?;
+    Ok(a.format.render(&p, window::text, window::json) + &if a.format.is_text() { io() } else { String::new() })
 }
 
 /// `--shape`: whole, ordered, top-N, group-by, group-by-lists.

@@ -9,7 +9,7 @@ use skewjoin::plan::JoinType;
 use skewjoin::rewrite;
 use skewjoin::{Error, Result};
 
-use super::flags::{query_tables, CountingArgs, PlannerArgs, QueryArgs, Quiet, Threads};
+use super::flags::{query_tables, AlsoText, CountingArgs, PlannerArgs, QueryArgs, Quiet, Threads};
 
 /// A Spark SQL query in, the same query with its skewed joins rewritten out
 #[derive(Args)]
@@ -30,6 +30,8 @@ pub struct RewriteArgs {
     threads: Threads,
     #[command(flatten)]
     quiet: Quiet,
+    #[command(flatten)]
+    also_text: AlsoText,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -51,9 +53,11 @@ pub fn run(a: RewriteArgs) -> Result<String> {
     let session = a.counting.session(a.planner.hot.sample.is_some())?;
     let tables = query_tables(&a.query, &sql, session.as_ref(), &a.quiet)?;
     let r = rewrite::rewrite(&sql, &tables, &classifier, &opts)?;
+    let text = || rewrite::sql_with_comments(&r) + &sql_comments(&(skewjoin::report::table_notes() + &a.quiet.io_line()));
+    a.also_text.write(text)?;
     let out = match a.format {
         RewriteFormat::Json => skewjoin::report::json(&r),
-        RewriteFormat::Sql => rewrite::sql_with_comments(&r) + &sql_comments(&(skewjoin::report::table_notes() + &a.quiet.io_line())),
+        RewriteFormat::Sql => text(),
     };
     match a.output {
         Some(path) => {

@@ -14,7 +14,7 @@ use skewjoin::source::Table;
 use skewjoin::verify::{self, SparkOptions, Verification};
 use skewjoin::{Error, Result};
 
-use super::flags::{open_tables, HtmlOut, PlannerArgs, QueryArgs, Quiet, SparkArgs, TextOrJson};
+use super::flags::{open_tables, AlsoText, HtmlOut, PlannerArgs, QueryArgs, Quiet, SparkArgs, TextOrJson};
 
 /// Run the original query and the rewrite side by side: same rows, and the largest task before and after
 #[derive(Args)]
@@ -45,6 +45,8 @@ pub struct VerifyArgs {
     quiet: Quiet,
     #[command(flatten)]
     html: HtmlOut,
+    #[command(flatten)]
+    also_text: AlsoText,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -93,6 +95,7 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
         Engine::Spark => verify_spark(&sql, &rewritten, planned, &named, &a, &opts)?,
     };
     a.html.write(&v, verify::html)?;
+    a.also_text.write(|| verify::text(&v))?;
     // With --min-gain off the rewrite was asked for whatever its cost: a slower run is reported,
     // not failed.
     let slower_fails = v.slower && opts.min_gain.is_some() && planned_changed;
