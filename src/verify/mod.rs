@@ -22,7 +22,7 @@ use crate::format::{fmt_count, fmt_ms, human_i64};
 use crate::plan::TaskStats;
 use crate::rewrite::Rewritten;
 
-const RUNNER: &str = include_str!("spark_runner.py");
+const RUNNER: &str = include_str!("../../python/skewjoin/_spark_runner.py");
 
 #[derive(Debug, Clone)]
 pub struct SparkOptions {

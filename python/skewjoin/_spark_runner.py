@@ -1,7 +1,11 @@
 """skewjoin verify's Spark engine: runs the original query and the rewrite on one Spark session
 (the user's pyspark; local mode unless told otherwise), compares the rows as multisets and reads
 every stage's tasks from Spark's REST API. Reads a JSON spec on stdin; writes one JSON line on
-stdout (everything else goes to stderr)."""
+stdout (everything else goes to stderr).
+
+The binary carries this file (`verify --engine spark` runs it with the user's Python); the
+Python package imports it too (`skewjoin.spark.verify` runs `run` and `run_remote` on the
+caller's session, with a query as SQL text or a DataFrame)."""
 import datetime
 import decimal
 import json
@@ -161,7 +165,7 @@ def run_remote(spark, sql, label, digits, ui):
     spark.addTag(tag)
     t0 = time.time()
     try:
-        df = spark.sql(sql)
+        df = spark.sql(sql) if isinstance(sql, str) else sql
         rows = df.collect()
     finally:
         spark.removeTag(tag)
@@ -220,7 +224,7 @@ def run(spark, sql, label, digits):
     sc.setJobGroup(group, group)
     t0 = time.time()
     try:
-        df = spark.sql(sql)
+        df = spark.sql(sql) if isinstance(sql, str) else sql
         rows = df.collect()
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
