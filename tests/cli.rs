@@ -1045,3 +1045,31 @@ fn the_sample_join_is_left_to_aqe_under_the_jobs_settings() {
     ]);
     assert_eq!(e.trim(), "skewjoin: error: spark.sql.adaptive.enabled=yes: not true or false (--conf)");
 }
+
+/// `--also-text FILE` writes the text report of the same run beside the JSON on stdout, on
+/// every command: the text is what `--format text` (table, sql) prints.
+#[test]
+fn also_text_writes_the_text_report_of_the_same_run() {
+    let d = tempfile::tempdir().unwrap();
+    let ev = events(d.path());
+    let ev = ev.to_str().unwrap();
+    let text = d.path().join("report.txt");
+    let text_arg = text.to_str().unwrap();
+    let sql = d.path().join("q.sql");
+    std::fs::write(&sql, "SELECT * FROM a JOIN b ON a.title_id = b.title_id").unwrap();
+    let (a, b) = (format!("a={ev}"), format!("b={ev}"));
+    let runs: [(&[&str], &[&str]); 3] = [
+        (&["keys", ev, "-c", "title_id", "-q"], &["--format", "table"]),
+        (&["plan", "--left", ev, "--right", ev, "--on", "title_id", "-q"], &["--format", "text"]),
+        (&["rewrite", sql.to_str().unwrap(), "--table", &a, "--table", &b, "-q"], &["--format", "sql"]),
+    ];
+    for (args, text_format) in runs {
+        let out = skewjoin().args(args).args(["--format", "json", "--also-text", text_arg]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap();
+        let plain = skewjoin().args(args).args(text_format).output().unwrap();
+        assert_eq!(std::fs::read_to_string(&text).unwrap(), String::from_utf8_lossy(&plain.stdout), "{args:?}");
+    }
+    let e = error(&["keys", ev, "-c", "title_id", "--also-text", "/nonexistent/dir/report.txt"]);
+    assert!(e.contains("/nonexistent/dir/report.txt"), "{e}");
+}
