@@ -315,16 +315,21 @@ def advise(query, spark=None, **options: Any) -> Advice:
     conf = session_conf(spark)
     version = spark.version
     settings = {"conf": conf, "spark_version": spark_line(version), **options}
+    fallback = {} if "engine" in options else on_spark(spark)
     joins = []
     for node, how, sides, condition in find_joins(explain(df)):
-        joins.append(_plan_join(node, how, sides, condition, settings))
+        joins.append(_plan_join(node, how, sides, condition, settings, fallback))
     rewritten = None
     if isinstance(query, str):
-        rewritten = _api.rewrite(query, tables=catalog_tables(spark, query), **settings)
+        tables = catalog_tables(spark, query)
+        if fallback and not all(reachable(p) for p in tables.values()):
+            settings.update(fallback)
+            tables = {}  # the catalog's own names, read by that Spark
+        rewritten = _api.rewrite(query, tables=tables, **settings)
     return Advice(joins, rewritten, conf, version)
 
 
-def _plan_join(node: Node, how: Optional[str], sides, condition: str, settings: Dict[str, Any]) -> AdvisedJoin:
+def _plan_join(node: Node, how: Optional[str], sides, condition: str, settings: Dict[str, Any], fallback: Dict[str, Any]) -> AdvisedJoin:
     j = AdvisedJoin(operator=f"{node.name} {node.args} ({node.id})".replace("  ", " "), how=how or "?")
     if how is None:
         j.reason = f"join type {node.fields.get('Join type')} is not one skewjoin plans"
@@ -347,11 +352,36 @@ def _plan_join(node: Node, how: Optional[str], sides, condition: str, settings: 
             j.notes.append(f"Spark filters the {side} side before the join ({f}): the counts are of the whole table")
     j.left, j.right = _one(ls.paths), _one(rs.paths)
     j.on = list(zip(lcols, rcols))
+    if fallback and not all(reachable(p) for p in (j.left, j.right)):
+        j.notes.append("the files are not reachable from here: counted on the session's Spark")
+        settings = {**settings, **fallback}
     try:
         j.plan = _api.plan(j.left, j.right, on=[f"{a}={b}" for a, b in j.on], how=how, **settings)
     except SkewjoinError as e:
         j.reason = e.message
     return j
+
+
+def reachable(path: str) -> bool:
+    """Whether this process can read `path`: an object store's URL (with this machine's
+    credentials), or a path that exists here."""
+    if re.match(r"^(s3|gs|az|abfss|azure)://", path):
+        return True
+    return os.path.exists(path)
+
+
+def on_spark(spark) -> Dict[str, Any]:
+    """The options that count on the session's own Spark: its Spark Connect server, or its
+    master through this Python's pyspark."""
+    import sys
+
+    # The counting runs in a pyspark of its own: this Python's, which has pyspark.
+    if _connect_host(spark) is not None:
+        builder = getattr(spark.client, "_builder", None)
+        endpoint = getattr(builder, "endpoint", None) or f"{spark.client.host}:15002"
+        return {"engine": "spark", "remote": f"sc://{endpoint}", "python": sys.executable}
+    master = spark.conf.get("spark.master", None) or "local[*]"
+    return {"engine": "spark", "master": master, "python": sys.executable}
 
 
 def _one(paths: List[str]) -> str:

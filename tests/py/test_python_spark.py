@@ -111,7 +111,12 @@ a = sj.advise(e.join(t, "title_id", "left"), min_gain="off")
 e.createOrReplaceTempView("events"); t.createOrReplaceTempView("titles")
 b = sj.advise({sql!r}, min_gain="off")
 c = sj.verify({sql!r}, b.rewrite.sql)
-print(json.dumps({{"df": a.joins[0].plan.data, "on": a.joins[0].on, "conf": sj.session_conf(s),
+# Counted on the session's own Spark: what advise does with files it cannot reach from here.
+o = sj.on_spark(s)
+d = sj.advise(e.join(t, "title_id", "left"), min_gain="off", **o)
+dj = d.joins[0].plan.data if d.joins[0].plan else {{"reason": d.joins[0].reason}}
+print(json.dumps({{"on_spark": o, "on_spark_plan": dj,
+                  "df": a.joins[0].plan.data, "on": a.joins[0].on, "conf": sj.session_conf(s),
                   "sql": b.joins[0].plan.data, "changed": b.rewrite.changed, "identical": c.identical,
                   "rows": [c.before.rows, c.after.rows]}}))
 """
@@ -129,4 +134,24 @@ def test_advise_over_spark_connect(connect):  # noqa: F811 - the fixture importe
         assert {k: v for k, v in got[name].items() if k not in ("settings", "notes")} == \
             {k: v for k, v in want.items() if k not in ("settings", "notes")}, name
     assert got["on"] == [["title_id", "title_id"]]
+    assert got["on_spark"] == {"engine": "spark", "remote": connect, "python": sys.executable}
+    counted = got["on_spark_plan"]
+    assert "reason" not in counted, counted
+    assert counted["spark"]["master"] == connect
+    assert [(h["value"], h["rows"]) for h in counted["hot_keys"]] == [(h["value"], h["rows"]) for h in want["hot_keys"]]
     assert got["changed"] and got["identical"] and got["rows"][0] == got["rows"][1] > 0
+
+
+def test_advise_counts_on_the_sessions_spark_when_asked(session):
+    """What advise does with files it cannot reach from here: the session's master, counted by
+    the Spark engine through this Python's pyspark; the same hot keys as counted here."""
+    e, t = session.read.parquet(EVENTS), session.read.parquet(TITLES)
+    on = sj.on_spark(session)
+    assert on == {"engine": "spark", "master": "local[2]", "python": sys.executable}
+    a = sj.advise(e.join(t, "title_id", "left"), min_gain="off", **on)
+    here = sj.advise(e.join(t, "title_id", "left"), min_gain="off")
+    counted = a.joins[0].plan
+    assert counted is not None, a.joins[0].reason
+    assert counted.data["spark"]["master"] == "local[2]"
+    assert [(h.value, h.rows) for h in counted.hot_keys] == [(h.value, h.rows) for h in here.joins[0].plan.hot_keys]
+    assert sj.reachable(EVENTS) and sj.reachable("s3://bucket/t") and not sj.reachable("/no/such/table")
