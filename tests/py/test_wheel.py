@@ -95,6 +95,19 @@ def test_the_wheel_installs_the_command_and_the_package(venv):
     assert mine.returncode == 0 and mine.stdout == theirs.stdout
 
 
+def test_the_wheel_is_manylinux_as_auditwheel_reads_its_binary(wheel):
+    """PyPA's auditwheel reads the binary's versioned glibc symbols and external libraries:
+    the tag it allows is the wheel's own, and the binary needs no library but the system's."""
+    tag = wheel.name.split("-")[-1].removesuffix(".whl")
+    assert tag.startswith("manylinux_") and tag.endswith("_x86_64"), wheel.name
+    auditwheel = pathlib.Path(sys.executable).parent / "auditwheel"
+    p = subprocess.run([str(auditwheel), "show", str(wheel)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    out = " ".join(p.stdout.split())
+    assert f'consistent with the following platform tag: "{tag}"' in out, out
+    assert "system-provided shared libraries" in out and "external shared libraries" not in out, out
+
+
 SETTINGS = ["--spark-defaults", "samples/spark-defaults.conf", "--cores", "2", "--min-gain", "off"]
 TABLES = ["--table", "events=samples/events.parquet", "--table", "titles=samples/titles.parquet"]
 
