@@ -1,6 +1,9 @@
 import os
 import pathlib
+import socket
 import subprocess
+import sys
+import time
 
 import pytest
 
@@ -147,3 +150,67 @@ def sj(endpoint, *args, env=None, timeout=120):
              AWS_ENDPOINT_URL=endpoint, HOME=str(ROOT / "target"))
     e.update(env or {})
     return subprocess.run([binary(), *legacy(args)], capture_output=True, text=True, timeout=timeout, env=e)
+
+
+# ---- Spark 4.x: a Spark Connect server started from pyspark's sbin scripts ----
+
+def wait_for_port(port, proc_log, timeout=180):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise AssertionError(f"the Spark Connect server did not listen on {port} within {timeout} s:\n{proc_log()}")
+
+
+@pytest.fixture(scope="session")
+def connect(tmp_path_factory):
+    """A Spark Connect server on 127.0.0.1 (pyspark's own start/stop-connect-server.sh), its
+    URL, and a client session that registered the samples as sj.events and sj.titles. One per
+    pytest run (Spark 4.x only), shared by the suites that use it."""
+    import pyspark
+
+    if int(pyspark.__version__.split(".")[0]) < 4:
+        pytest.skip("Spark Connect servers ship with pyspark 4.x (scripts/test runs this on .venv-spark4)")
+    home = pathlib.Path(pyspark.__file__).parent
+    events, titles = str(ROOT / "samples" / "events.parquet"), str(ROOT / "samples" / "titles.parquet")
+    work = tmp_path_factory.mktemp("connect")
+    port = free_port()
+    env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOG_DIR=str(work / "logs"), SPARK_PID_DIR=str(work),
+               SPARK_IDENT_STRING=f"skewjoin{port}", PYSPARK_PYTHON=sys.executable)
+    confs = {
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        # verify reads the tasks of the queries it runs from the server's UI.
+        "spark.ui.enabled": "true",
+        "spark.ui.port": str(free_port()),
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.warehouse.dir": str(work / "warehouse"),
+        "spark.driver.memory": "1g",
+    }
+    args = [str(home / "sbin" / "start-connect-server.sh"), "--master", "local[2]"]
+    for k, v in confs.items():
+        args += ["--conf", f"{k}={v}"]
+    subprocess.run(args, env=env, check=True, cwd=work, capture_output=True, timeout=120)
+
+    def log():
+        return "\n".join(p.read_text()[-3000:] for p in (work / "logs").glob("*.out"))
+
+    try:
+        wait_for_port(port, log)
+        url = f"sc://127.0.0.1:{port}"
+        # A client in its own process: this one may hold the other suites' local session, and
+        # pyspark allows no remote session beside a regular one.
+        save = ("from pyspark.sql import SparkSession\n"
+                f"s = SparkSession.builder.remote({url!r}).getOrCreate()\n"
+                "s.sql('CREATE DATABASE IF NOT EXISTS sj')\n"
+                f"s.read.parquet({events!r}).write.saveAsTable('sj.events')\n"
+                f"s.read.parquet({titles!r}).write.saveAsTable('sj.titles')\n"
+                "s.stop()\n")
+        subprocess.run([sys.executable, "-c", save], check=True, capture_output=True, timeout=300)
+        yield url
+    finally:
+        subprocess.run([str(home / "sbin" / "stop-connect-server.sh")], env=env, cwd=work, capture_output=True, timeout=120)

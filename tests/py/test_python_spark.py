@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from conftest import ROOT, binary, run
-from test_spark_engine import EVENTS, SPARK4, TITLES, connect  # noqa: F401 - the Connect server fixture
+from test_spark_engine import EVENTS, SPARK4, TITLES
 
 sys.path.insert(0, str(ROOT / "python"))
 os.environ.setdefault("SKEWJOIN_BIN", binary())
@@ -122,7 +122,7 @@ print(json.dumps({{"on_spark": o, "on_spark_plan": dj,
 """
 
 
-def test_advise_over_spark_connect(connect):  # noqa: F811 - the fixture imported above
+def test_advise_over_spark_connect(connect):
     code = ADVISE_OVER_CONNECT.format(python=str(ROOT / "python"), url=connect, events=EVENTS, titles=TITLES, sql=SQL)
     env = dict(os.environ, SKEWJOIN_BIN=binary())
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
