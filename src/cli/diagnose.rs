@@ -7,7 +7,7 @@ use clap::Args;
 use skewjoin::diagnose::{self, history, report};
 use skewjoin::Result;
 
-use super::flags::{AlsoText, HtmlOut, Quiet, TextOrJson};
+use super::flags::{AlsoText, HtmlOut, MinStage, Quiet, TextOrJson};
 
 /// A Spark event log in: the slow stage, its task summary, the cause, the fix and the next command
 #[derive(Args)]
@@ -28,10 +28,8 @@ pub struct DiagnoseArgs {
     /// The attempt of a retried application (default: its last)
     #[arg(long, value_name = "N")]
     attempt: Option<String>,
-    /// A stage shorter than this gets no finding (its checks are still listed): a cost of a few
-    /// seconds is not worth a user's attention
-    #[arg(long, value_name = "SECONDS", default_value_t = diagnose::MIN_STAGE_MS as f64 / 1000.0)]
-    min_stage_seconds: f64,
+    #[command(flatten)]
+    min_stage: MinStage,
     #[command(flatten)]
     format: TextOrJson,
     #[command(flatten)]
@@ -43,10 +41,7 @@ pub struct DiagnoseArgs {
 }
 
 pub fn run(a: DiagnoseArgs) -> Result<String> {
-    if !(a.min_stage_seconds >= 0.0 && a.min_stage_seconds.is_finite()) {
-        return Err(skewjoin::Error::Usage(format!("--min-stage-seconds must be 0 or more, not {}", a.min_stage_seconds)));
-    }
-    let opts = diagnose::Options { min_stage_ms: (a.min_stage_seconds * 1000.0).round() as i64, progress: a.quiet.progress() };
+    let opts = diagnose::Options { min_stage_ms: a.min_stage.ms()?, progress: a.quiet.progress() };
     let mut fetched = Vec::new();
     let mut server_of = None;
     let server = history::is_server(&a.event_log);
@@ -87,7 +82,7 @@ pub fn run(a: DiagnoseArgs) -> Result<String> {
 
 /// The application's event log, downloaded from the History Server into a temporary folder
 /// that lives as long as `fetched`.
-fn from_server(t: &history::Target, fetched: &mut Vec<tempfile::TempDir>) -> Result<PathBuf> {
+pub(super) fn from_server(t: &history::Target, fetched: &mut Vec<tempfile::TempDir>) -> Result<PathBuf> {
     if t.app.is_none() {
         return Err(skewjoin::Error::Usage(format!("{}: name the application (--app, or a URL with its id)", t.base)));
     }

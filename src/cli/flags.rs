@@ -99,15 +99,18 @@ pub struct PlannerArgs {
 }
 
 impl PlannerArgs {
-    /// The Spark settings of the job: the line's defaults, then `--spark-defaults`, then each
-    /// `--conf` (of `spark`), then the planner's own flags.
-    pub fn settings(&self, spark: &SparkArgs) -> Result<SparkSettings> {
+    /// The Spark settings of the job: the line's defaults, then `--spark-defaults`, then the
+    /// job's log (`--settings-from`, else `job`: a log's properties already read, and its
+    /// name), then each `--conf` (of `spark`), then the planner's own flags.
+    pub fn settings_with_job(&self, spark: &SparkArgs, job: Option<(&HashMap<String, String>, &str)>) -> Result<SparkSettings> {
         let mut s = SparkSettings::defaults(SparkLine::parse(&self.spark_version)?);
         if let Some(f) = &self.spark_defaults {
             s.read_defaults_file(f)?;
         }
-        if let Some(log) = &self.settings_from {
-            s.set_job_properties(&job_properties(log)?, log);
+        match (&self.settings_from, job) {
+            (Some(log), _) => s.set_job_properties(&job_properties(log)?, log),
+            (None, Some((props, name))) => s.set_job_properties(props, name),
+            (None, None) => {}
         }
         for c in &spark.conf {
             s.set_conf(c)?;
@@ -129,9 +132,14 @@ impl PlannerArgs {
     /// (counts, partitions, the weights of later joins), so it keeps decoded columns for the
     /// run, within a quarter of its memory (see `skewjoin::columns`).
     pub fn options(&self, how: JoinType, spark: &SparkArgs, quiet: &Quiet) -> Result<PlanOptions> {
+        self.options_with_job(how, spark, quiet, None)
+    }
+
+    /// `options`, with the settings of `settings_with_job`.
+    pub fn options_with_job(&self, how: JoinType, spark: &SparkArgs, quiet: &Quiet, job: Option<(&HashMap<String, String>, &str)>) -> Result<PlanOptions> {
         let memory = 2usize << 30;
         skewjoin::columns::set_budget(memory / 4);
-        let settings = self.settings(spark)?;
+        let settings = self.settings_with_job(spark, job)?;
         let files = settings.file_splits()?;
         Ok(PlanOptions {
             how,
@@ -504,5 +512,24 @@ impl AlsoText {
             Some(path) => std::fs::write(path, text()).map_err(|e| skewjoin::Error::Io { path: path.clone(), source: e }),
             None => Ok(()),
         }
+    }
+}
+
+/// `--min-stage-seconds`: `diagnose`, `fix`.
+#[derive(Args)]
+pub struct MinStage {
+    /// A stage shorter than this gets no finding (its checks are still listed): a cost of a few
+    /// seconds is not worth a user's attention
+    #[arg(long, value_name = "SECONDS", default_value_t = skewjoin::diagnose::MIN_STAGE_MS as f64 / 1000.0)]
+    min_stage_seconds: f64,
+}
+
+impl MinStage {
+    /// The threshold in milliseconds, checked.
+    pub fn ms(&self) -> Result<i64> {
+        if !(self.min_stage_seconds >= 0.0 && self.min_stage_seconds.is_finite()) {
+            return Err(Error::Usage(format!("--min-stage-seconds must be 0 or more, not {}", self.min_stage_seconds)));
+        }
+        Ok((self.min_stage_seconds * 1000.0).round() as i64)
     }
 }

@@ -2,6 +2,7 @@
 //! its run function; the flags two or more commands share are defined once, in `flags`.
 
 mod diagnose;
+mod fix;
 mod flags;
 mod keys;
 mod plan;
@@ -26,6 +27,7 @@ enum Command {
     Rewrite(rewrite::RewriteArgs),
     Verify(verify::VerifyArgs),
     Diagnose(diagnose::DiagnoseArgs),
+    Fix(fix::FixArgs),
 }
 
 impl Cli {
@@ -37,6 +39,7 @@ impl Cli {
             Command::Rewrite(a) => rewrite::run(a).map(|o| (o, true)),
             Command::Verify(a) => verify::run(a),
             Command::Diagnose(a) => diagnose::run(a).map(|o| (o, true)),
+            Command::Fix(a) => fix::run(a),
         }
     }
 }

@@ -50,7 +50,7 @@ pub struct VerifyArgs {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Engine {
+pub(super) enum Engine {
     /// The user's Spark, through pyspark (local mode unless --master)
     Spark,
     /// Polars, in this process (a build with the `polars` cargo feature)

@@ -10,6 +10,7 @@
 
 pub mod eventlog;
 mod events;
+pub mod fix;
 pub mod history;
 mod idle;
 pub mod model;
@@ -349,7 +350,11 @@ pub const MIN_STAGE_MS: i64 = 10_000;
 const MIN_STAGE_SHARE: f64 = 0.10;
 
 pub fn diagnose(path: &Path, baseline: Option<&Path>, opts: &Options) -> Result<Diagnosis> {
-    let ev = eventlog::read(path, opts.progress)?;
+    diagnose_log(&eventlog::read(path, opts.progress)?, baseline, opts)
+}
+
+/// `diagnose` of a log already read (`fix` reads the job's settings from the same one).
+pub fn diagnose_log(ev: &eventlog::Log, baseline: Option<&Path>, opts: &Options) -> Result<Diagnosis> {
     let app = &ev.app;
     let mut warnings = ev.warnings.clone();
     let base = match baseline {
@@ -361,7 +366,7 @@ pub fn diagnose(path: &Path, baseline: Option<&Path>, opts: &Options) -> Result<
         None => None,
     };
     warnings.extend(unfinished_warnings(app));
-    let app_sum = app_summary(app, &ev);
+    let app_sum = app_summary(app, ev);
     let app_ms = app_sum.duration_ms;
 
     // 1. Locate.

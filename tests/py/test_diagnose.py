@@ -206,3 +206,33 @@ def test_plan_takes_the_jobs_settings_from_its_event_log(tmp_path):
     bad = run("plan", "--left", s / "events.parquet", "--right", s / "titles.parquet", "--on", "title_id",
               "--settings-from", tmp_path / "nope")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "nope" in bad.stderr
+
+
+def test_fix_without_a_sql_plan_says_there_is_no_query(tmp_path):
+    """A hot key in a job whose log holds no SQL execution (an RDD job): the diagnosis, and
+    no query to rewrite."""
+    log = tmp_path / "hot.log"
+    synthlogs.worked_hot_key(str(log))
+    p = run("fix", str(log), "--format", "json", "-q")
+    assert p.returncode == 0, p.stderr
+    f = json.loads(p.stdout)
+    assert [x["kind"] for x in f["diagnosis"]["findings"]][:1] == ["hot_key"]
+    assert "no SQL plan" in f["no_query"] and f["query"] is None and f["rewrite"] is None
+    text = run("fix", str(log), "-q").stdout
+    assert text.index("== fix") > text.index("Diagnose") and "there is no query to rewrite" in text
+
+
+@pytest.mark.parametrize("make", ["worked_tiny_tasks", "too_few_partitions", "memory_pressure", "planning_gap", "short_gc"])
+def test_fix_on_logs_without_a_hot_key(tmp_path, make):
+    log = tmp_path / "x.log"
+    getattr(synthlogs, make)(str(log))
+    f = json.loads(run("fix", str(log), "--format", "json", "-q").stdout)
+    assert f["no_query"] == "no stage of this application is slowed by a hot key: there is no join to rewrite"
+
+
+def test_fix_bad_input(tmp_path):
+    bad = tmp_path / "not_a_log"
+    synthlogs.not_a_log(str(bad))
+    for args in ([str(bad)], [str(tmp_path / "missing.log")], [str(bad), "--app", "x"]):
+        p = run("fix", *args, "-q")
+        assert p.returncode == 2 and p.stderr.startswith("skewjoin: error: ") and p.stderr.count("\n") == 1, (args, p.stderr)

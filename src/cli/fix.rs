@@ -1,0 +1,216 @@
+//! `skewjoin fix`: a slow job's event log in; the slow stage located, measured and
+//! diagnosed (as `diagnose` does), its join rebuilt as a query over the tables the log names,
+//! rewritten under the job's own settings, the prediction set against what the log measured,
+//! and with `--verify` both queries run.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use skewjoin::classify::Classifier;
+use skewjoin::diagnose::fix::{self, FixQuery, FixReport, StageCheck};
+use skewjoin::diagnose::{self, eventlog, history, report};
+use skewjoin::plan::JoinType;
+use skewjoin::source::Table;
+use skewjoin::verify::{self, SparkOptions, Verification};
+use skewjoin::{rewrite, Error, Result};
+
+use super::diagnose::from_server;
+use super::flags::{open_tables, AlsoText, MinStage, PlannerArgs, Quiet, SparkArgs, TextOrJson};
+use super::verify::Engine;
+
+/// From a slow job's event log to the rewritten query: locate, measure, diagnose, fix, verify
+#[derive(Args)]
+pub struct FixArgs {
+    /// The slow job's event log: a file, a rolling eventlog_v2_* folder, an object, or a Spark
+    /// History Server application (http://HOST:18080 with --app, or a URL that names it)
+    #[arg(value_name = "EVENT_LOG")]
+    event_log: String,
+    /// The application, when EVENT_LOG is a History Server
+    #[arg(long, value_name = "APP_ID")]
+    app: Option<String>,
+    /// The attempt of a retried application (default: its last)
+    #[arg(long, value_name = "N")]
+    attempt: Option<String>,
+    /// Also run the query and its rewrite (on Polars in this process, or on Spark with
+    /// --engine spark) and compare their rows and tasks
+    #[arg(long)]
+    verify: bool,
+    #[command(flatten)]
+    min_stage: MinStage,
+    /// With --verify: the engine that runs both queries (default: polars in a build with the
+    /// `polars` feature, else spark)
+    #[arg(long, value_enum, requires = "verify")]
+    engine: Option<Engine>,
+    #[command(flatten)]
+    spark: SparkArgs,
+    /// The planner's options; the job's settings are the log's own (--settings-from another
+    /// log, --spark-defaults or --conf change them)
+    #[command(flatten)]
+    planner: PlannerArgs,
+    /// Write the rewritten query to FILE (the report says so in place of the SQL)
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    format: TextOrJson,
+    #[command(flatten)]
+    quiet: Quiet,
+    #[command(flatten)]
+    also_text: AlsoText,
+}
+
+/// The output, and false (exit code 1) when verify found different rows.
+pub fn run(a: FixArgs) -> Result<(String, bool)> {
+    let mut fetched = Vec::new();
+    let path = log_path(&a, &mut fetched)?;
+    let log = eventlog::read(&path, a.quiet.progress())?;
+    let opts = diagnose::Options { min_stage_ms: a.min_stage.ms()?, progress: a.quiet.progress() };
+    let d = diagnose::diagnose_log(&log, None, &opts)?;
+    let mut rep = FixReport { no_query: fix::no_query(&d), diagnosis: d, query: None, rewrite: None, stage: None, verification: None };
+    let Some((stage_id, join)) = fix::hot_join(&rep.diagnosis).map(|(s, j)| (s, j.clone())) else {
+        return finish(&a, rep);
+    };
+    let query = match fix::rebuild(&join) {
+        Ok(q) => q,
+        Err(why) => {
+            rep.no_query = Some(format!("stage {stage_id}'s join cannot be rebuilt as a query: {why}"));
+            return finish(&a, rep);
+        }
+    };
+    let named: Vec<(String, String)> = query.tables.iter().map(|t| (t.name.clone(), t.table.clone())).collect();
+    // A table gone since the run: the diagnosis still stands, printed before the error.
+    let tables = open_tables(&named, None).inspect_err(|_| print!("{}", report::text(&rep.diagnosis)))?;
+    let job = (&log.app.properties, a.event_log.as_str());
+    let opts = a.planner.options_with_job(JoinType::Inner, &a.spark, &a.quiet, Some(job))?;
+    let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
+    let r = rewrite::rewrite(&query.sql, &tables, &classifier, &opts)?;
+    rep.stage = Some(StageCheck::new(&rep.diagnosis, stage_id, &r));
+    if a.verify {
+        rep.verification = Some(run_both(&a, &query, &r, &named, &tables, &opts)?);
+    }
+    if let Some(out) = &a.output {
+        std::fs::write(out, rewrite::sql_with_comments(&r)).map_err(|e| Error::Io { path: out.clone(), source: e })?;
+    }
+    rep.query = Some(query);
+    rep.rewrite = Some(r);
+    finish(&a, rep)
+}
+
+/// The log's path here: the file or folder given, or the History Server's copy.
+fn log_path(a: &FixArgs, fetched: &mut Vec<tempfile::TempDir>) -> Result<PathBuf> {
+    if !history::is_server(&a.event_log) {
+        if a.app.is_some() || a.attempt.is_some() {
+            return Err(Error::Usage("--app and --attempt name an application of a Spark History Server: give its URL (http://HOST:18080)".into()));
+        }
+        return Ok(PathBuf::from(&a.event_log));
+    }
+    let t = history::target(&a.event_log, a.app.as_deref(), a.attempt.as_deref())?;
+    from_server(&t, fetched)
+}
+
+/// Both queries on the engine --verify names, with the job's settings.
+fn run_both(
+    a: &FixArgs,
+    q: &FixQuery,
+    r: &rewrite::Rewritten,
+    named: &[(String, String)],
+    tables: &HashMap<String, Table>,
+    opts: &skewjoin::plan::PlanOptions,
+) -> Result<Verification> {
+    let engine = a.engine.unwrap_or(if cfg!(feature = "polars") { Engine::Polars } else { Engine::Spark });
+    if engine == Engine::Spark {
+        let sopts = SparkOptions {
+            python: a.spark.python(),
+            master: a.spark.master.clone(),
+            remote: a.spark.remote.clone(),
+            spark_ui: None,
+            tolerance: 1e-9,
+            conf: opts.settings.all(),
+        };
+        return verify::spark(&q.sql, &r.sql, Some(r), named, &sopts);
+    }
+    polars_both(q, r, named, tables, a.planner.hot.sample)
+}
+
+#[cfg(feature = "polars")]
+fn polars_both(
+    q: &FixQuery,
+    r: &rewrite::Rewritten,
+    named: &[(String, String)],
+    tables: &HashMap<String, Table>,
+    sample: Option<skewjoin::count::Sample>,
+) -> Result<Verification> {
+    let list: Vec<(String, &Table)> = named.iter().filter_map(|(n, _)| tables.get(n).map(|t| (n.clone(), t))).collect();
+    verify::polars(&q.sql, &r.sql, Some(r), &list, sample, 1e-9)
+}
+
+#[cfg(not(feature = "polars"))]
+fn polars_both(
+    _: &FixQuery,
+    _: &rewrite::Rewritten,
+    _: &[(String, String)],
+    _: &HashMap<String, Table>,
+    _: Option<skewjoin::count::Sample>,
+) -> Result<Verification> {
+    Err(Error::Usage("this skewjoin was built without the polars engine: --verify with --engine spark".into()))
+}
+
+fn finish(a: &FixArgs, rep: FixReport) -> Result<(String, bool)> {
+    let same = rep.verification.as_ref().is_none_or(|v| v.identical);
+    let text = |r: &FixReport| fix_text(r, a.output.as_ref());
+    a.also_text.write(|| text(&rep))?;
+    let out = if a.format.is_text() { text(&rep) } else { skewjoin::report::json(&rep) };
+    Ok((out, same))
+}
+
+/// The text report: the diagnosis, then the fix and the verification.
+fn fix_text(r: &FixReport, written_to: Option<&PathBuf>) -> String {
+    let mut o = report::text(&r.diagnosis);
+    o.push_str("\n== fix\n");
+    if let Some(why) = &r.no_query {
+        o.push_str(&format!("{why}\n"));
+        return o;
+    }
+    let (Some(q), Some(rw), Some(st)) = (&r.query, &r.rewrite, &r.stage) else {
+        return o;
+    };
+    o.push_str(&format!("query ({}):\n", q.source.replace('_', " ")));
+    o.extend(q.sql.lines().map(|l| format!("  {l}\n")));
+    for t in &q.tables {
+        o.push_str(&format!("  {} = {}\n", t.name, t.table));
+    }
+    o.extend(q.notes.iter().map(|n| format!("  note: {n}\n")));
+    o.push_str(&stage_text(st));
+    match written_to {
+        Some(p) => o.push_str(&format!("rewritten query written to {}\n", p.display())),
+        None => o.push_str(&rewrite::sql_with_comments(rw)),
+    }
+    o.push_str("\n== verify\n");
+    match &r.verification {
+        Some(v) => o.push_str(&verify::text(v)),
+        None => o.push_str("not run: add --verify to run both queries and compare their rows and tasks\n"),
+    }
+    o
+}
+
+fn stage_text(st: &StageCheck) -> String {
+    use skewjoin::format::fmt_count as count;
+    let mut o = String::new();
+    if let Some(b) = &st.predicted_before {
+        let gap = st.before_gap.map(|g| format!(" (predicted {:+.1}%)", g * 100.0)).unwrap_or_default();
+        o.push_str(&format!(
+            "stage {} as written: largest task {} rows predicted; the log measured {} records{gap}, median {}\n",
+            st.stage_id,
+            count(b.max_task_rows),
+            count(st.measured_max_task_records.max(0) as u64),
+            count(st.measured_median_task_records.max(0) as u64)
+        ));
+    }
+    if !st.rewritten {
+        o.push_str("the rewrite leaves the join as written (the reason is in the SQL's header below)\n");
+    } else if let Some(after) = &st.predicted_after {
+        o.push_str(&format!("after the rewrite: largest task {} rows predicted, median {}\n", count(after.max_task_rows), count(after.median_task_rows)));
+    }
+    o
+}

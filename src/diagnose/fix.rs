@@ -1,0 +1,200 @@
+//! `skewjoin fix`: from the diagnosis of a slow job to the query that fixes it. The slow
+//! stage's join becomes a SQL query over the tables its scans read (rebuilt from the log's
+//! physical plan); its rewrite is predicted under the job's own settings, the prediction of
+//! the stage as written is set against what the log measured, and both queries can be run.
+
+use serde::Serialize;
+
+use super::plan::{attr_name, JoinInfo};
+use super::{Diagnosis, Kind};
+use crate::plan::TaskStats;
+use crate::rewrite::Rewritten;
+use crate::verify::Verification;
+
+/// A table of the rebuilt query: the name the SQL gives it, and what it reads.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TableRef {
+    pub name: String,
+    /// A path (or object-store URL), or a catalog name (`db.table`).
+    pub table: String,
+}
+
+/// The query `fix` rewrites, and where it came from.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FixQuery {
+    pub sql: String,
+    /// `rebuilt_from_plan`: the stage's join alone, over the whole tables its scans read.
+    pub source: &'static str,
+    pub tables: Vec<TableRef>,
+    /// What the rebuilt query does not carry of the job's (its other operators, its filters).
+    pub notes: Vec<String>,
+}
+
+/// The hot-key finding whose stage ran a join, and that join.
+pub fn hot_join(d: &Diagnosis) -> Option<(i64, &JoinInfo)> {
+    d.findings.iter().filter(|f| f.kind == Kind::HotKey).find_map(|f| Some((f.stage_id?, f.join.as_ref()?)))
+}
+
+/// Why there is no query to rewrite in `d`, or None when there is one.
+pub fn no_query(d: &Diagnosis) -> Option<String> {
+    if hot_join(d).is_some() {
+        return None;
+    }
+    Some(match d.findings.iter().find(|f| f.kind == Kind::HotKey) {
+        Some(f) => format!(
+            "stage {} has a hot key, but the log holds no SQL plan for it (an RDD or DataFrame job without SQL events): there is no query to rewrite",
+            f.stage_id.unwrap_or(-1)
+        ),
+        None => "no stage of this application is slowed by a hot key: there is no join to rewrite".to_string(),
+    })
+}
+
+/// The stage's join as a query: `SELECT * FROM l <join> r ON l.k = r.k`, over the tables its
+/// scans read. Err names what is missing (a side that scans no table, a key that is an
+/// expression).
+pub fn rebuild(join: &JoinInfo) -> Result<FixQuery, String> {
+    let (Some(lt), Some(rt)) = (&join.left_table, &join.right_table) else {
+        return Err(format!("the {} join's plan does not name the table of each side", join.operator));
+    };
+    let keys: Vec<(String, String)> = join.left_keys.iter().zip(&join.right_keys).map(|(l, r)| (attr_name(l), attr_name(r))).collect();
+    if let Some((l, r)) = keys.iter().find(|(l, r)| !plain(l) || !plain(r)) {
+        return Err(format!("the join key {l} = {r} is an expression, not a column of each table"));
+    }
+    let left = table_name(lt, None);
+    let right = table_name(rt, Some(&left));
+    let on: Vec<String> = keys.iter().map(|(l, r)| format!("l.{} = r.{}", crate::sql::ident(l), crate::sql::ident(r))).collect();
+    let sql =
+        format!("SELECT *\nFROM {} l\n{} {} r ON {}\n", crate::sql::ident(&left), join_words(&join.join_type), crate::sql::ident(&right), on.join(" AND "));
+    let notes = vec![
+        "the query is rebuilt from the physical plan: the stage's join alone (SELECT *), over the whole tables its scans read; the job's other operators and its filters are not in it".to_string(),
+    ];
+    Ok(FixQuery {
+        sql,
+        source: "rebuilt_from_plan",
+        tables: vec![TableRef { name: left, table: lt.clone() }, TableRef { name: right, table: rt.clone() }],
+        notes,
+    })
+}
+
+/// A column name as Spark's plan prints an attribute (no call, cast or arithmetic).
+fn plain(name: &str) -> bool {
+    !name.is_empty() && !name.contains(['(', ')', ' ', '+', '-', '*', '/'])
+}
+
+fn join_words(spark_type: &str) -> &'static str {
+    match spark_type {
+        "LeftOuter" => "LEFT JOIN",
+        "RightOuter" => "RIGHT JOIN",
+        "FullOuter" => "FULL JOIN",
+        "LeftSemi" => "LEFT SEMI JOIN",
+        "LeftAnti" => "LEFT ANTI JOIN",
+        _ => "JOIN",
+    }
+}
+
+/// The SQL name of a table: its file or folder name (a catalog name's last part), as an
+/// identifier; `_2` after it when `taken` has it already.
+fn table_name(table: &str, taken: Option<&str>) -> String {
+    let last = table.trim_end_matches('/').rsplit(['/', '.']).find(|p| !p.is_empty() && *p != "parquet").unwrap_or("t");
+    let last = if table.contains('/') { std::path::Path::new(table.trim_end_matches('/')).file_stem().and_then(|s| s.to_str()).unwrap_or(last) } else { last };
+    let mut name: String = last.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        name.insert(0, 't');
+    }
+    if taken.is_some_and(|t| t.eq_ignore_ascii_case(&name)) {
+        name.push_str("_2");
+    }
+    name
+}
+
+/// The stage as the log measured it and as the planner predicts it.
+#[derive(Debug, Clone, Serialize)]
+pub struct StageCheck {
+    pub stage_id: i64,
+    /// The largest task's shuffle-read records, as the log measured them.
+    pub measured_max_task_records: i64,
+    pub measured_median_task_records: i64,
+    /// The planner's stage as written and rewritten (rows per task).
+    pub predicted_before: Option<TaskStats>,
+    pub predicted_after: Option<TaskStats>,
+    /// predicted / measured - 1 for the largest task as written.
+    pub before_gap: Option<f64>,
+    /// Whether the join is rewritten (else `predicted_after` is the stage as written).
+    pub rewritten: bool,
+}
+
+impl StageCheck {
+    /// The stage `stage_id` of `d` against the rewrite's first join.
+    pub fn new(d: &Diagnosis, stage_id: i64, r: &Rewritten) -> StageCheck {
+        let summary = d.stages.iter().find(|s| s.stage_id == stage_id).map(|s| &s.task_summary.shuffle_read_records);
+        let measured = summary.map_or(0, |q| q.max);
+        let (before, after) = match (r.changes.first(), r.unchanged_joins.first()) {
+            (Some(c), _) => (Some(c.before.clone()), Some(c.after.clone())),
+            (None, Some(u)) => (u.before.clone(), u.before.clone()),
+            (None, None) => (None, None),
+        };
+        let before_gap = before.as_ref().filter(|_| measured > 0).map(|b| b.max_task_rows as f64 / measured as f64 - 1.0);
+        StageCheck {
+            stage_id,
+            measured_max_task_records: measured,
+            measured_median_task_records: summary.map_or(0, |q| q.median),
+            predicted_before: before,
+            predicted_after: after,
+            before_gap,
+            rewritten: !r.changes.is_empty(),
+        }
+    }
+}
+
+/// `fix`'s report: the diagnosis (locate, measure, diagnose), then the fix and its proof.
+#[derive(Debug, Serialize)]
+pub struct FixReport {
+    pub diagnosis: Diagnosis,
+    /// Why there is nothing to rewrite (then the fields below are null).
+    pub no_query: Option<String>,
+    pub query: Option<FixQuery>,
+    pub rewrite: Option<Rewritten>,
+    pub stage: Option<StageCheck>,
+    pub verification: Option<Verification>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn join(kind: &str, l: &str, r: &str, lk: &str, rk: &str) -> JoinInfo {
+        JoinInfo {
+            operator: "SortMergeJoin".into(),
+            join_type: kind.into(),
+            left_keys: vec![lk.into()],
+            right_keys: vec![rk.into()],
+            left_table: Some(l.into()),
+            right_table: Some(r.into()),
+        }
+    }
+
+    #[test]
+    fn a_join_is_rebuilt_over_the_tables_its_scans_read() {
+        let q = rebuild(&join("LeftOuter", "/data/events_300000.parquet", "/data/titles", "title_id#2", "title_id#10")).unwrap();
+        assert_eq!(q.sql, "SELECT *\nFROM `events_300000` l\nLEFT JOIN `titles` r ON l.`title_id` = r.`title_id`\n");
+        assert_eq!(
+            q.tables,
+            vec![
+                TableRef { name: "events_300000".into(), table: "/data/events_300000.parquet".into() },
+                TableRef { name: "titles".into(), table: "/data/titles".into() }
+            ]
+        );
+        let self_join = rebuild(&join("LeftAnti", "spark_catalog.db.t", "spark_catalog.db.t", "a#1", "b#2")).unwrap();
+        assert_eq!(self_join.sql, "SELECT *\nFROM `t` l\nLEFT ANTI JOIN `t_2` r ON l.`a` = r.`b`\n");
+        assert_eq!(table_name("/x/2026-01.parquet", None), "t2026_01");
+    }
+
+    #[test]
+    fn a_computed_key_or_an_unnamed_side_is_refused() {
+        let e = rebuild(&join("Inner", "/a", "/b", "upper(k#1)", "k#2")).unwrap_err();
+        assert!(e.contains("upper(k#1) = k"), "{e}");
+        let mut j = join("Inner", "/a", "/b", "k#1", "k#2");
+        j.right_table = None;
+        assert!(rebuild(&j).unwrap_err().contains("does not name the table"));
+    }
+}
