@@ -71,7 +71,7 @@ pub fn run(a: FixArgs) -> Result<(String, bool)> {
     let Some((stage_id, join)) = fix::hot_join(&rep.diagnosis).map(|(s, j)| (s, j.clone())) else {
         return finish(&a, rep);
     };
-    let query = match fix::rebuild(&join) {
+    let query = match fix::from_sql_text(&log.app, stage_id).map_or_else(|| fix::rebuild(&join), Ok) {
         Ok(q) => q,
         Err(why) => {
             rep.no_query = Some(format!("stage {stage_id}'s join cannot be rebuilt as a query: {why}"));

@@ -3,9 +3,13 @@
 //! physical plan); its rewrite is predicted under the job's own settings, the prediction of
 //! the stage as written is set against what the log measured, and both queries can be run.
 
-use serde::Serialize;
+use std::ops::ControlFlow;
 
-use super::plan::{attr_name, JoinInfo};
+use serde::Serialize;
+use sqlparser::ast::{visit_relations, Statement};
+
+use super::model::App;
+use super::plan::{attr_name, scans, JoinInfo, ScanInfo};
 use super::{Diagnosis, Kind};
 use crate::plan::TaskStats;
 use crate::rewrite::Rewritten;
@@ -23,7 +27,8 @@ pub struct TableRef {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct FixQuery {
     pub sql: String,
-    /// `rebuilt_from_plan`: the stage's join alone, over the whole tables its scans read.
+    /// `sql_text`: the log's SQL text; `rebuilt_from_plan`: the stage's join alone, over the
+    /// whole tables its scans read.
     pub source: &'static str,
     pub tables: Vec<TableRef>,
     /// What the rebuilt query does not carry of the job's (its other operators, its filters).
@@ -47,6 +52,54 @@ pub fn no_query(d: &Diagnosis) -> Option<String> {
         ),
         None => "no stage of this application is slowed by a hot key: there is no join to rewrite".to_string(),
     })
+}
+
+/// The query as the log's SQL text gives it: the stage's SQL execution's description, or its
+/// job's `spark.job.description` (spark-sql, the Thrift server and notebooks set them), when it
+/// parses as one query and each table it names is a catalog table the plan's scans read.
+pub fn from_sql_text(app: &App, stage_id: i64) -> Option<FixQuery> {
+    let st = app.stages.values().find(|s| s.id == stage_id)?;
+    let job = app.jobs.get(&st.job?)?;
+    let exec = job.sql.and_then(|id| app.sql.get(&id));
+    let scans = exec.and_then(|e| e.plan.as_ref()).map(scans).unwrap_or_default();
+    let texts = [exec.map(|e| e.description.as_str()), job.description.as_deref()];
+    texts.into_iter().flatten().find_map(|t| query_of_text(t, &scans))
+}
+
+fn query_of_text(text: &str, scans: &[ScanInfo]) -> Option<FixQuery> {
+    let statements = crate::sql::parse(text).ok()?;
+    let [Statement::Query(q)] = statements.as_slice() else {
+        return None;
+    };
+    let mut names: Vec<String> = Vec::new();
+    let _ = visit_relations(&**q, |r| {
+        let n = r.to_string();
+        if !names.contains(&n) {
+            names.push(n);
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    if names.len() < 2 {
+        return None;
+    }
+    let located = |n: &String| {
+        let scan = scans.iter().find(|s| s.name.as_deref().is_some_and(|sn| same_table(sn, n)))?;
+        Some(TableRef { name: n.clone(), table: scan.location.clone()? })
+    };
+    let tables = names.iter().map(located).collect::<Option<Vec<_>>>()?;
+    Some(FixQuery {
+        sql: format!("{}\n", text.trim().trim_end_matches(';')),
+        source: "sql_text",
+        tables,
+        notes: vec!["the query is the SQL text the log holds; its tables are read from the files the plan's scans read".into()],
+    })
+}
+
+/// Whether the plan's `spark_catalog.db.t` is the query's `t`, `db.t` or itself.
+fn same_table(scan: &str, written: &str) -> bool {
+    let parts = |s: &str| s.split('.').map(|p| p.trim_matches('`').to_ascii_lowercase()).collect::<Vec<_>>();
+    let (s, w) = (parts(scan), parts(written));
+    w.len() <= s.len() && s[s.len() - w.len()..] == w[..]
 }
 
 /// The stage's join as a query: `SELECT * FROM l <join> r ON l.k = r.k`, over the tables its
@@ -187,6 +240,26 @@ mod tests {
         let self_join = rebuild(&join("LeftAnti", "spark_catalog.db.t", "spark_catalog.db.t", "a#1", "b#2")).unwrap();
         assert_eq!(self_join.sql, "SELECT *\nFROM `t` l\nLEFT ANTI JOIN `t_2` r ON l.`a` = r.`b`\n");
         assert_eq!(table_name("/x/2026-01.parquet", None), "t2026_01");
+    }
+
+    #[test]
+    fn sql_text_is_taken_when_each_table_it_names_is_a_scan_of_the_plan() {
+        let scans = vec![
+            ScanInfo { name: Some("spark_catalog.sj.events".into()), location: Some("/w/sj.db/events".into()) },
+            ScanInfo { name: Some("spark_catalog.sj.titles".into()), location: Some("/w/sj.db/titles".into()) },
+        ];
+        let q = query_of_text("SELECT * FROM sj.events e LEFT JOIN titles t ON e.k = t.k;", &scans).unwrap();
+        assert_eq!(q.source, "sql_text");
+        assert_eq!(q.sql, "SELECT * FROM sj.events e LEFT JOIN titles t ON e.k = t.k\n");
+        assert_eq!(
+            q.tables.iter().map(|t| (t.name.as_str(), t.table.as_str())).collect::<Vec<_>>(),
+            [("sj.events", "/w/sj.db/events"), ("titles", "/w/sj.db/titles")]
+        );
+        // A call site, a table the plan does not scan, or two statements: not the query.
+        assert!(query_of_text("collect at <stdin>:1", &scans).is_none());
+        assert!(query_of_text("SELECT * FROM events e JOIN other o ON e.k = o.k", &scans).is_none());
+        assert!(query_of_text("SELECT 1; SELECT * FROM events e JOIN titles t ON e.k = t.k", &scans).is_none());
+        assert!(!same_table("spark_catalog.sj.events", "other.events"));
     }
 
     #[test]

@@ -76,6 +76,8 @@ pub struct Job {
     pub stages: Vec<i64>,
     pub sql: Option<i64>,
     pub succeeded: Option<bool>,
+    /// `spark.job.description`: what the job's code or the Thrift server set (often the SQL).
+    pub description: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -257,6 +259,7 @@ impl App {
         job.submitted = oi(e, "Submission Time");
         job.stages = stages;
         job.sql = p.get("spark.sql.execution.id").and_then(|x| x.parse().ok());
+        job.description = p.get("spark.job.description").cloned();
     }
 
     fn job_end(&mut self, e: &Value) {

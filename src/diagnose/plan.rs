@@ -177,6 +177,28 @@ fn scan_for(side: &Value, keys: &[String]) -> Option<String> {
     table_of_scan(chosen)
 }
 
+/// A scan of a plan: the catalog table it reads (`spark_catalog.db.t`, when the plan names
+/// one) and the files' location.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScanInfo {
+    pub name: Option<String>,
+    pub location: Option<String>,
+}
+
+/// Every file scan of `plan`.
+pub fn scans(plan: &Value) -> Vec<ScanInfo> {
+    let mut all = Vec::new();
+    walk(plan, &mut all);
+    all.into_iter()
+        .filter(|n| name(n).starts_with("Scan") || simple(n).starts_with("FileScan"))
+        .map(|n| {
+            let parts: Vec<&str> = name(n).split_whitespace().collect();
+            let location = table_of_scan(n).filter(|t| parts.len() < 3 || *t != parts[2..].join(" "));
+            ScanInfo { name: (parts.len() >= 3).then(|| parts[2..].join(" ")), location }
+        })
+        .collect()
+}
+
 fn table_of_scan(n: &Value) -> Option<String> {
     let loc = n.get("metadata").and_then(|m| m.get("Location")).and_then(|x| x.as_str()).map(str::to_string).or_else(|| {
         let s = simple(n);

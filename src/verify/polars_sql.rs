@@ -987,6 +987,16 @@ impl Render<'_> {
 impl VisitorMut for Render<'_> {
     type Break = ();
 
+    /// A qualified table name (`db.t`) is one quoted name for Polars SQL, which reads `db` as
+    /// a schema it does not have: the engine registers the table under `db.t`.
+    fn pre_visit_relation(&mut self, n: &mut ObjectName) -> ControlFlow<()> {
+        if n.0.len() > 1 {
+            let name = name_of(n);
+            *n = ObjectName(vec![ObjectNamePart::Identifier(Ident::with_quote('`', name))]);
+        }
+        ControlFlow::Continue(())
+    }
+
     fn pre_visit_select(&mut self, s: &mut Select) -> ControlFlow<()> {
         let r = self.render_select(s);
         self.go_on_unless(r)
@@ -1152,6 +1162,13 @@ mod tests {
         assert!(sql.contains("cast('2020-01-01 00:00:00' as timestamp)"), "{sql}");
         assert!(sql.contains("left semi join titles r"), "{sql}");
         assert_eq!(p.changes.len(), 4, "{:?}", p.changes);
+    }
+
+    #[test]
+    fn a_qualified_table_is_one_quoted_name() {
+        let p = render("SELECT e.k FROM sj.Events e JOIN `sj`.`titles` t ON e.k = t.k").unwrap();
+        let sql = p.sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(sql.contains("from \"sj.events\" e join \"sj.titles\" t"), "{sql}");
     }
 
     #[test]

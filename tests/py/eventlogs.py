@@ -172,6 +172,27 @@ def hot_null_join(out, name, data, n_events=300_000, compress=None, rolling=Fals
         spark.stop()
 
 
+SQL_TEXT_QUERY = ("SELECT e.title_id, e.views, t.name FROM sj.events e "
+                  "LEFT JOIN sj.titles t ON e.title_id = t.title_id WHERE e.views >= 0")
+
+
+def sql_text_join(out, name, data):
+    """The hot NULL join over catalog tables (over the files of hot_null_join), its SQL
+    text set as the job description (as spark-sql, the Thrift server and notebooks do): the
+    SQL execution's description in the log is the query."""
+    ep, tp = write_join_tables(data, 300_000, 3000, 0.4, seed=1)
+    spark = session(name, out, {"spark.sql.shuffle.partitions": "16", "spark.sql.warehouse.dir": str(out / "warehouse")})
+    try:
+        # Catalog tables over the files written above (no job: the join is the log's work).
+        spark.sql("CREATE DATABASE IF NOT EXISTS sj")
+        spark.sql(f"CREATE TABLE sj.events USING parquet LOCATION '{ep}'")
+        spark.sql(f"CREATE TABLE sj.titles USING parquet LOCATION '{tp}'")
+        spark.sparkContext.setJobDescription(SQL_TEXT_QUERY)
+        log(name, len(spark.sql(SQL_TEXT_QUERY).collect()))
+    finally:
+        spark.stop()
+
+
 def tiny_files(out, name, data):
     d = write_tiny_files(data / "tiny", 1100, 20, seed=2)
     spark = session(name, out, {
@@ -246,6 +267,7 @@ def main(argv):
     t0 = time.time()
     runs = [
         ("hot_null_join", lambda n: hot_null_join(out, n, data), False),
+        ("sql_text_join", lambda n: sql_text_join(out, n, data), False),
         ("tiny_files", lambda n: tiny_files(out, n, data), False),
         ("spill", lambda n: spill(out, n), False),
         ("even_volume", lambda n: even_volume(out, n), False),

@@ -308,3 +308,17 @@ def test_fix_goes_through_every_kind_of_log(logs):
         assert p.returncode == 0 and "panicked" not in p.stderr, (name, p.stderr)
         f = json.loads(p.stdout)
         assert f["query"] or f["no_query"], name
+
+
+def test_fix_takes_the_sql_text_the_log_holds(logs):
+    """A job that set its SQL as the job description (as spark-sql, the Thrift server and
+    notebooks do): fix rewrites that text, its catalog tables read from the files the plan's
+    scans name, its WHERE applied to the counts; Polars runs both queries."""
+    from eventlogs import SQL_TEXT_QUERY
+    f = fix(logs["sql_text_join"], "--min-gain", "off", "--verify")
+    q, st, v = f["query"], f["stage"], f["verification"]
+    assert q["source"] == "sql_text" and q["sql"].strip() == SQL_TEXT_QUERY
+    assert [t["name"] for t in q["tables"]] == ["sj.events", "sj.titles"]
+    assert all(t["table"].endswith(".parquet") for t in q["tables"])
+    assert abs(st["before_gap"]) <= 0.05 and st["rewritten"], st
+    assert v["identical"] and v["rows_original"] == 300_000
