@@ -193,6 +193,22 @@ def sql_text_join(out, name, data):
         spark.stop()
 
 
+def aqe_null_join(out, name, data):
+    """hot_null_join with adaptive execution on (Spark's default), its sizes scaled to the data
+    (64 KB advisory partitions, sized not spread over the cores): AQE coalesces the 64 shuffle
+    partitions into about 40 tasks; the NULL partition is far under the skew threshold, so it
+    is not split and stays the largest task."""
+    ep, tp = write_join_tables(data, 300_000, 3000, 0.4, seed=1)
+    spark = session(name, out, {"spark.sql.shuffle.partitions": "64", "spark.sql.adaptive.enabled": "true",
+                                "spark.sql.adaptive.advisoryPartitionSizeInBytes": "64KB",
+                                "spark.sql.adaptive.coalescePartitions.parallelismFirst": "false",
+                                "spark.sql.adaptive.coalescePartitions.minPartitionSize": "16KB"})
+    try:
+        log(name, join_job(spark, ep, tp))
+    finally:
+        spark.stop()
+
+
 def tiny_files(out, name, data):
     d = write_tiny_files(data / "tiny", 1100, 20, seed=2)
     spark = session(name, out, {
@@ -256,8 +272,8 @@ def python_udf(out, name):
 
 
 def main(argv):
-    if len(argv) != 2:
-        log("usage: python tests/py/eventlogs.py OUT_DIR")
+    if len(argv) < 2:
+        log("usage: python tests/py/eventlogs.py OUT_DIR [SCENARIO ...]")
         return 2
     # Python workers run this interpreter (its venv), not whatever python3 is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -268,6 +284,7 @@ def main(argv):
     runs = [
         ("hot_null_join", lambda n: hot_null_join(out, n, data), False),
         ("sql_text_join", lambda n: sql_text_join(out, n, data), False),
+        ("aqe_null_join", lambda n: aqe_null_join(out, n, data), False),
         ("tiny_files", lambda n: tiny_files(out, n, data), False),
         ("spill", lambda n: spill(out, n), False),
         ("even_volume", lambda n: even_volume(out, n), False),
@@ -276,6 +293,8 @@ def main(argv):
     for c in CODECS:
         runs.append((c, lambda n, c=c: hot_null_join(out, n, data, 60_000, compress=c), False))
     runs.append(("rolling", lambda n: hot_null_join(out, n, data, rolling=True), True))
+    if len(argv) > 2:
+        runs = [r for r in runs if r[0] in argv[2:]]
     paths = {}
     for name, run, rolling in runs:
         t = time.time()

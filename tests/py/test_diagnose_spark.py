@@ -322,3 +322,13 @@ def test_fix_takes_the_sql_text_the_log_holds(logs):
     assert all(t["table"].endswith(".parquet") for t in q["tables"])
     assert abs(st["before_gap"]) <= 0.05 and st["rewritten"], st
     assert v["identical"] and v["rows_original"] == 300_000
+
+
+def test_fix_with_aqe_on_predicts_the_coalesced_stage(logs):
+    """AQE on (the log's settings): Spark coalesced 64 partitions into about 33 tasks and kept
+    the NULL partition whole; the prediction models both."""
+    f = fix(logs["aqe_null_join"], "--min-gain", "off", "--verify")
+    st = f["stage"]
+    assert abs(st["before_gap"]) <= 0.05 and st["rewritten"], st
+    assert f["rewrite"]["changes"][0]["aqe"]["before"]["coalesced_into"] is not None
+    assert f["verification"]["identical"]
