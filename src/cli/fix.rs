@@ -17,7 +17,7 @@ use skewjoin::verify::{self, SparkOptions, Verification};
 use skewjoin::{rewrite, Error, Result};
 
 use super::diagnose::from_server;
-use super::flags::{open_tables, AlsoText, MinStage, PlannerArgs, Quiet, SparkArgs, TextOrJson};
+use super::flags::{open_tables, AlsoText, HtmlOut, MinStage, PlannerArgs, Quiet, SparkArgs, TextOrJson};
 use super::verify::Engine;
 
 /// From a slow job's event log to the rewritten query: locate, measure, diagnose, fix, verify
@@ -56,6 +56,8 @@ pub struct FixArgs {
     format: TextOrJson,
     #[command(flatten)]
     quiet: Quiet,
+    #[command(flatten)]
+    html: HtmlOut,
     #[command(flatten)]
     also_text: AlsoText,
 }
@@ -160,6 +162,7 @@ fn finish(a: &FixArgs, rep: FixReport) -> Result<(String, bool)> {
     let same = rep.verification.as_ref().is_none_or(|v| v.identical);
     let text = |r: &FixReport| fix_text(r, a.output.as_ref());
     a.also_text.write(|| text(&rep))?;
+    a.html.write(&rep, fix::html)?;
     let out = if a.format.is_text() { text(&rep) } else { skewjoin::report::json(&rep) };
     Ok((out, same))
 }

@@ -473,7 +473,7 @@ pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
     skewjoin::size::parse_size(s)
 }
 
-/// `--html FILE`: `diagnose`, `plan`, `verify`.
+/// `--html FILE`: `diagnose`, `fix`, `plan`, `verify`.
 #[derive(Args)]
 pub struct HtmlOut {
     /// Also write the report as one self-contained HTML file (inline SVG charts of the tasks,

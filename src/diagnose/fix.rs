@@ -211,6 +211,43 @@ pub struct FixReport {
     pub verification: Option<Verification>,
 }
 
+/// `fix --html`: the diagnosis's page, then the query, the stage predicted against the log's
+/// measurement, the rewritten SQL and the verification.
+pub fn html(r: &FixReport) -> crate::html::Page {
+    let mut p = super::report::html(&r.diagnosis);
+    p.heading("Fix");
+    if let Some(why) = &r.no_query {
+        p.para(why);
+        return p;
+    }
+    let (Some(q), Some(rw), Some(st)) = (&r.query, &r.rewrite, &r.stage) else { return p };
+    p.para(&format!(
+        "the query ({}), over {}",
+        q.source.replace('_', " "),
+        q.tables.iter().map(|t| format!("{} = {}", t.name, t.table)).collect::<Vec<_>>().join(", ")
+    ));
+    p.pre(&q.sql);
+    let rows = |t: &Option<TaskStats>| t.as_ref().map(|t| crate::format::fmt_count(t.max_task_rows)).unwrap_or_else(|| "-".into());
+    let gap = st.before_gap.map(|g| format!("{:+.1}%", g * 100.0)).unwrap_or_else(|| "-".into());
+    p.table(
+        &["stage", "largest task, measured (records)", "as written, predicted (rows)", "gap", "rewritten, predicted (rows)"],
+        &[vec![
+            st.stage_id.to_string(),
+            crate::format::fmt_count(st.measured_max_task_records.max(0) as u64),
+            rows(&st.predicted_before),
+            gap,
+            if st.rewritten { rows(&st.predicted_after) } else { "left as written".into() },
+        ]],
+    );
+    p.pre(&crate::rewrite::sql_with_comments(rw));
+    p.heading("Verify");
+    match &r.verification {
+        Some(v) => crate::verify::html_section(&mut p, v),
+        None => p.para("not run: add --verify to run both queries and compare their rows and tasks"),
+    }
+    p
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

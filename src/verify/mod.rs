@@ -462,9 +462,15 @@ pub fn text(v: &Verification) -> String {
 /// The verification as one self-contained HTML page: the verdict on the rows, the tasks table,
 /// and the join stage's records per task before and after on one scale, as Spark measured them.
 pub fn html(v: &Verification) -> crate::html::Page {
-    use crate::html::{Bars, Page};
     let verdict = if v.identical { "identical rows" } else { "DIFFERENT rows" };
-    let mut p = Page::new(&format!("skewjoin verify: {verdict}"));
+    let mut p = crate::html::Page::new(&format!("skewjoin verify: {verdict}"));
+    html_section(&mut p, v);
+    p
+}
+
+/// The verification's paragraphs, table and charts, on `p` (its own page, or `fix`'s).
+pub fn html_section(p: &mut crate::html::Page, v: &Verification) {
+    use crate::html::Bars;
     p.para(engine_heading(v).trim_end());
     p.para(rows_verdict(v).trim_end());
     p.comfy(&tasks_table(v));
@@ -482,7 +488,6 @@ pub fn html(v: &Verification) -> crate::html::Page {
     for n in &v.notes {
         p.para(&format!("note: {n}"));
     }
-    p
 }
 
 /// The first lines: the engine, and for Spark its settings, for Polars what was rendered

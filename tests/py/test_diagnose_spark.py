@@ -332,3 +332,19 @@ def test_fix_with_aqe_on_predicts_the_coalesced_stage(logs):
     assert abs(st["before_gap"]) <= 0.05 and st["rewritten"], st
     assert f["rewrite"]["changes"][0]["aqe"]["before"]["coalesced_into"] is not None
     assert f["verification"]["identical"]
+
+
+def test_fix_html_opens_in_a_browser(logs, tmp_path):
+    """One page: the diagnosis (its charts), the query, the stage predicted against the log, the
+    rewritten SQL and the verification, rendered by headless Chromium."""
+    from browser import open_in_browser, require_chromium
+    require_chromium()
+    html = tmp_path / "fix.html"
+    f = fix(logs["hot_null_join"], "--min-gain", "off", "--verify", "--html", str(html))
+    dom, img = open_in_browser(tmp_path, html, "fix")
+    fixed = dom.split("<h2>Fix</h2>")[-1]
+    assert "<h2>Fix</h2>" in dom and "<h2>Verify</h2>" in fixed, dom[-2000:]
+    assert "LEFT JOIN" in fixed and "__sj1" in fixed
+    assert f"{f['stage']['measured_max_task_records']:,}" in fixed and "+0.0%" in fixed
+    assert "identical as multisets" in fixed
+    assert "<script" not in dom and dom.count("<svg") >= 2
