@@ -7,6 +7,7 @@ so no task carries them.
     q = skewjoin.rewrite(open("query.sql").read(), tables_dir="data/")
     v = skewjoin.verify(open("query.sql").read(), tables_dir="data/", engine="polars")
     d = skewjoin.diagnose("eventlog.zst")
+    f = skewjoin.fix("eventlog.zst", verify=True)
 
 Each function mirrors the command of the same name (docs/commands.md) and returns its typed
 report: `print()` shows the text report, a notebook the HTML page, `.data` the JSON of
@@ -14,10 +15,11 @@ docs/json.md. A failed run raises `SkewjoinError` with the one-line message. `sk
 works from a live SparkSession.
 """
 
-from ._api import diagnose, keys, plan, rewrite, verify
+from ._api import diagnose, fix, keys, plan, rewrite, verify
 from ._results import (
     ApplicationList,
     DiagnoseReport,
+    FixReport,
     KeysReport,
     PlanReport,
     RewriteReport,
@@ -32,6 +34,7 @@ __all__ = [
     "rewrite",
     "verify",
     "diagnose",
+    "fix",
     "SkewjoinError",
     "binary",
     "KeysReport",
@@ -40,6 +43,7 @@ __all__ = [
     "RewriteReport",
     "VerifyReport",
     "DiagnoseReport",
+    "FixReport",
     "ApplicationList",
 ]
 

@@ -76,6 +76,14 @@ def diagnose(log_or_url: PathLike, *, app: Optional[str] = None, **options: Any)
     return r.build(r.DiagnoseReport, out.data)._attach(out)
 
 
+def fix(log_or_url: PathLike, *, app: Optional[str] = None, verify: bool = False, **options: Any) -> r.FixReport:
+    """`skewjoin fix`: from a slow job's event log (or History Server application) to the
+    rewritten query: the diagnosis, the slow stage's query rewritten under the job's settings,
+    the stage predicted against the log, and with `verify=True` both queries run."""
+    out = run("fix", [os.fspath(log_or_url), *flags({"app": app, "verify": verify, **options})], html=True)
+    return r.build(r.FixReport, out.data)._attach(out)
+
+
 def _table_flags(tables: Optional[Mapping[str, PathLike]], tables_dir: Optional[PathLike]) -> list:
     named = [f"{name}={os.fspath(path)}" for name, path in (tables or {}).items()]
     return flags({"table": named, "tables": tables_dir})

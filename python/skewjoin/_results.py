@@ -457,3 +457,46 @@ class ApplicationList(Report):
     """`skewjoin diagnose URL` without `--app`: the History Server's applications."""
 
     applications: list
+
+
+# fix
+
+
+@dataclass
+class FixQuery:
+    """The query `fix` rewrote: `source` is sql_text (the log's) or rebuilt_from_plan."""
+
+    sql: str
+    source: str
+    tables: list
+    notes: list = field(default_factory=list)
+
+
+@dataclass
+class StageCheck:
+    """The slow stage as the log measured it and as predicted, written and rewritten."""
+
+    stage_id: int
+    measured_max_task_records: int
+    measured_median_task_records: int = 0
+    predicted_before: Optional[Tasks] = None
+    predicted_after: Optional[Tasks] = None
+    before_gap: Optional[float] = None
+    rewritten: bool = False
+
+
+@_report
+class FixReport(Report):
+    """`skewjoin fix`: the diagnosis, the query, its rewrite, the stage check, the verification."""
+
+    diagnosis: dict
+    no_query: Optional[str] = None
+    query: Optional[FixQuery] = None
+    rewrite: Optional[dict] = None
+    stage: Optional[StageCheck] = None
+    verification: Optional[dict] = None
+
+    @property
+    def sql(self) -> Optional[str]:
+        """The rewritten query (None when there was nothing to rewrite)."""
+        return self.rewrite["sql"] if self.rewrite else None

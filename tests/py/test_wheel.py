@@ -127,9 +127,10 @@ def test_each_function_returns_the_cli_json(venv, tmp_path):
         q = skewjoin.rewrite(sql, tables=t, **s)
         v = skewjoin.verify(sql, tables=t, engine="polars", **s)
         d = skewjoin.diagnose({str(log)!r})
+        f = skewjoin.fix({str(log)!r})
         arrow = k.to_arrow()
         print(json.dumps({{
-            "keys": k.data, "plan": p.data, "window": w.data, "rewrite": q.data, "verify": v.data, "diagnose": d.data,
+            "keys": k.data, "plan": p.data, "window": w.data, "rewrite": q.data, "verify": v.data, "diagnose": d.data, "fix": f.data,
             "typed": {{
                 "keys": [k.columns[0].column, k.columns[0].rows, k.columns[0].nulls, k.columns[0].top[1].value,
                          k.columns[0].top[1].count, k.columns[0].top[1].category, k.columns[0].top[1].hot],
@@ -139,6 +140,7 @@ def test_each_function_returns_the_cli_json(venv, tmp_path):
                 "rewrite": [q.sql, q.changed, [j.status for j in q.joins], q.changes[0].after.max_task_rows],
                 "verify": [bool(v), v.identical, v.rows_original, v.predicted_before.max_task_rows, v.measured_before.rows],
                 "diagnose": [d.findings[0].kind, d.findings[0].stage_id, d.app["id"]],
+                "fix": [type(f).__name__, f.no_query, f.query, f.sql, f.diagnosis["app"]["id"]],
                 "arrow": [arrow.num_rows, arrow.column_names, arrow.column("count").to_pylist()[:2]],
                 "pandas": list(k.to_pandas()["count"][:2]),
                 "text": [str(k).splitlines()[0], str(p).splitlines()[0], str(q).splitlines()[0]],
@@ -152,6 +154,7 @@ def test_each_function_returns_the_cli_json(venv, tmp_path):
         "window": cli_json("plan", "--left", "samples/events.parquet", "--partition-by", "title_id", "--shape", "top-3", cwd=home),
         "rewrite": cli_json("rewrite", "samples/query.sql", *TABLES, *SETTINGS, cwd=home),
         "diagnose": cli_json("diagnose", str(log)),
+        "fix": cli_json("fix", str(log)),
     }
     for name, want in cli.items():
         assert got[name] == want, name
@@ -173,6 +176,7 @@ def test_each_function_returns_the_cli_json(venv, tmp_path):
     assert t["verify"][:3] == [True, True, verify["rows_original"]]
     assert t["verify"][3] == verify["predicted_before"]["max_task_rows"]
     assert t["diagnose"] == [cli["diagnose"]["findings"][0]["kind"], cli["diagnose"]["findings"][0]["stage_id"], cli["diagnose"]["app"]["id"]]
+    assert t["fix"] == ["FixReport", cli["fix"]["no_query"], None, None, cli["diagnose"]["app"]["id"]]
     assert t["arrow"][0] == 10 and t["arrow"][1][:4] == ["column", "rank", "value", "count"]
     assert t["arrow"][2] == [v["count"] for v in col["top"][:2]] == t["pandas"]
     assert t["text"][0].startswith("title_id (")
