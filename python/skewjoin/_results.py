@@ -483,6 +483,7 @@ class StageCheck:
     predicted_after: Optional[Tasks] = None
     before_gap: Optional[float] = None
     rewritten: bool = False
+    notes: list = field(default_factory=list)
 
 
 @_report

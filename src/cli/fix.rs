@@ -210,6 +210,7 @@ fn stage_text(st: &StageCheck) -> String {
             count(st.measured_median_task_records.max(0) as u64)
         ));
     }
+    o.extend(st.notes.iter().map(|n| format!("  note: {n}\n")));
     if !st.rewritten {
         o.push_str("the rewrite leaves the join as written (the reason is in the SQL's header below)\n");
     } else if let Some(after) = &st.predicted_after {

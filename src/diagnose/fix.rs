@@ -174,6 +174,9 @@ pub struct StageCheck {
     pub before_gap: Option<f64>,
     /// Whether the join is rewritten (else `predicted_after` is the stage as written).
     pub rewritten: bool,
+    /// What a gap over 5% may mean (the tables changed since the run, the query is not the
+    /// job's); empty when the prediction is within 5% of the log.
+    pub notes: Vec<String>,
 }
 
 impl StageCheck {
@@ -187,6 +190,14 @@ impl StageCheck {
             (None, None) => (None, None),
         };
         let before_gap = before.as_ref().filter(|_| measured > 0).map(|b| b.max_task_rows as f64 / measured as f64 - 1.0);
+        let notes = match before_gap {
+            Some(g) if g.abs() > 0.05 => vec![format!(
+                "the largest task as written is predicted {:+.1}% off what the log measured: the tables may have changed since the run, or the query is not all the job did (a rebuilt query has none of its filters); the predicted tasks after are as far off",
+                g * 100.0
+            )],
+            None => vec!["the log measured no shuffle read in this stage: the prediction cannot be checked against it".to_string()],
+            _ => vec![],
+        };
         StageCheck {
             stage_id,
             measured_max_task_records: measured,
@@ -195,6 +206,7 @@ impl StageCheck {
             predicted_after: after,
             before_gap,
             rewritten: !r.changes.is_empty(),
+            notes,
         }
     }
 }
@@ -297,6 +309,79 @@ mod tests {
         assert!(query_of_text("SELECT * FROM events e JOIN other o ON e.k = o.k", &scans).is_none());
         assert!(query_of_text("SELECT 1; SELECT * FROM events e JOIN titles t ON e.k = t.k", &scans).is_none());
         assert!(!same_table("spark_catalog.sj.events", "other.events"));
+    }
+
+    #[test]
+    fn a_prediction_off_the_log_says_what_that_may_mean() {
+        let d = empty_diagnosis(7, 1000);
+        let r = rewritten_with_before(1200);
+        let st = StageCheck::new(&d, 7, &r);
+        assert_eq!(st.before_gap.map(|g| (g * 1000.0).round()), Some(200.0));
+        assert!(st.notes[0].starts_with("the largest task as written is predicted +20.0% off"), "{:?}", st.notes);
+        let close = StageCheck::new(&d, 7, &rewritten_with_before(1030));
+        assert!(close.notes.is_empty());
+    }
+
+    fn empty_diagnosis(stage_id: i64, max_records: i64) -> Diagnosis {
+        let q = super::super::Quantiles { max: max_records, ..Default::default() };
+        let summary = super::super::TaskSummary { shuffle_read_records: q, ..Default::default() };
+        Diagnosis {
+            app: super::super::AppSummary {
+                name: String::new(),
+                id: String::new(),
+                spark_version: None,
+                duration_ms: 0,
+                jobs: 0,
+                stages: 1,
+                tasks: 0,
+                slots: 0,
+                shuffle_partitions: None,
+                codec: String::new(),
+                files: 1,
+            },
+            locate: String::new(),
+            stages: vec![super::super::StageReport {
+                stage_id,
+                attempt: 0,
+                name: String::new(),
+                job_id: None,
+                duration_ms: 0,
+                share: 0.0,
+                active_share: 0.0,
+                tasks: 0,
+                failed_tasks: 0,
+                slots: 0,
+                waves: 0.0,
+                task_summary: summary,
+                totals: Default::default(),
+            }],
+            checks: vec![],
+            findings: vec![],
+            memory: None,
+            baseline: None,
+            warnings: vec![],
+            picture: Default::default(),
+        }
+    }
+
+    fn rewritten_with_before(rows: u64) -> Rewritten {
+        let stats = TaskStats { tasks: 1, max_task_rows: rows, median_task_rows: rows, max_task_bytes: 0, median_task_bytes: 0, shuffled_rows: rows };
+        Rewritten {
+            sql: String::new(),
+            joins: vec![],
+            changes: vec![],
+            unchanged_joins: vec![crate::rewrite::Unchanged {
+                join: String::new(),
+                at: None,
+                reason: crate::rewrite::LeftAlone::CrossJoin,
+                before: Some(stats),
+                in_branches: false,
+                after: None,
+                decision: None,
+            }],
+            windows: vec![],
+            settings: vec![],
+        }
     }
 
     #[test]
