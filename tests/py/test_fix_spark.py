@@ -3,13 +3,18 @@
 SQL text is in the log. For each, the predicted stage as written is within 5% of what the log
 measured, and the rewrite gives the same rows with a smaller largest task."""
 import json
+import os
+import pathlib
+import shutil
 import subprocess
 import sys
+import time
+import urllib.request
 
 import pyspark
 import pytest
 
-from conftest import ROOT, run
+from conftest import ROOT, free_port, run
 
 SPARK4 = int(pyspark.__version__.split(".")[0]) >= 4
 pytestmark = pytest.mark.skipif(not SPARK4, reason="Spark 3.5's logs are test_diagnose_spark.py's (scripts/test runs this on 4.x)")
@@ -47,3 +52,53 @@ def test_fix_verified_on_spark4(logs):
     before = max(s["max_task_records"] for s in v["measured_before"]["stages"])
     after = max(s["max_task_records"] for s in v["measured_after"]["stages"])
     assert v["identical"] and before == f["stage"]["measured_max_task_records"] and after * 5 < before, (before, after)
+
+
+@pytest.fixture(scope="module")
+def history(logs, tmp_path_factory):
+    """Spark 4.x's own History Server (pyspark's sbin/start-history-server.sh) on 127.0.0.1
+    over the three logs; stopped at the end. Yields (url, {name: app id})."""
+    base = tmp_path_factory.mktemp("history4")
+    folder = base / "logs"
+    folder.mkdir()
+    apps = {}
+    for name, path in logs.items():
+        src = pathlib.Path(path)
+        shutil.copy(src, folder / src.name)
+        apps[name] = src.name
+    port = free_port()
+    home = pathlib.Path(pyspark.__file__).parent
+    env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", SPARK_LOG_DIR=str(base), SPARK_PID_DIR=str(base),
+               SPARK_IDENT_STRING=f"skewjoin{port}",
+               SPARK_HISTORY_OPTS=f"-Dspark.history.fs.logDirectory=file:{folder} -Dspark.history.ui.port={port} "
+                                  "-Dspark.history.fs.update.interval=1s -Dspark.ui.host=127.0.0.1")
+    env["PATH"] = f"{pathlib.Path(sys.executable).parent}:{env['PATH']}"
+    subprocess.run(["bash", str(home / "sbin" / "start-history-server.sh")], env=env, check=True, capture_output=True, timeout=60)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 90
+        while True:
+            try:
+                listed = json.load(urllib.request.urlopen(f"{url}/api/v1/applications", timeout=5))
+                if len(listed) == len(apps):
+                    break
+            except OSError:
+                pass
+            assert time.time() < deadline, "the History Server did not list the logs within 90 s"
+            time.sleep(1)
+        yield url, apps
+    finally:
+        subprocess.run(["bash", str(home / "sbin" / "stop-history-server.sh")], env=env, capture_output=True, timeout=60)
+
+
+@pytest.mark.parametrize("name", ["hot_null_join", "sql_text_join", "aqe_null_join"])
+def test_fix_through_spark4s_history_server(history, logs, name):
+    """The application from the History Server gives what its log file gives."""
+    url, apps = history
+    served = fix(url, "--app", apps[name])
+    local = fix(logs[name])
+    assert served["query"] == local["query"] and served["stage"] == local["stage"]
+    # The same rewrite under the same settings, each said to come from where it was read.
+    same = lambda r: ({k: v for k, v in r.items() if k != "settings"}, [(x["key"], x["value"]) for x in r["settings"]])  # noqa: E731
+    assert same(served["rewrite"]) == same(local["rewrite"])
+    assert any(x.get("from") == url for x in served["rewrite"]["settings"])
