@@ -44,28 +44,24 @@ pub fn run(a: DiagnoseArgs) -> Result<String> {
     let opts = diagnose::Options { min_stage_ms: a.min_stage.ms()?, progress: a.quiet.progress() };
     let mut fetched = Vec::new();
     let mut server_of = None;
-    let server = history::is_server(&a.event_log);
-    if !server && (a.app.is_some() || a.attempt.is_some()) {
-        return Err(skewjoin::Error::Usage("--app and --attempt name an application of a Spark History Server: give its URL (http://HOST:18080)".into()));
-    }
-    let log = if server {
-        let t = history::target(&a.event_log, a.app.as_deref(), a.attempt.as_deref())?;
-        if t.app.is_none() {
-            if a.html.is_set() || a.baseline.is_some() {
-                return Err(skewjoin::Error::Usage(format!(
-                    "--html and --baseline are for one application: name it with --app (the listing of {} names them)",
-                    t.base
-                )));
+    let log = match log_at(&a.event_log, a.app.as_deref(), a.attempt.as_deref())? {
+        LogAt::Here(path) => path,
+        LogAt::Server(t) => {
+            if t.app.is_none() {
+                if a.html.is_set() || a.baseline.is_some() {
+                    return Err(skewjoin::Error::Usage(format!(
+                        "--html and --baseline are for one application: name it with --app (the listing of {} names them)",
+                        t.base
+                    )));
+                }
+                let listing = history::list(&t)?;
+                a.also_text.write(|| report::listing_text(&listing))?;
+                return Ok(a.format.render(&listing, report::listing_text, report::listing_json));
             }
-            let listing = history::list(&t)?;
-            a.also_text.write(|| report::listing_text(&listing))?;
-            return Ok(a.format.render(&listing, report::listing_text, report::listing_json));
+            let log = from_server(&t, &mut fetched)?;
+            server_of = Some(t);
+            log
         }
-        let log = from_server(&t, &mut fetched)?;
-        server_of = Some(t);
-        log
-    } else {
-        PathBuf::from(&a.event_log)
     };
     let baseline = match (&a.baseline, &server_of) {
         (Some(b), _) if history::is_server(b) => Some(from_server(&history::target(b, None, None)?, &mut fetched)?),
@@ -78,6 +74,24 @@ pub fn run(a: DiagnoseArgs) -> Result<String> {
     a.also_text.write(|| report::text(&d) + &a.quiet.io_line())?;
     let io = if a.format.is_text() { a.quiet.io_line() } else { String::new() };
     Ok(a.format.render(&d, report::text, report::json) + &io)
+}
+
+/// Where an EVENT_LOG argument points: a log here (a file, a folder, an object), or a History
+/// Server and perhaps one of its applications.
+pub(super) enum LogAt {
+    Here(PathBuf),
+    Server(history::Target),
+}
+
+/// EVENT_LOG with its `--app` and `--attempt` (which only a History Server takes).
+pub(super) fn log_at(event_log: &str, app: Option<&str>, attempt: Option<&str>) -> Result<LogAt> {
+    if history::is_server(event_log) {
+        return Ok(LogAt::Server(history::target(event_log, app, attempt)?));
+    }
+    if app.is_some() || attempt.is_some() {
+        return Err(skewjoin::Error::Usage("--app and --attempt name an application of a Spark History Server: give its URL (http://HOST:18080)".into()));
+    }
+    Ok(LogAt::Here(PathBuf::from(event_log)))
 }
 
 /// The application's event log, downloaded from the History Server into a temporary folder

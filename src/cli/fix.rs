@@ -10,15 +10,15 @@ use clap::Args;
 
 use skewjoin::classify::Classifier;
 use skewjoin::diagnose::fix::{self, FixQuery, FixReport, StageCheck};
-use skewjoin::diagnose::{self, eventlog, history, report};
-use skewjoin::plan::JoinType;
+use skewjoin::diagnose::{self, eventlog, report};
+use skewjoin::plan::{JoinType, PlanOptions};
 use skewjoin::source::Table;
-use skewjoin::verify::{self, SparkOptions, Verification};
+use skewjoin::verify::{self, Verification};
 use skewjoin::{rewrite, Error, Result};
 
-use super::diagnose::from_server;
+use super::diagnose::{from_server, log_at, LogAt};
 use super::flags::{open_tables, AlsoText, HtmlOut, MinStage, PlannerArgs, Quiet, SparkArgs, TextOrJson};
-use super::verify::Engine;
+use super::verify::{verify_polars, verify_spark, BothQueries, Engine};
 
 /// From a slow job's event log to the rewritten query: locate, measure, diagnose, fix, verify
 #[derive(Args)]
@@ -101,14 +101,10 @@ pub fn run(a: FixArgs) -> Result<(String, bool)> {
 
 /// The log's path here: the file or folder given, or the History Server's copy.
 fn log_path(a: &FixArgs, fetched: &mut Vec<tempfile::TempDir>) -> Result<PathBuf> {
-    if !history::is_server(&a.event_log) {
-        if a.app.is_some() || a.attempt.is_some() {
-            return Err(Error::Usage("--app and --attempt name an application of a Spark History Server: give its URL (http://HOST:18080)".into()));
-        }
-        return Ok(PathBuf::from(&a.event_log));
+    match log_at(&a.event_log, a.app.as_deref(), a.attempt.as_deref())? {
+        LogAt::Here(path) => Ok(path),
+        LogAt::Server(t) => from_server(&t, fetched),
     }
-    let t = history::target(&a.event_log, a.app.as_deref(), a.attempt.as_deref())?;
-    from_server(&t, fetched)
 }
 
 /// Both queries on the engine --verify names, with the job's settings.
@@ -118,45 +114,17 @@ fn run_both(
     r: &rewrite::Rewritten,
     named: &[(String, String)],
     tables: &HashMap<String, Table>,
-    opts: &skewjoin::plan::PlanOptions,
+    opts: &PlanOptions,
 ) -> Result<Verification> {
-    let engine = a.engine.unwrap_or(if cfg!(feature = "polars") { Engine::Polars } else { Engine::Spark });
-    if engine == Engine::Spark {
-        let sopts = SparkOptions {
-            python: a.spark.python(),
-            master: a.spark.master.clone(),
-            remote: a.spark.remote.clone(),
-            spark_ui: None,
-            tolerance: 1e-9,
-            conf: opts.settings.all(),
-        };
-        return verify::spark(&q.sql, &r.sql, Some(r), named, &sopts);
+    let both = BothQueries { original: &q.sql, rewritten: &r.sql, planned: Some(r), named };
+    match Engine::or_default(a.engine) {
+        Engine::Spark => verify_spark(&both, &a.spark, None, TOLERANCE, a.planner.hot.sample.is_some(), opts),
+        Engine::Polars => verify_polars(&both, tables, a.planner.hot.sample, TOLERANCE),
     }
-    polars_both(q, r, named, tables, a.planner.hot.sample)
 }
 
-#[cfg(feature = "polars")]
-fn polars_both(
-    q: &FixQuery,
-    r: &rewrite::Rewritten,
-    named: &[(String, String)],
-    tables: &HashMap<String, Table>,
-    sample: Option<skewjoin::count::Sample>,
-) -> Result<Verification> {
-    let list: Vec<(String, &Table)> = named.iter().filter_map(|(n, _)| tables.get(n).map(|t| (n.clone(), t))).collect();
-    verify::polars(&q.sql, &r.sql, Some(r), &list, sample, 1e-9)
-}
-
-#[cfg(not(feature = "polars"))]
-fn polars_both(
-    _: &FixQuery,
-    _: &rewrite::Rewritten,
-    _: &[(String, String)],
-    _: &HashMap<String, Table>,
-    _: Option<skewjoin::count::Sample>,
-) -> Result<Verification> {
-    Err(Error::Usage("this skewjoin was built without the polars engine: --verify with --engine spark".into()))
-}
+/// Floating-point values compared to this relative tolerance (verify's default).
+const TOLERANCE: f64 = 1e-9;
 
 fn finish(a: &FixArgs, rep: FixReport) -> Result<(String, bool)> {
     let same = rep.verification.as_ref().is_none_or(|v| v.identical);

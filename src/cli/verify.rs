@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use skewjoin::classify::Classifier;
+use skewjoin::count::Sample;
 use skewjoin::plan::{JoinType, PlanOptions};
 use skewjoin::rewrite::{self, Rewritten};
 use skewjoin::settings::{self, Origin};
@@ -60,7 +61,7 @@ pub(super) enum Engine {
 /// The output, and whether both queries gave the same rows and the rewrite ran no slower
 /// (false: exit code 1).
 pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
-    let engine = a.engine.unwrap_or(if cfg!(feature = "polars") { Engine::Polars } else { Engine::Spark });
+    let engine = Engine::or_default(a.engine);
     if engine == Engine::Polars && !cfg!(feature = "polars") {
         return Err(Error::Usage(
             "this skewjoin was built without the polars engine: use --engine spark (pyspark), or build with `cargo build --release --features polars`".into(),
@@ -90,9 +91,10 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
     let planned = if a.rewritten.is_some() { None } else { Some(&r) };
     // A query the rewrite left as it was runs twice the same: its times differ by noise only.
     let planned_changed = a.rewritten.is_some() || r.changed();
+    let both = BothQueries { original: &sql, rewritten: &rewritten, planned, named: &named };
     let v = match engine {
-        Engine::Polars => verify_polars(&sql, &rewritten, planned, &named, &tables, &a)?,
-        Engine::Spark => verify_spark(&sql, &rewritten, planned, &named, &a, &opts)?,
+        Engine::Polars => verify_polars(&both, &tables, a.planner.hot.sample, a.tolerance)?,
+        Engine::Spark => verify_spark(&both, &a.spark, a.spark_ui.clone(), a.tolerance, a.planner.hot.sample.is_some(), &opts)?,
     };
     a.html.write(&v, verify::html)?;
     a.also_text.write(|| verify::text(&v))?;
@@ -102,57 +104,56 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
     Ok((a.format.render(&v, verify::text, verify::json), v.identical && !slower_fails))
 }
 
-/// Both queries on the user's Spark, with the settings the predictions assumed.
-fn verify_spark(
-    sql: &str,
-    rewritten: &str,
-    planned: Option<&Rewritten>,
-    named: &[(String, String)],
-    a: &VerifyArgs,
+/// The two queries to run, and what the planner predicted for the rewrite (None: a rewrite
+/// given by hand).
+pub(super) struct BothQueries<'a> {
+    pub original: &'a str,
+    pub rewritten: &'a str,
+    pub planned: Option<&'a Rewritten>,
+    /// Each table's name in the queries and its path.
+    pub named: &'a [(String, String)],
+}
+
+impl Engine {
+    /// The engine asked for, else this build's own: Polars when it has it.
+    pub(super) fn or_default(given: Option<Engine>) -> Engine {
+        given.unwrap_or(if cfg!(feature = "polars") { Engine::Polars } else { Engine::Spark })
+    }
+}
+
+/// Both queries on the user's Spark, with the settings the predictions assumed; `sampled`: the
+/// planner counted a sample (said in a note).
+pub(super) fn verify_spark(
+    q: &BothQueries,
+    spark: &SparkArgs,
+    spark_ui: Option<String>,
+    tolerance: f64,
+    sampled: bool,
     opts: &PlanOptions,
 ) -> Result<Verification> {
-    let conf = opts.settings.all();
-    let sopts = SparkOptions {
-        python: a.spark.python(),
-        master: a.spark.master.clone(),
-        remote: a.spark.remote.clone(),
-        spark_ui: a.spark_ui.clone(),
-        tolerance: a.tolerance,
-        conf,
-    };
+    let sopts =
+        SparkOptions { python: spark.python(), master: spark.master.clone(), remote: spark.remote.clone(), spark_ui, tolerance, conf: opts.settings.all() };
     // A Connect server reads the tables from its own working folder: paths here go absolute.
-    let named: Vec<(String, String)> = named
+    let named: Vec<(String, String)> = q
+        .named
         .iter()
         .map(|(n, p)| (n.clone(), std::path::absolute(p).ok().filter(|a| a.exists()).map(|a| a.to_string_lossy().into_owned()).unwrap_or_else(|| p.clone())))
         .collect();
-    let mut v = verify::spark(sql, rewritten, planned, &named, &sopts)?;
-    if a.planner.hot.sample.is_some() {
+    let mut v = verify::spark(q.original, q.rewritten, q.planned, &named, &sopts)?;
+    if sampled {
         v.notes.push("--sample: the planner counted a sample; the Spark engine ran both queries on the full tables".into());
     }
     Ok(v)
 }
 
+/// Both queries on Polars, in this process.
 #[cfg(feature = "polars")]
-fn verify_polars(
-    sql: &str,
-    rewritten: &str,
-    planned: Option<&Rewritten>,
-    named: &[(String, String)],
-    tables: &HashMap<String, Table>,
-    a: &VerifyArgs,
-) -> Result<Verification> {
-    let list: Vec<(String, &Table)> = named.iter().filter_map(|(n, _)| tables.get(n).map(|t| (n.clone(), t))).collect();
-    verify::polars(sql, rewritten, planned, &list, a.planner.hot.sample, a.tolerance)
+pub(super) fn verify_polars(q: &BothQueries, tables: &HashMap<String, Table>, sample: Option<Sample>, tolerance: f64) -> Result<Verification> {
+    let list: Vec<(String, &Table)> = q.named.iter().filter_map(|(n, _)| tables.get(n).map(|t| (n.clone(), t))).collect();
+    verify::polars(q.original, q.rewritten, q.planned, &list, sample, tolerance)
 }
 
 #[cfg(not(feature = "polars"))]
-fn verify_polars(
-    _sql: &str,
-    _rewritten: &str,
-    _planned: Option<&Rewritten>,
-    _named: &[(String, String)],
-    _tables: &HashMap<String, Table>,
-    _a: &VerifyArgs,
-) -> Result<Verification> {
+pub(super) fn verify_polars(_: &BothQueries, _: &HashMap<String, Table>, _: Option<Sample>, _: f64) -> Result<Verification> {
     Err(Error::Usage("this skewjoin was built without the polars engine".into()))
 }

@@ -148,8 +148,10 @@ fn join_words(spark_type: &str) -> &'static str {
 /// The SQL name of a table: its file or folder name (a catalog name's last part), as an
 /// identifier; `_2` after it when `taken` has it already.
 fn table_name(table: &str, taken: Option<&str>) -> String {
-    let last = table.trim_end_matches('/').rsplit(['/', '.']).find(|p| !p.is_empty() && *p != "parquet").unwrap_or("t");
-    let last = if table.contains('/') { std::path::Path::new(table.trim_end_matches('/')).file_stem().and_then(|s| s.to_str()).unwrap_or(last) } else { last };
+    let table = table.trim_end_matches('/');
+    // A path's file or folder name (without `.parquet`); a catalog name's last part.
+    let last = if table.contains('/') { std::path::Path::new(table).file_stem().and_then(|s| s.to_str()) } else { table.rsplit('.').next() };
+    let last = last.unwrap_or("t");
     let mut name: String = last.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
     if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
         name.insert(0, 't');

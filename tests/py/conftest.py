@@ -1,3 +1,5 @@
+import contextlib
+import json
 import os
 import pathlib
 import socket
@@ -214,3 +216,37 @@ def connect(tmp_path_factory):
         yield url
     finally:
         subprocess.run([str(home / "sbin" / "stop-connect-server.sh")], env=env, cwd=work, capture_output=True, timeout=120)
+
+
+@contextlib.contextmanager
+def history_server(base, folder, apps):
+    """Spark's own History Server (pyspark's sbin/start-history-server.sh, of the running
+    pyspark) on 127.0.0.1 over the logs in `folder`, its files under `base`; yields its URL once
+    it lists `apps` applications, and stops it at the end."""
+    import urllib.request
+    import pyspark
+
+    port = free_port()
+    home = pathlib.Path(pyspark.__file__).parent
+    env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", SPARK_LOG_DIR=str(base), SPARK_PID_DIR=str(base),
+               SPARK_IDENT_STRING=f"skewjoin{port}",
+               SPARK_HISTORY_OPTS=f"-Dspark.history.fs.logDirectory=file:{folder} -Dspark.history.ui.port={port} "
+                                  "-Dspark.history.fs.update.interval=1s -Dspark.ui.host=127.0.0.1")
+    env["PATH"] = f"{pathlib.Path(sys.executable).parent}:{env['PATH']}"
+    subprocess.run(["bash", str(home / "sbin" / "start-history-server.sh")], env=env, check=True, capture_output=True, timeout=60)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 90
+        while True:
+            try:
+                listed = json.load(urllib.request.urlopen(f"{url}/api/v1/applications", timeout=5))
+                if len(listed) == apps:
+                    break
+            except OSError:
+                pass
+            assert time.time() < deadline, "the History Server did not list the logs within 90 s"
+            time.sleep(1)
+        yield url
+    finally:
+        subprocess.run(["bash", str(home / "sbin" / "stop-history-server.sh")], env=env, capture_output=True, timeout=60)
+

@@ -3,7 +3,6 @@ scenario as its own Spark application (in its own process, since this one alread
 Spark session), then every log is diagnosed. The hot-key case also runs the `skewjoin plan`
 command the diagnosis hands over, on the tables the physical plan names."""
 import json
-import os
 import pathlib
 import shlex
 import subprocess
@@ -136,9 +135,8 @@ def history(logs, tmp_path_factory):
     """Spark's own History Server (pyspark's sbin/start-history-server.sh) on 127.0.0.1 over a
     folder of real logs (one plain, one zstd, one rolling folder) and a retried synthetic
     application; stopped at the end. Yields (url, {name: app id}, the log folder)."""
-    import shutil, time, urllib.request
-    import pyspark
-    from conftest import free_port
+    import shutil
+    from conftest import history_server
 
     base = tmp_path_factory.mktemp("history")
     folder = base / "logs"
@@ -149,29 +147,8 @@ def history(logs, tmp_path_factory):
         (shutil.copytree if src.is_dir() else shutil.copy)(src, folder / src.name)
         apps[name] = _app_id(src)
     apps["retried"] = _retried_app(folder)
-    port = free_port()
-    home = pathlib.Path(pyspark.__file__).parent
-    env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", SPARK_LOG_DIR=str(base), SPARK_PID_DIR=str(base),
-               SPARK_IDENT_STRING=f"skewjoin{port}",
-               SPARK_HISTORY_OPTS=f"-Dspark.history.fs.logDirectory=file:{folder} -Dspark.history.ui.port={port} "
-                                  "-Dspark.history.fs.update.interval=1s -Dspark.ui.host=127.0.0.1")
-    env["PATH"] = f"{pathlib.Path(sys.executable).parent}:{env['PATH']}"
-    subprocess.run(["bash", str(home / "sbin" / "start-history-server.sh")], env=env, check=True, capture_output=True, timeout=60)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                listed = json.load(urllib.request.urlopen(f"{url}/api/v1/applications", timeout=5))
-                if len(listed) == len(apps):
-                    break
-            except OSError:
-                pass
-            assert time.time() < deadline, "the History Server did not list the logs within 90 s"
-            time.sleep(1)
+    with history_server(base, folder, len(apps)) as url:
         yield url, apps, folder
-    finally:
-        subprocess.run(["bash", str(home / "sbin" / "stop-history-server.sh")], env=env, capture_output=True, timeout=60)
 
 
 def _app_id(log):

@@ -3,18 +3,15 @@
 SQL text is in the log. For each, the predicted stage as written is within 5% of what the log
 measured, and the rewrite gives the same rows with a smaller largest task."""
 import json
-import os
 import pathlib
 import shutil
 import subprocess
 import sys
-import time
-import urllib.request
 
 import pyspark
 import pytest
 
-from conftest import ROOT, free_port, run
+from conftest import ROOT, history_server, run
 
 SPARK4 = int(pyspark.__version__.split(".")[0]) >= 4
 pytestmark = pytest.mark.skipif(not SPARK4, reason="Spark 3.5's logs are test_diagnose_spark.py's (scripts/test runs this on 4.x)")
@@ -66,29 +63,8 @@ def history(logs, tmp_path_factory):
         src = pathlib.Path(path)
         shutil.copy(src, folder / src.name)
         apps[name] = src.name
-    port = free_port()
-    home = pathlib.Path(pyspark.__file__).parent
-    env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", SPARK_LOG_DIR=str(base), SPARK_PID_DIR=str(base),
-               SPARK_IDENT_STRING=f"skewjoin{port}",
-               SPARK_HISTORY_OPTS=f"-Dspark.history.fs.logDirectory=file:{folder} -Dspark.history.ui.port={port} "
-                                  "-Dspark.history.fs.update.interval=1s -Dspark.ui.host=127.0.0.1")
-    env["PATH"] = f"{pathlib.Path(sys.executable).parent}:{env['PATH']}"
-    subprocess.run(["bash", str(home / "sbin" / "start-history-server.sh")], env=env, check=True, capture_output=True, timeout=60)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                listed = json.load(urllib.request.urlopen(f"{url}/api/v1/applications", timeout=5))
-                if len(listed) == len(apps):
-                    break
-            except OSError:
-                pass
-            assert time.time() < deadline, "the History Server did not list the logs within 90 s"
-            time.sleep(1)
+    with history_server(base, folder, len(apps)) as url:
         yield url, apps
-    finally:
-        subprocess.run(["bash", str(home / "sbin" / "stop-history-server.sh")], env=env, capture_output=True, timeout=60)
 
 
 @pytest.mark.parametrize("name", ["hot_null_join", "sql_text_join", "aqe_null_join"])
