@@ -32,14 +32,20 @@ def _get(spark, path):
         return json.loads(r.read())
 
 
-def measured(spark, sql):
+def measured(spark, sql, collect=True):
     """Collect `sql` and return (rows, tasks): tasks is a list of dicts, one per task of every
-    stage the query ran, with `records` and `bytes` read from shuffles."""
+    stage the query ran, with `records` and `bytes` read from shuffles. With collect=False the
+    rows go to Spark's `noop` sink (the same stages, none of the rows sent to Python) and rows
+    is None: for results of millions of rows, compared with `same_rows_in_spark`."""
     sc = spark.sparkContext
     group = f"skewjoin-test-{next(_ids)}"
     sc.setJobGroup(group, group)
     try:
-        rows = spark.sql(sql).collect()
+        if collect:
+            rows = spark.sql(sql).collect()
+        else:
+            rows = None
+            spark.sql(sql).write.format("noop").mode("overwrite").save()
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
     jobs = sc.statusTracker().getJobIdsForGroup(group)
@@ -85,3 +91,10 @@ def median_records(tasks):
 
 def multiset(rows):
     return Counter(tuple(r) for r in rows)
+
+
+def same_rows_in_spark(spark, sql_a, sql_b):
+    """Whether the two queries give the same rows as multisets, compared by Spark itself
+    (EXCEPT ALL both ways): for results too large to collect."""
+    a, b = spark.sql(sql_a), spark.sql(sql_b)
+    return a.exceptAll(b).isEmpty() and b.exceptAll(a).isEmpty()

@@ -12,6 +12,7 @@ Deterministic (a seeded numpy generator): the same files every run.
 
     python tests/py/tpcds_skew.py SRC_TABLES DST_TABLES
 """
+import fcntl
 import os
 import pathlib
 import sys
@@ -98,10 +99,18 @@ def placeholder_customer(t):
 
 
 def make(src, dst, seed=7):
-    """The skewed tables in `dst` (once: a `done` file marks them)."""
+    """The skewed tables in `dst` (once: a `done` file marks them). The Spark 3.5 and 4.x suites
+    run at the same time and may both ask first: a lock file lets one write them, the other wait."""
     src, dst = pathlib.Path(src), pathlib.Path(dst)
-    if (dst / "done").exists():
-        return dst
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with open(dst.with_name(dst.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (dst / "done").exists():
+            write_skewed(src, dst, seed)
+    return dst
+
+
+def write_skewed(src, dst, seed):
     dst.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     for p in sorted(src.glob("*.parquet")):
@@ -115,7 +124,6 @@ def make(src, dst, seed=7):
         else:
             os.link(p, out)
     (dst / "done").write_text("ok\n")
-    return dst
 
 
 if __name__ == "__main__":
