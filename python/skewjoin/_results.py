@@ -486,15 +486,31 @@ class StageCheck:
     notes: list = field(default_factory=list)
 
 
+@dataclass
+class TableCheck:
+    """A table of the query: the files and bytes the job read (the log's SQL metrics) against
+    the files there now; `changed` when they differ and the scan read every partition."""
+
+    name: str
+    files_read: int
+    bytes_read: int
+    files_now: int
+    bytes_now: int
+    pruned: bool = False
+    changed: bool = False
+
+
 @_report
 class FixReport(Report):
-    """`skewjoin fix`: the diagnosis, the query, its rewrite, the stage check, the verification."""
+    """`skewjoin fix`: the diagnosis, the query, its rewrite, the stage check, the tables as the
+    job read them, the verification."""
 
     diagnosis: dict
     no_query: Optional[str] = None
     query: Optional[FixQuery] = None
     rewrite: Optional[dict] = None
     stage: Optional[StageCheck] = None
+    tables: List[TableCheck] = field(default_factory=list)
     verification: Optional[dict] = None
 
     @property

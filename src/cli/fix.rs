@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use skewjoin::classify::Classifier;
-use skewjoin::diagnose::fix::{self, FixQuery, FixReport, StageCheck};
+use skewjoin::diagnose::fix::{self, FixQuery, FixReport, StageCheck, TableCheck};
 use skewjoin::diagnose::{self, eventlog, report};
 use skewjoin::plan::{JoinType, PlanOptions};
 use skewjoin::source::Table;
@@ -69,7 +69,7 @@ pub fn run(a: FixArgs) -> Result<(String, bool)> {
     let log = eventlog::read(&path, a.quiet.progress())?;
     let opts = diagnose::Options { min_stage_ms: a.min_stage.ms()?, progress: a.quiet.progress() };
     let d = diagnose::diagnose_log(&log, None, &opts)?;
-    let mut rep = FixReport { no_query: fix::no_query(&d), diagnosis: d, query: None, rewrite: None, stage: None, verification: None };
+    let mut rep = FixReport { no_query: fix::no_query(&d), diagnosis: d, query: None, rewrite: None, stage: None, tables: Vec::new(), verification: None };
     let Some((stage_id, join)) = fix::hot_join(&rep.diagnosis).map(|(s, j)| (s, j.clone())) else {
         return finish(&a, rep);
     };
@@ -83,6 +83,9 @@ pub fn run(a: FixArgs) -> Result<(String, bool)> {
     let named: Vec<(String, String)> = query.tables.iter().map(|t| (t.name.clone(), t.table.clone())).collect();
     // A table gone since the run: the diagnosis still stands, printed before the error.
     let tables = open_tables(&named, None).inspect_err(|_| print!("{}", report::text(&rep.diagnosis)))?;
+    let now: HashMap<String, (u64, u64)> =
+        tables.iter().map(|(n, t)| (n.clone(), (t.files.len() as u64, t.files.iter().map(|f| f.byte_len()).sum()))).collect();
+    rep.tables = fix::table_checks(&log.app, stage_id, &query, &now);
     let job = (&log.app.properties, a.event_log.as_str());
     let opts = a.planner.options_with_job(JoinType::Inner, &a.spark, &a.quiet, Some(job))?;
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
@@ -151,6 +154,7 @@ fn fix_text(r: &FixReport, written_to: Option<&PathBuf>) -> String {
     for t in &q.tables {
         o.push_str(&format!("  {} = {}\n", t.name, t.table));
     }
+    o.extend(r.tables.iter().map(table_text));
     o.extend(q.notes.iter().map(|n| format!("  note: {n}\n")));
     o.push_str(&stage_text(st));
     match written_to {
@@ -163,6 +167,21 @@ fn fix_text(r: &FixReport, written_to: Option<&PathBuf>) -> String {
         None => o.push_str("not run: add --verify to run both queries and compare their rows and tasks\n"),
     }
     o
+}
+
+/// What the job read of a table against what is there now.
+fn table_text(t: &TableCheck) -> String {
+    use skewjoin::format::fmt_count as count;
+    let then = format!("{} files, {} bytes", count(t.files_read.max(0) as u64), count(t.bytes_read.max(0) as u64));
+    let now = format!("{} files, {} bytes", count(t.files_now), count(t.bytes_now));
+    let verdict = if t.pruned {
+        "the job read only some partitions"
+    } else if t.changed {
+        "the table changed since the run: the predictions are of today's files"
+    } else {
+        "the same files"
+    };
+    format!("  {}: the job read {then}; now {now}: {verdict}\n", t.name)
 }
 
 fn stage_text(st: &StageCheck) -> String {

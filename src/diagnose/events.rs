@@ -30,7 +30,7 @@ pub enum Line {
 }
 
 /// The event kinds the model reads (`App::apply`), by the last part of their class name.
-const READ: [&str; 14] = [
+const READ: [&str; 15] = [
     "SparkListenerLogStart",
     "SparkListenerApplicationStart",
     "SparkListenerApplicationEnd",
@@ -45,6 +45,7 @@ const READ: [&str; 14] = [
     "SparkListenerSQLExecutionStart",
     "SparkListenerSQLAdaptiveExecutionUpdate",
     "SparkListenerSQLExecutionEnd",
+    "SparkListenerDriverAccumUpdates",
 ];
 
 /// The last part of an event's class name (`SparkListenerTaskEnd`, also for the SQL events

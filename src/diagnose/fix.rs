@@ -3,13 +3,15 @@
 //! physical plan); its rewrite is predicted under the job's own settings, the prediction of
 //! the stage as written is set against what the log measured, and both queries can be run.
 
+use std::collections::HashMap;
 use std::ops::ControlFlow;
 
 use serde::Serialize;
 use sqlparser::ast::{visit_relations, Statement};
 
-use super::model::App;
-use super::plan::{attr_name, scans, JoinInfo, ScanInfo};
+use super::model::{App, SqlExecution};
+use super::plan::{attr_name, scans, JoinInfo, JoinSide, ScanInfo};
+use super::spark_expr;
 use super::{Diagnosis, Kind};
 use crate::plan::TaskStats;
 use crate::rewrite::Rewritten;
@@ -66,6 +68,46 @@ pub fn from_sql_text(app: &App, stage_id: i64) -> Option<FixQuery> {
     texts.into_iter().flatten().find_map(|t| query_of_text(t, &scans))
 }
 
+/// The SQL execution whose job ran the stage.
+fn execution_of(app: &App, stage_id: i64) -> Option<&SqlExecution> {
+    let st = app.stages.values().find(|s| s.id == stage_id)?;
+    app.sql.get(&app.jobs.get(&st.job?)?.sql?)
+}
+
+/// A table of the query: the files and bytes the job's scan of it read (the log's SQL
+/// metrics), against the files there now.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TableCheck {
+    pub name: String,
+    pub files_read: i64,
+    pub bytes_read: i64,
+    pub files_now: u64,
+    pub bytes_now: u64,
+    /// The scan read only some partitions (partition filters): its counts are of those.
+    pub pruned: bool,
+    /// Not pruned, and the files or bytes differ from the job's: the table changed since.
+    pub changed: bool,
+}
+
+/// Each table of `q` whose scan in the stage's execution has its files-read metrics, against
+/// `now`: the table's name -> (files, bytes) there today.
+pub fn table_checks(app: &App, stage_id: i64, q: &FixQuery, now: &HashMap<String, (u64, u64)>) -> Vec<TableCheck> {
+    let Some(exec) = execution_of(app, stage_id) else { return Vec::new() };
+    let all = exec.plan.as_ref().map(scans).unwrap_or_default();
+    let metric = |id: Option<i64>| id.and_then(|id| exec.driver_metrics.get(&id).copied());
+    q.tables
+        .iter()
+        .filter_map(|t| {
+            let of_table = |s: &&ScanInfo| s.location.as_deref() == Some(t.table.as_str()) || s.name.as_deref() == Some(t.table.as_str());
+            let scan = all.iter().filter(of_table).min_by_key(|s| s.pruned)?;
+            let (files_read, bytes_read) = (metric(scan.files_metric)?, metric(scan.bytes_metric)?);
+            let &(files_now, bytes_now) = now.get(&t.name)?;
+            let changed = !scan.pruned && (files_read as u64 != files_now || bytes_read as u64 != bytes_now);
+            Some(TableCheck { name: t.name.clone(), files_read, bytes_read, files_now, bytes_now, pruned: scan.pruned, changed })
+        })
+        .collect()
+}
+
 fn query_of_text(text: &str, scans: &[ScanInfo]) -> Option<FixQuery> {
     let statements = crate::sql::parse(text).ok()?;
     let [Statement::Query(q)] = statements.as_slice() else {
@@ -103,8 +145,8 @@ fn same_table(scan: &str, written: &str) -> bool {
 }
 
 /// The stage's join as a query: `SELECT * FROM l <join> r ON l.k = r.k`, over the tables its
-/// scans read. Err names what is missing (a side that scans no table, a key that is an
-/// expression).
+/// scans read, each side filtered as the plan filtered it where its conditions read back as
+/// SQL. Err names what is missing (a side that scans no table, a key that is an expression).
 pub fn rebuild(join: &JoinInfo) -> Result<FixQuery, String> {
     let (Some(lt), Some(rt)) = (&join.left_table, &join.right_table) else {
         return Err(format!("the {} join's plan does not name the table of each side", join.operator));
@@ -115,18 +157,49 @@ pub fn rebuild(join: &JoinInfo) -> Result<FixQuery, String> {
     }
     let left = table_name(lt, None);
     let right = table_name(rt, Some(&left));
+    let (l_from, l_notes) = side_from(&left, "l", &join.left_side);
+    let (r_from, r_notes) = side_from(&right, "r", &join.right_side);
     let on: Vec<String> = keys.iter().map(|(l, r)| format!("l.{} = r.{}", crate::sql::ident(l), crate::sql::ident(r))).collect();
-    let sql =
-        format!("SELECT *\nFROM {} l\n{} {} r ON {}\n", crate::sql::ident(&left), join_words(&join.join_type), crate::sql::ident(&right), on.join(" AND "));
-    let notes = vec![
-        "the query is rebuilt from the physical plan: the stage's join alone (SELECT *), over the whole tables its scans read; the job's other operators and its filters are not in it".to_string(),
+    let sql = format!("SELECT *\nFROM {l_from}\n{} {r_from} ON {}\n", join_words(&join.join_type), on.join(" AND "));
+    let mut notes = vec![
+        "the query is rebuilt from the physical plan: the stage's join alone (SELECT *), over the tables its scans read, with the filters the plan applies to each side before it".to_string(),
     ];
+    notes.extend(l_notes.into_iter().chain(r_notes));
     Ok(FixQuery {
         sql,
         source: "rebuilt_from_plan",
         tables: vec![TableRef { name: left, table: lt.clone() }, TableRef { name: right, table: rt.clone() }],
         notes,
     })
+}
+
+/// One side of the rebuilt join: `table alias`, or `(SELECT * FROM table WHERE ...) alias`
+/// with the plan's conditions on it; and notes on what the plan does there that it leaves out.
+fn side_from(table: &str, alias: &str, side: &JoinSide) -> (String, Vec<String>) {
+    let types = spark_expr::read_schema(&side.schema);
+    let mut carried = Vec::new();
+    let mut notes = Vec::new();
+    for c in side.filters.iter().flat_map(|f| spark_expr::conjuncts(f)) {
+        match spark_expr::to_sql(&c, &side.columns, &types) {
+            Some(sql) if !carried.contains(&sql) => carried.push(sql),
+            Some(_) => {}
+            None => notes.push(format!(
+                "{alias}: the plan's condition {c} is left out (it does not read back as SQL exactly): the rebuilt query may read more rows than the job"
+            )),
+        }
+    }
+    if !side.through.is_empty() {
+        notes.push(format!(
+            "{alias}: the plan passes this side through {} before the join: the rebuilt query joins the table's rows as they are",
+            side.through.join(", ")
+        ));
+    }
+    let from = if carried.is_empty() {
+        format!("{} {alias}", crate::sql::ident(table))
+    } else {
+        format!("(SELECT * FROM {} WHERE {}) {alias}", crate::sql::ident(table), carried.join(" AND "))
+    };
+    (from, notes)
 }
 
 /// A column name as Spark's plan prints an attribute (no call, cast or arithmetic).
@@ -186,11 +259,8 @@ impl StageCheck {
     pub fn new(d: &Diagnosis, stage_id: i64, r: &Rewritten) -> StageCheck {
         let summary = d.stages.iter().find(|s| s.stage_id == stage_id).map(|s| &s.task_summary.shuffle_read_records);
         let measured = summary.map_or(0, |q| q.max);
-        let (before, after) = match (r.changes.first(), r.unchanged_joins.first()) {
-            (Some(c), _) => (Some(c.before.clone()), Some(c.after.clone())),
-            (None, Some(u)) => (u.before.clone(), u.before.clone()),
-            (None, None) => (None, None),
-        };
+        let join = d.findings.iter().find(|f| f.stage_id == Some(stage_id)).and_then(|f| f.join.as_ref());
+        let (before, after, rewritten) = stage_join(r, join);
         let before_gap = before.as_ref().filter(|_| measured > 0).map(|b| b.max_task_rows as f64 / measured as f64 - 1.0);
         let notes = match before_gap {
             Some(g) if g.abs() > 0.05 => vec![format!(
@@ -207,10 +277,39 @@ impl StageCheck {
             predicted_before: before,
             predicted_after: after,
             before_gap,
-            rewritten: !r.changes.is_empty(),
+            rewritten,
             notes,
         }
     }
+}
+
+/// The stage's join in the rewrite (the first join whose keys are the stage join's columns;
+/// the first join when none is): its tasks before and after, and whether it was rewritten.
+fn stage_join(r: &Rewritten, join: Option<&JoinInfo>) -> (Option<TaskStats>, Option<TaskStats>, bool) {
+    let is_it = |text: &str| join.is_some_and(|j| names_keys(text, j));
+    let change = r.changes.iter().find(|c| is_it(&c.keys.join(" ")));
+    let unchanged = r.unchanged_joins.iter().find(|u| is_it(&u.join));
+    match (change, unchanged, r.changes.first(), r.unchanged_joins.first()) {
+        (Some(c), ..) => (Some(c.before.clone()), Some(c.after.clone()), true),
+        (None, Some(u), ..) => (u.before.clone(), u.before.clone(), false),
+        (None, None, Some(c), _) => (Some(c.before.clone()), Some(c.after.clone()), true),
+        (None, None, None, Some(u)) => (u.before.clone(), u.before.clone(), false),
+        _ => (None, None, false),
+    }
+}
+
+/// Whether the join text names every key column of `join` (as a whole word).
+fn names_keys(text: &str, join: &JoinInfo) -> bool {
+    let text = text.to_ascii_lowercase();
+    let word = |w: &str| {
+        text.match_indices(w).any(|(i, _)| {
+            let before = text[..i].chars().next_back();
+            let after = text[i + w.len()..].chars().next();
+            let edge = |c: Option<char>| c.is_none_or(|c| !c.is_ascii_alphanumeric() && c != '_');
+            edge(before) && edge(after)
+        })
+    };
+    join.left_keys.iter().chain(&join.right_keys).all(|k| word(&attr_name(k).to_ascii_lowercase()))
 }
 
 /// `fix`'s report: the diagnosis (locate, measure, diagnose), then the fix and its proof.
@@ -222,6 +321,8 @@ pub struct FixReport {
     pub query: Option<FixQuery>,
     pub rewrite: Option<Rewritten>,
     pub stage: Option<StageCheck>,
+    /// Each table as the job read it and as it is now.
+    pub tables: Vec<TableCheck>,
     pub verification: Option<Verification>,
 }
 
@@ -241,6 +342,29 @@ pub fn html(r: &FixReport) -> crate::html::Page {
         q.tables.iter().map(|t| format!("{} = {}", t.name, t.table)).collect::<Vec<_>>().join(", ")
     ));
     p.pre(&q.sql);
+    if !r.tables.is_empty() {
+        let count = |n: u64| crate::format::fmt_count(n);
+        let rows: Vec<Vec<String>> = r
+            .tables
+            .iter()
+            .map(|t| {
+                let verdict = if t.pruned {
+                    "some partitions read"
+                } else if t.changed {
+                    "changed since the run"
+                } else {
+                    "the same files"
+                };
+                vec![
+                    t.name.clone(),
+                    format!("{} files, {} bytes", count(t.files_read.max(0) as u64), count(t.bytes_read.max(0) as u64)),
+                    format!("{} files, {} bytes", count(t.files_now), count(t.bytes_now)),
+                    verdict.to_string(),
+                ]
+            })
+            .collect();
+        p.table(&["table", "the job read", "now", ""], &rows);
+    }
     let rows = |t: &Option<TaskStats>| t.as_ref().map(|t| crate::format::fmt_count(t.max_task_rows)).unwrap_or_else(|| "-".into());
     let gap = st.before_gap.map(|g| format!("{:+.1}%", g * 100.0)).unwrap_or_else(|| "-".into());
     p.table(
@@ -274,6 +398,7 @@ mod tests {
             right_keys: vec![rk.into()],
             left_table: Some(l.into()),
             right_table: Some(r.into()),
+            ..JoinInfo::default()
         }
     }
 
@@ -294,10 +419,30 @@ mod tests {
     }
 
     #[test]
+    fn a_rebuilt_side_keeps_the_plans_filters_that_read_back_as_sql_and_names_the_rest() {
+        let mut j = join("Inner", "/data/plays.parquet", "/data/titles.parquet", "title_id#0", "title_id#9");
+        j.left_side = JoinSide {
+            filters: vec!["((isnotnull(views#1) AND (views#1 >= 100)) AND (kind#2 = play))".into(), "StartsWith(kind#2, pl)".into()],
+            through: vec![],
+            columns: vec!["title_id#0".into(), "views#1".into(), "kind#2".into()],
+            schema: "struct<title_id:string,views:int,kind:string>".into(),
+        };
+        j.right_side.through = vec!["HashAggregate".into()];
+        let q = rebuild(&j).unwrap();
+        assert_eq!(
+            q.sql,
+            "SELECT *\nFROM (SELECT * FROM `plays` WHERE `views` IS NOT NULL AND (`views` >= 100) AND (`kind` = 'play')) l\nJOIN `titles` r ON l.`title_id` = r.`title_id`\n"
+        );
+        assert_eq!(q.notes.len(), 3, "{:?}", q.notes);
+        assert!(q.notes[1].starts_with("l: the plan's condition StartsWith(kind#2, pl) is left out"), "{}", q.notes[1]);
+        assert!(q.notes[2].starts_with("r: the plan passes this side through HashAggregate"), "{}", q.notes[2]);
+    }
+
+    #[test]
     fn sql_text_is_taken_when_each_table_it_names_is_a_scan_of_the_plan() {
         let scans = vec![
-            ScanInfo { name: Some("spark_catalog.sj.events".into()), location: Some("/w/sj.db/events".into()) },
-            ScanInfo { name: Some("spark_catalog.sj.titles".into()), location: Some("/w/sj.db/titles".into()) },
+            ScanInfo { name: Some("spark_catalog.sj.events".into()), location: Some("/w/sj.db/events".into()), ..ScanInfo::default() },
+            ScanInfo { name: Some("spark_catalog.sj.titles".into()), location: Some("/w/sj.db/titles".into()), ..ScanInfo::default() },
         ];
         let q = query_of_text("SELECT * FROM sj.events e LEFT JOIN titles t ON e.k = t.k;", &scans).unwrap();
         assert_eq!(q.source, "sql_text");
@@ -384,6 +529,29 @@ mod tests {
             windows: vec![],
             settings: vec![],
         }
+    }
+
+    #[test]
+    fn each_table_is_set_against_the_files_its_scan_read() {
+        let scan = |name: &str, files: i64, bytes: i64, parts: &str| {
+            serde_json::json!({"nodeName": format!("Scan parquet {name}"), "simpleString": format!("FileScan parquet {name}[k#1]"),
+                "metadata": {"Location": format!("InMemoryFileIndex(1 paths)[file:/w/{name}]"), "PartitionFilters": parts},
+                "metrics": [{"name": "number of files read", "accumulatorId": files}, {"name": "size of files read", "accumulatorId": bytes}],
+                "children": []})
+        };
+        let plan = serde_json::json!({"nodeName": "SortMergeJoin", "simpleString": "SortMergeJoin [k#1], [k#1], Inner",
+            "children": [scan("a", 10, 11, "[]"), scan("b", 20, 21, "[]"), scan("c", 30, 31, "[(dt#2 = 1)]")]});
+        let mut app = App::default();
+        app.stages.insert((7, 0), crate::diagnose::model::Stage { id: 7, job: Some(1), ..Default::default() });
+        app.jobs.insert(1, crate::diagnose::model::Job { id: 1, sql: Some(0), ..Default::default() });
+        let metrics = HashMap::from([(10, 2), (11, 2_000), (20, 1), (21, 500), (30, 1), (31, 90)]);
+        app.sql.insert(0, SqlExecution { plan: Some(plan), driver_metrics: metrics, ..Default::default() });
+        let table = |n: &str| TableRef { name: n.into(), table: format!("/w/{n}") };
+        let q = FixQuery { sql: String::new(), source: "sql_text", tables: vec![table("a"), table("b"), table("c")], notes: vec![] };
+        let now = HashMap::from([("a".to_string(), (2, 2_000)), ("b".to_string(), (2, 900)), ("c".to_string(), (4, 400))]);
+        let checks = table_checks(&app, 7, &q, &now);
+        let got: Vec<(&str, i64, u64, bool, bool)> = checks.iter().map(|t| (t.name.as_str(), t.files_read, t.files_now, t.pruned, t.changed)).collect();
+        assert_eq!(got, vec![("a", 2, 2, false, false), ("b", 1, 2, false, true), ("c", 1, 4, true, false)]);
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod idle;
 pub mod model;
 pub mod plan;
 pub mod report;
+mod spark_expr;
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -88,6 +88,9 @@ pub struct SqlExecution {
     pub plan: Option<Value>,
     pub start: Option<i64>,
     pub end: Option<i64>,
+    /// The SQL metrics the driver set (accumulator ID -> value): a file scan's files and bytes
+    /// read among them.
+    pub driver_metrics: HashMap<i64, i64>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -227,7 +230,22 @@ impl App {
             "SparkListenerSQLExecutionStart" => self.sql_start(e),
             "SparkListenerSQLAdaptiveExecutionUpdate" => self.sql_adaptive_update(e),
             "SparkListenerSQLExecutionEnd" => self.sql_end(e),
+            "SparkListenerDriverAccumUpdates" => self.driver_accum_updates(e),
             _ => {}
+        }
+    }
+
+    /// `accumUpdates`: [[accumulator ID, value], ...] of the execution `executionId`.
+    fn driver_accum_updates(&mut self, e: &Value) {
+        let Some(id) = oi(e, "executionId") else { return };
+        let exec = self.sql.entry(id).or_default();
+        exec.id = id;
+        for u in e.get("accumUpdates").and_then(|x| x.as_array()).into_iter().flatten() {
+            if let Some([k, v]) = u.as_array().map(|x| x.as_slice()) {
+                if let (Some(k), Some(v)) = (k.as_i64(), v.as_i64()) {
+                    exec.driver_metrics.insert(k, v);
+                }
+            }
         }
     }
 
@@ -339,5 +357,18 @@ impl App {
         let start = self.start.or(first_task)?;
         let end = self.end.or(self.last_time)?;
         Some((start, end.max(start)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_drivers_sql_metrics_are_kept_by_execution() {
+        let mut app = App::default();
+        let line = br#"{"Event":"org.apache.spark.sql.execution.ui.SparkListenerDriverAccumUpdates","executionId":6,"accumUpdates":[[477,1],[479,724111]]}"#;
+        app.take(super::super::events::parse(line));
+        assert_eq!(app.sql[&6].driver_metrics, HashMap::from([(477, 1), (479, 724_111)]));
     }
 }

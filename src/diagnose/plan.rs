@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use serde::Serialize;
 use serde_json::Value;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct JoinInfo {
     /// SortMergeJoin, ShuffledHashJoin, BroadcastHashJoin, ...
     pub operator: String,
@@ -18,7 +18,55 @@ pub struct JoinInfo {
     /// A path (or a catalog table name) each side scans, when the plan says.
     pub left_table: Option<String>,
     pub right_table: Option<String>,
+    /// What feeds each side between its scan and the join.
+    #[serde(skip_serializing_if = "JoinSide::is_empty")]
+    pub left_side: JoinSide,
+    #[serde(skip_serializing_if = "JoinSide::is_empty")]
+    pub right_side: JoinSide,
 }
+
+/// What feeds one side of a join, read on the path from the join down to the scan its key
+/// comes from.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct JoinSide {
+    /// The conditions Spark applies on the way (its `Filter` nodes, the scan's partition
+    /// filters), as the plan prints them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub filters: Vec<String>,
+    /// The operators on the way that do more than filter rows (another join, an aggregate).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub through: Vec<String>,
+    /// The scan's output attributes (`name#id`) and its read schema (`struct<...>`).
+    #[serde(skip)]
+    pub columns: Vec<String>,
+    #[serde(skip)]
+    pub schema: String,
+}
+
+impl JoinSide {
+    fn is_empty(&self) -> bool {
+        self.filters.is_empty() && self.through.is_empty()
+    }
+}
+
+/// Operators that pass a side's rows on as they are, or only drop some (`Filter`).
+const PASS_THROUGH: [&str; 15] = [
+    "Sort",
+    "Exchange",
+    "Project",
+    "Filter",
+    "ColumnarToRow",
+    "RowToColumnar",
+    "InputAdapter",
+    "WholeStageCodegen",
+    "AQEShuffleRead",
+    "CustomShuffleReader",
+    "ShuffleQueryStage",
+    "BroadcastExchange",
+    "BroadcastQueryStage",
+    "ReusedExchange",
+    "Coalesce",
+];
 
 impl JoinInfo {
     /// skewjoin's `--how` for the join type.
@@ -152,37 +200,90 @@ fn parse_join(node: &Value) -> Option<JoinInfo> {
     let join_type =
         rest.trim_start().trim_start_matches(',').split(|c: char| c == ',' || c.is_whitespace()).find(|x| !x.is_empty()).unwrap_or("Inner").to_string();
     let kids: Vec<&Value> = children(node).collect();
-    let table = |side: usize, keys: &[String]| kids.get(side).and_then(|c| scan_for(c, keys));
-    Some(JoinInfo { left_table: table(0, &left_keys), right_table: table(1, &right_keys), operator: op, join_type, left_keys, right_keys })
+    let scan = |side: usize, keys: &[String]| kids.get(side).and_then(|c| Some((*c, scan_for(c, keys)?)));
+    let (l, r) = (scan(0, &left_keys), scan(1, &right_keys));
+    Some(JoinInfo {
+        left_table: l.and_then(|(_, s)| table_of_scan(s)),
+        right_table: r.and_then(|(_, s)| table_of_scan(s)),
+        left_side: l.map(|(side, s)| side_path(side, s)).unwrap_or_default(),
+        right_side: r.map(|(side, s)| side_path(side, s)).unwrap_or_default(),
+        operator: op,
+        join_type,
+        left_keys,
+        right_keys,
+    })
 }
 
-/// The table a join side reads its key from: the scan that outputs the key attribute, or
-/// the only scan under that side.
-fn scan_for(side: &Value, keys: &[String]) -> Option<String> {
+/// The scan a join side reads its key from: the scan that outputs the key attribute, or the
+/// only scan under that side.
+fn scan_for<'a>(side: &'a Value, keys: &[String]) -> Option<&'a Value> {
     let mut all = Vec::new();
     walk(side, &mut all);
-    let scans: Vec<&Value> = all.into_iter().filter(|n| name(n).starts_with("Scan") || simple(n).starts_with("FileScan")).collect();
-    let outputs = |n: &Value| -> Vec<String> {
-        let s = simple(n);
-        let after = s.split_once(' ').map(|x| x.1).unwrap_or("");
-        let after = after.split_once(' ').map(|x| x.1).unwrap_or(after);
-        bracket_list(after).map(|x| x.0).unwrap_or_default()
-    };
+    let scans: Vec<&Value> = all.into_iter().filter(|n| is_scan(n)).collect();
     let first = keys.first()?;
-    let chosen = scans
+    scans
         .iter()
-        .find(|n| outputs(n).iter().any(|o| o == first))
-        .or_else(|| scans.iter().find(|n| outputs(n).iter().any(|o| attr_name(o) == attr_name(first))))
-        .or(if scans.len() == 1 { scans.first() } else { None })?;
-    table_of_scan(chosen)
+        .find(|n| scan_output(n).iter().any(|o| o == first))
+        .or_else(|| scans.iter().find(|n| scan_output(n).iter().any(|o| attr_name(o) == attr_name(first))))
+        .or(if scans.len() == 1 { scans.first() } else { None })
+        .copied()
+}
+
+fn is_scan(n: &Value) -> bool {
+    name(n).starts_with("Scan") || simple(n).starts_with("FileScan")
+}
+
+/// A scan's output attributes: `FileScan parquet db.t[a#1,b#2] ...` -> [a#1, b#2].
+fn scan_output(n: &Value) -> Vec<String> {
+    let s = simple(n);
+    s.find('[').and_then(|i| bracket_list(&s[i..])).map(|x| x.0).unwrap_or_default()
+}
+
+/// The filters and row-changing operators on the way from a join's `side` down to `scan`.
+fn side_path(side: &Value, scan: &Value) -> JoinSide {
+    let mut path = Vec::new();
+    if !path_to(side, scan, &mut path) {
+        return JoinSide::default();
+    }
+    let mut out = JoinSide { columns: scan_output(scan), ..JoinSide::default() };
+    for n in path {
+        let op = name(n).split_whitespace().next().unwrap_or("");
+        if std::ptr::eq(n, scan) {
+            let meta = |k: &str| n.get("metadata").and_then(|m| m.get(k)).and_then(|x| x.as_str());
+            out.schema = meta("ReadSchema").unwrap_or("").to_string();
+            if let Some((parts, _)) = meta("PartitionFilters").and_then(bracket_list) {
+                out.filters.extend(parts);
+            }
+        } else if op == "Filter" {
+            out.filters.push(simple(n).strip_prefix("Filter").unwrap_or("").trim().to_string());
+        } else if !PASS_THROUGH.contains(&op) {
+            out.through.push(op.to_string());
+        }
+    }
+    out
+}
+
+/// Pushes the nodes from `n` down to `target` onto `path`; false when `target` is not under `n`.
+fn path_to<'a>(n: &'a Value, target: &Value, path: &mut Vec<&'a Value>) -> bool {
+    path.push(n);
+    if std::ptr::eq(n, target) || children(n).any(|c| path_to(c, target, path)) {
+        return true;
+    }
+    path.pop();
+    false
 }
 
 /// A scan of a plan: the catalog table it reads (`spark_catalog.db.t`, when the plan names
 /// one) and the files' location.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ScanInfo {
     pub name: Option<String>,
     pub location: Option<String>,
+    /// The accumulators of its `number of files read` and `size of files read` metrics.
+    pub files_metric: Option<i64>,
+    pub bytes_metric: Option<i64>,
+    /// It reads only some partitions (partition filters), or not: then it reads every file.
+    pub pruned: bool,
 }
 
 /// Every file scan of `plan`.
@@ -190,11 +291,21 @@ pub fn scans(plan: &Value) -> Vec<ScanInfo> {
     let mut all = Vec::new();
     walk(plan, &mut all);
     all.into_iter()
-        .filter(|n| name(n).starts_with("Scan") || simple(n).starts_with("FileScan"))
+        .filter(|n| is_scan(n))
         .map(|n| {
             let parts: Vec<&str> = name(n).split_whitespace().collect();
             let location = table_of_scan(n).filter(|t| parts.len() < 3 || *t != parts[2..].join(" "));
-            ScanInfo { name: (parts.len() >= 3).then(|| parts[2..].join(" ")), location }
+            let metric = |m: &str| {
+                n.get("metrics").and_then(|x| x.as_array())?.iter().find(|x| x.get("name").and_then(|v| v.as_str()) == Some(m))?.get("accumulatorId")?.as_i64()
+            };
+            let filters = n.get("metadata").and_then(|m| m.get("PartitionFilters")).and_then(|x| x.as_str()).unwrap_or("[]");
+            ScanInfo {
+                name: (parts.len() >= 3).then(|| parts[2..].join(" ")),
+                location,
+                files_metric: metric("number of files read"),
+                bytes_metric: metric("size of files read"),
+                pruned: filters.trim() != "[]",
+            }
         })
         .collect()
 }
@@ -242,5 +353,27 @@ mod tests {
         assert_eq!(j.left_table.as_deref(), Some("/data/events.parquet"));
         assert_eq!(j.right_table.as_deref(), Some("spark_catalog.default.titles"));
         assert_eq!(attr_name("event_id#0L"), "event_id");
+        assert_eq!(j.left_side, JoinSide { columns: vec!["event_id#0L".into(), "title_id#1".into()], ..JoinSide::default() });
+    }
+
+    #[test]
+    fn each_side_carries_the_filters_and_operators_between_its_scan_and_the_join() {
+        let scan = |name: &str, out: &str, parts: &str| {
+            serde_json::json!({"nodeName": format!("Scan parquet {name}"), "simpleString": format!("FileScan parquet {name}[{out}] Batched: true"),
+                "metadata": {"Location": "InMemoryFileIndex(1 paths)[file:/d/t]", "ReadSchema": "struct<k:string,v:int>", "PartitionFilters": parts}, "children": []})
+        };
+        let plan = serde_json::json!({
+        "nodeName": "SortMergeJoin", "simpleString": "SortMergeJoin [k#1], [k#5], Inner",
+        "children": [
+            {"nodeName": "Sort", "simpleString": "Sort [k#1 ASC NULLS FIRST], false, 0", "children": [
+                {"nodeName": "Filter", "simpleString": "Filter (isnotnull(k#1) AND (v#2 >= 100))", "children": [
+                    {"nodeName": "ColumnarToRow", "simpleString": "ColumnarToRow", "children": [scan("db.a", "k#1,v#2", "[(dt#3 = 2026-10-01)]")]}]}]},
+            {"nodeName": "HashAggregate", "simpleString": "HashAggregate(keys=[k#5], functions=[])", "children": [scan("db.b", "k#5", "[]")]}
+        ]});
+        let j = join_of_stage(&plan, &HashSet::new()).unwrap();
+        assert_eq!(j.left_side.filters, vec!["(isnotnull(k#1) AND (v#2 >= 100))", "(dt#3 = 2026-10-01)"]);
+        assert_eq!((j.left_side.schema.as_str(), j.left_side.through.len()), ("struct<k:string,v:int>", 0));
+        assert_eq!((j.right_side.filters.len(), j.right_side.through.clone()), (0, vec!["HashAggregate".to_string()]));
+        assert_eq!(j.right_table.as_deref(), Some("/d/t"));
     }
 }

@@ -179,7 +179,8 @@ pub fn spark(original: &str, rewritten: &str, r: Option<&Rewritten>, tables: &[(
         crate::spark::check_reachable(url)?;
     }
     let url = opts.remote.as_deref().unwrap_or_default();
-    let parsed = run_spark_runner(&runner_spec(&original, &rewritten, tables, opts), &opts.python)
+    let (original, rewritten, views) = one_part_views(&original, &rewritten, tables)?;
+    let parsed = run_spark_runner(&runner_spec(&original, &rewritten, &views, opts), &opts.python)
         .map_err(|e| Error::Usage(crate::spark::without_url_secret(&e.to_string(), url)))?;
     if let Some(e) = parsed.error {
         return Err(Error::Usage(crate::spark::without_url_secret(&e, url)));
@@ -235,6 +236,30 @@ fn aqe_predicted(r: Option<&Rewritten>) -> Vec<String> {
 
 /// What the Spark runner reads on its stdin: the master, the settings, the tables, both queries
 /// and the digits that floating-point values are compared to.
+/// Table names and their paths.
+type Named = Vec<(String, String)>;
+
+/// Spark registers a temporary view under a one-part name: where a table is named `db.t`, it
+/// becomes the one quoted name `` `db.t` ``, for its view and in both queries.
+fn one_part_views(original: &str, rewritten: &str, tables: &[(String, String)]) -> Result<(String, String, Named)> {
+    if !tables.iter().any(|(n, _)| n.contains('.')) {
+        return Ok((original.to_string(), rewritten.to_string(), tables.to_vec()));
+    }
+    let one_part = |sql: &str| -> Result<String> {
+        let mut stmts = crate::sql::parse(sql)?;
+        let _ = sqlparser::ast::visit_relations_mut(&mut stmts, |n| {
+            if n.0.len() > 1 {
+                let name = polars_sql::name_of(n);
+                *n = sqlparser::ast::ObjectName(vec![sqlparser::ast::ObjectNamePart::Identifier(sqlparser::ast::Ident::with_quote('`', name))]);
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        Ok(stmts.iter().map(crate::sql::render).collect::<Vec<_>>().join(";\n"))
+    };
+    let views = tables.iter().map(|(n, p)| (if n.contains('.') { crate::sql::ident(&n.to_ascii_lowercase()) } else { n.clone() }, p.clone())).collect();
+    Ok((one_part(original)?, one_part(rewritten)?, views))
+}
+
 fn runner_spec(original: &str, rewritten: &str, tables: &[(String, String)], opts: &SparkOptions) -> serde_json::Value {
     let digits = (-opts.tolerance.log10()).round().clamp(1.0, 17.0) as i64;
     serde_json::json!({

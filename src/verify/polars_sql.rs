@@ -65,7 +65,7 @@ pub struct Hashed {
     pub source: Option<Box<PolarsSql>>,
 }
 
-fn name_of(n: &ObjectName) -> String {
+pub(crate) fn name_of(n: &ObjectName) -> String {
     n.0.iter()
         .map(|p| match p {
             ObjectNamePart::Identifier(i) => i.value.to_ascii_lowercase(),

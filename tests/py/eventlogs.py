@@ -39,6 +39,16 @@ Scenarios and what each is meant to show:
 - python_udf: a Python UDF (pyspark.sql.functions.udf, not a pandas UDF; Arrow off, as Spark
   4.1+ could otherwise run it as ArrowEvalPython) over ~200k rows, no shuffle; the physical plan
   shows BatchEvalPython.
+- dataframe_join: an inner join written with the DataFrame API (no SQL text in the log) of
+  `play_events` (title_id 30% the placeholder 'unknown', which no title has) filtered on a
+  number and a string (views >= 100, kind = 'play') to `titles`: the filters are in the plan.
+- chain_join: three joins (users, titles, countries) with filters, the SQL text set as the job
+  description over catalog tables; the titles join (40% NULL title_id) is the hot stage.
+- failed_stage: a stage whose task fails (assert_true), then a job that succeeds.
+- killed_app: the hot NULL join, then the driver's JVM killed (SIGKILL) in a child process:
+  the log stays <appId>.inprogress, with no application end.
+- streaming: a structured streaming aggregation (rate source, noop sink) run for a few
+  micro-batches, then stopped.
 - zstd, lz4, snappy, lzf: the hot_null_join job (on smaller data) with spark.eventLog.compress
   true and spark.eventLog.compression.codec set to that codec: compressed event logs (Spark
   names the file <appId>.<codec>).
@@ -89,6 +99,44 @@ def write_join_tables(data_dir, n_events, n_keys, null_frac, seed):
     if not tp.exists():
         pq.write_table(titles, tp)
     return str(ep), str(tp)
+
+
+def write_play_events(data_dir, n_events, n_keys, seed):
+    """play_events(title_id: 30% 'unknown', the rest uniform over the n_keys titles; views int;
+    kind 'play' or 'trailer')."""
+    rnd = random.Random(seed)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / f"play_events_{n_events}.parquet"
+    if not path.exists():
+        title_id = ["unknown" if rnd.random() < 0.3 else f"tt{rnd.randrange(n_keys):07d}" for _ in range(n_events)]
+        t = pa.table({"title_id": pa.array(title_id, pa.string()),
+                      "views": pa.array([rnd.randrange(1000) for _ in range(n_events)], pa.int32()),
+                      "kind": pa.array([rnd.choice(["play", "play", "trailer"]) for _ in range(n_events)], pa.string())})
+        pq.write_table(t, path)
+    return str(path)
+
+
+def write_chain_tables(data_dir, n_events, seed):
+    """chain_events(event_id, user_id uniform over 20,000 users, title_id 40% NULL else uniform
+    over 3,000 titles, country uniform over 50, views), users(user_id, plan: 1 in 5 'trial'),
+    countries(country, region). Returns their paths (titles are write_join_tables')."""
+    rnd = random.Random(seed)
+    d = data_dir / "chain"
+    d.mkdir(parents=True, exist_ok=True)
+    paths = {n: d / f"{n}.parquet" for n in ("chain_events", "users", "countries")}
+    if not paths["chain_events"].exists():
+        countries = [f"C{i:02d}" for i in range(50)]
+        events = pa.table({
+            "event_id": pa.array(range(n_events), pa.int64()),
+            "user_id": pa.array([f"u{rnd.randrange(20_000):05d}" for _ in range(n_events)], pa.string()),
+            "title_id": pa.array([None if rnd.random() < 0.4 else f"tt{rnd.randrange(3000):07d}" for _ in range(n_events)], pa.string()),
+            "country": pa.array([rnd.choice(countries) for _ in range(n_events)], pa.string()),
+            "views": pa.array([rnd.randrange(1000) for _ in range(n_events)], pa.int32())})
+        pq.write_table(events, paths["chain_events"])
+        pq.write_table(pa.table({"user_id": [f"u{i:05d}" for i in range(20_000)],
+                                 "plan": ["trial" if i % 5 == 0 else "paid" for i in range(20_000)]}), paths["users"])
+        pq.write_table(pa.table({"country": countries, "region": [f"R{i % 6}" for i in range(50)]}), paths["countries"])
+    return {n: str(p) for n, p in paths.items()}
 
 
 def write_tiny_files(dir_, n_files, rows_per_file, seed):
@@ -142,7 +190,8 @@ def the_log(out_dir, name, rolling=False):
         if not events or any(p.stat().st_size == 0 for p in events):
             raise RuntimeError(f"{name}: no (non-empty) events_* files in {dirs[0]}")
         return str(dirs[0].resolve())
-    files = [p for p in entries if p.is_file() and not p.name.endswith(".inprogress")]
+    # A killed application's log stays in progress.
+    files = [p for p in entries if p.is_file() and (name == "killed_app" or not p.name.endswith(".inprogress"))]
     if len(files) != 1:
         raise RuntimeError(f"{name}: expected one finished event log in {d}, got {entries}")
     if files[0].stat().st_size == 0:
@@ -205,6 +254,92 @@ def aqe_null_join(out, name, data):
                                 "spark.sql.adaptive.coalescePartitions.minPartitionSize": "16KB"})
     try:
         log(name, join_job(spark, ep, tp))
+    finally:
+        spark.stop()
+
+
+def dataframe_join(out, name, data):
+    """The DataFrame API: no SQL text in the log, the filters only in its plan."""
+    from pyspark.sql import functions as F
+    ep = write_play_events(data, 300_000, 3000, seed=3)
+    _, tp = write_join_tables(data, 300_000, 3000, 0.4, seed=1)
+    spark = session(name, out, {"spark.sql.shuffle.partitions": "16"})
+    try:
+        plays = spark.read.parquet(ep).where((F.col("views") >= 100) & (F.col("kind") == "play"))
+        titles = spark.read.parquet(tp)
+        log(name, plays.join(titles, "title_id").groupBy("name").count().count())
+    finally:
+        spark.stop()
+
+
+CHAIN_QUERY = ("SELECT c.region, u.plan, count(*) AS n, count(t.name) AS named, sum(e.views) AS views "
+               "FROM sjc.chain_events e "
+               "JOIN sjc.users u ON e.user_id = u.user_id "
+               "LEFT JOIN sjc.titles t ON e.title_id = t.title_id "
+               "LEFT JOIN sjc.countries c ON e.country = c.country "
+               "WHERE e.views >= 100 AND u.plan <> 'trial' "
+               "GROUP BY c.region, u.plan")
+
+
+def chain_join(out, name, data):
+    """Three joins with filters over catalog tables, the SQL text as the job description."""
+    paths = write_chain_tables(data, 300_000, seed=4)
+    _, paths["titles"] = write_join_tables(data, 300_000, 3000, 0.4, seed=1)
+    spark = session(name, out, {"spark.sql.shuffle.partitions": "16", "spark.sql.warehouse.dir": str(out / "warehouse")})
+    try:
+        spark.sql("CREATE DATABASE IF NOT EXISTS sjc")
+        for table, path in paths.items():
+            spark.sql(f"CREATE TABLE sjc.{table} USING parquet LOCATION '{path}'")
+        spark.sparkContext.setJobDescription(CHAIN_QUERY)
+        log(name, len(spark.sql(CHAIN_QUERY).collect()))
+    finally:
+        spark.stop()
+
+
+def failed_stage(out, name):
+    spark = session(name, out, {"spark.sql.shuffle.partitions": "4"})
+    try:
+        try:
+            spark.range(10_000, numPartitions=2).repartition(4).selectExpr("assert_true(id != 5000)").collect()
+            raise RuntimeError("the failing job did not fail")
+        except Exception as e:  # the stage's failure, as expected
+            if "did not fail" in str(e):
+                raise
+            log(name, "failed as meant:", type(e).__name__)
+        log(name, spark.range(1000).selectExpr("sum(id)").collect())
+    finally:
+        spark.stop()
+
+
+KILLED = """
+import os, signal, sys
+sys.path.insert(0, {here!r})
+import eventlogs, pathlib
+out, data = pathlib.Path({out!r}), pathlib.Path({data!r})
+ep, tp = eventlogs.write_join_tables(data, 60_000, 3000, 0.4, seed=1)
+spark = eventlogs.session({name!r}, out, {{"spark.sql.shuffle.partitions": "16"}})
+eventlogs.join_job(spark, ep, tp)
+os.kill(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid(), signal.SIGKILL)
+os._exit(0)
+"""
+
+
+def killed_app(out, name, data):
+    """The driver killed mid-application, in a process of its own (its SparkContext dies)."""
+    import subprocess
+    code = KILLED.format(here=str(pathlib.Path(__file__).parent), out=str(out), data=str(data), name=name)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300, stdout=sys.stderr)
+
+
+def streaming(out, name):
+    spark = session(name, out, {"spark.sql.shuffle.partitions": "4"})
+    try:
+        q = (spark.readStream.format("rate").option("rowsPerSecond", 2000).load()
+             .selectExpr("value % 10 AS k").groupBy("k").count()
+             .writeStream.format("noop").outputMode("complete").trigger(processingTime="1 second").start())
+        q.awaitTermination(6)
+        q.stop()
+        log(name, "batches:", len(q.recentProgress))
     finally:
         spark.stop()
 
@@ -289,6 +424,11 @@ def main(argv):
         ("spill", lambda n: spill(out, n), False),
         ("even_volume", lambda n: even_volume(out, n), False),
         ("python_udf", lambda n: python_udf(out, n), False),
+        ("dataframe_join", lambda n: dataframe_join(out, n, data), False),
+        ("chain_join", lambda n: chain_join(out, n, data), False),
+        ("failed_stage", lambda n: failed_stage(out, n), False),
+        ("killed_app", lambda n: killed_app(out, n, data), False),
+        ("streaming", lambda n: streaming(out, n), False),
     ]
     for c in CODECS:
         runs.append((c, lambda n, c=c: hot_null_join(out, n, data, 60_000, compress=c), False))

@@ -279,6 +279,25 @@ def test_fix_names_a_table_deleted_since_the_run(logs, tmp_path):
     assert "1. Locate" in p.stdout or "Locate" in p.stdout, "the diagnosis comes first"
 
 
+def test_fix_says_a_table_changed_since_the_run(logs, tmp_path):
+    """The log records the files and bytes each scan read: the events table rewritten with
+    half its rows since the run is `changed` (the titles are not), and the stage predicted on
+    today's files is off the log's measure by more than 5%, which the stage's note says."""
+    import pyarrow.parquet as pq
+    src = pathlib.Path(logs["hot_null_join"])
+    table = fix(str(src))["diagnosis"]["findings"][0]["join"]["left_table"]
+    events = pq.read_table(table)
+    moved = tmp_path / "events_now.parquet"
+    pq.write_table(events.slice(0, events.num_rows // 2), moved)
+    log = tmp_path / src.name
+    log.write_text(src.read_text().replace(table, str(moved)))
+    f = fix(str(log), "--min-gain", "off")
+    checks = [(t["files_read"], t["bytes_read"] == pathlib.Path(table).stat().st_size, t["files_now"], t["bytes_now"], t["changed"]) for t in f["tables"]]
+    assert checks[0] == (1, True, 1, moved.stat().st_size, True), f["tables"]
+    assert not f["tables"][1]["changed"] and f["tables"][1]["files_read"] == f["tables"][1]["files_now"] == 1
+    assert f["stage"]["before_gap"] < -0.05 and f["stage"]["notes"], f["stage"]
+
+
 def test_fix_goes_through_every_kind_of_log(logs):
     for name, path in logs.items():
         p = fix(path, check=False)
@@ -325,3 +344,45 @@ def test_fix_html_opens_in_a_browser(logs, tmp_path):
     assert f"{f['stage']['measured_max_task_records']:,}" in fixed and "+0.0%" in fixed
     assert "identical as multisets" in fixed
     assert "<script" not in dom and dom.count("<svg") >= 2
+
+
+def stage_join(f):
+    """The rewrite's change for the stage fix checked (the join on the stage's key columns)."""
+    keys = [k.split("#")[0] for k in f["diagnosis"]["findings"][0]["join"]["left_keys"]]
+    return next(c for c in f["rewrite"]["changes"] if all(k in " ".join(c["keys"]) for k in keys))
+
+
+def test_fix_keeps_the_filters_of_a_dataframe_job_from_its_plan(logs):
+    """A join written with the DataFrame API, no SQL text in the log: the rebuilt query keeps
+    the filters the plan applies to the plays (views >= 100, kind = 'play'), so the stage is
+    predicted as the log measured it; the placeholder 'unknown' (no title has it) is moved off
+    the shuffle, and Polars finds the same rows."""
+    f = fix(logs["dataframe_join"], "--min-gain", "off", "--verify")
+    q, st, v = f["query"], f["stage"], f["verification"]
+    side = f["diagnosis"]["findings"][0]["join"]["left_side"]
+    assert q["source"] == "rebuilt_from_plan" and side["filters"], side
+    assert "(`views` >= 100)" in q["sql"] and "(`kind` = 'play')" in q["sql"], q["sql"]
+    assert abs(st["before_gap"]) <= 0.05 and st["rewritten"], st
+    assert st["predicted_after"]["max_task_rows"] * 3 < st["predicted_before"]["max_task_rows"], st
+    assert "unknown" in [h["value"] for h in stage_join(f)["hot_keys"]]
+    assert v["identical"] and v["rows_original"] == v["rows_rewritten"] > 0
+    # Both tables are the files the job read: one each, of the same bytes.
+    assert [(t["files_read"], t["changed"]) for t in f["tables"]] == [(1, False), (1, False)], f["tables"]
+
+
+def test_fix_rewrites_a_chain_of_joins_from_its_sql_text(logs):
+    """Three joins with filters and an aggregate, the SQL text in the log: the stage is the
+    titles join (40% NULL title_id), found among the chain's joins and predicted as the log
+    measured it; Spark runs both queries with the job's settings."""
+    from eventlogs import CHAIN_QUERY
+    f = fix(logs["chain_join"], "--min-gain", "off", "--verify", "--engine", "spark", "--python", sys.executable)
+    q, st, v = f["query"], f["stage"], f["verification"]
+    assert q["source"] == "sql_text" and q["sql"].strip() == CHAIN_QUERY
+    assert [t["name"] for t in q["tables"]] == ["sjc.chain_events", "sjc.users", "sjc.titles", "sjc.countries"]
+    assert f["diagnosis"]["findings"][0]["join"]["left_keys"][0].startswith("title_id#")
+    assert abs(st["before_gap"]) <= 0.05 and st["rewritten"], st
+    assert st["predicted_before"] == stage_join(f)["before"]
+    assert v["identical"]
+    before = max(s["max_task_records"] for s in v["measured_before"]["stages"])
+    after = max(s["max_task_records"] for s in v["measured_after"]["stages"])
+    assert before == st["measured_max_task_records"] and after * 2 < before, (before, after)
