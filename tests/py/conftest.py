@@ -250,3 +250,20 @@ def history_server(base, folder, apps):
     finally:
         subprocess.run(["bash", str(home / "sbin" / "stop-history-server.sh")], env=env, capture_output=True, timeout=60)
 
+
+
+def event_logs(tmp_path_factory, names=()):
+    """{job: path} of tests/py/eventlogs.py's Spark applications (all of them, or `names`):
+    the logs scripts/test wrote beside the build (SKEWJOIN_EVENTLOGS names their JSON), when
+    they hold every job asked for and each log is there; otherwise written now."""
+    ready = os.environ.get("SKEWJOIN_EVENTLOGS")
+    if ready and pathlib.Path(ready).exists():
+        logs = json.loads(pathlib.Path(ready).read_text())
+        wanted = names or logs.keys()
+        if all(n in logs and pathlib.Path(logs[n]).exists() for n in wanted):
+            return {n: logs[n] for n in wanted}
+    d = tmp_path_factory.mktemp("eventlogs")
+    p = subprocess.run([sys.executable, str(ROOT / "tests" / "py" / "eventlogs.py"), str(d), *names],
+                       capture_output=True, text=True, timeout=1200)
+    assert p.returncode == 0, p.stderr[-4000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])

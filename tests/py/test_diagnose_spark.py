@@ -10,15 +10,12 @@ import sys
 
 import pytest
 
-from conftest import ROOT, binary, run
+from conftest import binary, event_logs, run
 
 
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory):
-    d = tmp_path_factory.mktemp("eventlogs")
-    p = subprocess.run([sys.executable, str(ROOT / "tests" / "py" / "eventlogs.py"), str(d)], capture_output=True, text=True, timeout=1200)
-    assert p.returncode == 0, p.stderr[-4000:]
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return event_logs(tmp_path_factory)
 
 
 def diag(path):

@@ -5,13 +5,13 @@ measured, and the rewrite gives the same rows with a smaller largest task."""
 import json
 import pathlib
 import shutil
-import subprocess
 import sys
 
 import pyspark
 import pytest
 
-from conftest import ROOT, history_server, run
+from conftest import event_logs, history_server, run
+from eventlogs import FIX_JOBS
 
 SPARK4 = int(pyspark.__version__.split(".")[0]) >= 4
 pytestmark = pytest.mark.skipif(not SPARK4, reason="Spark 3.5's logs are test_diagnose_spark.py's (scripts/test runs this on 4.x)")
@@ -21,15 +21,12 @@ pytestmark = pytest.mark.skipif(not SPARK4, reason="Spark 3.5's logs are test_di
 FIXES = [("hot_null_join", "rebuilt_from_plan", 5), ("sql_text_join", "sql_text", 5), ("aqe_null_join", "rebuilt_from_plan", 5),
          ("dataframe_join", "rebuilt_from_plan", 3), ("chain_join", "sql_text", 2)]
 JOBS = [name for name, _, _ in FIXES]
+assert JOBS == FIX_JOBS, "scripts/test writes eventlogs.FIX_JOBS for this file"
 
 
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory):
-    d = tmp_path_factory.mktemp("eventlogs4")
-    p = subprocess.run([sys.executable, str(ROOT / "tests" / "py" / "eventlogs.py"), str(d), *JOBS],
-                       capture_output=True, text=True, timeout=900)
-    assert p.returncode == 0, p.stderr[-4000:]
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return event_logs(tmp_path_factory, JOBS)
 
 
 def fix(*args):
