@@ -236,6 +236,15 @@ def run(spark, sql, label, digits):
     return {"wall_ms": wall, "rows": len(rows), "columns": df.columns, "stages": stages, "aqe": aqe}, counts
 
 
+def table_frame(spark, path):
+    """The table at `path`: Parquet files, or a catalog table (`db.t`, no folder or scheme in it,
+    and nothing of that name here)."""
+    import os
+    if "/" not in path and ":" not in path and not os.path.exists(path) and not path.endswith(".parquet"):
+        return spark.table(path)
+    return spark.read.parquet(path)
+
+
 def main():
     spec = json.load(sys.stdin)
     out = sys.stdout
@@ -252,7 +261,7 @@ def main():
         return
     try:
         for name, path in spec["tables"].items():
-            spark.read.parquet(path).createOrReplaceTempView(name)
+            table_frame(spark, path).createOrReplaceTempView(name)
         digits = spec["digits"]
         notes = []
         if spec.get("remote"):

@@ -45,6 +45,14 @@ pub struct FixArgs {
     engine: Option<Engine>,
     #[command(flatten)]
     spark: SparkArgs,
+    /// Count the tables on Spark (local, --master or --remote), by the catalog names the log's
+    /// plan gives them, instead of reading their files here: for a job whose files this
+    /// machine cannot read
+    #[arg(long)]
+    count_on_spark: bool,
+    /// With --count-on-spark: the longest Spark's start or one counting job may take, in seconds
+    #[arg(long, default_value_t = 3600, value_name = "SECONDS", requires = "count_on_spark")]
+    spark_timeout: u64,
     /// The planner's options; the job's settings are the log's own (--settings-from another
     /// log, --spark-defaults or --conf change them)
     #[command(flatten)]
@@ -80,11 +88,25 @@ pub fn run(a: FixArgs) -> Result<(String, bool)> {
             return finish(&a, rep);
         }
     };
-    let named: Vec<(String, String)> = query.tables.iter().map(|t| (t.name.clone(), t.table.clone())).collect();
+    let session = spark_session(&a)?;
+    let named: Vec<(String, String)> = match &session {
+        // Spark reads each table by its catalog name where the plan gives one.
+        Some(_) => query
+            .tables
+            .iter()
+            .zip(fix::catalog_names(&log.app, stage_id, &query))
+            .map(|(t, c)| (t.name.clone(), c.unwrap_or_else(|| t.table.clone())))
+            .collect(),
+        None => query.tables.iter().map(|t| (t.name.clone(), t.table.clone())).collect(),
+    };
     // A table gone since the run: the diagnosis still stands, printed before the error.
-    let tables = open_tables(&named, None).inspect_err(|_| print!("{}", report::text(&rep.diagnosis)))?;
-    let now: HashMap<String, (u64, u64)> =
-        tables.iter().map(|(n, t)| (n.clone(), (t.files.len() as u64, t.files.iter().map(|f| f.byte_len()).sum()))).collect();
+    let tables = open_tables(&named, session.as_ref()).inspect_err(|_| print!("{}", report::text(&rep.diagnosis)))?;
+    // The files of each table read here (Spark's tables have none to compare).
+    let now: HashMap<String, (u64, u64)> = tables
+        .iter()
+        .filter(|(_, t)| t.spark.is_none())
+        .map(|(n, t)| (n.clone(), (t.files.len() as u64, t.files.iter().map(|f| f.byte_len()).sum())))
+        .collect();
     rep.tables = fix::table_checks(&log.app, stage_id, &query, &now);
     let job = (&log.app.properties, a.event_log.as_str());
     let opts = a.planner.options_with_job(JoinType::Inner, &a.spark, &a.quiet, Some(job))?;
@@ -100,6 +122,24 @@ pub fn run(a: FixArgs) -> Result<(String, bool)> {
     rep.query = Some(query);
     rep.rewrite = Some(r);
     finish(&a, rep)
+}
+
+/// The Spark that counts the tables, with --count-on-spark.
+fn spark_session(a: &FixArgs) -> Result<Option<std::sync::Arc<skewjoin::spark::Session>>> {
+    if !a.count_on_spark {
+        return Ok(None);
+    }
+    if a.verify && Engine::or_default(a.engine) == Engine::Polars {
+        return Err(Error::Usage("--count-on-spark: Polars reads the tables' files here; verify on Spark with --engine spark".into()));
+    }
+    let opts = skewjoin::spark::SparkOptions {
+        python: a.spark.python(),
+        master: a.spark.master.clone(),
+        remote: a.spark.remote.clone(),
+        conf: a.spark.conf(Vec::new())?,
+        timeout: std::time::Duration::from_secs(a.spark_timeout.max(1)),
+    };
+    skewjoin::spark::Session::start(&opts).map(Some)
 }
 
 /// The log's path here: the file or folder given, or the History Server's copy.

@@ -74,6 +74,15 @@ fn execution_of(app: &App, stage_id: i64) -> Option<&SqlExecution> {
     app.sql.get(&app.jobs.get(&st.job?)?.sql?)
 }
 
+/// The catalog name the plan gives each table of `q` (`spark_catalog.db.t`), where it gives
+/// one: what Spark reads the table by when it counts it.
+pub fn catalog_names(app: &App, stage_id: i64, q: &FixQuery) -> Vec<Option<String>> {
+    let all = execution_of(app, stage_id).and_then(|e| e.plan.as_ref()).map(scans).unwrap_or_default();
+    let name_of =
+        |t: &TableRef| all.iter().find(|s| s.location.as_deref() == Some(t.table.as_str()) || s.name.as_deref() == Some(t.table.as_str()))?.name.clone();
+    q.tables.iter().map(name_of).collect()
+}
+
 /// A table of the query: the files and bytes the job's scan of it read (the log's SQL
 /// metrics), against the files there now.
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -44,6 +44,8 @@ Scenarios and what each is meant to show:
   number and a string (views >= 100, kind = 'play') to `titles`: the filters are in the plan.
 - chain_join: three joins (users, titles, countries) with filters, the SQL text set as the job
   description over catalog tables; the titles join (40% NULL title_id) is the hot stage.
+- rdd_only: an RDD job (no SQL, no DataFrame): partitionBy over pairs whose key is 60% one
+  value, 8 partitions: a hot task and no SQL plan.
 - failed_stage: a stage whose task fails (assert_true), then a job that succeeds.
 - killed_app: the hot NULL join, then the driver's JVM killed (SIGKILL) in a child process:
   the log stays <appId>.inprogress, with no application end.
@@ -298,6 +300,17 @@ def chain_join(out, name, data):
         spark.stop()
 
 
+def rdd_only(out, name):
+    spark = session(name, out)
+    try:
+        pairs = spark.sparkContext.parallelize(range(600_000), 4).map(lambda i: ("hot" if i % 5 < 3 else f"k{i % 5000}", i))
+        # partitionBy: no combining, so every pair of the hot key reaches one task (pyspark
+        # ships pickled batches: the skew shows in bytes more than in records).
+        log(name, pairs.partitionBy(8).values().sum())
+    finally:
+        spark.stop()
+
+
 def failed_stage(out, name):
     spark = session(name, out, {"spark.sql.shuffle.partitions": "4"})
     try:
@@ -428,6 +441,7 @@ def main(argv):
         ("python_udf", lambda n: python_udf(out, n), False),
         ("dataframe_join", lambda n: dataframe_join(out, n, data), False),
         ("chain_join", lambda n: chain_join(out, n, data), False),
+        ("rdd_only", lambda n: rdd_only(out, n), False),
         ("failed_stage", lambda n: failed_stage(out, n), False),
         ("killed_app", lambda n: killed_app(out, n, data), False),
         ("streaming", lambda n: streaming(out, n), False),

@@ -295,6 +295,16 @@ def test_fix_says_a_table_changed_since_the_run(logs, tmp_path):
     assert f["stage"]["before_gap"] < -0.05 and f["stage"]["notes"], f["stage"]
 
 
+def test_fix_says_an_rdd_job_has_no_query_to_rewrite(logs):
+    """An RDD job's hot stage: the diagnosis finds it, and fix says there is no SQL plan, so no
+    query to rewrite (exit code 0)."""
+    f = fix(logs["rdd_only"])
+    hot = [x for x in f["diagnosis"]["findings"] if x["kind"] == "hot_key"]
+    assert hot and "join" not in hot[0], f["diagnosis"]["findings"]
+    assert f["no_query"] and f["query"] is None and f["rewrite"] is None
+    assert str(hot[0]["stage_id"]) in f["no_query"]
+
+
 def test_fix_goes_through_every_kind_of_log(logs):
     for name, path in logs.items():
         p = fix(path, check=False)

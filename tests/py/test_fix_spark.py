@@ -82,3 +82,33 @@ def test_fix_through_spark4s_history_server(history, logs, name):
     same = lambda r: ({k: v for k, v in r.items() if k != "settings"}, [(x["key"], x["value"]) for x in r["settings"]])  # noqa: E731
     assert same(served["rewrite"]) == same(local["rewrite"])
     assert any(x.get("from") == url for x in served["rewrite"]["settings"])
+
+
+def test_fix_counts_catalog_tables_on_spark_connect(logs, connect, tmp_path):
+    """A job whose files this machine cannot read: the SQL-text job's log, its tables renamed
+    sjx.events and sjx.titles (the server's sj.* are the samples) and their files moved out of
+    reach. Read here, that is a one-line error naming the file; with --count-on-spark a Spark
+    Connect server counts the tables by the catalog names the plan gives them (created there
+    over the job's files), the stage is predicted as the log measured it, and the server runs
+    both queries."""
+    import subprocess
+    src = pathlib.Path(logs["sql_text_join"])
+    text = src.read_text().replace("sj.events", "sjx.events").replace("sj.titles", "sjx.titles")
+    tables = [(t["name"], t["table"]) for t in fix(str(src))["query"]["tables"]]
+    create = "".join(f"s.sql(\"CREATE TABLE {n.replace('sj.', 'sjx.')} USING parquet LOCATION '{path}'\")\n" for n, path in tables)
+    code = ("from pyspark.sql import SparkSession\n"
+            f"s = SparkSession.builder.remote({connect!r}).getOrCreate()\n"
+            "s.sql('CREATE DATABASE IF NOT EXISTS sjx')\n" + create + "s.stop()\n")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=300)
+    for _, path in tables:
+        text = text.replace(path, f"/unreachable{path}")
+    log = tmp_path / src.name
+    log.write_text(text)
+    p = run("fix", str(log), "--min-stage-seconds", "0", "--format", "json", "-q")
+    assert p.returncode == 2 and "/unreachable" in p.stderr and p.stderr.count("\n") == 1, p.stderr
+    f = fix(str(log), "--count-on-spark", "--remote", connect, "--python", sys.executable, "--verify", "--engine", "spark")
+    st, v = f["stage"], f["verification"]
+    assert f["query"]["source"] == "sql_text" and [t["name"] for t in f["query"]["tables"]] == ["sjx.events", "sjx.titles"]
+    assert f["tables"] == [], "no files here to set against the log's"
+    assert abs(st["before_gap"]) <= 0.05 and st["rewritten"], st
+    assert v["identical"] and v["rows_original"] == v["rows_rewritten"] == 300_000
