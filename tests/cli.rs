@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Date32Array, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray};
-use assert_cmd::Command;
 use parquet::arrow::ArrowWriter;
 use parquet::file::properties::WriterProperties;
 use serde_json::{json, Value};
+use std::process::Command;
 
 fn write(path: &Path, cols: Vec<(&str, ArrayRef)>, row_group: usize) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -24,7 +24,7 @@ fn write(path: &Path, cols: Vec<(&str, ArrayRef)>, row_group: usize) {
 fn skewjoin() -> Command {
     match std::env::var_os("SKEWJOIN_BIN") {
         Some(bin) => Command::new(bin),
-        None => Command::cargo_bin("skewjoin").unwrap(),
+        None => Command::new(env!("CARGO_BIN_EXE_skewjoin")),
     }
 }
 

@@ -89,25 +89,10 @@ pub fn run(a: FixArgs) -> Result<(String, bool)> {
         }
     };
     let session = spark_session(&a)?;
-    let named: Vec<(String, String)> = match &session {
-        // Spark reads each table by its catalog name where the plan gives one.
-        Some(_) => query
-            .tables
-            .iter()
-            .zip(fix::catalog_names(&log.app, stage_id, &query))
-            .map(|(t, c)| (t.name.clone(), c.unwrap_or_else(|| t.table.clone())))
-            .collect(),
-        None => query.tables.iter().map(|t| (t.name.clone(), t.table.clone())).collect(),
-    };
+    let named = named_tables(&log.app, stage_id, &query, session.is_some());
     // A table gone since the run: the diagnosis still stands, printed before the error.
     let tables = open_tables(&named, session.as_ref()).inspect_err(|_| print!("{}", report::text(&rep.diagnosis)))?;
-    // The files of each table read here (Spark's tables have none to compare).
-    let now: HashMap<String, (u64, u64)> = tables
-        .iter()
-        .filter(|(_, t)| t.spark.is_none())
-        .map(|(n, t)| (n.clone(), (t.files.len() as u64, t.files.iter().map(|f| f.byte_len()).sum())))
-        .collect();
-    rep.tables = fix::table_checks(&log.app, stage_id, &query, &now);
+    rep.tables = fix::table_checks(&log.app, stage_id, &query, &files_now(&tables));
     let job = (&log.app.properties, a.event_log.as_str());
     let opts = a.planner.options_with_job(JoinType::Inner, &a.spark, &a.quiet, Some(job))?;
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
@@ -122,6 +107,18 @@ pub fn run(a: FixArgs) -> Result<(String, bool)> {
     rep.query = Some(query);
     rep.rewrite = Some(r);
     finish(&a, rep)
+}
+
+/// Each table of the query and where it is read: its path, or on Spark (`by_name`) its catalog
+/// name where the plan gives one.
+fn named_tables(app: &skewjoin::diagnose::model::App, stage_id: i64, q: &FixQuery, by_name: bool) -> Vec<(String, String)> {
+    let names = if by_name { fix::catalog_names(app, stage_id, q) } else { vec![None; q.tables.len()] };
+    q.tables.iter().zip(names).map(|(t, c)| (t.name.clone(), c.unwrap_or_else(|| t.table.clone()))).collect()
+}
+
+/// The files and bytes of each table read here (a table Spark reads has none to compare).
+fn files_now(tables: &HashMap<String, Table>) -> HashMap<String, (u64, u64)> {
+    tables.iter().filter(|(_, t)| t.spark.is_none()).map(|(n, t)| (n.clone(), (t.files.len() as u64, t.files.iter().map(|f| f.byte_len()).sum()))).collect()
 }
 
 /// The Spark that counts the tables, with --count-on-spark.
