@@ -129,14 +129,7 @@ fn spark_session(a: &FixArgs) -> Result<Option<std::sync::Arc<skewjoin::spark::S
     if a.verify && Engine::or_default(a.engine) == Engine::Polars {
         return Err(Error::Usage("--count-on-spark: Polars reads the tables' files here; verify on Spark with --engine spark".into()));
     }
-    let opts = skewjoin::spark::SparkOptions {
-        python: a.spark.python(),
-        master: a.spark.master.clone(),
-        remote: a.spark.remote.clone(),
-        conf: a.spark.conf(Vec::new())?,
-        timeout: std::time::Duration::from_secs(a.spark_timeout.max(1)),
-    };
-    skewjoin::spark::Session::start(&opts).map(Some)
+    a.spark.start_session(a.spark_timeout).map(Some)
 }
 
 /// The log's path here: the file or folder given, or the History Server's copy.
@@ -208,9 +201,7 @@ fn fix_text(r: &FixReport, written_to: Option<&PathBuf>) -> String {
 
 /// What the job read of a table against what is there now.
 fn table_text(t: &TableCheck) -> String {
-    use skewjoin::format::fmt_count as count;
-    let then = format!("{} files, {} bytes", count(t.files_read.max(0) as u64), count(t.bytes_read.max(0) as u64));
-    let now = format!("{} files, {} bytes", count(t.files_now), count(t.bytes_now));
+    let (then, now) = (t.read_text(), t.now_text());
     let verdict = if t.pruned {
         "the job read only some partitions"
     } else if t.changed {

@@ -301,6 +301,19 @@ impl SparkArgs {
         self.python.clone().or_else(|| std::env::var("SKEWJOIN_PYTHON").ok()).unwrap_or_else(|| "python3".into())
     }
 
+    /// The Spark these flags name, started for counting; `timeout_s` bounds its start and each
+    /// counting job.
+    pub fn start_session(&self, timeout_s: u64) -> Result<Arc<Session>> {
+        let opts = skewjoin::spark::SparkOptions {
+            python: self.python(),
+            master: self.master.clone(),
+            remote: self.remote.clone(),
+            conf: self.conf(Vec::new())?,
+            timeout: std::time::Duration::from_secs(timeout_s.max(1)),
+        };
+        Session::start(&opts)
+    }
+
     /// `--conf KEY=VALUE`s, each checked, after `defaults` (a key given again wins).
     pub fn conf(&self, defaults: Vec<(String, String)>) -> Result<Vec<(String, String)>> {
         let mut conf = defaults;
@@ -351,14 +364,7 @@ impl CountingArgs {
         if sample {
             return Err(Error::Usage("--sample is for the embedded engine: --engine spark counts every row".into()));
         }
-        let opts = skewjoin::spark::SparkOptions {
-            python: self.spark.python(),
-            master: self.spark.master.clone(),
-            remote: self.spark.remote.clone(),
-            conf: self.spark.conf(Vec::new())?,
-            timeout: std::time::Duration::from_secs(self.spark_timeout.max(1)),
-        };
-        Session::start(&opts).map(Some)
+        self.spark.start_session(self.spark_timeout).map(Some)
     }
 
     /// Open a table: its files here, or in Spark (a path or a catalog name).

@@ -9,7 +9,7 @@ use std::ops::ControlFlow;
 use serde::Serialize;
 use sqlparser::ast::{visit_relations, Statement};
 
-use super::model::{App, SqlExecution};
+use super::model::{App, Job, SqlExecution};
 use super::plan::{attr_name, scans, JoinInfo, JoinSide, ScanInfo};
 use super::spark_expr;
 use super::{Diagnosis, Kind};
@@ -60,27 +60,29 @@ pub fn no_query(d: &Diagnosis) -> Option<String> {
 /// job's `spark.job.description` (spark-sql, the Thrift server and notebooks set them), when it
 /// parses as one query and each table it names is a catalog table the plan's scans read.
 pub fn from_sql_text(app: &App, stage_id: i64) -> Option<FixQuery> {
-    let st = app.stages.values().find(|s| s.id == stage_id)?;
-    let job = app.jobs.get(&st.job?)?;
-    let exec = job.sql.and_then(|id| app.sql.get(&id));
-    let scans = exec.and_then(|e| e.plan.as_ref()).map(scans).unwrap_or_default();
+    let job = job_of(app, stage_id)?;
+    let exec = execution_of(app, stage_id);
+    let scans = stage_scans(app, stage_id);
     let texts = [exec.map(|e| e.description.as_str()), job.description.as_deref()];
     texts.into_iter().flatten().find_map(|t| query_of_text(t, &scans))
 }
 
+/// The job that ran the stage.
+fn job_of(app: &App, stage_id: i64) -> Option<&Job> {
+    let st = app.stages.values().find(|s| s.id == stage_id)?;
+    app.jobs.get(&st.job?)
+}
+
 /// The SQL execution whose job ran the stage.
 fn execution_of(app: &App, stage_id: i64) -> Option<&SqlExecution> {
-    let st = app.stages.values().find(|s| s.id == stage_id)?;
-    app.sql.get(&app.jobs.get(&st.job?)?.sql?)
+    app.sql.get(&job_of(app, stage_id)?.sql?)
 }
 
 /// The catalog name the plan gives each table of `q` (`spark_catalog.db.t`), where it gives
 /// one: what Spark reads the table by when it counts it.
 pub fn catalog_names(app: &App, stage_id: i64, q: &FixQuery) -> Vec<Option<String>> {
-    let all = execution_of(app, stage_id).and_then(|e| e.plan.as_ref()).map(scans).unwrap_or_default();
-    let name_of =
-        |t: &TableRef| all.iter().find(|s| s.location.as_deref() == Some(t.table.as_str()) || s.name.as_deref() == Some(t.table.as_str()))?.name.clone();
-    q.tables.iter().map(name_of).collect()
+    let all = stage_scans(app, stage_id);
+    q.tables.iter().map(|t| all.iter().find(|s| reads(s, t))?.name.clone()).collect()
 }
 
 /// A table of the query: the files and bytes the job's scan of it read (the log's SQL
@@ -98,17 +100,42 @@ pub struct TableCheck {
     pub changed: bool,
 }
 
+impl TableCheck {
+    /// What the job read: `N files, M bytes`.
+    pub fn read_text(&self) -> String {
+        files_and_bytes(self.files_read.max(0) as u64, self.bytes_read.max(0) as u64)
+    }
+
+    /// What is there now: `N files, M bytes`.
+    pub fn now_text(&self) -> String {
+        files_and_bytes(self.files_now, self.bytes_now)
+    }
+}
+
+fn files_and_bytes(files: u64, bytes: u64) -> String {
+    format!("{} files, {} bytes", crate::format::fmt_count(files), crate::format::fmt_count(bytes))
+}
+
+/// The scans of the stage's SQL execution (none when the log has no plan for it).
+fn stage_scans(app: &App, stage_id: i64) -> Vec<ScanInfo> {
+    execution_of(app, stage_id).and_then(|e| e.plan.as_ref()).map(scans).unwrap_or_default()
+}
+
+/// Whether `scan` reads the query's table `t` (by its location, or its catalog name).
+fn reads(scan: &ScanInfo, t: &TableRef) -> bool {
+    scan.location.as_deref() == Some(t.table.as_str()) || scan.name.as_deref() == Some(t.table.as_str())
+}
+
 /// Each table of `q` whose scan in the stage's execution has its files-read metrics, against
 /// `now`: the table's name -> (files, bytes) there today.
 pub fn table_checks(app: &App, stage_id: i64, q: &FixQuery, now: &HashMap<String, (u64, u64)>) -> Vec<TableCheck> {
     let Some(exec) = execution_of(app, stage_id) else { return Vec::new() };
-    let all = exec.plan.as_ref().map(scans).unwrap_or_default();
+    let all = stage_scans(app, stage_id);
     let metric = |id: Option<i64>| id.and_then(|id| exec.driver_metrics.get(&id).copied());
     q.tables
         .iter()
         .filter_map(|t| {
-            let of_table = |s: &&ScanInfo| s.location.as_deref() == Some(t.table.as_str()) || s.name.as_deref() == Some(t.table.as_str());
-            let scan = all.iter().filter(of_table).min_by_key(|s| s.pruned)?;
+            let scan = all.iter().filter(|s| reads(s, t)).min_by_key(|s| s.pruned)?;
             let (files_read, bytes_read) = (metric(scan.files_metric)?, metric(scan.bytes_metric)?);
             let &(files_now, bytes_now) = now.get(&t.name)?;
             let changed = !scan.pruned && (files_read as u64 != files_now || bytes_read as u64 != bytes_now);
@@ -352,7 +379,6 @@ pub fn html(r: &FixReport) -> crate::html::Page {
     ));
     p.pre(&q.sql);
     if !r.tables.is_empty() {
-        let count = |n: u64| crate::format::fmt_count(n);
         let rows: Vec<Vec<String>> = r
             .tables
             .iter()
@@ -364,12 +390,7 @@ pub fn html(r: &FixReport) -> crate::html::Page {
                 } else {
                     "the same files"
                 };
-                vec![
-                    t.name.clone(),
-                    format!("{} files, {} bytes", count(t.files_read.max(0) as u64), count(t.bytes_read.max(0) as u64)),
-                    format!("{} files, {} bytes", count(t.files_now), count(t.bytes_now)),
-                    verdict.to_string(),
-                ]
+                vec![t.name.clone(), t.read_text(), t.now_text(), verdict.to_string()]
             })
             .collect();
         p.table(&["table", "the job read", "now", ""], &rows);
