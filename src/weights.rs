@@ -335,6 +335,9 @@ pub struct RowWeights {
     pub joins: String,
     /// Where the weights of a file's rows are kept for the next count over it (None: not kept).
     pub memo: Option<Arc<WeightMemo>>,
+    /// Rows the joins before make with every key column NULL, beside the weighted rows: a left
+    /// join's rows that no row of the key's side matched (its columns are NULL there).
+    pub null_rows: u64,
 }
 
 /// The weights of each file's rows computed last, kept for the next count over the same file:

@@ -258,8 +258,12 @@ fn counted_note(name: &str, f: &super::measure::SideFilter) -> String {
     let (out, of) = (fmt_count(f.rows_out), fmt_count(f.rows_in));
     if let Some(joins) = &f.joins {
         let kept = if f.conditions.is_empty() { String::new() } else { format!(" where {}", f.conditions) };
+        let nulls = match f.outer_nulls {
+            0 => String::new(),
+            n => format!("; {} of them have a NULL key: rows a left join before matched to nothing on the key's side", fmt_count(n)),
+        };
         return format!(
-            "{name}: the counts are of the {out} rows that reach this join through the joins before it ({joins}), from {of} rows of the table that holds the key{kept}, computed from each table's counts"
+            "{name}: the counts are of the {out} rows that reach this join through the joins before it ({joins}), from {of} rows of the table that holds the key{kept}, computed from each table's counts{nulls}"
         );
     }
     match (&f.group_by, f.conditions.is_empty()) {

@@ -52,6 +52,8 @@ pub struct SideFilter {
     pub rows_in: u64,
     /// The rows that meet the conditions, or their groups.
     pub rows_out: u64,
+    /// Of `rows_out`, the rows a left join before made with a NULL key (see `RowWeights`).
+    pub outer_nulls: u64,
 }
 
 /// Where a side's shuffle rows come from, map task by map task: what bounds how finely AQE can
@@ -216,7 +218,14 @@ impl Counted {
         // In the keys' byte order, so that ties in the top values are broken the same each run.
         let mut sums: Vec<(Vec<u8>, u64)> = sums.into_iter().collect();
         sums.sort_unstable();
-        let counts: Vec<(Vec<Value>, u64)> = sums.into_iter().map(|(k, n)| (count::decode_key(&k, &types), n)).collect();
+        let mut counts: Vec<(Vec<Value>, u64)> = sums.into_iter().map(|(k, n)| (count::decode_key(&k, &types), n)).collect();
+        if w.null_rows > 0 {
+            let nulls = vec![Value::Null; types.len()];
+            match counts.iter_mut().find(|(k, _)| *k == nulls) {
+                Some((_, n)) => *n += w.null_rows,
+                None => counts.push((nulls, w.null_rows)),
+            }
+        }
         let mut most: Vec<&(Vec<Value>, u64)> = counts.iter().filter(|(k, _)| !k.iter().any(Value::is_null)).collect();
         most.sort_by_key(|b| std::cmp::Reverse(b.1));
         let top = most.into_iter().take(popts.top.max(1)).map(|(k, _)| k.clone()).collect();
@@ -336,6 +345,7 @@ fn side(s: &SideInput, (scan, maps): (PartitionScan, MapOutputs), rows: Option<(
             joins: s.through.as_ref().map(|w| w.joins.clone()),
             rows_in,
             rows_out,
+            outer_nulls: s.through.as_ref().map_or(0, |w| w.null_rows),
         }),
     }
 }

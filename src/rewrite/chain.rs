@@ -56,6 +56,9 @@ pub(super) struct Prefix {
     pub links: Vec<std::result::Result<Link, String>>,
     /// What the inputs sent across the links, for the later joins' counts.
     cache: SentCache,
+    /// Columns equal on every row of the prefix, by its inner joins' key equalities: (member,
+    /// its column in lower case) twice.
+    equal: Vec<((usize, String), (usize, String))>,
 }
 
 /// The joins before a chained join, as its counts follow them.
@@ -79,6 +82,7 @@ impl Prefix {
             broken: None,
             links: vec![],
             cache: Default::default(),
+            equal: vec![],
         };
         match first {
             Ok(inp) => {
@@ -104,6 +108,25 @@ impl Prefix {
         let slots: Vec<usize> = (start..self.slots.len()).collect();
         self.members.push(Member { input, slots: slots.clone(), using_first: vec![] });
         slots
+    }
+
+    /// The key equalities of the next join (`cond`, of the prefix `l` and the next member),
+    /// which hold on every row after it when it is an inner join.
+    pub fn note_equal(&mut self, cond: &super::condition::Condition, l: &Input) {
+        if cond.how != JoinType::Inner {
+            return;
+        }
+        for (lk, rk) in &cond.keys {
+            let left = match l.member_of(lk) {
+                Some(m) if l.quals.is_empty() => (m, lc(lk)),
+                Some(m) => match l.quals[m].1.iter().find(|(_, w)| w.eq_ignore_ascii_case(lk)) {
+                    Some((c, _)) => (m, c.clone()),
+                    None => continue,
+                },
+                None => continue,
+            };
+            self.equal.push((left, (self.members.len(), lc(rk))));
+        }
     }
 
     /// The index the next input joined becomes.
@@ -180,7 +203,7 @@ impl Prefix {
         crate::sql::fix_literals(&mut cur);
         let list: Vec<String> = self.slots.iter().zip(&wraps).map(|(s, w)| select_item(&s.qual, &s.name, w)).collect();
         let mut base = HashMap::new();
-        let mut quals = Vec::new();
+        let mut quals: Vec<(String, HashMap<String, String>)> = Vec::new();
         for m in &self.members {
             let mut q = HashMap::new();
             for (c, &s) in m.input.columns.iter().zip(&m.slots) {
@@ -191,6 +214,8 @@ impl Prefix {
             }
             quals.push((m.input.alias.clone(), q));
         }
+        let name = |(m, c): &(usize, String)| quals.get(*m).and_then(|(_, q)| q.get(c)).cloned();
+        let equal = self.equal.iter().filter_map(|(a, b)| Some((name(a)?, name(b)?))).collect();
         Input {
             alias,
             source: format!("(SELECT {} FROM {cur})", list.join(", ")),
@@ -206,6 +231,7 @@ impl Prefix {
             // as the chain's note says.
             grouped: None,
             having: false,
+            equal,
         }
     }
 

@@ -63,7 +63,31 @@ pub(super) fn condition_of(op: &JoinOperator, l: &Input, r: &Input) -> Result<Co
     if c.keys.is_empty() {
         return Err(LeftAlone::NonEqui);
     }
+    keys_on_one_input(&mut c, l);
     Ok(c)
+}
+
+/// Where the left keys are columns of several inputs of the joins before, each replaced by a
+/// column equal to it on every row (`Input::equal`) of one input where that exists: as Spark
+/// reads them (its constraint propagation), so that the key is one table's. The first key's
+/// input is tried first, then the others in order.
+fn keys_on_one_input(c: &mut Condition, l: &Input) {
+    let members: Vec<Option<usize>> = c.keys.iter().map(|(k, _)| l.member_of(k)).collect();
+    if l.equal.is_empty() || members.windows(2).all(|w| w[0] == w[1]) {
+        return;
+    }
+    let classes: Vec<Vec<String>> = c.keys.iter().map(|(k, _)| l.equal_to(k)).collect();
+    let mut order: Vec<usize> = members.iter().flatten().copied().collect();
+    order.dedup();
+    for m in order {
+        let picks: Option<Vec<String>> = classes.iter().map(|class| class.iter().find(|x| l.member_of(x) == Some(m)).cloned()).collect();
+        if let Some(picks) = picks {
+            for (key, pick) in c.keys.iter_mut().zip(picks) {
+                key.0 = pick;
+            }
+            return;
+        }
+    }
 }
 
 /// ON: each conjunct that equates a column of each side is a key; the rest are extras.
@@ -113,9 +137,80 @@ pub(super) fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
         Expr::Nested(inner) if matches!(inner.as_ref(), Expr::BinaryOp { op: BinaryOperator::And | BinaryOperator::Eq, .. } | Expr::Nested(_)) => {
             conjuncts(inner, out)
         }
+        // `(x AND a) OR (x AND b)`: x, then `(a OR b)`, as Spark's BooleanSimplification
+        // reads it; so an equality in every branch is a join key.
+        e if or_common(e, out) => {}
         // `(a OR b)` keeps its parentheses: it is printed again inside an AND.
         other => out.push(other.clone()),
     }
+}
+
+/// The branches of `a OR b OR c`, in any nesting of parentheses.
+fn disjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    match e {
+        Expr::BinaryOp { left, op: BinaryOperator::Or, right } => {
+            disjuncts(left, out);
+            disjuncts(right, out);
+        }
+        Expr::Nested(inner) if matches!(inner.as_ref(), Expr::BinaryOp { op: BinaryOperator::Or, .. } | Expr::Nested(_)) => disjuncts(inner, out),
+        other => out.push(other),
+    }
+}
+
+/// An OR whose every branch has some of the same conjuncts: those conjuncts, then the OR of
+/// what is left of each branch (nothing when a branch is left empty: `x OR (x AND b)` is
+/// `x`), pushed to `out`. Both forms are equal in SQL's three-valued logic. False, and nothing
+/// pushed, when `e` is not such an OR.
+fn or_common(e: &Expr, out: &mut Vec<Expr>) -> bool {
+    let mut ds = Vec::new();
+    disjuncts(e, &mut ds);
+    if ds.len() < 2 {
+        return false;
+    }
+    let parts: Vec<Vec<Expr>> = ds
+        .iter()
+        .map(|d| {
+            let mut v = Vec::new();
+            conjuncts(d, &mut v);
+            v
+        })
+        .collect();
+    let mut common: Vec<Expr> = Vec::new();
+    for c in &parts[0] {
+        if parts[1..].iter().all(|p| p.iter().any(|x| same_predicate(x, c))) && !common.iter().any(|x| same_predicate(x, c)) {
+            common.push(c.clone());
+        }
+    }
+    if common.is_empty() {
+        return false;
+    }
+    let rests: Vec<Vec<Expr>> = parts.into_iter().map(|p| p.into_iter().filter(|x| !common.iter().any(|c| same_predicate(x, c))).collect()).collect();
+    out.extend(common);
+    if rests.iter().all(|r| !r.is_empty()) {
+        let branch = |r: Vec<Expr>| Expr::Nested(Box::new(join_with(r, BinaryOperator::And)));
+        out.push(Expr::Nested(Box::new(join_with(rests.into_iter().map(branch).collect(), BinaryOperator::Or))));
+    }
+    true
+}
+
+/// The same predicate as written, or an equality with its sides swapped.
+fn same_predicate(a: &Expr, b: &Expr) -> bool {
+    let text = |e: &Expr| crate::sql::render_expr(e);
+    if text(a) == text(b) {
+        return true;
+    }
+    match (a, b) {
+        (Expr::BinaryOp { left: l1, op: BinaryOperator::Eq, right: r1 }, Expr::BinaryOp { left: l2, op: BinaryOperator::Eq, right: r2 }) => {
+            text(l1) == text(r2) && text(r1) == text(l2)
+        }
+        _ => false,
+    }
+}
+
+/// `a op b op c`, left to right.
+fn join_with(mut es: Vec<Expr>, op: BinaryOperator) -> Expr {
+    let first = es.remove(0);
+    es.into_iter().fold(first, |acc, e| Expr::BinaryOp { left: Box::new(acc), op: op.clone(), right: Box::new(e) })
 }
 
 /// Which input a column reference belongs to, and its name there.
@@ -155,4 +250,75 @@ fn to_branch_names(e: &mut Expr, l: &Input, r: &Input) {
         }
         ControlFlow::<()>::Continue(())
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::sql::render_expr;
+
+    fn expr(text: &str) -> Expr {
+        let q = crate::sql::parse_query(&format!("SELECT 1 FROM t WHERE {text}")).unwrap();
+        let sqlparser::ast::SetExpr::Select(s) = *q.body else { panic!("not a select") };
+        s.selection.unwrap()
+    }
+
+    fn split(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        conjuncts(&expr(text), &mut out);
+        out.iter().map(render_expr).collect()
+    }
+
+    #[test]
+    fn an_equality_in_every_branch_of_an_or_is_a_conjunct() {
+        assert_eq!(split("(p.id = l.pid AND l.q > 1) OR (l.pid = p.id AND p.b = 'x')"), ["p.id = l.pid", "((l.q > 1) OR (p.b = 'x'))"]);
+        // Three branches, one with two more conjuncts, the OR inside an AND.
+        assert_eq!(
+            split("l.v < 9 AND ((a.k = b.k AND a.x = 1) OR (a.k = b.k AND a.x = 2) OR (a.k = b.k AND a.y = 3 AND b.z = 4))"),
+            ["l.v < 9", "a.k = b.k", "((a.x = 1) OR (a.x = 2) OR (a.y = 3 AND b.z = 4))"]
+        );
+        // A branch with nothing else: `x OR (x AND b)` is x.
+        assert_eq!(split("(a.k = b.k) OR (a.k = b.k AND a.x = 1)"), ["a.k = b.k"]);
+    }
+
+    #[test]
+    fn an_or_without_a_shared_conjunct_stays_whole() {
+        assert_eq!(split("(a.k = b.k AND a.x = 1) OR (a.k = b.j AND a.x = 1 AND a.y = 2) OR a.z = 3"), ["(a.k = b.k AND a.x = 1) OR (a.k = b.j AND a.x = 1 AND a.y = 2) OR a.z = 3"]);
+        assert_eq!(split("a.k = b.k OR a.k = b.j"), ["a.k = b.k OR a.k = b.j"]);
+    }
+
+    /// The joins before, made one input: members s (s_item, qty) and r (r_item).
+    fn prefix(equal: &[(&str, &str)]) -> Input {
+        let quals = vec![
+            ("s".to_string(), HashMap::from([("s_item".to_string(), "s_item".to_string()), ("qty".to_string(), "qty".to_string())])),
+            ("r".to_string(), HashMap::from([("r_item".to_string(), "r_item".to_string())])),
+        ];
+        let columns = vec!["s_item".to_string(), "qty".to_string(), "r_item".to_string()];
+        let mut inp = Input::of_columns(columns, HashMap::new(), false);
+        inp.alias = "__sjp1".into();
+        inp.quals = quals;
+        inp.equal = equal.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        inp
+    }
+
+    fn keys_after(l: &Input, keys: &[(&str, &str)]) -> Vec<(String, String)> {
+        let mut c = Condition { how: JoinType::Inner, keys: keys.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(), key_text: vec![], extras: vec![], using: false };
+        keys_on_one_input(&mut c, l);
+        c.keys
+    }
+
+    #[test]
+    fn keys_of_two_inputs_equal_on_every_row_become_one_inputs() {
+        let l = prefix(&[("s_item", "r_item")]);
+        let k = |a: &str, b: &str| (a.to_string(), b.to_string());
+        assert_eq!(keys_after(&l, &[("s_item", "i_id"), ("r_item", "i_id")]), [k("s_item", "i_id"), k("s_item", "i_id")]);
+        // The first key's input is tried first.
+        assert_eq!(keys_after(&l, &[("r_item", "i_id"), ("s_item", "i_id")]), [k("r_item", "i_id"), k("r_item", "i_id")]);
+        // qty has no equal in r, but r_item has one in s.
+        assert_eq!(keys_after(&l, &[("qty", "i_id"), ("r_item", "i_x")]), [k("qty", "i_id"), k("s_item", "i_x")]);
+        // Without the equality the keys stay as written (the join is then left with the reason).
+        assert_eq!(keys_after(&prefix(&[]), &[("s_item", "i_id"), ("r_item", "i_id")]), [k("s_item", "i_id"), k("r_item", "i_id")]);
+    }
 }

@@ -120,7 +120,11 @@ fn join_next(p: &mut Prefix, twj: &TableWithJoins, j: usize, right: &std::result
         crate::sql::fix_literals(&mut before);
         l.joined = Some(before.to_string().split_whitespace().collect::<Vec<_>>().join(" "));
     }
-    let link = condition_of(&join.join_operator, &l, r).map_err(|e| e.to_string()).and_then(|c| link_of(join, &c, &l, r, p.next_member()));
+    let cond = condition_of(&join.join_operator, &l, r);
+    let link = cond.as_ref().map_err(|e| e.to_string()).and_then(|c| link_of(join, c, &l, r, p.next_member()));
+    if let Ok(c) = &cond {
+        p.note_equal(c, &l);
+    }
     let before = l.joined.is_some().then(|| p.before());
     let outcome = try_join(&l, r, join, join_text(twj, j), scope, before.as_ref(), ctx)?;
     p.links.push(link);
@@ -145,7 +149,11 @@ pub(super) fn chain_as_written(twj: &TableWithJoins, ctx: &Ctx) -> std::result::
         let r = input_of(&join.relation, ctx, 0).map_err(|e| e.to_string())?;
         let right_out = join_type(&join.join_operator).map(|x| x.0.outputs_right()).unwrap_or(true);
         let l = p.as_input_named(&r, right_out, "__sjp".into());
-        let link = condition_of(&join.join_operator, &l, &r).map_err(|e| e.to_string()).and_then(|c| link_of(join, &c, &l, &r, p.next_member()));
+        let cond = condition_of(&join.join_operator, &l, &r);
+        let link = cond.as_ref().map_err(|e| e.to_string()).and_then(|c| link_of(join, c, &l, &r, p.next_member()));
+        if let Ok(c) = &cond {
+            p.note_equal(c, &l);
+        }
         p.links.push(link);
         p.append(join, Some(r));
     }

@@ -43,6 +43,9 @@ pub(super) struct Input {
     pub grouped: Option<Vec<String>>,
     /// A HAVING drops some of those groups, which the counts keep.
     pub having: bool,
+    /// For the joins before a chained join: pairs of its columns equal (or both NULL) on
+    /// every row, by the key equalities of the inner joins among them.
+    pub equal: Vec<(String, String)>,
 }
 
 impl Input {
@@ -60,6 +63,7 @@ impl Input {
             joined: None,
             grouped: None,
             having: false,
+            equal: vec![],
         }
     }
 
@@ -87,6 +91,32 @@ impl Input {
                 }
             }
         }
+    }
+
+    /// The member (of the joins before, made one input) whose column `col` is: 0 for a
+    /// single input.
+    pub fn member_of(&self, col: &str) -> Option<usize> {
+        if self.quals.is_empty() {
+            return self.column(col).map(|_| 0);
+        }
+        self.quals.iter().position(|(_, m)| m.values().any(|w| w.eq_ignore_ascii_case(col)))
+    }
+
+    /// The columns equal to `col` on every row (by `equal`, transitively), `col` first.
+    pub fn equal_to(&self, col: &str) -> Vec<String> {
+        let mut class = vec![col.to_string()];
+        let mut i = 0;
+        while i < class.len() {
+            for (a, b) in &self.equal {
+                for (x, y) in [(a, b), (b, a)] {
+                    if x.eq_ignore_ascii_case(&class[i]) && !class.iter().any(|c| c.eq_ignore_ascii_case(y)) {
+                        class.push(y.clone());
+                    }
+                }
+            }
+            i += 1;
+        }
+        class
     }
 
     /// The name the reports give this input.

@@ -22,7 +22,7 @@ use super::filters::{mentions, to_base, JoinScope};
 use super::input::Input;
 use super::names::lc;
 use super::Ctx;
-use crate::filter::{check, sum_by, RowFilter};
+use crate::filter::{check, sum_by, weighted_counts, RowFilter};
 use crate::plan::{JoinType, Side};
 use crate::source::Table;
 use crate::value::KeyType;
@@ -82,10 +82,7 @@ pub(super) fn link_of(join: &Join, cond: &Condition, l: &Input, r: &Input, next:
 
 /// The member of the prefix `l` whose column `col` is (member 0 for a single input).
 fn member_of(l: &Input, col: &str) -> Option<usize> {
-    if l.quals.is_empty() {
-        return l.column(col).map(|_| 0);
-    }
-    l.quals.iter().position(|(_, m)| m.values().any(|w| w.eq_ignore_ascii_case(col)))
+    l.member_of(col)
 }
 
 /// The conjuncts of ON other than key equalities: each must be on the child's columns alone.
@@ -165,7 +162,8 @@ fn rows_at(
     let mut applied = Vec::new();
     let (filter, _) = tree.filter_of(&members[root], &mut applied)?;
     let factors = tree.factors(root, None, &mut applied)?;
-    let weights = RowWeights { factors, joins, memo: Some(ctx.weights.clone()) };
+    let null_rows = tree.unmatched_rows(root, &mut applied)?;
+    let weights = RowWeights { factors, joins, memo: Some(ctx.weights.clone()), null_rows };
     Ok(Through { weights, filter: (!filter.conditions.is_empty()).then_some(filter), applied })
 }
 
@@ -219,7 +217,10 @@ impl Tree<'_> {
                 let matches = self.sent(&link.child, link.child_member, i, &theirs, applied)?;
                 out.push(self.factor(&self.members[m], mine, &link.child, &theirs, matches, kind)?);
             } else if link.child_member == Some(m) {
-                if link.how != JoinType::Inner {
+                // The matched rows of a left join whose right side holds the root's rows are
+                // those of an inner join; `unmatched_rows` counts the others.
+                let left_at_root = link.how == JoinType::Left && from.is_none() && self.only_link(m) == Some(i);
+                if link.how != JoinType::Inner && !left_at_root {
                     return Err(format!("its key is on the side a {} join before it keeps NULLs for", link.how.as_str()));
                 }
                 let mine: Vec<String> = link.pairs.iter().map(|p| p.1.clone()).collect();
@@ -230,6 +231,36 @@ impl Tree<'_> {
             }
         }
         Ok(out)
+    }
+
+    /// The one link at member `m`, when it has one.
+    fn only_link(&self, m: usize) -> Option<usize> {
+        let mut at = self.links.iter().enumerate().filter(|(_, l)| l.parent == m || l.child_member == Some(m)).map(|(i, _)| i);
+        match (at.next(), at.next()) {
+            (Some(i), None) => Some(i),
+            _ => None,
+        }
+    }
+
+    /// The rows of the chain with the root's columns NULL: where the root is the right side of
+    /// a left join (its one link), the rows of the other side that no root row matches, each
+    /// weighted by the joins beyond it (0 otherwise).
+    fn unmatched_rows(&self, root: usize, applied: &mut Vec<Expr>) -> Result<u64, String> {
+        let Some(i) = self.only_link(root).filter(|&i| self.links[i].child_member == Some(root) && self.links[i].how == JoinType::Left) else {
+            return Ok(0);
+        };
+        let link = self.links[i];
+        let mine: Vec<String> = link.pairs.iter().map(|p| p.1.clone()).collect();
+        let theirs: Vec<String> = link.pairs.iter().map(|p| p.0.clone()).collect();
+        let parent = &self.members[link.parent];
+        let root_rows = self.sent(&self.members[root], Some(root), i, &mine, applied)?;
+        let mut factors = self.factors(link.parent, Some(i), applied)?;
+        factors.push(self.factor(parent, theirs.clone(), &self.members[root], &mine, root_rows, FactorKind::Anti)?);
+        let (filter, table) = self.filter_of(parent, applied)?;
+        let types = self.types(table, &theirs)?;
+        let weights = RowWeights { factors, memo: Some(self.weights.clone()), ..Default::default() };
+        let (sums, _) = weighted_counts(table, &theirs, &types, &filter, &weights).map_err(|e| e.to_string())?;
+        Ok(sums.values().sum())
     }
 
     /// The rows input `inp` (member `m`, reached by link `via`) brings, per value of `by`.
@@ -273,7 +304,7 @@ impl Tree<'_> {
     fn sum_sent(&self, inp: &Input, m: Option<usize>, via: usize, by: &[String], applied: &mut Vec<Expr>) -> Result<Arc<Sums>, String> {
         let (filter, table) = self.filter_of(inp, applied)?;
         let weights = match m {
-            Some(m) => RowWeights { factors: self.factors(m, Some(via), applied)?, joins: String::new(), memo: Some(self.weights.clone()) },
+            Some(m) => RowWeights { factors: self.factors(m, Some(via), applied)?, memo: Some(self.weights.clone()), ..Default::default() },
             None => RowWeights::default(),
         };
         let types = self.types(table, by)?;
