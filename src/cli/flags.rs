@@ -154,6 +154,7 @@ impl PlannerArgs {
             memory,
             progress: quiet.progress(),
             extra_predicates: false,
+            extras_one_side: false,
             cores: settings.cores()?,
             shuffle_hint: None,
             aqe: settings.aqe()?,

@@ -3,7 +3,9 @@
 //! side the join type may not broadcast; any salted branch). The rows of a kept side that
 //! then match nothing are found apart: the side's rows for those keys, anti-joined with the
 //! other side's distinct keys (broadcast), padded with NULLs. That test sees keys only, so
-//! it is not safe when ON has predicates beyond the key equalities.
+//! it is safe with predicates beyond the key equalities in ON only where they read one side:
+//! the other side's keys are then those of its rows that pass them, and a kept side's row
+//! that fails them matches nothing (the anti join's ON tests them).
 
 use super::emit::{Gen, D, T, U};
 use super::{HotKey, JoinType, Side, Strategy};
@@ -21,9 +23,9 @@ pub(crate) fn salt_is_decomposed(how: JoinType) -> bool {
     how != JoinType::Inner
 }
 
-/// A decomposed branch is safe unless ON has predicates beyond the keys.
-pub(crate) fn is_safe(decomposed: bool, extra_predicates: bool) -> bool {
-    !(decomposed && extra_predicates)
+/// A decomposed branch is safe unless ON has predicates beyond the keys that read both sides.
+pub(crate) fn is_safe(decomposed: bool, opts: &super::PlanOptions) -> bool {
+    !(decomposed && opts.extra_predicates && !opts.extras_one_side)
 }
 
 fn is_decomposed(s: &Strategy) -> bool {
@@ -43,14 +45,19 @@ pub(crate) fn branches(g: &Gen, hot: &[&HotKey]) -> Vec<String> {
 fn unmatched(g: &Gen, side: Side, set: &[&[Value]]) -> String {
     let other = side.other();
     let dk: Vec<String> = g.keys(other).iter().map(|c| ident(c)).collect();
-    let on: Vec<String> = g.keys(side).iter().zip(g.keys(other)).map(|(a, b)| format!("{T}.{} = {D}.{}", ident(a), ident(b))).collect();
+    let mut on: Vec<String> = g.keys(side).iter().zip(g.keys(other)).map(|(a, b)| format!("{T}.{} = {D}.{}", ident(a), ident(b))).collect();
+    let mut other_rows = g.in_set(U, other, set);
+    match &g.js.extra_on_side {
+        Some(e) if e.side == other => other_rows = format!("{other_rows} AND ({})", e.on_u),
+        Some(e) => on.push(format!("({})", e.on_t)),
+        None => {}
+    }
     format!(
-        "(SELECT /*+ BROADCAST({D}) */ {T}.* FROM (SELECT * FROM {} {U} WHERE {}) {T} LEFT ANTI JOIN (SELECT DISTINCT {} FROM {} {U} WHERE {}) {D} ON {}) {}",
+        "(SELECT /*+ BROADCAST({D}) */ {T}.* FROM (SELECT * FROM {} {U} WHERE {}) {T} LEFT ANTI JOIN (SELECT DISTINCT {} FROM {} {U} WHERE {other_rows}) {D} ON {}) {}",
         g.table(side),
         g.in_set(U, side, set),
         dk.join(", "),
         g.table(other),
-        g.in_set(U, other, set),
         on.join(" AND "),
         g.alias(side)
     )

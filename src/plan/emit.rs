@@ -23,6 +23,8 @@ pub struct JoinSql {
     pub select_list: String,
     /// Predicates of the ON clause beyond the key equalities, written with the aliases.
     pub extra_on: Option<String>,
+    /// `extra_on` when it reads one side only, written for the unmatched rows' branches.
+    pub extra_on_side: Option<ExtraOnSide>,
     pub left_keys: Vec<String>,
     pub right_keys: Vec<String>,
     pub key_types: Vec<KeyType>,
@@ -59,6 +61,7 @@ impl JoinSql {
             right_alias: "r".into(),
             select_list: cols.join(", "),
             extra_on: None,
+            extra_on_side: None,
             left_keys: left.1.to_vec(),
             right_keys: right.1.to_vec(),
             key_types,
@@ -69,6 +72,15 @@ impl JoinSql {
             shuffle_hint: None,
         }
     }
+}
+
+/// The ON predicates beyond the keys, all on `side`'s columns, with those columns qualified by
+/// `U` and by `T` (the names the unmatched rows' branches give that side's rows).
+#[derive(Clone, Debug)]
+pub struct ExtraOnSide {
+    pub side: Side,
+    pub on_u: String,
+    pub on_t: String,
 }
 
 // Aliases of the helper subqueries: unlikely to clash with a user's.

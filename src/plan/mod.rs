@@ -27,7 +27,8 @@ mod tests;
 pub mod verdict;
 
 pub use decide::decide;
-pub use emit::{emit_sql, table_name, JoinSql, HELPER_ALIASES, SALT_COLUMN};
+pub use emit::{emit_sql, table_name, ExtraOnSide, JoinSql, HELPER_ALIASES, SALT_COLUMN};
+pub(crate) use emit::{T as HELPER_T, U as HELPER_U};
 pub use measure::{hashable_columns, measure, measure_one, Measured, SideFilter, SideMeasure};
 pub use report::{html, json, text};
 pub use strategy::broadcast_side::COMMENT as BROADCAST_SIDE_COMMENT;
@@ -151,6 +152,9 @@ pub struct PlanOptions {
     /// The ON clause has predicates beyond the key equalities (the `rewrite` command): the
     /// branches that find unmatched rows from distinct keys alone are then not safe.
     pub extra_predicates: bool,
+    /// Those predicates all read one side, and the SQL has them for that side (`JoinSql::
+    /// extra_on_side`): the unmatched rows' branches apply them, and are safe again.
+    pub extras_one_side: bool,
     /// The cluster's parallelism (`spark.default.parallelism`), for how Spark splits a small
     /// table's files into map tasks; None: large enough that the splits are 128 MiB.
     pub cores: Option<u32>,
@@ -193,6 +197,7 @@ impl Default for PlanOptions {
             memory: 2 << 30,
             progress: false,
             extra_predicates: false,
+            extras_one_side: false,
             cores: None,
             shuffle_hint: None,
             aqe: crate::settings::Aqe::off(),

@@ -41,12 +41,14 @@ pub(super) struct JoinScope<'a> {
 }
 
 /// The filters of the join of `l` and `r` (`how`), whose key columns are in `ltable` and `rtable`.
-/// `skip`: conjuncts the left input's counts apply through the joins before it.
-pub(super) fn side_filters(scope: &JoinScope, l: (&Input, &Table, &str), r: (&Input, &Table, &str), how: JoinType, skip: &[Expr]) -> SideFilters {
+/// `skip`: conjuncts the left input's counts apply through the joins before it. `on`: the
+/// predicates of ON beyond the keys.
+pub(super) fn side_filters(scope: &JoinScope, l: (&Input, &Table, &str), r: (&Input, &Table, &str), how: JoinType, skip: &[Expr], on: &[Expr]) -> SideFilters {
     let mut out = SideFilters::default();
     for (side, (inp, table, tname)) in [(Side::Left, l), (Side::Right, r)] {
         let pushed = !scope.later_outer && pushes_below(how, side);
-        let mut conds = Vec::new();
+        let other = if side == Side::Left { r.0 } else { l.0 };
+        let mut conds = on_filters(on, (inp, table, tname), other, how, side, &mut out.unapplied);
         for c in &inp.conditions {
             match check(c, table) {
                 Ok(()) => conds.push(c.clone()),
@@ -77,6 +79,31 @@ pub(super) fn side_filters(scope: &JoinScope, l: (&Input, &Table, &str), r: (&In
         }
     }
     out.unapplied.dedup();
+    out
+}
+
+/// The predicates of ON on `inp`'s columns alone that Spark pushes into that side (its
+/// PushPredicateThroughJoin: both sides of an inner or semi join, the side an outer or anti
+/// join does not keep), on its base table; one the filter cannot compare as Spark does goes to
+/// `unapplied`.
+fn on_filters(on: &[Expr], (inp, table, tname): (&Input, &Table, &str), other: &Input, how: JoinType, side: Side, unapplied: &mut Vec<String>) -> Vec<Expr> {
+    let pushes = match how {
+        JoinType::Inner | JoinType::Semi => true,
+        JoinType::Left | JoinType::Anti => side == Side::Right,
+        JoinType::Right => side == Side::Left,
+        JoinType::Full => false,
+    };
+    if !pushes {
+        return vec![];
+    }
+    let mut out = Vec::new();
+    for c in on.iter().filter(|c| mentions(c, inp) && !mentions(c, other)) {
+        match to_base(c, inp, tname).map(|b| check(&b, table).map(|()| b)) {
+            Some(Ok(b)) => out.push(b),
+            Some(Err(why)) => unapplied.push(format!("{} (in ON): {why}", crate::sql::render_expr(c))),
+            None => unapplied.push(format!("{} (in ON): not a condition on {}'s table alone", crate::sql::render_expr(c), inp.display())),
+        }
+    }
     out
 }
 

@@ -9,7 +9,7 @@ use sqlparser::ast::{Join, Query, SetExpr, TableFactor};
 use super::chain::Before;
 use super::condition::{condition_of, Condition};
 use super::estimate;
-use super::filters::{side_filters, JoinScope};
+use super::filters::{column_of, mentions, side_filters, JoinScope};
 use super::hints::HintedJoin;
 use super::input::Input;
 use super::names::{lc, select_item};
@@ -171,7 +171,7 @@ fn measure(
     loop {
         let counted = through.as_ref().and_then(|t| t.as_ref().ok());
         let skip = counted.map(|t| t.applied.as_slice()).unwrap_or_default();
-        let filters = side_filters(scope, (l, sides.left.table, &sides.left_table), (r, sides.right.table, &sides.right_table), cond.how, skip);
+        let filters = side_filters(scope, (l, sides.left.table, &sides.left_table), (r, sides.right.table, &sides.right_table), cond.how, skip, &cond.extras);
         sides.left.filter = match counted {
             Some(t) => t.filter.clone(),
             None => filters.left.clone(),
@@ -180,7 +180,7 @@ fn measure(
         sides.right.filter = filters.right.clone();
         sides.left.shuffled = estimate::used_base_columns(l, scope.used);
         sides.right.shuffled = estimate::used_base_columns(r, scope.used);
-        match plan_join(sides, cond, shuffle_hint.clone(), ctx) {
+        match plan_join(sides, cond, (l, r), shuffle_hint.clone(), ctx) {
             Ok(plan) => {
                 let mut filters = filters;
                 if let Some(t) = counted {
@@ -253,11 +253,12 @@ fn hinted_away(hinted: &HintedJoin, l: &Input, r: &Input) -> Option<LeftAlone> {
     }
 }
 
-fn plan_join(sides: &Sides, cond: &Condition, shuffle_hint: Option<String>, ctx: &Ctx) -> Result<Plan> {
+fn plan_join(sides: &Sides, cond: &Condition, (l, r): (&Input, &Input), shuffle_hint: Option<String>, ctx: &Ctx) -> Result<Plan> {
     let mut opts = ctx.opts.clone();
     opts.how = cond.how;
     opts.shuffle_hint = shuffle_hint;
     opts.extra_predicates = !cond.extras.is_empty();
+    opts.extras_one_side = extras_on_one_side(cond, l, r).is_some();
     plan::plan(&sides.left, &sides.right, ctx.classifier, &opts)
 }
 
@@ -373,6 +374,7 @@ fn join_sql(l: &Input, r: &Input, cond: &Condition, sides: &Sides, select: &[Str
         right_alias: ident(&r.alias),
         select_list: select.join(", "),
         extra_on: if cond.extras.is_empty() { None } else { Some(cond.extras.iter().map(crate::sql::render_expr).collect::<Vec<_>>().join(" AND ")) },
+        extra_on_side: extras_on_one_side(cond, l, r),
         left_keys: cond.left_keys(),
         right_keys: cond.right_keys(),
         key_types: sides.left.keys.types(),
@@ -382,6 +384,44 @@ fn join_sql(l: &Input, r: &Input, cond: &Condition, sides: &Sides, select: &[Str
         right_hashable: hashable(r, ctx),
         shuffle_hint: None,
     }
+}
+
+/// The ON predicates beyond the keys, when every column they read is one input's (and they
+/// hold no subquery): that side, and them with its columns qualified by the names the
+/// planner's unmatched-rows branches give its rows.
+fn extras_on_one_side(cond: &Condition, l: &Input, r: &Input) -> Option<plan::ExtraOnSide> {
+    if cond.extras.is_empty() {
+        return None;
+    }
+    let side = match (cond.extras.iter().any(|e| mentions(e, l)), cond.extras.iter().any(|e| mentions(e, r))) {
+        (true, false) => plan::Side::Left,
+        (false, true) => plan::Side::Right,
+        _ => return None,
+    };
+    let inp = if side == plan::Side::Left { l } else { r };
+    let qualified = |q: &str| -> Option<String> {
+        let mut out = Vec::new();
+        for e in &cond.extras {
+            let mut e = e.clone();
+            let mut ok = true;
+            let _ = sqlparser::ast::visit_expressions_mut(&mut e, |x: &mut sqlparser::ast::Expr| {
+                use sqlparser::ast::Expr;
+                match &*x {
+                    Expr::Identifier(_) | Expr::CompoundIdentifier(_) => match column_of(x, inp) {
+                        Some(c) => *x = Expr::CompoundIdentifier(vec![sqlparser::ast::Ident::new(q), sqlparser::ast::Ident::with_quote('`', c)]),
+                        None => ok = false,
+                    },
+                    Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } => ok = false,
+                    _ => {}
+                }
+                std::ops::ControlFlow::<()>::Continue(())
+            });
+            ok.then_some(())?;
+            out.push(crate::sql::render_expr(&e));
+        }
+        Some(out.join(" AND "))
+    };
+    Some(plan::ExtraOnSide { side, on_u: qualified(plan::HELPER_U)?, on_t: qualified(plan::HELPER_T)? })
 }
 
 /// The planner's SQL as the derived table `alias`, and its UNION ALL of branches; `above`: a

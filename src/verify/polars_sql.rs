@@ -439,7 +439,11 @@ impl OnParts {
         let mut parts = OnParts::default();
         for c in conds {
             if is_key_eq(&c, left, right) {
-                parts.keys.push(c);
+                // A key equality written twice (skewjoin's rewrite of keys equal by the joins
+                // before) is one key: Polars refuses a repeated one.
+                if !parts.keys.iter().any(|k| k.to_string() == c.to_string()) {
+                    parts.keys.push(c);
+                }
                 continue;
             }
             let q = qualifiers(&c);

@@ -96,6 +96,17 @@ SHAPES = [
      "OR (i.i_id = s.s_item AND i.brand = 'b7') OR (s.s_item = i.i_id AND s.qty = 0 AND i.brand > 'b2')"),
     ("equality-under-or-explicit", ["sales", "item"],
      "SELECT s.s_id, i.brand FROM sales s JOIN item i ON (s.s_item = i.i_id AND s.qty > 5) OR (s.s_item = i.i_id AND i.brand = 'b7')"),
+    # The hot item's sales on the side a LEFT JOIN does not keep, with a condition on that side
+    # in ON: its item row is broadcast to them (an inner join), and kept with NULLs apart
+    # when none of them passes the condition.
+    ("non-preserved-with-on-condition", ["item", "sales"],
+     "SELECT i.i_id, i.brand, s.s_id FROM item i LEFT JOIN sales s ON i.i_id = s.s_item AND s.qty > 2"),
+    # A condition on the kept side in ON: a kept row that fails it matches nothing (item 7's
+    # brand is b7: all its sales are then left out, and it is kept once with NULLs).
+    ("non-preserved-kept-side-condition", ["item", "sales"],
+     "SELECT i.i_id, i.brand, s.s_id FROM item i LEFT JOIN sales s ON i.i_id = s.s_item AND i.brand <> 'b7' AND i.brand <> 'b9'"),
+    ("right-join-on-condition", ["sales", "item"],
+     "SELECT i.i_id, s.s_id, s.qty FROM sales s RIGHT JOIN item i ON s.s_item = i.i_id AND s.qty <> 4"),
 ]
 
 

@@ -25,7 +25,7 @@ pub(crate) fn choose(f: &KeyFacts) -> Option<Choice> {
     }
     let side = best_slice(f)?;
     let decomposed = decompose::slice_is_decomposed(f.how(), side);
-    if !decompose::is_safe(decomposed, f.opts.extra_predicates) {
+    if !decompose::is_safe(decomposed, f.opts) {
         return None;
     }
     Some(slice(f, side, decomposed))

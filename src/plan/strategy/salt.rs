@@ -51,7 +51,7 @@ pub(crate) fn comment(n: u32) -> String {
 
 pub(crate) fn choose(f: &KeyFacts, salting: &mut Salting) -> Option<Choice> {
     let decomposed = decompose::salt_is_decomposed(f.how());
-    if f.how().is_semi_or_anti() || super::broadcast_slice::fits(f) || !decompose::is_safe(decomposed, f.opts.extra_predicates) {
+    if f.how().is_semi_or_anti() || super::broadcast_slice::fits(f) || !decompose::is_safe(decomposed, f.opts) {
         return None;
     }
     let (lr, rr) = (f.rows(Side::Left), f.rows(Side::Right));
