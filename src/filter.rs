@@ -111,7 +111,8 @@ pub fn filtered_keys(table: &Table, keys: &KeySpec, filter: &RowFilter, group_by
         let (table, keys, rows_in, rows_out) = crate::spark::filtered(table, st, keys, filter, group_by)?;
         return Ok(Filtered { table, keys, rows_in, rows_out, _dir: dir });
     }
-    let mut out_names = keys.names();
+    // Each column once: a key may name one column twice (keys equal by the joins before).
+    let mut out_names: Vec<String> = Vec::new();
     let all = keys.columns.iter().chain(group_by.iter().flat_map(|g| g.columns.iter()));
     if all.clone().any(|c| matches!(c.source, ColumnSource::Partition { .. })) {
         return Err(Error::Usage(format!("{}: a key or grouping column is a partition column; the filter is not applied", table.display)));
