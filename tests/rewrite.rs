@@ -11,8 +11,9 @@ use arrow_array::{ArrayRef, Int64Array, StringArray};
 mod common;
 use common::write;
 use skewjoin::classify::Classifier;
+use skewjoin::plan::JoinType;
 use skewjoin::plan::PlanOptions;
-use skewjoin::rewrite::{rewrite, sql_with_comments, Rewritten};
+use skewjoin::rewrite::{rewrite, sql_with_comments, Note, Rewritten};
 use skewjoin::source::Table;
 
 /// events(event_id, title_id): 600 NULL, 400 'hot', 300 "O'Neil", 500 over 250 ordinary keys.
@@ -231,11 +232,32 @@ fn nothing_rewritten_gives_the_query_back_byte_for_byte() {
 
 #[test]
 fn where_conditions_spark_applies_after_the_join_are_listed() {
-    let r = rw("SELECT e.event_id, t.name FROM events e LEFT JOIN titles t ON e.title_id = t.title_id WHERE t.name <> 'x' AND e.event_id + 1 > 3");
+    let r = rw(
+        "SELECT e.event_id, t.name FROM events e LEFT JOIN titles t ON e.title_id = t.title_id WHERE (t.name <> 'x' OR t.name IS NULL) AND e.event_id + 1 > 3",
+    );
+    assert_eq!(r.changes[0].how, JoinType::Left);
     let notes: Vec<String> = r.changes[0].notes.iter().map(ToString::to_string).collect();
     let n = notes.iter().find(|n| n.starts_with("the counts do not apply")).expect("a note on the conditions not applied");
-    assert!(n.contains("t.name <> 'x': Spark applies it after this left outer join"), "{n}");
+    assert!(n.contains("(t.name <> 'x' OR t.name IS NULL): Spark applies it after this left outer join"), "{n}");
     assert!(n.contains("e.event_id + 1 > 3: "), "{n}");
+}
+
+#[test]
+fn an_outer_join_whose_null_filled_rows_where_drops_is_planned_as_the_inner_join_spark_runs() {
+    // Spark's EliminateOuterJoin: t.name <> 'x' is NULL for a row the left join fills with NULLs.
+    let r = rw("SELECT e.event_id, t.name FROM events e LEFT JOIN titles t ON e.title_id = t.title_id WHERE t.name <> 'x'");
+    let c = &r.changes[0];
+    assert_eq!(c.how, JoinType::Inner);
+    assert!(c.notes.iter().any(|n| matches!(n, Note::OuterAsSpark { written: JoinType::Left, runs: JoinType::Inner, .. })), "{:?}", c.notes);
+    // The inner join drops the NULL keys: none of them is a hot key moved.
+    assert!(c.hot_keys.iter().all(|h| !h.key.iter().any(|v| v.is_null())), "{:?}", c.hot_keys);
+    // Not when the condition keeps NULLs, or reads the kept side only.
+    for sql in [
+        "SELECT e.event_id, t.name FROM events e LEFT JOIN titles t ON e.title_id = t.title_id WHERE t.name IS NULL OR t.name <> 'x'",
+        "SELECT e.event_id, t.name FROM events e LEFT JOIN titles t ON e.title_id = t.title_id WHERE e.event_id > 3",
+    ] {
+        assert_eq!(rw(sql).changes[0].how, JoinType::Left, "{sql}");
+    }
 }
 
 #[test]

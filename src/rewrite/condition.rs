@@ -285,7 +285,10 @@ mod tests {
 
     #[test]
     fn an_or_without_a_shared_conjunct_stays_whole() {
-        assert_eq!(split("(a.k = b.k AND a.x = 1) OR (a.k = b.j AND a.x = 1 AND a.y = 2) OR a.z = 3"), ["(a.k = b.k AND a.x = 1) OR (a.k = b.j AND a.x = 1 AND a.y = 2) OR a.z = 3"]);
+        assert_eq!(
+            split("(a.k = b.k AND a.x = 1) OR (a.k = b.j AND a.x = 1 AND a.y = 2) OR a.z = 3"),
+            ["(a.k = b.k AND a.x = 1) OR (a.k = b.j AND a.x = 1 AND a.y = 2) OR a.z = 3"]
+        );
         assert_eq!(split("a.k = b.k OR a.k = b.j"), ["a.k = b.k OR a.k = b.j"]);
     }
 
@@ -304,7 +307,13 @@ mod tests {
     }
 
     fn keys_after(l: &Input, keys: &[(&str, &str)]) -> Vec<(String, String)> {
-        let mut c = Condition { how: JoinType::Inner, keys: keys.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(), key_text: vec![], extras: vec![], using: false };
+        let mut c = Condition {
+            how: JoinType::Inner,
+            keys: keys.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
+            key_text: vec![],
+            extras: vec![],
+            using: false,
+        };
         keys_on_one_input(&mut c, l);
         c.keys
     }

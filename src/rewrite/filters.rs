@@ -117,6 +117,62 @@ pub(super) fn pushes_below(how: JoinType, side: Side) -> bool {
     }
 }
 
+/// Whether `e`, a conjunct of WHERE, is never true when the columns of `inp` it reads are
+/// NULL (a comparison, IN, BETWEEN, LIKE or IS NOT NULL on a column of `inp`; AND, OR and NOT of
+/// such): Spark's null-intolerant predicates, by which its EliminateOuterJoin turns an outer
+/// join whose NULL-filled rows the WHERE would drop into an inner one.
+pub(super) fn rejects_nulls(e: &Expr, inp: &Input) -> bool {
+    use sqlparser::ast::BinaryOperator as Op;
+    // Qualified columns only: a bare USING key is the merged column, NULL-filled on neither side.
+    let col = |x: &Expr| matches!(x, Expr::CompoundIdentifier(_)) && column_of(x, inp).is_some();
+    match e {
+        Expr::Nested(x) => rejects_nulls(x, inp),
+        Expr::IsNotNull(x) => col(x),
+        Expr::BinaryOp { left, op: Op::And, right } => rejects_nulls(left, inp) || rejects_nulls(right, inp),
+        Expr::BinaryOp { left, op: Op::Or, right } => rejects_nulls(left, inp) && rejects_nulls(right, inp),
+        Expr::BinaryOp { left, op: Op::Eq | Op::NotEq | Op::Lt | Op::LtEq | Op::Gt | Op::GtEq, right } => col(left) || col(right),
+        Expr::UnaryOp { op: sqlparser::ast::UnaryOperator::Not, expr } => not_rejects(expr, inp),
+        Expr::InList { expr, .. } | Expr::Between { expr, .. } | Expr::Like { expr, .. } | Expr::ILike { expr, .. } => col(expr),
+        _ => false,
+    }
+}
+
+/// Whether `NOT e` is never true when `inp`'s columns are NULL: `e` is NULL then (a
+/// comparison, IN, BETWEEN or LIKE on one of its columns).
+fn not_rejects(e: &Expr, inp: &Input) -> bool {
+    use sqlparser::ast::BinaryOperator as Op;
+    // Qualified columns only: a bare USING key is the merged column, NULL-filled on neither side.
+    let col = |x: &Expr| matches!(x, Expr::CompoundIdentifier(_)) && column_of(x, inp).is_some();
+    match e {
+        Expr::Nested(x) => not_rejects(x, inp),
+        Expr::BinaryOp { left, op: Op::Eq | Op::NotEq | Op::Lt | Op::LtEq | Op::Gt | Op::GtEq, right } => col(left) || col(right),
+        Expr::InList { expr, .. } | Expr::Between { expr, .. } | Expr::Like { expr, .. } | Expr::ILike { expr, .. } => col(expr),
+        _ => false,
+    }
+}
+
+/// The join type Spark runs an outer join of `l` and `r` as, under the WHERE `scope`: a side
+/// that a conjunct of WHERE on its columns drops when NULL-filled is not kept (its
+/// EliminateOuterJoin, before it infers the keys' IS NOT NULL), unless a later right or full
+/// join could bring NULLs back. With the condition that decides it. A join turned inner only
+/// through a later one (a later inner join on its right side's column, or a WHERE on a later
+/// input) is not: Spark converts it after inferring filters, so its left side's NULL keys
+/// still shuffle, into one task, as a left join's do (Spark 3.5 and 4.x plans).
+pub(super) fn spark_join_type(how: JoinType, scope: &JoinScope, l: &Input, r: &Input) -> (JoinType, Option<String>) {
+    if scope.later_outer || !matches!(how, JoinType::Left | JoinType::Right | JoinType::Full) {
+        return (how, None);
+    }
+    let rejecting = |inp: &Input| scope.conjuncts.iter().find(|c| rejects_nulls(c, inp)).map(|c| format!("WHERE {}", crate::sql::render_expr(c)));
+    let (on_l, on_r) = (rejecting(l), rejecting(r));
+    match (how, on_l, on_r) {
+        (JoinType::Left, _, Some(c)) | (JoinType::Right, Some(c), _) => (JoinType::Inner, Some(c)),
+        (JoinType::Full, Some(c), Some(_)) => (JoinType::Inner, Some(c)),
+        (JoinType::Full, Some(c), None) => (JoinType::Left, Some(c)),
+        (JoinType::Full, None, Some(c)) => (JoinType::Right, Some(c)),
+        (how, _, _) => (how, None),
+    }
+}
+
 /// Whether `e` names a column of `inp`.
 pub(super) fn mentions(e: &Expr, inp: &Input) -> bool {
     let mut hit = false;

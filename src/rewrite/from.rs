@@ -120,7 +120,10 @@ fn join_next(p: &mut Prefix, twj: &TableWithJoins, j: usize, right: &std::result
         crate::sql::fix_literals(&mut before);
         l.joined = Some(before.to_string().split_whitespace().collect::<Vec<_>>().join(" "));
     }
-    let cond = condition_of(&join.join_operator, &l, r);
+    let cond = condition_of(&join.join_operator, &l, r).map(|mut c| {
+        c.how = super::filters::spark_join_type(c.how, scope, &l, r).0;
+        c
+    });
     let link = cond.as_ref().map_err(|e| e.to_string()).and_then(|c| link_of(join, c, &l, r, p.next_member()));
     if let Ok(c) = &cond {
         p.note_equal(c, &l);

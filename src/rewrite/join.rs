@@ -9,7 +9,7 @@ use sqlparser::ast::{Join, Query, SetExpr, TableFactor};
 use super::chain::Before;
 use super::condition::{condition_of, Condition};
 use super::estimate;
-use super::filters::{column_of, mentions, side_filters, JoinScope};
+use super::filters::{column_of, mentions, side_filters, spark_join_type, JoinScope};
 use super::hints::HintedJoin;
 use super::input::Input;
 use super::names::{lc, select_item};
@@ -71,10 +71,14 @@ struct Exposed {
 /// broadcasts a side; the change is recorded in `ctx`.
 pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &JoinScope, before: Option<&Before>, ctx: &mut Ctx) -> Result<Outcome> {
     let tables = ctx.tables;
-    let cond = match condition_of(&join.join_operator, l, r) {
+    let mut cond = match condition_of(&join.join_operator, l, r) {
         Ok(c) => c,
         Err(why) => return Ok(Outcome::LeftAlone(why, None)),
     };
+    let written = cond.how;
+    let (how, by) = spark_join_type(cond.how, scope, l, r);
+    cond.how = how;
+    let as_spark = by.map(|by| Note::OuterAsSpark { written, runs: how, by });
     let hinted = scope.hints.on_join(cond.how, l, r);
     if let Some(why) = hinted_away(&hinted, l, r) {
         return Ok(Outcome::LeftAlone(why, None));
@@ -127,7 +131,10 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
         broadcast_side: p.broadcast_side,
         before: p.before.clone(),
         after: p.after.clone(),
-        notes: notes(&p, (l, r), &sides.left_table, branches, chain_why, filters.unapplied, scope.hints.ignored(cond.how, l, r)),
+        notes: as_spark
+            .into_iter()
+            .chain(notes(&p, (l, r), &sides.left_table, branches, chain_why, filters.unapplied, scope.hints.ignored(cond.how, l, r)))
+            .collect(),
         warnings: p.warnings.clone(),
         results_change: p.results_change,
         in_branches: false,
@@ -213,7 +220,8 @@ pub(super) fn tasks_in_branch(
     extra: &[sqlparser::ast::Expr],
     ctx: &Ctx,
 ) -> Option<TaskStats> {
-    let cond = condition_of(&join.join_operator, l, r).ok()?;
+    let mut cond = condition_of(&join.join_operator, l, r).ok()?;
+    cond.how = spark_join_type(cond.how, scope, l, r).0;
     let hinted = scope.hints.on_join(cond.how, l, r);
     if hinted_away(&hinted, l, r).is_some() {
         return None;

@@ -27,13 +27,16 @@ pub enum Note {
     /// Hints of the query (as written) naming an input of this join that Spark cannot apply
     /// to a join of this type, and ignores.
     HintIgnored { hints: Vec<String>, how: crate::plan::JoinType },
+    /// Spark runs the outer join as written (`written`) as `runs`: the WHERE conjunct `by` drops
+    /// the rows it would fill with NULLs.
+    OuterAsSpark { written: crate::plan::JoinType, runs: crate::plan::JoinType, by: String },
 }
 
 impl Note {
     /// Whether the note says the counts differ from the rows the join will see (the figures
     /// that `verify` measures may differ from the prediction).
     pub fn on_counts(&self) -> bool {
-        !matches!(self, Note::Plan(_) | Note::ChainCounted { .. } | Note::HintIgnored { .. })
+        !matches!(self, Note::Plan(_) | Note::ChainCounted { .. } | Note::HintIgnored { .. } | Note::OuterAsSpark { .. })
     }
 }
 
@@ -59,6 +62,13 @@ impl fmt::Display for Note {
                 "Spark does not follow the query's hint {} on this {} join: a hint naming a side the join type cannot build on, or one a stronger hint overrides (BROADCAST, then MERGE, then SHUFFLE_HASH)",
                 hints.join(", "),
                 how.as_str()
+            ),
+            Note::OuterAsSpark { written, runs, by } => write!(
+                f,
+                "Spark runs this {} join as {} {} join (its EliminateOuterJoin): {by} drops the rows it would fill with NULLs; planned and written as such",
+                written.as_str(),
+                if *runs == crate::plan::JoinType::Inner { "an" } else { "a" },
+                runs.as_str()
             ),
         }
     }

@@ -56,7 +56,9 @@ pub(super) struct Through {
 /// The link a join makes between the prefix `l` (its members in `members`) and `r`, which
 /// becomes member `next` if the join outputs it; or why the counts cannot follow it.
 pub(super) fn link_of(join: &Join, cond: &Condition, l: &Input, r: &Input, next: usize) -> Result<Link, String> {
-    let (how, constraint) = join_type(&join.join_operator).map_err(|e| e.to_string())?;
+    let (_, constraint) = join_type(&join.join_operator).map_err(|e| e.to_string())?;
+    // As Spark runs it (an outer join whose NULL-filled rows WHERE drops is an inner one).
+    let how = cond.how;
     if matches!(how, JoinType::Right | JoinType::Full) {
         return Err(format!("a {} join before it", how.as_str()));
     }

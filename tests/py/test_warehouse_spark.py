@@ -127,3 +127,34 @@ def test_shapes_spark_plans_as_equi_joins_are_planned(sj_spark, wh, names_, sql,
     predicted = max(x["before"]["max_task_rows"] for x in r["changes"])
     assert abs(predicted - spark_max) <= 0.03 * spark_max, (predicted, spark_max, [x["notes"] for x in r["changes"]])
     assert max_records(tasks1) * 4 <= spark_max, (max_records(tasks1), spark_max)
+
+
+@pytest.mark.parametrize("sql,converted", [
+    # A WHERE condition on the NULL-filled side: Spark runs the join as an inner one, and infers
+    # its keys are not NULL (the facts' NULL d_id rows are filtered out before the shuffle).
+    ("SELECT f.fid, d.e_id FROM facts f LEFT JOIN dim1 d ON f.d_id = d.id WHERE d.e_id <> 3", 1),
+    # The same on the second join of a chain: it runs as an inner join; the first becomes one
+    # only after Spark inferred its filters, so the facts' NULL d_id rows still shuffle into
+    # one task of it, as a left join's do.
+    ("SELECT f.fid, d.e_id, e.name FROM facts f LEFT JOIN dim1 d ON f.d_id = d.id LEFT JOIN dim2 e ON d.e_id = e.id WHERE e.name <> 'e3'", 0),
+    # A later inner join on d.e_id: the first join shuffles as a left join too.
+    ("SELECT f.fid, d.e_id, e.name FROM facts f LEFT JOIN dim1 d ON f.d_id = d.id JOIN dim2 e ON d.e_id = e.id", 0),
+], ids=["where-on-the-null-side", "where-on-a-later-null-side", "later-inner-join"])
+def test_outer_joins_are_predicted_as_spark_runs_them(sj_spark, wh, sql, converted, tmp_path):
+    """Spark's EliminateOuterJoin: each join's largest task is predicted as Spark runs it, a
+    rewritten join it turns inner says so (`converted`: how many), and the rewrite's rows are
+    the original's."""
+    spark = sj_spark
+    names_ = ["facts", "dim1", "dim2"]
+    register(spark, wh, names_)
+    r = rewrite(sql, names_, wh, tmp_path)
+    joins = r["changes"] + r["unchanged_joins"]
+    notes = [n for c in r["changes"] for n in c["notes"] if "EliminateOuterJoin" in n]
+    inner = [c for c in r["changes"] if c["how"] == "inner"]
+    assert len(notes) == len(inner) == converted or not r["changes"], (notes, [c["how"] for c in r["changes"]])
+    predicted = max(u["before"]["max_task_rows"] for u in joins if u.get("before"))
+    rows0, tasks = measured(spark, sql)
+    spark_max = max_records(tasks)
+    assert abs(predicted - spark_max) <= 0.03 * spark_max, (predicted, spark_max, joins)
+    rows1, _ = measured(spark, r["sql"])
+    assert multiset(rows1) == multiset(rows0)
