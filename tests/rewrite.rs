@@ -13,7 +13,7 @@ use common::write;
 use skewjoin::classify::Classifier;
 use skewjoin::plan::JoinType;
 use skewjoin::plan::PlanOptions;
-use skewjoin::rewrite::{rewrite, sql_with_comments, Note, Rewritten};
+use skewjoin::rewrite::{rewrite, sql_with_comments, LeftAlone, Note, Rewritten, Untraced};
 use skewjoin::source::Table;
 
 /// events(event_id, title_id): 600 NULL, 400 'hot', 300 "O'Neil", 500 over 250 ordinary keys.
@@ -460,4 +460,14 @@ fn a_long_chain_stays_within_the_sql_bound() {
     assert!(r.sql.len() <= sql.len() + (16 << 10) + (8 << 10) * moved, "{} bytes for {moved} hot keys", r.sql.len());
     assert!(r.unchanged_joins.iter().any(|u| matches!(u.reason, skewjoin::rewrite::LeftAlone::SqlTooLarge { .. })));
     skewjoin::sql::parse(&r.sql).unwrap();
+}
+
+#[test]
+fn a_join_inside_a_grouped_subquery_is_planned_and_the_join_over_it_named_briefly() {
+    let r = rw("SELECT x.title_id, x.n, t2.name FROM (SELECT e.title_id, count(*) AS n FROM events e LEFT JOIN titles t ON e.title_id = t.title_id GROUP BY e.title_id) x JOIN titles t2 ON x.title_id = t2.title_id");
+    assert_eq!(r.changes.len(), 1, "{:?}", r.unchanged_joins);
+    assert!(r.changes[0].join.starts_with("events e LEFT JOIN titles t"), "{}", r.changes[0].join);
+    let u = &r.unchanged_joins[0];
+    assert_eq!(u.reason, LeftAlone::LeftInput(Untraced::NotRowsOfOneTable));
+    assert_eq!(u.join, "(subquery, its joins rewritten) x JOIN titles t2 ON x.title_id = t2.title_id");
 }

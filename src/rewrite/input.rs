@@ -201,6 +201,11 @@ fn query_input(q: &Query, ctx: &Ctx, depth: usize) -> Result<Input, Untraced> {
     if q.with.is_some() || q.limit_clause.is_some() || s.from.len() != 1 || !s.from[0].joins.is_empty() || !s.lateral_views.is_empty() {
         return Err(Untraced::NotRowsOfOneTable);
     }
+    // Joins of the subquery that this rewrite already made a derived table `__sjN`: its rows
+    // are those joins', as written.
+    if matches!(&s.from[0].relation, TableFactor::Derived { alias: Some(a), .. } if a.name.value.starts_with("__sj")) {
+        return Err(Untraced::NotRowsOfOneTable);
+    }
     let inner = input_of(&s.from[0].relation, ctx, depth)?;
     let (columns, base) = selected_columns(s, &inner)?;
     let mut out = Input::of_columns(columns, base, inner.filtered);

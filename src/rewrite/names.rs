@@ -55,6 +55,29 @@ pub(super) fn parse_item(text: &str) -> Result<SelectItem> {
 pub(super) fn join_text(twj: &TableWithJoins, j: usize) -> String {
     let mut twj = twj.clone();
     crate::sql::fix_literals(&mut twj);
+    // A subquery whose joins this rewrite made derived tables is named, not printed: its SQL is
+    // the rewrite's, many times the query's.
+    let rewritten = |f: &mut sqlparser::ast::TableFactor| {
+        if let sqlparser::ast::TableFactor::Derived { subquery, alias, .. } = f {
+            if subquery.to_string().contains("`__sj") {
+                let name = alias.as_ref().map(|a| a.name.value.clone()).unwrap_or_default();
+                *f = sqlparser::ast::TableFactor::Table {
+                    name: sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(format!("(subquery, its joins rewritten) {name}").trim_end())]),
+                    alias: None,
+                    args: None,
+                    with_hints: vec![],
+                    version: None,
+                    with_ordinality: false,
+                    partitions: vec![],
+                    json_path: None,
+                    sample: None,
+                    index_hints: vec![],
+                };
+            }
+        }
+    };
+    rewritten(&mut twj.relation);
+    twj.joins.iter_mut().for_each(|j| rewritten(&mut j.relation));
     let t = match twj.joins.get(j) {
         Some(x) if j == 0 => format!("{} {}", twj.relation, x),
         Some(x) => format!("{} ... {}", twj.relation, x),
