@@ -21,6 +21,10 @@ pub(super) struct Condition {
     pub extras: Vec<Expr>,
     /// USING: each key is one merged column in the output.
     pub using: bool,
+    /// The type each key equality casts its left and right column to, as written (`CAST(a AS
+    /// INT) = b`): planned as the column only where Spark hashes the cast value alike (see
+    /// `cast_hashes_alike`).
+    pub casts: Vec<[Option<String>; 2]>,
 }
 
 impl Condition {
@@ -53,7 +57,7 @@ pub(super) fn condition_of(op: &JoinOperator, l: &Input, r: &Input) -> Result<Co
     if l.alias.eq_ignore_ascii_case(&r.alias) || l.quals.iter().any(|(a, _)| a.eq_ignore_ascii_case(&r.alias)) {
         return Err(LeftAlone::SameName);
     }
-    let mut c = Condition { how, keys: Vec::new(), key_text: Vec::new(), extras: Vec::new(), using: false };
+    let mut c = Condition { how, keys: Vec::new(), key_text: Vec::new(), extras: Vec::new(), using: false, casts: Vec::new() };
     match constraint {
         JoinConstraint::On(e) => on_keys(e, l, r, &mut c),
         JoinConstraint::Using(cols) => using_keys(cols, l, r, &mut c)?,
@@ -96,9 +100,16 @@ fn on_keys(e: &Expr, l: &Input, r: &Input, c: &mut Condition) {
     conjuncts(e, &mut cs);
     for mut x in cs {
         if let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = &x {
-            match (side_of(left, l, r), side_of(right, l, r)) {
+            let ((le, lcast), (re, rcast)) = (uncast(left), uncast(right));
+            let (lk, rk) = (side_of(le, l, r), side_of(re, l, r));
+            let casts = match (&lk, &rk) {
+                (Some((Side::Left, _)), _) => [lcast, rcast],
+                _ => [rcast, lcast],
+            };
+            match (lk, rk) {
                 (Some((Side::Left, a)), Some((Side::Right, b))) | (Some((Side::Right, b)), Some((Side::Left, a))) => {
                     c.keys.push((a, b));
+                    c.casts.push(casts);
                     c.key_text.push(format!("{} = {}", crate::sql::render_expr(left), crate::sql::render_expr(right)));
                     continue;
                 }
@@ -110,6 +121,32 @@ fn on_keys(e: &Expr, l: &Input, r: &Input, c: &mut Condition) {
     }
 }
 
+/// `CAST(e AS t)` as `e` and the type it is cast to, as written.
+fn uncast(e: &Expr) -> (&Expr, Option<String>) {
+    match e {
+        Expr::Cast { expr, data_type, format: None, .. } => (expr.as_ref(), Some(data_type.to_string())),
+        Expr::Nested(inner) if matches!(inner.as_ref(), Expr::Cast { .. }) => uncast(inner),
+        other => (other, None),
+    }
+}
+
+/// Whether Spark hashes a column of type `column` cast to the type written `cast` as it
+/// hashes the column itself: the same type (the cast is removed), or one of tinyint, smallint
+/// and int to another (all hashed as an int). `CAST(int AS BIGINT)` is hashed as a long.
+pub(super) fn cast_hashes_alike(column: crate::value::KeyType, cast: &str) -> bool {
+    let family = |t: &str| -> String {
+        let t = t.trim().to_ascii_lowercase().replace(' ', "");
+        match t.as_str() {
+            "tinyint" | "byte" | "smallint" | "short" | "int" | "integer" => "int".into(),
+            "bigint" | "long" => "bigint".into(),
+            "float" | "real" => "float".into(),
+            "double" | "doubleprecision" => "double".into(),
+            _ => t,
+        }
+    };
+    family(&column.spark_name()) == family(cast)
+}
+
 /// USING: every column must be on both sides.
 fn using_keys(cols: &[ObjectName], l: &Input, r: &Input, c: &mut Condition) -> Result<(), LeftAlone> {
     for col in cols {
@@ -118,6 +155,7 @@ fn using_keys(cols: &[ObjectName], l: &Input, r: &Input, c: &mut Condition) -> R
             (Some(a), Some(b)) => {
                 c.key_text.push(format!("{}.{a} = {}.{b}", l.alias, r.alias));
                 c.keys.push((a, b));
+                c.casts.push([None, None]);
             }
             _ => return Err(LeftAlone::UsingNotOnBothSides(name)),
         }
@@ -313,9 +351,25 @@ mod tests {
             key_text: vec![],
             extras: vec![],
             using: false,
+            casts: vec![],
         };
         keys_on_one_input(&mut c, l);
         c.keys
+    }
+
+    #[test]
+    fn a_cast_spark_removes_or_hashes_alike_keeps_the_column_as_key() {
+        use crate::value::KeyType;
+        assert!(cast_hashes_alike(KeyType::BigInt, "BIGINT"));
+        assert!(cast_hashes_alike(KeyType::BigInt, "long"));
+        assert!(cast_hashes_alike(KeyType::SmallInt, "INT"));
+        assert!(cast_hashes_alike(KeyType::Decimal { precision: 10, scale: 2 }, "DECIMAL(10, 2)"));
+        assert!(cast_hashes_alike(KeyType::String, "STRING"));
+        // Spark hashes an int cast to bigint as a long, and a bigint cast to int as an int.
+        assert!(!cast_hashes_alike(KeyType::Int, "BIGINT"));
+        assert!(!cast_hashes_alike(KeyType::BigInt, "INT"));
+        assert!(!cast_hashes_alike(KeyType::Int, "STRING"));
+        assert!(!cast_hashes_alike(KeyType::Decimal { precision: 10, scale: 2 }, "DECIMAL(12,2)"));
     }
 
     #[test]

@@ -236,6 +236,17 @@ pub(super) fn tasks_in_branch(
 fn trace_sides<'a>(l: &Input, r: &Input, cond: &Condition, tables: &'a HashMap<String, Table>) -> std::result::Result<Sides<'a>, LeftAlone> {
     let (left_table, left) = l.key_base(&cond.left_keys(), tables)?;
     let (right_table, right) = r.key_base(&cond.right_keys(), tables)?;
+    for (i, [lc, rc]) in cond.casts.iter().enumerate() {
+        for (cast, col) in [(lc, &left[i]), (rc, &right[i])] {
+            if let Some(t) = cast.as_ref().filter(|t| !super::condition::cast_hashes_alike(col.key_type, t)) {
+                return Err(LeftAlone::KeyTypes(format!(
+                    "key {} ({}) is cast to {t} in ON: Spark hashes the cast value, not the column's; cast the key in the data first",
+                    col.name,
+                    col.key_type.spark_name()
+                )));
+            }
+        }
+    }
     let side = |inp: &Input, t: &str, columns| -> std::result::Result<SideInput<'a>, LeftAlone> {
         let table = &tables[t];
         let group_by = match &inp.grouped {

@@ -105,6 +105,9 @@ SHAPES = [
     # brand is b7: all its sales are then left out, and it is kept once with NULLs).
     ("non-preserved-kept-side-condition", ["item", "sales"],
      "SELECT i.i_id, i.brand, s.s_id FROM item i LEFT JOIN sales s ON i.i_id = s.s_item AND i.brand <> 'b7' AND i.brand <> 'b9'"),
+    # A cast Spark removes (to the column's own type) leaves the column as the key.
+    ("key-in-a-cast-spark-removes", ["sales", "item"],
+     "SELECT s.s_id, i.brand FROM sales s JOIN item i ON CAST(s.s_item AS BIGINT) = i.i_id"),
     ("right-join-on-condition", ["sales", "item"],
      "SELECT i.i_id, s.s_id, s.qty FROM sales s RIGHT JOIN item i ON s.s_item = i.i_id AND s.qty <> 4"),
 ]
