@@ -548,13 +548,8 @@ mod tests {
             joins: vec![],
             changes: vec![],
             unchanged_joins: vec![crate::rewrite::Unchanged {
-                join: String::new(),
-                at: None,
-                reason: crate::rewrite::LeftAlone::CrossJoin,
                 before: Some(stats),
-                in_branches: false,
-                after: None,
-                decision: None,
+                ..crate::rewrite::Unchanged::new(String::new(), None, crate::rewrite::LeftAlone::CrossJoin)
             }],
             windows: vec![],
             settings: vec![],

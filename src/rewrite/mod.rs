@@ -112,6 +112,8 @@ pub struct Unchanged {
     pub join: String,
     /// Where it is in the query.
     pub at: Option<At>,
+    /// The reason's stable code (`LeftAlone::code`).
+    pub code: String,
     pub reason: LeftAlone,
     /// Its tasks as written, where the join was measured and nothing needed moving.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,7 +138,7 @@ impl Unchanged {
             LeftAlone::NotFaster(v) => Some(v.clone()),
             _ => None,
         };
-        Unchanged { join, at, reason, before: None, in_branches: false, after: None, decision }
+        Unchanged { join, at, code: reason.code(), reason, before: None, in_branches: false, after: None, decision }
     }
 }
 
@@ -151,6 +153,9 @@ pub struct Seen {
     pub how: Option<JoinType>,
     /// The derived table that replaces it, when rewritten.
     pub alias: Option<String>,
+    /// The reason's stable code, when left as written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
     /// Why it stays, when left as written.
     pub reason: Option<LeftAlone>,
 }
@@ -177,10 +182,24 @@ impl Rewritten {
 
 /// The joins of `changes` and `unchanged`, by where they are (those without a place last).
 fn seen(changes: &[Change], unchanged: &[Unchanged]) -> Vec<Seen> {
-    let rewritten =
-        changes.iter().map(|c| Seen { at: c.at, join: c.join.clone(), status: "rewritten", how: Some(c.how), alias: Some(c.alias.clone()), reason: None });
-    let left =
-        unchanged.iter().map(|u| Seen { at: u.at, join: u.join.clone(), status: "left_as_written", how: None, alias: None, reason: Some(u.reason.clone()) });
+    let rewritten = changes.iter().map(|c| Seen {
+        at: c.at,
+        join: c.join.clone(),
+        status: "rewritten",
+        how: Some(c.how),
+        alias: Some(c.alias.clone()),
+        code: None,
+        reason: None,
+    });
+    let left = unchanged.iter().map(|u| Seen {
+        at: u.at,
+        join: u.join.clone(),
+        status: "left_as_written",
+        how: None,
+        alias: None,
+        code: Some(u.code.clone()),
+        reason: Some(u.reason.clone()),
+    });
     let mut all: Vec<Seen> = rewritten.chain(left).collect();
     all.sort_by_key(|s| (s.at.is_none(), s.at));
     all

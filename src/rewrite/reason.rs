@@ -110,6 +110,77 @@ pub enum Untraced {
     UnreadableItem,
 }
 
+impl LeftAlone {
+    /// The stable code of the reason in the JSON (`unchanged_joins[].code`, `joins[].code`): the
+    /// variant's name, with the untraced input's own code after `left_input_`/`right_input_`,
+    /// and a margin's verdict code (`aqe_splits_it`, `not_material`, ...) for `NotFaster`.
+    pub fn code(&self) -> String {
+        use LeftAlone::*;
+        let code = match self {
+            NotAQuery => "not_a_query",
+            StarUnlisted => "star_unlisted",
+            UsingInChain => "using_in_chain",
+            LeftInput(why) => return format!("left_input_{}", why.code()),
+            RightInput(why) => return format!("right_input_{}", why.code()),
+            ChainUntraced(_) => "chain_untraced",
+            InputBeforeUntraced => "input_before_untraced",
+            FullUsingBefore => "full_using_before",
+            NaturalBefore => "natural_before",
+            CrossJoin => "cross_join",
+            UnsupportedOperator(_) => "unsupported_operator",
+            SameName => "same_name",
+            UsingNotOnBothSides(_) => "using_not_on_both_sides",
+            Natural => "natural_join",
+            NoCondition => "no_condition",
+            NonEqui => "non_equi",
+            KeyExpression { .. } => "key_expression",
+            KeysFromTwoTables { .. } => "keys_from_two_tables",
+            KeyColumn(_) => "key_column",
+            KeyTypes(_) => "key_types",
+            NothingHot(_) => "nothing_hot",
+            NoneMovable(_) => "none_movable",
+            NoHotKey => "no_hot_key",
+            SparkBroadcasts { .. } => "spark_broadcasts_side",
+            HintBroadcasts { .. } => "hint_broadcasts_side",
+            HintReplicateNl(_) => "hint_replicate_nl",
+            CommaLateralView => "comma_lateral_view",
+            CommaItemWithJoins(_) => "comma_item_with_joins",
+            CommaNoEquality(_) => "comma_no_equality",
+            CommaStarReordered => "comma_star_reordered",
+            NullAwareAnti => "null_aware_anti",
+            SubqueryNotJoined(_) => "subquery_not_joined",
+            NotFaster(v) => v.code(),
+            SqlTooLarge { .. } => "sql_too_large",
+        };
+        code.to_string()
+    }
+}
+
+impl Untraced {
+    /// The stable code of why an input is not traced (see `LeftAlone::code`).
+    pub fn code(&self) -> &'static str {
+        use Untraced::*;
+        match self {
+            TooDeep => "too_deep",
+            AliasWithColumns => "alias_with_columns",
+            Tablesample => "tablesample",
+            Versioned => "versioned",
+            ByPartition => "by_partition",
+            UnreadableName => "unreadable_name",
+            InCte { .. } => "in_cte",
+            NotGiven(_) => "not_given",
+            SubqueryColumnAliases => "subquery_column_aliases",
+            SubqueryWithoutAlias => "subquery_without_alias",
+            NotATable(_) => "not_a_table",
+            NotPlainSelect => "not_plain_select",
+            NotRowsOfOneTable => "not_rows_of_one_table",
+            Aggregates(_) => "aggregates",
+            UnnamedExpression => "unnamed_expression",
+            UnreadableItem => "unreadable_item",
+        }
+    }
+}
+
 impl fmt::Display for LeftAlone {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         use LeftAlone::*;

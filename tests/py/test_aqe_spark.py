@@ -171,7 +171,7 @@ def test_a_runtime_switch_to_broadcast_is_left_to_aqe(aqe_spark, data, tmp_path)
         r = json.loads(p.stdout)
         assert not r["changes"], r["changes"]
         (u,) = r["unchanged_joins"]
-        assert "broadcasts a side" in u["reason"], u["reason"]
+        assert u["code"] == "aqe_broadcasts_it", u["reason"]
         _, tasks = measured(spark, sql)
         before = max_records(tasks)
         RESULTS.append({"scenario": "runtime-broadcast", "spark": spark.version, "decision": "aqe_broadcasts_it",
