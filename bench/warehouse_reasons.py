@@ -21,7 +21,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "py"))
 import whquery  # noqa: E402
 from randquery import args_of  # noqa: E402
 
-# Reason kinds that mean the tool did not follow the query, by a fragment of their sentence.
+# Reason codes that mean the tool did not follow the query; for a binary from before the codes
+# (the "before" run), fragments of their sentences.
+UNTRACED_CODES = {"keys_from_two_tables", "comma_no_equality", "non_equi", "chain_untraced", "key_expression",
+                  "input_before_untraced", "none_movable"}
 UNTRACED = ["come from two tables", "a cross join", "non-equi", "cannot be traced", "is an expression",
             "not a traced table", "not a table or a subquery", "cannot trace", "no safe strategy", "none can be moved"]
 
@@ -69,8 +72,12 @@ def main():
                 if m:
                     estimated[kind(m.group(1))] += 1
         for u in rw["unchanged_joins"]:
-            k = kind(u["reason"])
-            untraced = any(f in u["reason"] for f in UNTRACED)
+            if "code" in u:
+                k = u["code"]
+                untraced = k in UNTRACED_CODES or k.startswith(("left_input_", "right_input_"))
+            else:
+                k = kind(u["reason"])
+                untraced = any(f in u["reason"] for f in UNTRACED)
             joins["untraced" if untraced else "left (measured)"] += 1
             reasons[("untraced " if untraced else "measured ") + k] += 1
     total = sum(joins.values())
