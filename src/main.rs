@@ -13,8 +13,8 @@ use cli::Cli;
 /// heaps a little at a time and gives freed memory back: each of those takes the process's
 /// memory-map lock for writing, and two threads reading footers or column chunks then wait on
 /// each other's page faults. Grow in large steps (address space only: pages are still touched
-/// one at a time) and keep freed memory for reuse. Opening 10 footers of 310 row groups: 8.4-9.1
-/// ms -> 5.7-6.3 ms; peak memory +15 MB with --exact-distinct (45 -> 60 MB), about +1 MB otherwise.
+/// one at a time) and keep freed memory for reuse: the footers open faster for a little more
+/// peak memory (BENCHMARKS.md, "The allocator's settings").
 fn tune_malloc() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets allocator parameters; called before any thread is started.

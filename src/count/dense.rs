@@ -28,8 +28,7 @@ const WIDTH_PER_ROW: u64 = 2;
 const SLACK: u64 = 1 << 16;
 
 /// Tables of more files than these are not looked at: each file's footer is read again for
-/// its statistics (about 0.6 ms a footer on disk; in an object store one request of at most
-/// 64 KiB).
+/// its statistics (in an object store, one request of at most 64 KiB each).
 const LOCAL_FILES: usize = 64;
 const REMOTE_FILES: usize = 16;
 
@@ -117,8 +116,8 @@ impl Dense {
     /// `AHEAD` places on is fetched into the cache meanwhile: the array is larger than the
     /// cache, and each count costs a miss otherwise.
     pub(crate) fn add_slice(&mut self, keys: &[i64], mut outside: impl FnMut(i64)) {
-        // 64 measured best on this machine (0.46-0.48 s for the benchmark's 40M keys; 16:
-        // 0.52-0.53 s, 128: 0.47-0.48 s).
+        // Chosen by measuring 16, 64 and 128 on the benchmark's 40M keys (BENCHMARKS.md, "The
+        // prefetch distance of the dense counter").
         const AHEAD: usize = 64;
         for (i, &k) in keys.iter().enumerate() {
             if let Some(&next) = keys.get(i + AHEAD) {

@@ -110,8 +110,9 @@ impl std::str::FromStr for Sample {
     }
 }
 
-/// The default memory for staged keys (`--memory`): a 20M-distinct int64 key of 40M rows
-/// (320 MB of keys) is counted exactly in under 200 MB, its keys past this spilled.
+/// The default memory for staged keys (`--memory`): keys past it are spilled, so that a key
+/// of tens of millions of distinct values is counted exactly in bounded memory (BENCHMARKS.md,
+/// "The 20M-distinct int64 key in bounded memory").
 pub const STAGE_MEMORY: usize = 96 << 20;
 
 #[derive(Debug, Clone)]
