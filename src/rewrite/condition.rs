@@ -165,7 +165,7 @@ fn using_keys(cols: &[ObjectName], l: &Input, r: &Input, c: &mut Condition) -> R
 }
 
 /// Split `a AND b AND c`, in any nesting of parentheses: `(a = b)`, `((a = b) AND (c = d))`.
-pub(super) fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
+pub(crate) fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
     match e {
         Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
             conjuncts(left, out);

@@ -49,6 +49,7 @@ use crate::plan::{self, JoinType, PlanOptions};
 use crate::source::Table;
 use crate::sql::render;
 pub use comments::sql_with_comments;
+pub(crate) use condition::conjuncts as spark_conjuncts;
 use names::lc;
 pub use note::Note;
 pub use reason::{LeftAlone, Untraced};

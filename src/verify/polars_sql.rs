@@ -188,18 +188,6 @@ fn factor_name(f: &TableFactor) -> Option<String> {
     }
 }
 
-/// The conjuncts of `e`.
-fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
-    match e {
-        Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
-            conjuncts(left, out);
-            conjuncts(right, out);
-        }
-        Expr::Nested(x) => conjuncts(x, out),
-        other => out.push(other.clone()),
-    }
-}
-
 /// The qualifiers `e` uses (None inside: an unqualified column, whose side is unknown).
 fn qualifiers(e: &Expr) -> Option<std::collections::HashSet<String>> {
     let mut q = std::collections::HashSet::new();
@@ -428,14 +416,17 @@ struct OnParts {
     /// On the kept left or right side of an outer join: they make its key NULL when they fail.
     kept_left: Vec<Expr>,
     kept_right: Vec<Expr>,
+    /// Of an inner join, on both inputs: a filter after the join (moved to WHERE).
+    after: Vec<Expr>,
 }
 
 impl OnParts {
     /// Sort the conjuncts of `on`, a `kind` join of the inputs `left` (`first`: the first join of
     /// its FROM item) with `right`; a condition that has no place is refused.
     fn split(on: &Expr, kind: &str, left: &[String], right: &str, first: bool) -> std::result::Result<OnParts, String> {
+        // As Spark reads ON: a conjunct every branch of an OR shares is a conjunct (the key).
         let mut conds = Vec::new();
-        conjuncts(on, &mut conds);
+        crate::rewrite::spark_conjuncts(on, &mut conds);
         let mut parts = OnParts::default();
         for c in conds {
             if is_key_eq(&c, left, right) {
@@ -457,6 +448,8 @@ impl OnParts {
                 parts.kept_left.push(c);
             } else if only_right && matches!(kind, "right" | "full") {
                 parts.kept_right.push(c);
+            } else if kind == "inner" {
+                parts.after.push(c);
             } else {
                 return Err(format!("the ON condition {c} of a {kind} join (Polars SQL would apply it as a filter after the join)"));
             }
@@ -704,6 +697,7 @@ impl Render<'_> {
     /// Spark does too (the right side of an inner, left, semi or anti join; the left of an
     /// inner or right join when it is one FROM item); any other is refused.
     fn push_on_conditions(&mut self, s: &mut Select) -> std::result::Result<(), String> {
+        let mut after: Vec<Expr> = Vec::new();
         for twj in s.from.iter_mut() {
             let mut left: Vec<String> = factor_name(&twj.relation).into_iter().collect();
             let mut chain = ChainNames::default();
@@ -724,6 +718,16 @@ impl Render<'_> {
                     }
                 };
                 let mut parts = OnParts::split(&on, kind, &left, &right, j == 0)?;
+                if !parts.after.is_empty() {
+                    // The same rows as a filter after every join, unless a later right or full
+                    // join would keep the rows it drops.
+                    let later_outer = twj.joins[j + 1..].iter().any(|x| matches!(kind_of(&x.join_operator), Some(("right" | "full", _))));
+                    if later_outer {
+                        return Err(format!("the ON condition {} of an inner join before a right or full join", parts.after[0]));
+                    }
+                    after.append(&mut parts.after);
+                    self.note("an ON condition of an inner join on both inputs applied in WHERE");
+                }
                 for (preds, side_left) in [(&parts.kept_left, true), (&parts.kept_right, false)] {
                     if !preds.is_empty() {
                         null_key_unless(&mut parts.keys, preds, side_left, &left, &chain)?;
@@ -736,6 +740,12 @@ impl Render<'_> {
                 }
                 left.push(right);
             }
+        }
+        if let Some(c) = after.into_iter().reduce(|a, b| bin(a, BinaryOperator::And, b)) {
+            s.selection = Some(match s.selection.take() {
+                Some(w) => bin(nested(w), BinaryOperator::And, nested(c)),
+                None => c,
+            });
         }
         Ok(())
     }
@@ -1246,6 +1256,17 @@ mod tests {
         assert!(sql.contains("full join b on a.k = case when (b.n = 'x') then b.k end"), "{sql}");
         let e = render("SELECT * FROM a LEFT JOIN b ON a.k = b.k AND a.v > b.w").unwrap_err().to_string();
         assert!(e.contains("filter after the join"), "{e}");
+    }
+
+    #[test]
+    fn an_inner_joins_condition_on_both_inputs_is_a_filter_after_the_joins() {
+        // The OR's shared equality is the key; the rest of the OR reads both inputs.
+        let p = render("SELECT * FROM a JOIN b ON (a.k = b.k AND a.v > 1) OR (b.k = a.k AND b.w = 2) WHERE a.v < 9").unwrap();
+        let sql = p.sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(sql.contains("join b on a.k = b.k where (a.v < 9) and (((a.v > 1) or (b.w = 2)))"), "{sql}");
+        // Not before a right or full join, which would keep the rows the filter drops.
+        let e = render("SELECT * FROM a JOIN b ON a.k = b.k AND a.v > b.w FULL JOIN c ON c.k = a.k").unwrap_err().to_string();
+        assert!(e.contains("before a right or full join"), "{e}");
     }
 
     #[test]

@@ -1,8 +1,8 @@
 """Random warehouse queries (whquery.py: stars, snowflakes, a hub joined to two facts, ORs with a
 shared equality, hot keys on the side an outer join does not keep, grouped subqueries), each
 rewritten and checked: 300 on Polars (`skewjoin verify --engine polars`, seeds 0-299) and 40 on
-Spark 3.5 (original and rewrite run by the test's session, rows compared as multisets, seeds
-5000-5039). A failure prints the seed, the query, its tables and the command that writes the
+Spark (3.5, and 4.x in its own run; original and rewrite run by the test's session, rows compared
+as multisets, seeds 5000-5039). A failure prints the seed, the query, its tables and the command that writes the
 case again (`python tests/py/whquery.py SEED`)."""
 from concurrent.futures import ThreadPoolExecutor
 

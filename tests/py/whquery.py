@@ -108,7 +108,7 @@ def tables(group, folder):
     return out
 
 
-THRESHOLDS = ["100", "2KB", "40KB"]
+THRESHOLDS = ["100", "1KB", "8KB"]
 # A hub query whose facts meet in more rows is drawn as a star instead: no case is slow.
 MAX_HUB_ROWS = 60_000
 
