@@ -1,5 +1,5 @@
 """Random join queries (randquery.py) on real Spark: 50 cases, seeds 100000-100049 (two groups of
-random skewed tables), and 30 window and aggregate cases (seeds 1000-1029, the first window
+random skewed tables), 20 more with AQE on (seeds 100050-100069), and 30 window and aggregate cases (seeds 1000-1029, the first window
 cases of test_random_polars.py), each rewritten by `skewjoin rewrite`; where anything was rewritten, the
 original and the rewrite run on the shared local Spark session and must return the same rows
 (as a multiset, floating-point values to 9 significant digits, as in test_rewrite_spark.py) and
@@ -90,6 +90,52 @@ def compare(spark, case, tabs, rw, what):
         lost, extra = m0 - m1, m1 - m0
         pytest.fail(f"{what}\nrewrite: {rq.changes_line(rw)}\nrows {len(rows0)} vs {len(rows1)}; columns {df0.columns} vs {df1.columns}\n"
                     f"only in the original ({sum(lost.values())}): {list(lost)[:3]}\nonly in the rewrite ({sum(extra.values())}): {list(extra)[:3]}")
+
+
+# The same generator with AQE on, its sizes scaled to the tables (a few KB), so that Spark
+# coalesces partitions, splits skewed ones and switches joins to broadcast at run time while the
+# rewrite's rows are compared: seeds 100050-100069 (every other on 4.x). skewjoin plans them with
+# the same settings (its AQE model) and rewrites every movable hot key (`--min-gain off`).
+AQE_SEEDS = range(100_050, 100_070, 2 if SPARK4 else 1)
+AQE = {
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.adaptive.advisoryPartitionSizeInBytes": "2k",
+    "spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes": "4k",
+    "spark.sql.adaptive.coalescePartitions.minPartitionSize": "512",
+    "spark.sql.adaptive.autoBroadcastJoinThreshold": "1k",
+}
+
+
+@pytest.fixture
+def spark_aqe(spark):
+    """The shared session with AQE on and the sizes of `AQE`, 8 partitions, no broadcast by the
+    planner's size estimate (AQE may still switch a join to broadcast at run time); each setting
+    back as it was after the test."""
+    wanted = {"spark.sql.shuffle.partitions": "8", "spark.sql.autoBroadcastJoinThreshold": "-1", **AQE}
+    was = {k: spark.conf.get(k, None) for k in wanted}
+    for k, v in wanted.items():
+        spark.conf.set(k, v)
+    try:
+        yield spark
+    finally:
+        for k, v in was.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
+@pytest.mark.parametrize("seed", AQE_SEEDS)
+def test_random_query_spark_aqe(spark_aqe, groups, seed, tmp_path):
+    """A random join query rewritten under AQE's settings: the same rows on Spark with AQE on."""
+    tabs, bound = groups(seed)
+    case = rq.query(seed, tabs, bound, max_rows=MAX_ROWS, parens=PARENS)
+    what = rq.describe(case, tabs) + "\nsettings: " + " ".join(f"{k}={v}" for k, v in AQE.items())
+    rc, rw, err = rq.rewrite(binary(), case, tabs, tmp_path, {**AQE, "spark.sql.autoBroadcastJoinThreshold": "-1"})
+    if rc != 0 or rw is None or "panicked" in err:
+        _outcomes.append(rq.Outcome("failed", err))
+        pytest.fail(f"{what}\nskewjoin rewrite exited {rc}: {err.strip()[:2000]}")
+    compare(spark_aqe, case, tabs, rw, what)
 
 
 WINDOW_SEEDS = range(1000, 1030, 2 if SPARK4 else 1)
