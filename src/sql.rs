@@ -92,6 +92,22 @@ impl Dialect for SparkDialect {
     }
 }
 
+/// The table `name` (one identifier, printed as given) as a FROM item, under `alias` if given.
+pub fn table_factor(name: &str, alias: Option<sqlparser::ast::TableAlias>) -> TableFactor {
+    TableFactor::Table {
+        name: sqlparser::ast::ObjectName(vec![sqlparser::ast::ObjectNamePart::Identifier(sqlparser::ast::Ident::new(name))]),
+        alias,
+        args: None,
+        with_hints: vec![],
+        version: None,
+        with_ordinality: false,
+        partitions: vec![],
+        json_path: None,
+        sample: None,
+        index_hints: vec![],
+    }
+}
+
 /// The ON condition of a join, if it has one.
 pub fn on_condition_mut(op: &mut sqlparser::ast::JoinOperator) -> Option<&mut Expr> {
     use sqlparser::ast::{JoinConstraint, JoinOperator};

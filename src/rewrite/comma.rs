@@ -12,7 +12,7 @@ use std::collections::HashSet;
 
 use sqlparser::ast::{BinaryOperator, Expr, Join, JoinConstraint, JoinOperator, Select, SelectItem, TableWithJoins};
 
-use super::condition::conjuncts;
+use super::condition::{conjuncts, join_with};
 use super::input::input_of;
 use super::names::{factor_alias, lc};
 use super::reason::LeftAlone;
@@ -61,12 +61,16 @@ pub(super) fn explicit_form(sel: &Select, ctx: &Ctx) -> Result<Option<Box<Select
                 on.push(c.expr.clone());
             }
         }
-        twj.joins.push(Join { relation: sel.from[j].relation.clone(), global: false, join_operator: JoinOperator::Join(JoinConstraint::On(and_all(on))) });
+        twj.joins.push(Join {
+            relation: sel.from[j].relation.clone(),
+            global: false,
+            join_operator: JoinOperator::Join(JoinConstraint::On(join_with(on, BinaryOperator::And))),
+        });
     }
     let rest: Vec<Expr> = cs.into_iter().zip(used).filter(|(_, u)| !u).map(|(c, _)| c.expr).collect();
     let mut out = sel.clone();
     out.from = vec![twj];
-    out.selection = if rest.is_empty() { None } else { Some(and_all(rest)) };
+    out.selection = if rest.is_empty() { None } else { Some(join_with(rest, BinaryOperator::And)) };
     Ok(Some(Box::new(out)))
 }
 
@@ -127,10 +131,4 @@ fn join_order(items: &[Item], cs: &[Conjunct], sel: &Select) -> Result<Vec<usize
         return Err(LeftAlone::CommaStarReordered);
     }
     Ok(order)
-}
-
-/// `a AND b AND c`.
-fn and_all(mut es: Vec<Expr>) -> Expr {
-    let first = es.remove(0);
-    es.into_iter().fold(first, |acc, e| Expr::BinaryOp { left: Box::new(acc), op: BinaryOperator::And, right: Box::new(e) })
 }

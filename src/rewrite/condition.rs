@@ -5,6 +5,7 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{visit_expressions_mut, BinaryOperator, Expr, Ident, JoinConstraint, JoinOperator, ObjectName};
 
+use super::filters::JoinScope;
 use super::input::Input;
 use super::names::last_ident;
 use super::reason::LeftAlone;
@@ -92,6 +93,17 @@ fn keys_on_one_input(c: &mut Condition, l: &Input) {
             return;
         }
     }
+}
+
+/// The condition of a join of `l` and `r`, with the join type Spark runs it as under the WHERE
+/// of `scope` (`filters::spark_join_type`); and, where that differs from the type as written,
+/// the type as written and the condition that made the difference.
+pub(super) fn condition_in_scope(op: &JoinOperator, l: &Input, r: &Input, scope: &JoinScope) -> Result<(Condition, Option<(JoinType, String)>), LeftAlone> {
+    let mut c = condition_of(op, l, r)?;
+    let written = c.how;
+    let (how, by) = super::filters::spark_join_type(c.how, scope, l, r);
+    c.how = how;
+    Ok((c, by.map(|by| (written, by))))
 }
 
 /// ON: each conjunct that equates a column of each side is a key; the rest are extras.
@@ -245,8 +257,8 @@ fn same_predicate(a: &Expr, b: &Expr) -> bool {
     }
 }
 
-/// `a op b op c`, left to right.
-fn join_with(mut es: Vec<Expr>, op: BinaryOperator) -> Expr {
+/// `a op b op c`, left to right (`es` not empty).
+pub(super) fn join_with(mut es: Vec<Expr>, op: BinaryOperator) -> Expr {
     let first = es.remove(0);
     es.into_iter().fold(first, |acc, e| Expr::BinaryOp { left: Box::new(acc), op: op.clone(), right: Box::new(e) })
 }

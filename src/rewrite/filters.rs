@@ -123,32 +123,35 @@ pub(super) fn pushes_below(how: JoinType, side: Side) -> bool {
 /// join whose NULL-filled rows the WHERE would drop into an inner one.
 pub(super) fn rejects_nulls(e: &Expr, inp: &Input) -> bool {
     use sqlparser::ast::BinaryOperator as Op;
-    // Qualified columns only: a bare USING key is the merged column, NULL-filled on neither side.
-    let col = |x: &Expr| matches!(x, Expr::CompoundIdentifier(_)) && column_of(x, inp).is_some();
     match e {
         Expr::Nested(x) => rejects_nulls(x, inp),
-        Expr::IsNotNull(x) => col(x),
+        Expr::IsNotNull(x) => qualified_column(x, inp),
         Expr::BinaryOp { left, op: Op::And, right } => rejects_nulls(left, inp) || rejects_nulls(right, inp),
         Expr::BinaryOp { left, op: Op::Or, right } => rejects_nulls(left, inp) && rejects_nulls(right, inp),
-        Expr::BinaryOp { left, op: Op::Eq | Op::NotEq | Op::Lt | Op::LtEq | Op::Gt | Op::GtEq, right } => col(left) || col(right),
-        Expr::UnaryOp { op: sqlparser::ast::UnaryOperator::Not, expr } => not_rejects(expr, inp),
-        Expr::InList { expr, .. } | Expr::Between { expr, .. } | Expr::Like { expr, .. } | Expr::ILike { expr, .. } => col(expr),
+        // NOT of a predicate that is NULL when the column is.
+        Expr::UnaryOp { op: sqlparser::ast::UnaryOperator::Not, expr } => null_when_null(expr, inp),
+        other => null_when_null(other, inp),
+    }
+}
+
+/// Whether `e` is NULL when the columns of `inp` it reads are: a comparison, IN, BETWEEN or
+/// LIKE on one of them.
+fn null_when_null(e: &Expr, inp: &Input) -> bool {
+    use sqlparser::ast::BinaryOperator as Op;
+    match e {
+        Expr::Nested(x) => null_when_null(x, inp),
+        Expr::BinaryOp { left, op: Op::Eq | Op::NotEq | Op::Lt | Op::LtEq | Op::Gt | Op::GtEq, right } => {
+            qualified_column(left, inp) || qualified_column(right, inp)
+        }
+        Expr::InList { expr, .. } | Expr::Between { expr, .. } | Expr::Like { expr, .. } | Expr::ILike { expr, .. } => qualified_column(expr, inp),
         _ => false,
     }
 }
 
-/// Whether `NOT e` is never true when `inp`'s columns are NULL: `e` is NULL then (a
-/// comparison, IN, BETWEEN or LIKE on one of its columns).
-fn not_rejects(e: &Expr, inp: &Input) -> bool {
-    use sqlparser::ast::BinaryOperator as Op;
-    // Qualified columns only: a bare USING key is the merged column, NULL-filled on neither side.
-    let col = |x: &Expr| matches!(x, Expr::CompoundIdentifier(_)) && column_of(x, inp).is_some();
-    match e {
-        Expr::Nested(x) => not_rejects(x, inp),
-        Expr::BinaryOp { left, op: Op::Eq | Op::NotEq | Op::Lt | Op::LtEq | Op::Gt | Op::GtEq, right } => col(left) || col(right),
-        Expr::InList { expr, .. } | Expr::Between { expr, .. } | Expr::Like { expr, .. } | Expr::ILike { expr, .. } => col(expr),
-        _ => false,
-    }
+/// `alias.col` of `inp`. Qualified columns only: a bare USING key is the merged column,
+/// NULL-filled on neither side.
+fn qualified_column(x: &Expr, inp: &Input) -> bool {
+    matches!(x, Expr::CompoundIdentifier(_)) && column_of(x, inp).is_some()
 }
 
 /// The join type Spark runs an outer join of `l` and `r` as, under the WHERE `scope`: a side

@@ -6,7 +6,7 @@ use sqlparser::ast::{Expr, JoinConstraint, SelectItem, TableWithJoins};
 
 use super::branch_rows::Reading;
 use super::chain::Prefix;
-use super::condition::{condition_of, join_type};
+use super::condition::{condition_in_scope, condition_of, join_type};
 use super::estimate::Used;
 use super::filters::JoinScope;
 use super::hints::Hints;
@@ -120,10 +120,7 @@ fn join_next(p: &mut Prefix, twj: &TableWithJoins, j: usize, right: &std::result
         crate::sql::fix_literals(&mut before);
         l.joined = Some(before.to_string().split_whitespace().collect::<Vec<_>>().join(" "));
     }
-    let cond = condition_of(&join.join_operator, &l, r).map(|mut c| {
-        c.how = super::filters::spark_join_type(c.how, scope, &l, r).0;
-        c
-    });
+    let cond = condition_in_scope(&join.join_operator, &l, r, scope).map(|(c, _)| c);
     let link = cond.as_ref().map_err(|e| e.to_string()).and_then(|c| link_of(join, c, &l, r, p.next_member()));
     if let Ok(c) = &cond {
         p.note_equal(c, &l);

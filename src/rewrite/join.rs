@@ -7,9 +7,9 @@ use std::sync::Arc;
 use sqlparser::ast::{Join, Query, SetExpr, TableFactor};
 
 use super::chain::Before;
-use super::condition::{condition_of, Condition};
+use super::condition::{condition_in_scope, Condition};
 use super::estimate;
-use super::filters::{column_of, mentions, side_filters, spark_join_type, JoinScope};
+use super::filters::{column_of, mentions, side_filters, JoinScope};
 use super::hints::HintedJoin;
 use super::input::Input;
 use super::names::{lc, select_item};
@@ -71,14 +71,11 @@ struct Exposed {
 /// broadcasts a side; the change is recorded in `ctx`.
 pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &JoinScope, before: Option<&Before>, ctx: &mut Ctx) -> Result<Outcome> {
     let tables = ctx.tables;
-    let mut cond = match condition_of(&join.join_operator, l, r) {
+    let (cond, as_spark) = match condition_in_scope(&join.join_operator, l, r, scope) {
         Ok(c) => c,
         Err(why) => return Ok(Outcome::LeftAlone(why, None)),
     };
-    let written = cond.how;
-    let (how, by) = spark_join_type(cond.how, scope, l, r);
-    cond.how = how;
-    let as_spark = by.map(|by| Note::OuterAsSpark { written, runs: how, by });
+    let as_spark = as_spark.map(|(written, by)| Note::OuterAsSpark { written, runs: cond.how, by });
     let hinted = scope.hints.on_join(cond.how, l, r);
     if let Some(why) = hinted_away(&hinted, l, r) {
         return Ok(Outcome::LeftAlone(why, None));
@@ -220,8 +217,7 @@ pub(super) fn tasks_in_branch(
     extra: &[sqlparser::ast::Expr],
     ctx: &Ctx,
 ) -> Option<TaskStats> {
-    let mut cond = condition_of(&join.join_operator, l, r).ok()?;
-    cond.how = spark_join_type(cond.how, scope, l, r).0;
+    let (cond, _) = condition_in_scope(&join.join_operator, l, r, scope).ok()?;
     let hinted = scope.hints.on_join(cond.how, l, r);
     if hinted_away(&hinted, l, r).is_some() {
         return None;

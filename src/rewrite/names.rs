@@ -61,18 +61,7 @@ pub(super) fn join_text(twj: &TableWithJoins, j: usize) -> String {
         if let sqlparser::ast::TableFactor::Derived { subquery, alias, .. } = f {
             if subquery.to_string().contains("`__sj") {
                 let name = alias.as_ref().map(|a| a.name.value.clone()).unwrap_or_default();
-                *f = sqlparser::ast::TableFactor::Table {
-                    name: sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(format!("(subquery, its joins rewritten) {name}").trim_end())]),
-                    alias: None,
-                    args: None,
-                    with_hints: vec![],
-                    version: None,
-                    with_ordinality: false,
-                    partitions: vec![],
-                    json_path: None,
-                    sample: None,
-                    index_hints: vec![],
-                };
+                *f = crate::sql::table_factor(format!("(subquery, its joins rewritten) {name}").trim_end(), None);
             }
         }
     };

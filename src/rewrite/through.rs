@@ -65,7 +65,7 @@ pub(super) fn link_of(join: &Join, cond: &Condition, l: &Input, r: &Input, next:
     let mut parent = None;
     let mut pairs = Vec::new();
     for (lk, rk) in &cond.keys {
-        let m = member_of(l, lk).ok_or_else(|| format!("{lk} is not a column of one input"))?;
+        let m = l.member_of(lk).ok_or_else(|| format!("{lk} is not a column of one input"))?;
         if parent.is_some_and(|p| p != m) {
             return Err("a join before it on columns of two earlier inputs".into());
         }
@@ -80,11 +80,6 @@ pub(super) fn link_of(join: &Join, cond: &Condition, l: &Input, r: &Input, next:
     };
     let parent = parent.ok_or("a join before it without keys")?;
     Ok(Link { parent, child_member: how.outputs_right().then_some(next), child: r.clone(), pairs, how, child_on })
-}
-
-/// The member of the prefix `l` whose column `col` is (member 0 for a single input).
-fn member_of(l: &Input, col: &str) -> Option<usize> {
-    l.member_of(col)
 }
 
 /// The conjuncts of ON other than key equalities: each must be on the child's columns alone.
@@ -128,7 +123,7 @@ pub(super) fn rows_before(
     ctx: &Ctx,
 ) -> Result<Through, String> {
     let links: Vec<&Link> = links.iter().map(|l| l.as_ref().map_err(Clone::clone)).collect::<Result<_, _>>()?;
-    let roots: Vec<Option<usize>> = keys.iter().map(|k| member_of(l, k)).collect();
+    let roots: Vec<Option<usize>> = keys.iter().map(|k| l.member_of(k)).collect();
     let root = match roots.first() {
         Some(&Some(r)) if roots.iter().all(|x| *x == Some(r)) => r,
         _ => return Err("its keys are not the columns of one input".into()),

@@ -833,7 +833,7 @@ impl Render<'_> {
             TableFactor::Table { alias: Some(a), .. } | TableFactor::Derived { alias: Some(a), .. } => Some(a.clone()),
             _ => Some(sqlparser::ast::TableAlias { explicit: true, at: None, name: Ident::new(qual), columns: vec![] }),
         };
-        s.from[0].relation = table_factor(&hname, alias);
+        s.from[0].relation = crate::sql::table_factor(&hname, alias);
         self.hashed.push(Hashed { name: hname, table, columns: lists, source });
         self.note("hash(...) of a table's columns computed in skewjoin as Spark's Murmur3, and read as a column");
     }
@@ -1052,25 +1052,9 @@ fn salt_column() -> Expr {
     Expr::CompoundIdentifier(vec![Ident::new(SALTS_TABLE), Ident::new(SALTS_COLUMN)])
 }
 
-/// The table `name` as a FROM item, under `alias` if given.
-fn table_factor(name: &str, alias: Option<sqlparser::ast::TableAlias>) -> TableFactor {
-    TableFactor::Table {
-        name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(name))]),
-        alias,
-        args: None,
-        with_hints: vec![],
-        version: None,
-        with_ordinality: false,
-        partitions: vec![],
-        json_path: None,
-        sample: None,
-        index_hints: vec![],
-    }
-}
-
 /// `CROSS JOIN __sj_salts`.
 fn cross_join_salts() -> Join {
-    Join { relation: table_factor(SALTS_TABLE, None), global: false, join_operator: JoinOperator::CrossJoin(JoinConstraint::None) }
+    Join { relation: crate::sql::table_factor(SALTS_TABLE, None), global: false, join_operator: JoinOperator::CrossJoin(JoinConstraint::None) }
 }
 
 /// Spark's `pmod(a, n)`: `((a % n) + n) % n`.

@@ -735,22 +735,41 @@ def summary(outcomes, what, known=0):
             f"{refused}{k['failed']} failed ({known} listed as known bugs); {empty} with an empty result")
 
 
-class Group:
-    """The tables of each group of seeds, written once under `folder`, and their bounds."""
+def _tables_and_bound(group, folder):
+    tabs = tables(group, folder)
+    return tabs, Bound(tabs)
 
-    def __init__(self, folder):
+
+class Group:
+    """What each group of seeds shares, made once under `folder` (in `{prefix}{group}`): by
+    default its tables and their bounds; `make(group, folder)` for another generator's."""
+
+    def __init__(self, folder, make=_tables_and_bound, prefix="g"):
         self.folder = folder
+        self.make = make
+        self.prefix = prefix
         self.groups = {}
 
     def __call__(self, seed):
         import os
         g = group_of(seed)
         if g not in self.groups:
-            d = os.path.join(str(self.folder), f"g{g}")
+            d = os.path.join(str(self.folder), f"{self.prefix}{g}")
             os.makedirs(d, exist_ok=True)
-            tabs = tables(g, d)
-            self.groups[g] = (tabs, Bound(tabs))
+            self.groups[g] = self.make(g, d)
         return self.groups[g]
+
+
+def check_all_polars(binary, cases, folder):
+    """`check_polars` of each (case, tables), two at a time: {seed: (case, tables, Outcome)}."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(ct):
+        case, tabs = ct
+        return case.seed, (case, tabs, check_polars(binary, case, tabs, folder))
+
+    with ThreadPoolExecutor(2) as ex:
+        return dict(ex.map(one, cases))
 
 
 if __name__ == "__main__":

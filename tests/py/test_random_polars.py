@@ -8,7 +8,6 @@ the query, the tables and the difference, and the command that writes the case a
 The binary must be built with the `polars` feature. The cases run two at a time (two
 processes); a line at the end says how many were rewritten, left alone and refused."""
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -41,13 +40,7 @@ def outcomes(request, tmp_path_factory):
     for seed in wanted:
         tabs, bound = groups(seed)
         cases.append((rq.query(seed, tabs, bound), tabs))
-
-    def one(ct):
-        case, tabs = ct
-        return case.seed, (case, tabs, rq.check_polars(b, case, tabs, folder))
-
-    with ThreadPoolExecutor(2) as ex:
-        _outcomes.update(ex.map(one, cases))
+    _outcomes.update(rq.check_all_polars(b, cases, folder))
     return _outcomes
 
 
@@ -85,13 +78,7 @@ def window_outcomes(tmp_path_factory):
     for seed in WINDOW_SEEDS:
         tabs, bound = groups(seed)
         cases.append((rq.window_query(seed, tabs, bound), tabs))
-
-    def one(ct):
-        case, tabs = ct
-        return case.seed, (case, tabs, rq.check_polars(b, case, tabs, folder))
-
-    with ThreadPoolExecutor(2) as ex:
-        _window_outcomes.update(ex.map(one, cases))
+    _window_outcomes.update(rq.check_all_polars(b, cases, folder))
     return _window_outcomes
 
 

@@ -4,8 +4,6 @@ rewritten and checked: 300 on Polars (`skewjoin verify --engine polars`, seeds 0
 Spark (3.5, and 4.x in its own run; original and rewrite run by the test's session, rows compared
 as multisets, seeds 5000-5039). A failure prints the seed, the query, its tables and the command that writes the
 case again (`python tests/py/whquery.py SEED`)."""
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 
 import randquery as rq
@@ -25,13 +23,7 @@ def outcomes(tmp_path_factory):
     folder = tmp_path_factory.mktemp("whquery")
     groups = wq.Group(folder)
     cases = [(wq.query(s, groups(s)), groups(s)) for s in SEEDS]
-
-    def one(ct):
-        case, tabs = ct
-        return case.seed, (case, tabs, rq.check_polars(b, case, tabs, folder))
-
-    with ThreadPoolExecutor(2) as ex:
-        _outcomes.update(ex.map(one, cases))
+    _outcomes.update(rq.check_all_polars(b, cases, folder))
     return _outcomes
 
 

@@ -27,9 +27,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+import randquery
 from randquery import Case
-
-GROUP_SIZE = 25
 
 # table -> (rows, {column: kind}); kinds: 'id' (the table's own id, unique), ('fk', table) a
 # foreign key, 'int' a small integer, 'cat' a low-cardinality string.
@@ -54,10 +53,6 @@ class Table:
     rows: int
     note: str
     counts: dict  # foreign key column -> {id: rows}, for the row bound of a hub query
-
-
-def group_of(seed):
-    return seed // GROUP_SIZE
 
 
 def _fk(rng, n, domain, hot):
@@ -261,21 +256,9 @@ def query(seed, tabs):
     return Case(seed, sql, used, opts, shape, set(), f"python tests/py/whquery.py {seed}")
 
 
-class Group:
-    """The tables of each group of seeds, written once under `folder`."""
-
-    def __init__(self, folder):
-        self.folder = folder
-        self.groups = {}
-
-    def __call__(self, seed):
-        import os
-        g = group_of(seed)
-        if g not in self.groups:
-            d = os.path.join(str(self.folder), f"w{g}")
-            os.makedirs(d, exist_ok=True)
-            self.groups[g] = tables(g, d)
-        return self.groups[g]
+def Group(folder):
+    """The tables of each group of seeds, written once under `folder`: `Group(folder)(seed)`."""
+    return randquery.Group(folder, tables, "w")
 
 
 if __name__ == "__main__":
