@@ -4,34 +4,25 @@
 //! `classify` (null / placeholder / junk / demand) -> `keys` (the report of one command)
 //! -> `report` (text, JSON, CSV; `html` for the `--html` pages). `hash` is Spark's own Murmur3, for the partition of a key.
 
-pub mod blob;
 pub mod classify;
-pub mod columns;
 pub mod count;
-pub mod delta;
 pub mod diagnose;
 pub mod error;
-pub mod filter;
 pub mod format;
 pub mod guard;
 pub mod hash;
 pub mod html;
-pub mod iceberg;
 pub mod keys;
 pub mod plan;
 pub mod report;
 pub mod rewrite;
 pub mod settings;
 pub mod size;
-pub mod source;
 pub mod spark;
 pub mod sql;
-pub mod store;
-mod store_profile;
-pub mod tables_dir;
+pub mod table;
 pub mod value;
 pub mod verify;
-pub mod weights;
 pub mod window;
 
 pub use error::{Error, Result};

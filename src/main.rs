@@ -55,7 +55,7 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             // No secret of the environment in a message, whatever a server or library put in it.
-            eprintln!("skewjoin: error: {}", skewjoin::store::redact(&one_line(&e.to_string())));
+            eprintln!("skewjoin: error: {}", skewjoin::table::store::redact(&one_line(&e.to_string())));
             ExitCode::from(2)
         }
     }

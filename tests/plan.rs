@@ -12,7 +12,7 @@ use common::write;
 use skewjoin::classify::Classifier;
 use skewjoin::count::KeySpec;
 use skewjoin::plan::{self, JoinType, PlanOptions, SideInput, Strategy};
-use skewjoin::source::Table;
+use skewjoin::table::Table;
 
 /// Left: 2100 rows; key NULL x600, 'unknown' x300, 'hot' x400, 'qa_test_user_01' x300, and
 /// 500 rows over 250 ordinary keys. Right: one row per ordinary key, `right_hot` rows of

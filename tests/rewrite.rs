@@ -14,7 +14,7 @@ use skewjoin::classify::Classifier;
 use skewjoin::plan::JoinType;
 use skewjoin::plan::PlanOptions;
 use skewjoin::rewrite::{rewrite, sql_with_comments, LeftAlone, Note, Rewritten, Untraced};
-use skewjoin::source::Table;
+use skewjoin::table::Table;
 
 /// events(event_id, title_id): 600 NULL, 400 'hot', 300 "O'Neil", 500 over 250 ordinary keys.
 /// titles(title_id, name): one row per ordinary key and one 'hot'.

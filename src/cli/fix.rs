@@ -12,12 +12,12 @@ use skewjoin::classify::Classifier;
 use skewjoin::diagnose::fix::{self, FixQuery, FixReport, StageCheck, TableCheck};
 use skewjoin::diagnose::{self, eventlog, report};
 use skewjoin::plan::{JoinType, PlanOptions};
-use skewjoin::source::Table;
+use skewjoin::table::Table;
 use skewjoin::verify::{self, Verification};
 use skewjoin::{rewrite, Error, Result};
 
 use super::diagnose::{from_server, log_at, LogAt};
-use super::flags::{open_tables, AlsoText, HtmlOut, MinStage, PlannerArgs, Quiet, SparkArgs, TextOrJson};
+use super::flags::{open_tables, AlsoText, CountingArgs, HtmlOut, MinStage, PlannerArgs, Quiet, SparkArgs, TextOrJson};
 use super::verify::{verify_polars, verify_spark, BothQueries, Engine};
 
 /// From a slow job's event log to the rewritten query: locate, measure, diagnose, fix, verify
@@ -94,7 +94,8 @@ pub fn run(a: FixArgs) -> Result<(String, bool)> {
     let tables = open_tables(&named, session.as_ref()).inspect_err(|_| print!("{}", report::text(&rep.diagnosis)))?;
     rep.tables = fix::table_checks(&log.app, stage_id, &query, &files_now(&tables));
     let job = (&log.app.properties, a.event_log.as_str());
-    let opts = a.planner.options_with_job(JoinType::Inner, &a.spark, &a.quiet, Some(job))?;
+    let mut opts = a.planner.options_with_job(JoinType::Inner, &a.spark, &a.quiet, Some(job))?;
+    opts.engine = CountingArgs::engine(session.as_ref());
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
     let r = rewrite::rewrite(&query.sql, &tables, &classifier, &opts)?;
     rep.stage = Some(StageCheck::new(&rep.diagnosis, stage_id, &r));
@@ -118,7 +119,7 @@ fn named_tables(app: &skewjoin::diagnose::model::App, stage_id: i64, q: &FixQuer
 
 /// The files and bytes of each table read here (a table Spark reads has none to compare).
 fn files_now(tables: &HashMap<String, Table>) -> HashMap<String, (u64, u64)> {
-    tables.iter().filter(|(_, t)| t.spark.is_none()).map(|(n, t)| (n.clone(), (t.files.len() as u64, t.files.iter().map(|f| f.byte_len()).sum()))).collect()
+    tables.iter().filter(|(_, t)| !t.is_held()).map(|(n, t)| (n.clone(), (t.files.len() as u64, t.files.iter().map(|f| f.byte_len()).sum()))).collect()
 }
 
 /// The Spark that counts the tables, with --count-on-spark.

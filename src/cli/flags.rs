@@ -13,8 +13,8 @@ use clap::{Args, ValueEnum};
 use skewjoin::count::Sample;
 use skewjoin::plan::{JoinType, PlanOptions};
 use skewjoin::settings::{self, Origin, SparkLine, SparkSettings};
-use skewjoin::source::Table;
 use skewjoin::spark::Session;
+use skewjoin::table::Table;
 use skewjoin::{Error, Result};
 
 /// How the frequent values are found and which of them are hot: `keys`, `plan`, `rewrite`, `verify`.
@@ -130,7 +130,7 @@ impl PlannerArgs {
 
     /// The options of a run that plans joins; such a run reads each key column several times
     /// (counts, partitions, the weights of later joins), so it keeps decoded columns for the
-    /// run, within a quarter of its memory (see `skewjoin::columns`).
+    /// run, within a quarter of its memory (see `skewjoin::table::columns`).
     pub fn options(&self, how: JoinType, spark: &SparkArgs, quiet: &Quiet) -> Result<PlanOptions> {
         self.options_with_job(how, spark, quiet, None)
     }
@@ -138,7 +138,7 @@ impl PlannerArgs {
     /// `options`, with the settings of `settings_with_job`.
     pub fn options_with_job(&self, how: JoinType, spark: &SparkArgs, quiet: &Quiet, job: Option<(&HashMap<String, String>, &str)>) -> Result<PlanOptions> {
         let memory = 2usize << 30;
-        skewjoin::columns::set_budget(memory / 4);
+        skewjoin::table::columns::set_budget(memory / 4);
         let settings = self.settings_with_job(spark, job)?;
         let files = settings.file_splits()?;
         Ok(PlanOptions {
@@ -161,6 +161,7 @@ impl PlannerArgs {
             settings,
             min_gain: self.min_gain.0,
             files,
+            engine: Default::default(),
         })
     }
 }
@@ -222,8 +223,8 @@ impl QueryArgs {
         }
         let mut out = self.listed()?;
         let Some(dir) = &self.tables_dir else { return Ok(out) };
-        let wanted: Vec<String> = skewjoin::tables_dir::table_names(sql)?.into_iter().filter(|n| !out.iter().any(|(m, _)| m == n)).collect();
-        let skewjoin::tables_dir::Found { tables, missing } = skewjoin::tables_dir::find(dir, &wanted)?;
+        let wanted: Vec<String> = skewjoin::table::dir::table_names(sql)?.into_iter().filter(|n| !out.iter().any(|(m, _)| m == n)).collect();
+        let skewjoin::table::dir::Found { tables, missing } = skewjoin::table::dir::find(dir, &wanted)?;
         out.extend(tables);
         if !missing.is_empty() && quiet.progress() {
             eprintln!("skewjoin: not under {dir} (nor given with --table): {}", missing.join(", "));
@@ -236,7 +237,7 @@ impl QueryArgs {
         if !self.tables.is_empty() || self.tables_dir.is_some() {
             return Ok(None);
         }
-        skewjoin::tables_dir::table_names(sql).map(Some)
+        skewjoin::table::dir::table_names(sql).map(Some)
     }
 
     /// The `--table NAME=TABLE` arguments: (name in lower case, path).
@@ -366,6 +367,14 @@ impl CountingArgs {
             return Err(Error::Usage("--sample is for the embedded engine: --engine spark counts every row".into()));
         }
         self.spark.start_session(self.spark_timeout).map(Some)
+    }
+
+    /// Where the counts are made: by the Spark session that opened the tables, or here.
+    pub fn engine(session: Option<&Arc<Session>>) -> skewjoin::count::EngineRef {
+        match session {
+            Some(s) => skewjoin::count::EngineRef::new(skewjoin::spark::SparkEngine::new(s.clone())),
+            None => Default::default(),
+        }
     }
 
     /// Open a table: its files here, or in Spark (a path or a catalog name).

@@ -3,10 +3,10 @@
 use clap::{Args, ValueEnum};
 
 use skewjoin::classify::Classifier;
-use skewjoin::count::{self, ColumnProfile, KeySpec, ProfileOptions};
+use skewjoin::count::{ColumnProfile, KeySpec, ProfileOptions};
 use skewjoin::keys::{self, KeysOptions};
 use skewjoin::report::{self, Format};
-use skewjoin::source::Table;
+use skewjoin::table::Table;
 use skewjoin::{Error, Result};
 
 use super::flags::{parse_size, AlsoText, CountingArgs, HotKeyArgs, Quiet, Threads};
@@ -75,14 +75,17 @@ pub fn run(a: KeysArgs) -> Result<String> {
         let join = |h: std::thread::ScopedJoinHandle<'_, Result<Classifier>>| {
             h.join().unwrap_or_else(|_| Err(Error::Internal("the rules could not be compiled".into())))
         };
-        let table = a.counting.session(a.hot.sample.is_some()).and_then(|s| a.counting.open(s.as_ref(), &a.tables, a.as_of));
+        let (table, session) = match a.counting.session(a.hot.sample.is_some()) {
+            Ok(s) => (a.counting.open(s.as_ref(), &a.tables, a.as_of), s),
+            Err(e) => (Err(e), None),
+        };
         enum Rules<C, H> {
             Ready(C),
             Compiling(H),
         }
         let rules = if a.hot.rules.is_some() || table.is_err() { Rules::Ready(join(handle)?) } else { Rules::Compiling(handle) };
         let table = table?;
-        let profiles = count_keys(&a, &table);
+        let profiles = count_keys(&a, &table, &CountingArgs::engine(session.as_ref()));
         // Joined on every path: a scope re-raises the panic of a thread nobody joined.
         let classifier = match rules {
             Rules::Ready(c) => Ok(c),
@@ -97,7 +100,7 @@ pub fn run(a: KeysArgs) -> Result<String> {
 }
 
 /// The key columns, counted.
-fn count_keys(a: &KeysArgs, table: &Table) -> Result<Vec<ColumnProfile>> {
+fn count_keys(a: &KeysArgs, table: &Table, engine: &skewjoin::count::EngineRef) -> Result<Vec<ColumnProfile>> {
     let specs = a
         .columns
         .iter()
@@ -118,5 +121,5 @@ fn count_keys(a: &KeysArgs, table: &Table) -> Result<Vec<ColumnProfile>> {
         progress: a.quiet.progress(),
         exact_distinct: a.exact_distinct,
     };
-    count::profile(table, &specs, &opts)
+    engine.profile(table, &specs, &opts)
 }

@@ -6,7 +6,7 @@ use clap::{Args, ValueEnum};
 use skewjoin::classify::Classifier;
 use skewjoin::count::KeySpec;
 use skewjoin::plan::{self, JoinType, SideInput};
-use skewjoin::source::Table;
+use skewjoin::table::Table;
 use skewjoin::window::{self, Shape};
 use skewjoin::{Error, Result};
 
@@ -87,9 +87,10 @@ impl From<How> for JoinType {
 
 pub fn run(a: PlanArgs) -> Result<String> {
     a.threads.apply();
-    let opts = a.planner.options(a.how.into(), &a.counting.spark, &a.quiet)?;
+    let mut opts = a.planner.options(a.how.into(), &a.counting.spark, &a.quiet)?;
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
     let session = a.counting.session(a.planner.hot.sample.is_some())?;
+    opts.engine = CountingArgs::engine(session.as_ref());
     let lt = a.counting.open(session.as_ref(), &a.left, a.as_of)?;
     if !a.partition_by.is_empty() {
         return window_plan(&a, &lt, &classifier, &opts);

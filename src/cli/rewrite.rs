@@ -47,10 +47,11 @@ fn sql_comments(lines: &str) -> String {
 
 pub fn run(a: RewriteArgs) -> Result<String> {
     a.threads.apply();
-    let opts = a.planner.options(JoinType::Inner, &a.counting.spark, &a.quiet)?;
+    let mut opts = a.planner.options(JoinType::Inner, &a.counting.spark, &a.quiet)?;
     let sql = a.query.read()?;
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
     let session = a.counting.session(a.planner.hot.sample.is_some())?;
+    opts.engine = CountingArgs::engine(session.as_ref());
     let tables = query_tables(&a.query, &sql, session.as_ref(), &a.quiet)?;
     let r = rewrite::rewrite(&sql, &tables, &classifier, &opts)?;
     let text = || rewrite::sql_with_comments(&r) + &sql_comments(&(skewjoin::report::table_notes() + &a.quiet.io_line()));

@@ -11,7 +11,7 @@ use skewjoin::count::Sample;
 use skewjoin::plan::{JoinType, PlanOptions};
 use skewjoin::rewrite::{self, Rewritten};
 use skewjoin::settings::{self, Origin};
-use skewjoin::source::Table;
+use skewjoin::table::Table;
 use skewjoin::verify::{self, SparkOptions, Verification};
 use skewjoin::{Error, Result};
 

@@ -12,7 +12,7 @@ use parquet::file::statistics::Statistics;
 use rayon::prelude::*;
 
 use super::counter::TopK;
-use crate::source::Table;
+use crate::table::Table;
 use crate::value::KeyType;
 
 /// The values `lo..lo + len` of a key, counted by index.
@@ -46,7 +46,7 @@ pub(crate) fn range_of(table: &Table, field: &str, ty: KeyType, threads: usize, 
         let Some(col) = schema.columns().iter().position(|c| c.path().parts() == [field]) else {
             continue;
         };
-        let meta = crate::source::footer_with_stats(file, col).ok()?;
+        let meta = crate::table::footer_with_stats(file, col).ok()?;
         for rg in meta.metadata().row_groups() {
             let (a, b) = chunk_bounds(rg, col)?;
             (lo, hi) = (lo.min(a), hi.max(b));

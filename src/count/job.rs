@@ -12,7 +12,7 @@ use super::split::{Bounds, Split};
 use super::stage::{self, ByteBuf, IntBuf, Stage};
 use super::KeySpec;
 use crate::error::{Error, Result};
-use crate::source::{ColumnSource, Table};
+use crate::table::{ColumnSource, Table};
 use crate::value::{KeyType, Value};
 
 /// Memory of the bounded counter (see `Job::for_specs`), whatever `--memory` says.

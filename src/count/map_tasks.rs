@@ -4,7 +4,7 @@
 
 use parquet::file::metadata::RowGroupMetaData;
 
-use crate::source::Table;
+use crate::table::Table;
 
 /// `spark.sql.files.maxPartitionBytes`: the largest split.
 pub const MAX_PARTITION_BYTES: u64 = 128 << 20;

@@ -21,13 +21,19 @@
 //!
 //! `scan` makes one exact pass over a join key: the rows of each shuffle partition, by Spark's
 //! hash, and the rows of a few looked-for keys. `table_size` reads a table's sizes from its
-//! footers.
+//! footers. `filter` writes the keys of the rows that pass a query's conditions, and `weights`
+//! gives each row the rows it makes through the joins before.
+//!
+//! These are the embedded engine's; `engine` is the seam through which the measure steps reach
+//! them or another engine (Spark's) that holds the table.
 
 mod arrays;
 mod batch;
 mod counter;
 mod dense;
 mod encode;
+pub mod engine;
+pub mod filter;
 mod job;
 mod local;
 pub mod map_tasks;
@@ -43,6 +49,7 @@ mod stats;
 mod table_size;
 mod tally;
 mod units;
+pub mod weights;
 
 #[cfg(test)]
 mod page_reader_tests;
@@ -50,12 +57,13 @@ mod page_reader_tests;
 pub(crate) use arrays::{each_i64, each_plain_i64};
 pub(crate) use encode::{decode_key, encode_values, Atoms};
 pub use encode::{each_group_key, group_keys};
+pub use engine::{Embedded, Engine, EngineRef};
 pub use profile::profile;
 pub use scan::{scan, scan_by_map, PartitionScan, MAX_LOOKUP};
 pub use spill::spilled;
 pub use table_size::TableSize;
 
-use crate::source::ResolvedColumn;
+use crate::table::ResolvedColumn;
 use crate::value::{KeyType, Value};
 
 /// A key to count: one column, or several counted as one composite key.

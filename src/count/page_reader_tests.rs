@@ -74,7 +74,7 @@ fn page_reader_takes_every_chunk_it_can_read() {
         write_opt_req(&p, version, dict_limit, codec);
         let reader = SerializedFileReader::new(File::open(&p).unwrap()).unwrap();
         let md = reader.metadata();
-        let f = Arc::new(crate::blob::Blob::open(&crate::blob::Location::Local(p.clone()), None).unwrap());
+        let f = Arc::new(crate::table::blob::Blob::open(&crate::table::blob::Location::Local(p.clone()), None).unwrap());
         let len = f.len();
         let mut scratch = Scratch::default();
         let (mut nulls, mut rows, mut refused) = (0, 0, 0);
@@ -138,7 +138,7 @@ fn page_reader_survives_damaged_chunks() {
             bad[at] ^= 1 << ((state >> 32) % 8);
             let q = dir.path().join("bad.parquet");
             std::fs::write(&q, &bad).unwrap();
-            let f = Arc::new(crate::blob::Blob::open(&crate::blob::Location::Local(q.clone()), None).unwrap());
+            let f = Arc::new(crate::table::blob::Blob::open(&crate::table::blob::Location::Local(q.clone()), None).unwrap());
             let mut sink = Rows(0);
             if let Some(got) =
                 count_chunk(ColumnChunk { file: &f, file_len: bad.len() as u64, meta: c, descr: &descr }, rg.num_rows() as usize, &mut scratch, &mut sink)

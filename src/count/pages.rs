@@ -19,8 +19,8 @@ use std::sync::Arc;
 
 use hashbrown::HashMap;
 
-use crate::blob::Blob;
-use crate::source::DataFile;
+use crate::table::blob::Blob;
+use crate::table::DataFile;
 use parquet::basic::{Compression, Encoding, Type as PhysicalType};
 use parquet::column::page::Page;
 use parquet::file::metadata::ColumnChunkMetaData;

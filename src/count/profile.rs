@@ -19,13 +19,13 @@ use super::tally::UnitTally;
 use super::units::{choose_units, Unit};
 use super::{ColumnProfile, KeyCount, KeySpec, ProfileOptions, SampleInfo};
 use crate::error::{Error, Result};
-use crate::source::Table;
+use crate::table::Table;
 use crate::value::Value;
 
 /// Count every key of `specs` over `table`.
 pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Result<Vec<ColumnProfile>> {
-    if let Some(st) = &table.spark {
-        return crate::spark::profile(table, st, specs, opts);
+    if table.is_held() {
+        return Err(Error::Usage(format!("{}: the table is held by an engine: its counts are made there", table.display)));
     }
     let split = !opts.exact_distinct && opts.top > 0 && opts.top < 200;
     match profile_pass(table, specs, opts, split)? {
@@ -99,7 +99,7 @@ fn read_units(reader: &UnitReader, units: &[Unit], want: usize, switch_at: usize
         stop.store(true, Ordering::Relaxed);
         out
     });
-    crate::store::end_ahead();
+    crate::table::store::end_ahead();
     let tallies = tallies?.into_iter().flatten().collect();
     // Hand the staged keys in (Local's drop) before they are counted.
     drop(locals);
@@ -120,8 +120,8 @@ fn progress_bar(show: bool, total: u64, remote: bool) -> indicatif::ProgressBar 
         "{spinner} counting keys {bar:30} {human_pos}/{human_len} rows, {per_sec}, eta {eta}"
     };
     if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
-        let start = crate::store::io().bytes;
-        let fetched = move || crate::store::io().bytes.saturating_sub(start);
+        let start = crate::table::store::io().bytes;
+        let fetched = move || crate::table::store::io().bytes.saturating_sub(start);
         let style = style
             .with_key("fetched", move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
                 let _ = w.write_str(&crate::format::human(fetched()));

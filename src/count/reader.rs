@@ -20,7 +20,7 @@ use super::pages::{self, flat_leaf, ColumnChunk};
 use super::tally::{keep_top, ChunkSink, DictTally, UnitTally};
 use super::units::Unit;
 use crate::error::{Error, Result};
-use crate::source::{field_index, read_hint, DataFile, Table};
+use crate::table::{field_index, read_hint, DataFile, Table};
 
 /// What every unit of a pass is read with.
 pub(crate) struct UnitReader<'a> {
@@ -80,7 +80,7 @@ impl<'a> UnitReader<'a> {
             let mut last: Option<(usize, File)> = None;
             for u in units {
                 if last.as_ref().map(|l| l.0) != Some(u.file) {
-                    let crate::blob::Location::Local(path) = &self.table.files[u.file].location else { continue };
+                    let crate::table::blob::Location::Local(path) = &self.table.files[u.file].location else { continue };
                     match File::open(path) {
                         Ok(f) => last = Some((u.file, f)),
                         Err(_) => continue,
@@ -102,12 +102,12 @@ impl<'a> UnitReader<'a> {
     /// read as they are drawn.
     fn fetch_ahead(&self, units: &[Unit], stop: &std::sync::atomic::AtomicBool) {
         for u in units.iter().filter(|u| u.spans.is_empty() && u.selection.is_none()) {
-            let crate::blob::Location::Remote(object) = &self.table.files[u.file].location else { continue };
+            let crate::table::blob::Location::Remote(object) = &self.table.files[u.file].location else { continue };
             for range in self.chunks_read(u) {
                 if stop.load(std::sync::atomic::Ordering::Relaxed) {
                     return;
                 }
-                crate::store::fetch_ahead(object, range, stop);
+                crate::table::store::fetch_ahead(object, range, stop);
             }
         }
     }
@@ -119,7 +119,7 @@ impl<'a> UnitReader<'a> {
         let rg = meta.metadata().row_group(u.row_group);
         let schema = meta.parquet_schema();
         let leaves = rg.columns().iter().enumerate().filter(|(leaf, _)| idx.contains(&schema.get_column_root_idx(*leaf)));
-        leaves.map(|(_, c)| crate::blob::chunk_range(c)).collect()
+        leaves.map(|(_, c)| crate::table::blob::chunk_range(c)).collect()
     }
 
     #[cfg(unix)]
@@ -298,10 +298,10 @@ impl<'r, 'a> UnitRead<'r, 'a> {
     }
 
     /// The unit's rows of the fields `rest`, in batches.
-    fn batches(&self, rest: &[usize]) -> Result<crate::columns::Batches> {
+    fn batches(&self, rest: &[usize]) -> Result<crate::table::columns::Batches> {
         let file = self.file;
         let Some((sel, _)) = &self.unit.selection else {
-            return crate::columns::row_group(file, self.meta, self.unit.row_group, rest);
+            return crate::table::columns::row_group(file, self.meta, self.unit.row_group, rest);
         };
         let f = file.open()?;
         let mask = ProjectionMask::roots(self.meta.parquet_schema(), rest.iter().copied());
@@ -309,7 +309,7 @@ impl<'r, 'a> UnitRead<'r, 'a> {
             .with_projection(mask)
             .with_row_groups(vec![self.unit.row_group])
             .with_row_selection(sel.clone())
-            .with_batch_size(crate::columns::BATCH)
+            .with_batch_size(crate::table::columns::BATCH)
             .build()
             .map_err(|e| Error::bad_file(&file.path, e))?;
         let (path, g) = (file.path.clone(), self.unit.row_group);

@@ -18,7 +18,7 @@ use super::reader::hinted_meta;
 use super::KeySpec;
 use crate::error::{Error, Result};
 use crate::hash::{hash_bytes, hash_value, pmod, SPARK_SEED};
-use crate::source::{field_index, ColumnSource, DataFile, Table};
+use crate::table::{field_index, ColumnSource, DataFile, Table};
 use crate::value::{canonical_f32, canonical_f64, KeyType, Value};
 
 /// At most this many values can be looked for in one pass (one bit each).
@@ -136,8 +136,8 @@ fn lookup_for(col: usize, ty: KeyType, keys: &[Vec<Value>]) -> Lookup {
 
 /// Scan `spec` over every row of `table`.
 pub fn scan(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>]) -> Result<PartitionScan> {
-    if let Some(st) = &table.spark {
-        return crate::spark::scan(table, st, spec, partitions, keys);
+    if table.is_held() {
+        return Err(Error::Usage(format!("{}: the table is held by an engine: its counts are made there", table.display)));
     }
     check_keys(spec, keys)?;
     let (_, parts) = scan_row_groups(table, spec, partitions, keys)?;
@@ -151,7 +151,7 @@ pub fn scan(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>])
 /// `scan`, and the same counts for each of Spark's map tasks over the table (`tasks`, as
 /// `map_tasks::map_tasks` gives them; a row group no task reads is left out of those).
 pub fn scan_by_map(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>], tasks: &[MapTask]) -> Result<(PartitionScan, Vec<PartitionScan>)> {
-    if table.spark.is_some() {
+    if table.is_held() {
         return Err(Error::Usage(format!("{}: a table read by Spark has no map tasks here", table.display)));
     }
     check_keys(spec, keys)?;
@@ -250,7 +250,7 @@ impl<'a> Scanner<'a> {
             return Ok(out);
         }
         let meta = hinted_meta(file, &fields);
-        for batch in crate::columns::row_group(file, &meta, g, &fields)? {
+        for batch in crate::table::columns::row_group(file, &meta, g, &fields)? {
             let batch = batch?;
             self.batch(file, Some(&batch), batch.num_rows(), &mut out)?;
         }

@@ -18,7 +18,7 @@ use std::hash::BuildHasher;
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::source::Table;
+use crate::table::Table;
 
 /// Rows sampled: the first rows of the first row groups, up to this many.
 const SAMPLE_ROWS: usize = 16_384;
@@ -47,7 +47,7 @@ pub struct ShuffleBytes {
 /// None when the table has no rows here or cannot be read (the planner then uses the decoded
 /// size).
 pub fn shuffle_bytes(table: &Table, key: &str, columns: Option<&[String]>) -> Option<ShuffleBytes> {
-    if table.spark.is_some() {
+    if table.is_held() {
         return None;
     }
     let mut rows: Vec<Row> = Vec::new();

@@ -1,6 +1,6 @@
 //! A table's sizes from its footers, before any data is read.
 
-use crate::source::Table;
+use crate::table::Table;
 
 /// Sizes of a table from its footers, before any data is read.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
@@ -14,8 +14,8 @@ pub struct TableSize {
 
 impl TableSize {
     pub fn of(table: &Table) -> TableSize {
-        if let Some(st) = &table.spark {
-            return st.size;
+        if let Some(h) = &table.held {
+            return TableSize { rows: h.rows, disk_bytes: h.disk_bytes, memory_bytes: h.memory_bytes };
         }
         let mut s = TableSize { rows: 0, disk_bytes: 0, memory_bytes: 0 };
         for f in &table.files {

@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use super::pages::{self, PageSpan};
 use super::{ProfileOptions, Sample, SampleInfo};
-use crate::source::Table;
+use crate::table::Table;
 
 /// One row group of one file, maybe with a row selection.
 #[derive(Clone)]
@@ -89,7 +89,7 @@ pub(crate) fn choose_units(table: &Table, opts: &ProfileOptions, walk: Option<&s
 
 /// Whether any file of the table is in an object store.
 fn remote(table: &Table) -> bool {
-    table.files.iter().any(|f| matches!(f.location, crate::blob::Location::Remote(_)))
+    table.files.iter().any(|f| matches!(f.location, crate::table::blob::Location::Remote(_)))
 }
 
 /// Every row group of the table, whole.
@@ -254,7 +254,7 @@ fn table_pages(table: &Table, units: &[Unit], name: &str) -> Option<Vec<Vec<Page
             let len = file.len();
             let chunk = f.meta.metadata().row_group(u.row_group).column(leaf);
             // In an object store, only an offset index lists pages for less than the chunk.
-            if matches!(f.location, crate::blob::Location::Remote(_)) && chunk.offset_index_offset().is_none() {
+            if matches!(f.location, crate::table::blob::Location::Remote(_)) && chunk.offset_index_offset().is_none() {
                 return None;
             }
             let pages = pages::data_pages(&file, len, chunk, &schema.column(leaf))?;

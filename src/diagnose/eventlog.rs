@@ -31,7 +31,7 @@ pub struct Log {
 /// The files of a log: the file itself, or a rolling folder's event files in index order.
 fn files_of(path: &Path) -> Result<Vec<PathBuf>> {
     let text = path.to_string_lossy();
-    if crate::store::is_remote(&text) {
+    if crate::table::store::is_remote(&text) {
         return remote_files_of(&text);
     }
     if !path.exists() {
@@ -59,7 +59,7 @@ fn files_of(path: &Path) -> Result<Vec<PathBuf>> {
 /// An event log in an object store: the object, or a rolling log's `events_N_*` objects.
 fn remote_files_of(url: &str) -> Result<Vec<PathBuf>> {
     let folder = url.trim_end_matches('/');
-    let mut files: Vec<(u64, String)> = crate::store::list_folder(&format!("{folder}/"))?
+    let mut files: Vec<(u64, String)> = crate::table::store::list_folder(&format!("{folder}/"))?
         .into_iter()
         .filter_map(|(name, _)| {
             let rest = name.strip_prefix("events_")?;
@@ -77,8 +77,8 @@ fn remote_files_of(url: &str) -> Result<Vec<PathBuf>> {
 /// file's bytes are counted on `bar` as they are read.
 fn open(file: &Path, bar: &ProgressBar) -> Result<(Box<dyn Read>, &'static str)> {
     let text = file.to_string_lossy();
-    let local = if crate::store::is_remote(&text) {
-        crate::store::download(&text)?
+    let local = if crate::table::store::is_remote(&text) {
+        crate::table::store::download(&text)?
     } else {
         fs::File::open(file).map_err(|source| Error::Io { path: file.to_path_buf(), source })?
     };

@@ -113,7 +113,7 @@ fn shown(url: &str) -> String {
         }
         Err(_) => {
             let userinfo = regex::Regex::new(r"//[^/@]*@").map(|r| r.replace(url, "//").into_owned()).unwrap_or_default();
-            crate::store::redact(&userinfo)
+            crate::table::store::redact(&userinfo)
         }
     }
 }
@@ -288,7 +288,7 @@ async fn get(t: &Target, url: &str) -> Result<reqwest::Response> {
 }
 
 fn get_json(t: &Target, url: &str) -> Result<Value> {
-    crate::store::run(async {
+    crate::table::store::run(async {
         let body = get(t, url).await?.bytes().await.map_err(|e| unreachable(t, &e))?;
         serde_json::from_slice(&body).map_err(|_| not_history(t, &format!("{} did not answer JSON", url.strip_prefix(&t.base).unwrap_or(url))))
     })
@@ -296,7 +296,7 @@ fn get_json(t: &Target, url: &str) -> Result<Value> {
 
 /// GET `url` into a temporary file, as it arrives.
 fn download(t: &Target, url: &str) -> Result<std::fs::File> {
-    crate::store::run(async {
+    crate::table::store::run(async {
         let mut r = get(t, url).await?;
         let mut f = tempfile::tempfile().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
         while let Some(chunk) = r.chunk().await.map_err(|e| unreachable(t, &e))? {
@@ -316,7 +316,7 @@ fn unreachable(t: &Target, e: &reqwest::Error) -> Error {
         source = s.source();
     }
     let msg = if e.is_timeout() { format!("no answer within {} s", READ_TIMEOUT.as_secs()) } else { cause };
-    Error::Store { what: format!("cannot reach the Spark History Server at {}", t.base), msg: crate::store::redact(&msg) }
+    Error::Store { what: format!("cannot reach the Spark History Server at {}", t.base), msg: crate::table::store::redact(&msg) }
 }
 
 fn not_history(t: &Target, why: &str) -> Error {

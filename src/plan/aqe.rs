@@ -22,8 +22,8 @@
 
 use serde::Serialize;
 
+use super::model::{JoinType, Side};
 use super::tasks::Task;
-use super::{JoinType, Side};
 use crate::settings::Aqe;
 
 /// Spark's `ShufflePartitionsUtil.SMALL_PARTITION_FACTOR`: a split under a fifth of the target

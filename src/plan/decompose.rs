@@ -7,8 +7,8 @@
 //! the other side's keys are then those of its rows that pass them, and a kept side's row
 //! that fails them matches nothing (the anti join's ON tests them).
 
-use super::emit::{Gen, D, T, U};
-use super::{HotKey, JoinType, Side, Strategy};
+use super::builder::{BranchSql, DISTINCT_KEYS, ROWS, SOURCE_ROWS};
+use super::model::{HotKey, JoinType, PlanOptions, Side, Strategy};
 use crate::sql::ident;
 use crate::value::Value;
 
@@ -24,7 +24,7 @@ pub(crate) fn salt_is_decomposed(how: JoinType) -> bool {
 }
 
 /// A decomposed branch is safe unless ON has predicates beyond the keys that read both sides.
-pub(crate) fn is_safe(decomposed: bool, opts: &super::PlanOptions) -> bool {
+pub(crate) fn is_safe(decomposed: bool, opts: &PlanOptions) -> bool {
     !(decomposed && opts.extra_predicates && !opts.extras_one_side)
 }
 
@@ -33,7 +33,7 @@ fn is_decomposed(s: &Strategy) -> bool {
 }
 
 /// The unmatched rows of every kept side for the decomposed keys, one branch per kept side.
-pub(crate) fn branches(g: &Gen, hot: &[&HotKey]) -> Vec<String> {
+pub(crate) fn branches(g: &BranchSql, hot: &[&HotKey]) -> Vec<String> {
     let set = g.set_of(hot, is_decomposed);
     if set.is_empty() {
         return vec![];
@@ -42,20 +42,20 @@ pub(crate) fn branches(g: &Gen, hot: &[&HotKey]) -> Vec<String> {
 }
 
 /// Rows of `side` whose key is in `set` and has no row on the other side.
-fn unmatched(g: &Gen, side: Side, set: &[&[Value]]) -> String {
+fn unmatched(g: &BranchSql, side: Side, set: &[&[Value]]) -> String {
     let other = side.other();
     let dk: Vec<String> = g.keys(other).iter().map(|c| ident(c)).collect();
-    let mut on: Vec<String> = g.keys(side).iter().zip(g.keys(other)).map(|(a, b)| format!("{T}.{} = {D}.{}", ident(a), ident(b))).collect();
-    let mut other_rows = g.in_set(U, other, set);
+    let mut on: Vec<String> = g.keys(side).iter().zip(g.keys(other)).map(|(a, b)| format!("{ROWS}.{} = {DISTINCT_KEYS}.{}", ident(a), ident(b))).collect();
+    let mut other_rows = g.in_set(SOURCE_ROWS, other, set);
     match &g.js.extra_on_side {
         Some(e) if e.side == other => other_rows = format!("{other_rows} AND ({})", e.on_u),
         Some(e) => on.push(format!("({})", e.on_t)),
         None => {}
     }
     format!(
-        "(SELECT /*+ BROADCAST({D}) */ {T}.* FROM (SELECT * FROM {} {U} WHERE {}) {T} LEFT ANTI JOIN (SELECT DISTINCT {} FROM {} {U} WHERE {other_rows}) {D} ON {}) {}",
+        "(SELECT /*+ BROADCAST({DISTINCT_KEYS}) */ {ROWS}.* FROM (SELECT * FROM {} {SOURCE_ROWS} WHERE {}) {ROWS} LEFT ANTI JOIN (SELECT DISTINCT {} FROM {} {SOURCE_ROWS} WHERE {other_rows}) {DISTINCT_KEYS} ON {}) {}",
         g.table(side),
-        g.in_set(U, side, set),
+        g.in_set(SOURCE_ROWS, side, set),
         dk.join(", "),
         g.table(other),
         on.join(" AND "),

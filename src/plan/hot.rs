@@ -6,8 +6,8 @@
 use crate::hash::{pmod, spark_partition, SPARK_SEED};
 
 use super::measure::Measured;
+use super::model::Side;
 use super::tasks::{JoinStage, Task, TaskStats};
-use super::Side;
 
 /// The hot values found: one flag per candidate, one per side for its NULL keys.
 pub(crate) struct HotSet {

@@ -4,14 +4,14 @@
 //! the sides' sizes from their footers. `Measured` can also be built in memory from key counts
 //! (`SideMeasure::from_counts`), which is how the planner's tests describe a join.
 
-use crate::count::{self, KeySpec, PartitionScan, ProfileOptions, TableSize};
+use crate::count::filter::{self, Filtered};
+use crate::count::{self, Engine, KeySpec, PartitionScan, ProfileOptions, TableSize};
 use crate::error::{Error, Result};
-use crate::filter::{self, Filtered};
 use crate::hash::spark_partition;
-use crate::source::Table;
+use crate::table::Table;
 use crate::value::{KeyType, Value};
 
-use super::{PlanOptions, SideInput};
+use super::model::{PlanOptions, SideInput};
 
 /// One side of the join as measured.
 #[derive(Debug, Clone)]
@@ -125,10 +125,10 @@ impl SideMeasure {
 
 impl Measured {
     /// One side.
-    pub fn side(&self, side: super::Side) -> &SideMeasure {
+    pub fn side(&self, side: super::model::Side) -> &SideMeasure {
         match side {
-            super::Side::Left => &self.left,
-            super::Side::Right => &self.right,
+            super::model::Side::Left => &self.left,
+            super::model::Side::Right => &self.right,
         }
     }
 
@@ -170,7 +170,7 @@ pub fn measure(left: &SideInput, right: &SideInput, opts: &PlanOptions) -> Resul
     check_keys(left, right)?;
     let parts = opts.partitions.max(1);
     let popts = profile_options(opts);
-    let (l, r) = (Counted::of(left, &popts)?, Counted::of(right, &popts)?);
+    let (l, r) = (Counted::of(left, &popts, &*opts.engine)?, Counted::of(right, &popts, &*opts.engine)?);
     let cands = candidates(&l.top, &r.top);
     let (lscan, rscan) = (l.scan(left, parts, &cands, opts)?, r.scan(right, parts, &cands, opts)?);
     let aqe = opts.aqe.enabled;
@@ -192,21 +192,21 @@ enum Source {
 }
 
 impl Counted {
-    fn of(s: &SideInput, popts: &ProfileOptions) -> Result<Counted> {
+    fn of(s: &SideInput, popts: &ProfileOptions, engine: &dyn Engine) -> Result<Counted> {
         if let Some(w) = &s.through {
             return Self::weighted(s, w, popts);
         }
         // A side with conditions is counted on its passing rows' keys; sizes stay the table's,
         // as Spark's estimate for a filtered relation (without statistics) is the relation's.
-        let f = filtered(s)?;
+        let f = filtered(s, engine)?;
         let (t, k) = f_src(s, &f);
-        let top = count::profile(t, std::slice::from_ref(k), popts)?.remove(0).top.into_iter().map(|kc| kc.key).collect();
+        let top = engine.profile(t, std::slice::from_ref(k), popts)?.remove(0).top.into_iter().map(|kc| kc.key).collect();
         let rows = f.as_ref().map(|f| (f.rows_in, f.rows_out));
         Ok(Counted { source: Source::Table(f), top, rows })
     }
 
     /// Each key value's rows in the joins before, from the key table's rows and their weights.
-    fn weighted(s: &SideInput, w: &crate::weights::RowWeights, popts: &ProfileOptions) -> Result<Counted> {
+    fn weighted(s: &SideInput, w: &crate::count::weights::RowWeights, popts: &ProfileOptions) -> Result<Counted> {
         let names = s.keys.names();
         let types = s.keys.types();
         let everything = filter::RowFilter::default();
@@ -239,11 +239,11 @@ impl Counted {
         match &self.source {
             Source::Table(f) => {
                 let (t, k) = f_src(s, f);
-                if t.spark.is_some() || s.group_by.is_some() || !opts.aqe.enabled {
+                if t.is_held() || s.group_by.is_some() || !opts.aqe.enabled {
                     // A table Spark reads: its files are not known here, so as many map tasks
                     // as partitions (an aggregate's output comes from that many tasks too).
-                    let assumed = if t.spark.is_some() || s.group_by.is_some() { parts } else { t.files.len().max(1) as u32 };
-                    return Ok((count::scan(t, k, parts, cands)?, MapOutputs::Assumed(assumed)));
+                    let assumed = if t.is_held() || s.group_by.is_some() { parts } else { t.files.len().max(1) as u32 };
+                    return Ok((opts.engine.scan(t, k, parts, cands)?, MapOutputs::Assumed(assumed)));
                 }
                 let tasks = map_tasks_of(s.table, f.as_ref().map(|f| &f.table), &opts.file_splits());
                 let (scan, per_map) = count::scan_by_map(t, k, parts, cands, &tasks)?;
@@ -302,19 +302,19 @@ fn scan_counts(counts: &[(Vec<Value>, u64)], partitions: u32, candidates: &[Vec<
 pub fn measure_one(input: &SideInput, opts: &PlanOptions) -> Result<(Vec<Vec<Value>>, SideMeasure)> {
     let parts = opts.partitions.max(1);
     let popts = profile_options(opts);
-    let c = Counted::of(input, &popts)?;
+    let c = Counted::of(input, &popts, &*opts.engine)?;
     let cands = candidates(&c.top, &[]);
     let scan = c.scan(input, parts, &cands, opts)?;
     Ok((cands, side(input, scan, c.rows, false)))
 }
 
 /// The side's passing rows (or their groups), when it has conditions or groups.
-fn filtered(s: &SideInput) -> Result<Option<Filtered>> {
+fn filtered(s: &SideInput, engine: &dyn Engine) -> Result<Option<Filtered>> {
     if s.filter.is_none() && s.group_by.is_none() {
         return Ok(None);
     }
     let everything = filter::RowFilter::default();
-    filter::filtered_keys(s.table, &s.keys, s.filter.as_ref().unwrap_or(&everything), s.group_by.as_ref()).map(Some)
+    engine.filtered_keys(s.table, &s.keys, s.filter.as_ref().unwrap_or(&everything), s.group_by.as_ref()).map(Some)
 }
 
 /// The table and keys to count: the filtered ones, or the side's own.

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::aqe::{self, AqeStage, ShuffleSide};
 use super::measure::{MapOutputs, Measured, SideMeasure};
-use super::{JoinType, Side};
+use super::model::{JoinType, Side};
 use crate::hash::spark_partition;
 
 #[derive(Debug, Clone, Default, Serialize)]

@@ -17,7 +17,7 @@ use sqlparser::ast::{visit_expressions, Expr, Select, SelectItem, SelectItemQual
 
 use super::input::Input;
 use super::names::lc;
-use crate::source::Table;
+use crate::table::Table;
 use crate::value::KeyType;
 
 /// The columns a SELECT reads: every column reference (qualified or bare) in it, its ORDER BY
@@ -83,7 +83,7 @@ impl Used {
 /// table's files under projections and filters (a grouping input, a computed column, a table
 /// the Spark engine reads).
 pub(super) fn spark_bytes(inp: &Input, used: &Used, table: &Table) -> Option<u64> {
-    if inp.grouped.is_some() || table.spark.is_some() || inp.joined.is_some() {
+    if inp.grouped.is_some() || table.is_held() || inp.joined.is_some() {
         return None;
     }
     let mut needed = 8u64;
@@ -110,8 +110,8 @@ fn files_bytes(table: &Table) -> Option<u64> {
     let mut total = 0u64;
     for f in &table.files {
         total += match &f.location {
-            crate::blob::Location::Local(p) => std::fs::metadata(p).ok()?.len(),
-            crate::blob::Location::Remote(o) => o.size,
+            crate::table::blob::Location::Local(p) => std::fs::metadata(p).ok()?.len(),
+            crate::table::blob::Location::Remote(o) => o.size,
         };
     }
     Some(total)

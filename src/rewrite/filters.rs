@@ -14,9 +14,9 @@ use sqlparser::ast::{visit_expressions, visit_expressions_mut, Expr, Ident};
 
 use super::input::Input;
 use super::names::lc;
-use crate::filter::{check, RowFilter};
+use crate::count::filter::{check, RowFilter};
 use crate::plan::{JoinType, Side};
-use crate::source::Table;
+use crate::table::Table;
 
 /// The filters the counts of one join apply, and the WHERE conditions on its inputs they do not.
 #[derive(Default)]

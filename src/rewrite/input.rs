@@ -10,7 +10,7 @@ use sqlparser::ast::{Expr, Query, Select, SelectItem, SetExpr, TableFactor};
 use super::names::{last_ident, lc};
 use super::reason::{LeftAlone, Untraced};
 use super::Ctx;
-use crate::source::{ResolvedColumn, Table};
+use crate::table::{ResolvedColumn, Table};
 
 /// Output column (lower case) -> its base table (`--table` name) and column there.
 pub(super) type BaseColumns = HashMap<String, (String, String)>;

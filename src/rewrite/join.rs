@@ -20,8 +20,8 @@ use super::{Change, Ctx};
 use crate::count::KeySpec;
 use crate::error::{Error, Result};
 use crate::plan::{self, emit_sql, JoinSql, JoinType, Plan, SideInput, TaskStats};
-use crate::source::Table;
 use crate::sql::{ident, parse_query};
+use crate::table::Table;
 
 /// A join rewritten: the derived table that replaces it and where each input column went.
 pub(super) struct Joined {

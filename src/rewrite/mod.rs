@@ -46,8 +46,8 @@ use sqlparser::ast::{Query, SetExpr, Statement};
 use crate::classify::Classifier;
 use crate::error::{Error, Result};
 use crate::plan::{self, JoinType, PlanOptions};
-use crate::source::Table;
 use crate::sql::render;
+use crate::table::Table;
 pub use comments::sql_with_comments;
 pub(crate) use condition::conjuncts as spark_conjuncts;
 use names::lc;
@@ -226,7 +226,7 @@ struct Ctx<'a> {
     order_by: Vec<sqlparser::ast::Expr>,
     /// The weights of tables' rows through joins computed last, for the run (half of the
     /// staging memory, 48 MB by default).
-    weights: std::sync::Arc<crate::weights::WeightMemo>,
+    weights: std::sync::Arc<crate::count::weights::WeightMemo>,
     /// What the rewrites so far added to the SQL, and may add.
     growth: SqlGrowth,
 }
@@ -272,7 +272,7 @@ pub fn rewrite(sql: &str, tables: &HashMap<String, Table>, classifier: &Classifi
         windows: Vec::new(),
         rank_limits: Vec::new(),
         order_by: Vec::new(),
-        weights: std::sync::Arc::new(crate::weights::WeightMemo::new(opts.memory.min(crate::count::STAGE_MEMORY) / 2)),
+        weights: std::sync::Arc::new(crate::count::weights::WeightMemo::new(opts.memory.min(crate::count::STAGE_MEMORY) / 2)),
         growth: SqlGrowth::default(),
     };
     for stmt in &mut stmts {

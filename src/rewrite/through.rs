@@ -4,7 +4,7 @@
 //! join's key. Each other input sends the input next to it, per value of the columns joining
 //! them, the rows it brings (its rows that meet its conditions, each weighted by what the
 //! inputs beyond it bring in turn); the key's table then has a weight per row (see
-//! `crate::weights`), and its weighted rows are the join prefix's rows, exactly.
+//! `crate::count::weights`), and its weighted rows are the join prefix's rows, exactly.
 //!
 //! A prefix it cannot follow exactly (a right or full join, a condition across inputs in ON,
 //! a condition on the side a left join keeps NULLs for, an input that groups or filters in a
@@ -22,11 +22,11 @@ use super::filters::{mentions, to_base, JoinScope};
 use super::input::Input;
 use super::names::lc;
 use super::Ctx;
-use crate::filter::{check, sum_by, weighted_counts, RowFilter};
+use crate::count::filter::{check, sum_by, weighted_counts, RowFilter};
+use crate::count::weights::{Factor, FactorKind, RowWeights, Sums, WeightMemo};
 use crate::plan::{JoinType, Side};
-use crate::source::Table;
+use crate::table::Table;
 use crate::value::KeyType;
-use crate::weights::{Factor, FactorKind, RowWeights, Sums, WeightMemo};
 
 /// One join of the chain, as the counts follow it: the input it brings (`child`) joined to
 /// the earlier input (`parent`, a member of the prefix) on pairs of columns.

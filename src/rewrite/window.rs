@@ -32,12 +32,12 @@ use super::input::{input_of, Input};
 use super::names::{factor_alias, lc};
 use super::through::{rows_of_chain, Through};
 use super::{At, Ctx};
+use crate::count::filter::{check, RowFilter};
 use crate::count::KeySpec;
 use crate::error::Result;
-use crate::filter::{check, RowFilter};
 use crate::plan::{JoinType, SideInput};
-use crate::source::{ResolvedColumn, Table};
 use crate::sql::{ident, literal, parse_query, render_expr};
+use crate::table::{ResolvedColumn, Table};
 use crate::value::{KeyType, Value};
 use crate::window::{self, Shape, WindowPlan};
 

@@ -3,27 +3,59 @@
 //! partition and of each candidate (Spark's `pmod(hash(key), N)`, so Spark's own partitions),
 //! and a filtered input as a view of the rows that meet the query's conditions.
 
+use std::sync::Arc;
+
 use serde_json::{json, Value as Json};
 
-use super::{wire, SparkTable};
-use crate::count::{ColumnProfile, KeyCount, KeySpec, PartitionScan, ProfileOptions, TableSize};
+use super::{wire, Session};
+use crate::count::filter::{Filtered, RowFilter};
+use crate::count::{ColumnProfile, Engine, KeyCount, KeySpec, PartitionScan, ProfileOptions};
 use crate::error::{Error, Result};
-use crate::filter::RowFilter;
-use crate::source::Table;
+use crate::table::{Held, Table};
 use crate::value::{KeyType, Value};
 
-/// Every key of `specs`, counted exactly by Spark.
-pub fn profile(table: &Table, st: &SparkTable, specs: &[KeySpec], opts: &ProfileOptions) -> Result<Vec<ColumnProfile>> {
-    if opts.sample.is_some() {
-        return Err(Error::Usage("--sample is for the embedded engine: --engine spark counts every row".into()));
-    }
-    specs.iter().map(|spec| profile_one(table, st, spec, opts.top)).collect()
+/// The counting engine of `--engine spark`: the tables its session holds (`table::open`).
+pub struct SparkEngine {
+    session: Arc<Session>,
 }
 
-fn profile_one(table: &Table, st: &SparkTable, spec: &KeySpec, top: usize) -> Result<ColumnProfile> {
-    let a = st
-        .session
-        .request(&json!({"op": "profile", "view": st.view, "keys": spec.names(), "top": top}), &format!("counting {} in {}", spec.name(), table.display))?;
+impl SparkEngine {
+    pub fn new(session: Arc<Session>) -> SparkEngine {
+        SparkEngine { session }
+    }
+
+    /// The view of a table the session holds.
+    fn held<'a>(&self, table: &'a Table) -> Result<&'a Held> {
+        table.held.as_ref().ok_or_else(|| Error::Usage(format!("{}: the Spark engine counts tables its session opened; this one is read here", table.display)))
+    }
+}
+
+impl Engine for SparkEngine {
+    fn name(&self) -> &'static str {
+        "spark"
+    }
+
+    /// Every key of `specs`, counted exactly by Spark.
+    fn profile(&self, table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Result<Vec<ColumnProfile>> {
+        if opts.sample.is_some() {
+            return Err(Error::Usage("--sample is for the embedded engine: --engine spark counts every row".into()));
+        }
+        let held = self.held(table)?;
+        specs.iter().map(|spec| profile_one(&self.session, table, held, spec, opts.top)).collect()
+    }
+
+    fn scan(&self, table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>]) -> Result<PartitionScan> {
+        scan(&self.session, table, self.held(table)?, spec, partitions, keys)
+    }
+
+    fn filtered_keys(&self, table: &Table, keys: &KeySpec, filter: &RowFilter, group_by: Option<&KeySpec>) -> Result<Filtered> {
+        filtered(&self.session, table, self.held(table)?, keys, filter, group_by)
+    }
+}
+
+fn profile_one(session: &Session, table: &Table, st: &Held, spec: &KeySpec, top: usize) -> Result<ColumnProfile> {
+    let a = session
+        .request(&json!({"op": "profile", "view": st.name, "keys": spec.names(), "top": top}), &format!("counting {} in {}", spec.name(), table.display))?;
     let rows = a["rows"].as_u64().unwrap_or(0);
     let types = spec.types();
     let mut counted = Vec::new();
@@ -47,10 +79,10 @@ fn profile_one(table: &Table, st: &SparkTable, spec: &KeySpec, top: usize) -> Re
 }
 
 /// The rows of every shuffle partition and of each of `keys`, as Spark partitions them.
-pub fn scan(table: &Table, st: &SparkTable, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>]) -> Result<PartitionScan> {
+fn scan(session: &Session, table: &Table, st: &Held, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>]) -> Result<PartitionScan> {
     let candidates: Vec<Vec<Json>> = keys.iter().map(|k| k.iter().map(wire::candidate).collect()).collect();
-    let req = json!({"op": "scan", "view": st.view, "keys": spec.names(), "partitions": partitions, "candidates": candidates});
-    let a = st.session.request(&req, &format!("partitioning {} in {}", spec.name(), table.display))?;
+    let req = json!({"op": "scan", "view": st.name, "keys": spec.names(), "partitions": partitions, "candidates": candidates});
+    let a = session.request(&req, &format!("partitioning {} in {}", spec.name(), table.display))?;
     let list = |name: &str, len: usize| -> Result<Vec<u64>> {
         let v: Vec<u64> = a[name].as_array().map(|x| x.iter().map(|n| n.as_u64().unwrap_or(0)).collect()).unwrap_or_default();
         if v.len() == len {
@@ -69,15 +101,15 @@ pub fn scan(table: &Table, st: &SparkTable, spec: &KeySpec, partitions: u32, key
 /// The key columns of the rows that meet `filter` (one row per group with `group_by`), as a
 /// new view: (that table, its keys, rows of the table, rows or groups kept). Spark evaluates
 /// the conditions, so every condition the query has on the table applies.
-pub fn filtered(table: &Table, st: &SparkTable, keys: &KeySpec, filter: &RowFilter, group_by: Option<&KeySpec>) -> Result<(Table, KeySpec, u64, u64)> {
+fn filtered(session: &Session, table: &Table, st: &Held, keys: &KeySpec, filter: &RowFilter, group_by: Option<&KeySpec>) -> Result<Filtered> {
     let req = json!({
         "op": "filter",
-        "of": st.view,
+        "of": st.name,
         "where": spark_where(filter, &st.schema),
         "keys": keys.names(),
         "group_by": group_by.map(|g| g.names()),
     });
-    let a = st.session.request(&req, &format!("filtering {}", table.display))?;
+    let a = session.request(&req, &format!("filtering {}", table.display))?;
     let view = a["view"].as_str().ok_or_else(|| Error::Internal("Spark engine: no view".into()))?.to_string();
     let rows_out = a["rows"].as_u64().unwrap_or(0);
     let fields: Vec<arrow_schema::Field> = keys
@@ -86,11 +118,10 @@ pub fn filtered(table: &Table, st: &SparkTable, keys: &KeySpec, filter: &RowFilt
         .map(|c| st.schema.field_with_name(&c.name).cloned())
         .collect::<std::result::Result<_, _>>()
         .map_err(|e| Error::Internal(e.to_string()))?;
-    let size = TableSize { rows: rows_out, disk_bytes: 0, memory_bytes: 0 };
-    let sub = SparkTable { session: st.session.clone(), view, schema: std::sync::Arc::new(arrow_schema::Schema::new(fields)), size };
-    let t = Table::in_spark(&table.display, sub);
+    let sub = Held { name: view, schema: Arc::new(arrow_schema::Schema::new(fields)), rows: rows_out, disk_bytes: 0, memory_bytes: 0 };
+    let t = Table::held(&table.display, sub);
     let columns = keys.names().iter().map(|k| t.resolve(k)).collect::<Result<Vec<_>>>()?;
-    Ok((t, KeySpec { columns }, st.size.rows, rows_out))
+    Ok(Filtered::held(t, KeySpec { columns }, st.rows, rows_out))
 }
 
 /// The conditions as Spark SQL: each in parentheses (an OR among them keeps its meaning under

@@ -6,17 +6,17 @@
 //! A `Session` is one Python process running `counter.py` (the user's pyspark: local mode, a
 //! `--master`, or a Spark Connect server with `--remote sc://HOST:PORT`), spoken to in JSON
 //! lines, each answer waited for at most `timeout`. A table opened through it (`table::open`) is a
-//! `source::Table` with no files and a `SparkTable` inside; the counting entry points
-//! (`count::profile`, `count::scan`, `filter::filtered_keys`, `TableSize::of`) hand such a table
-//! to `count.rs` here, so everything after the counts (classifying, deciding, the SQL, the
-//! reports) is the embedded engine's.
+//! `table::Table` the session holds (no files, a temporary view). `SparkEngine` (`count.rs`) is
+//! the `count::Engine` a run passes to its measure steps: its counts are Spark's, and
+//! everything after the counts (classifying, deciding, the SQL, the reports) is shared with the
+//! embedded engine.
 
 mod count;
 mod table;
 mod wire;
 
-pub use count::{filtered, profile, scan};
-pub use table::{open, open_name, SparkTable};
+pub use count::SparkEngine;
+pub use table::{open, open_name};
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};

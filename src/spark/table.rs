@@ -5,22 +5,13 @@
 
 use std::sync::Arc;
 
-use arrow_schema::{Field, Schema, SchemaRef};
+use arrow_schema::{Field, Schema};
 use serde_json::json;
 
 use super::{wire, Session};
 use crate::count::TableSize;
 use crate::error::{Error, Result};
-use crate::source::Table;
-
-/// The Spark side of a `Table` read by the Spark engine.
-pub struct SparkTable {
-    pub session: Arc<Session>,
-    /// The temporary view the session registered for it.
-    pub view: String,
-    pub schema: SchemaRef,
-    pub size: TableSize,
-}
+use crate::table::{Held, Table};
 
 /// Files whose footers are read for the sizes: beyond this many, Spark's estimate is used.
 const MAX_FOOTERS: usize = 10_000;
@@ -51,22 +42,23 @@ fn open_as(session: &Arc<Session>, spec: &str, by_name: bool) -> Result<Table> {
     let rows = a["rows"].as_u64().unwrap_or(0);
     let files: Vec<String> = a["files"].as_array().map(|f| f.iter().filter_map(|x| x.as_str().map(str::to_string)).collect()).unwrap_or_default();
     let size = footer_size(&files, rows).unwrap_or_else(|| spark_size(spec, rows, a["size_bytes"].as_u64(), a["size_exact"].as_bool() == Some(true)));
-    let st = SparkTable { session: session.clone(), view, schema: Arc::new(Schema::new(fields)), size };
-    Ok(Table::in_spark(spec, st))
+    // The table is known to the session by its temporary view.
+    let held = Held { name: view, schema: Arc::new(Schema::new(fields)), rows: size.rows, disk_bytes: size.disk_bytes, memory_bytes: size.memory_bytes };
+    Ok(Table::held(spec, held))
 }
 
 /// How Spark must read the path: a Delta table as `delta` (never its folder's Parquet files,
 /// which include the removed ones); an Iceberg table is read by its catalog name.
 fn format_of(spec: &str) -> Result<&'static str> {
-    let listed = if crate::store::is_remote(spec) { crate::store::list_folder(spec).ok() } else { None };
+    let listed = if crate::table::store::is_remote(spec) { crate::table::store::list_folder(spec).ok() } else { None };
     let folder = match &listed {
-        Some(keys) => crate::delta::Folder::remote(spec, keys),
-        None => crate::delta::Folder::Local(crate::store::local_path(spec)),
+        Some(keys) => crate::table::delta::Folder::remote(spec, keys),
+        None => crate::table::delta::Folder::Local(crate::table::store::local_path(spec)),
     };
     if folder.is_delta() {
         return Ok("delta");
     }
-    if crate::iceberg::metadata_file(spec, listed.as_deref()).ok().flatten().is_some() {
+    if crate::table::iceberg::metadata_file(spec, listed.as_deref()).ok().flatten().is_some() {
         return Err(Error::Usage(format!(
             "{spec}: an Iceberg table: with --engine spark, give the name the Spark catalog knows it by (e.g. --table events=cat.db.events)"
         )));
@@ -104,7 +96,7 @@ fn footer_size(files: &[String], rows: u64) -> Option<TableSize> {
 fn spark_size(spec: &str, rows: u64, bytes: Option<u64>, exact: bool) -> TableSize {
     let b = bytes.unwrap_or(0);
     let how = if exact { "" } else { " (as EXPLAIN COST prints it, to 2 or 3 digits)" };
-    crate::source::add_note(match bytes {
+    crate::table::add_note(match bytes {
         Some(_) => format!(
             "{spec}: its files are not on this machine: its size is Spark's estimate, {}{how}, used as the bytes in memory too (Parquet's decoded size is larger)",
             crate::format::human(b)

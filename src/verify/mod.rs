@@ -319,7 +319,7 @@ pub fn polars(
     original: &str,
     rewritten: &str,
     r: Option<&Rewritten>,
-    tables: &[(String, &crate::source::Table)],
+    tables: &[(String, &crate::table::Table)],
     sample: Option<crate::count::Sample>,
     tolerance: f64,
 ) -> Result<Verification> {

@@ -16,7 +16,7 @@ use crate::count::Sample;
 use crate::error::{Error, Result};
 use crate::format::fmt_count;
 use crate::hash::{hash_value, SPARK_SEED};
-use crate::source::Table;
+use crate::table::Table;
 use crate::value::Value;
 
 /// What one run of the two queries gave.
@@ -162,13 +162,13 @@ fn read_files(name: &str, table: &Table, copies: &std::path::Path) -> Result<(La
     let mut copied = 0;
     for (i, f) in table.files.iter().enumerate() {
         let path = match &f.location {
-            crate::blob::Location::Remote(o) => {
+            crate::table::blob::Location::Remote(o) => {
                 let to = copies.join(format!("{}-{i}.parquet", name.replace(|c: char| !c.is_ascii_alphanumeric(), "_")));
-                crate::store::download_to(o, &to)?;
+                crate::table::store::download_to(o, &to)?;
                 copied += 1;
                 to.to_string_lossy().to_string()
             }
-            crate::blob::Location::Local(_) => f.path.to_string_lossy().to_string(),
+            crate::table::blob::Location::Local(_) => f.path.to_string_lossy().to_string(),
         };
         let mut args = ScanArgsParquet::default();
         args.hive_options.enabled = Some(false);

@@ -12,11 +12,11 @@ use rayon::prelude::*;
 use crate::count::{decode_key, encode_values, Atoms, KeySpec};
 use crate::value::{KeyType, Value};
 
+use crate::count::filter::{all_true, field_ci, RowFilter};
+use crate::count::weights::RowWeights;
 use crate::error::{Error, Result};
-use crate::filter::{all_true, field_ci, RowFilter};
 use crate::hash::spark_partition;
-use crate::source::{ColumnSource, ResolvedColumn, Table};
-use crate::weights::RowWeights;
+use crate::table::{ColumnSource, ResolvedColumn, Table};
 
 pub use crate::count::map_tasks::{map_tasks, MapTask};
 
@@ -223,7 +223,7 @@ fn hash64(b: &[u8]) -> u64 {
 }
 
 /// One map task's rows per value of `keys`, of the rows that pass `filter`, each row as many
-/// times as `weights` says it appears in the joins it takes part in (see `crate::weights`).
+/// times as `weights` says it appears in the joins it takes part in (see `crate::count::weights`).
 fn task_rows<V>(
     table: &Table,
     keys: &KeySpec,

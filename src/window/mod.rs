@@ -32,7 +32,7 @@ use serde_json::Value as Json;
 use crate::classify::{Class, Classifier};
 use crate::error::{Error, Result};
 use crate::plan::{measure_one, PlanOptions, SideInput, SideMeasure, TaskStats};
-use crate::source::ResolvedColumn;
+use crate::table::ResolvedColumn;
 use crate::value::Value;
 
 /// What Spark runs over the rows of one partition value.
@@ -271,8 +271,8 @@ pub fn plan(input: &SideInput, shape: Shape, distinct: &[ResolvedColumn], classi
     if !matches!(first.verdict, Verdict::PartialAggregation | Verdict::GroupLimit) || input.group_by.is_some() {
         return Ok(first);
     }
-    if input.table.spark.is_some() {
-        crate::source::add_note(format!(
+    if input.table.is_held() {
+        crate::table::add_note(format!(
             "{}: the records each map task sends are counted from Parquet row groups, which --engine spark does not read: not predicted",
             input.table.display
         ));

@@ -5,8 +5,8 @@
 
 use super::{Choice, KeyFacts, Strategy};
 use crate::format::{human, rows_n};
-use crate::plan::emit::{Gen, T};
-use crate::plan::{HotKey, Side};
+use crate::plan::builder::{BranchSql, ROWS};
+use crate::plan::model::{HotKey, Side};
 use crate::sql::ident;
 
 pub(crate) const FIX: &str = "broadcast the right side's distinct keys";
@@ -27,13 +27,14 @@ pub(crate) fn choose(f: &KeyFacts) -> Option<Choice> {
 
 /// The branch: the left side's rows for these keys against the right side's distinct keys,
 /// broadcast.
-pub(crate) fn branches(g: &Gen, hot: &[&HotKey]) -> Vec<String> {
+pub(crate) fn branches(g: &BranchSql, hot: &[&HotKey]) -> Vec<String> {
     let set = g.set_of(hot, |s| matches!(s, Strategy::BroadcastKeys));
     if set.is_empty() {
         return vec![];
     }
-    let l = g.filtered(Side::Left, Some(g.in_set(T, Side::Left, &set)));
+    let l = g.filtered(Side::Left, Some(g.in_set(ROWS, Side::Left, &set)));
     let rk: Vec<String> = g.js.right_keys.iter().map(|c| ident(c)).collect();
-    let r = format!("(SELECT DISTINCT {} FROM {} {T} WHERE {}) {}", rk.join(", "), g.table(Side::Right), g.in_set(T, Side::Right, &set), g.js.right_alias);
+    let r =
+        format!("(SELECT DISTINCT {} FROM {} {ROWS} WHERE {}) {}", rk.join(", "), g.table(Side::Right), g.in_set(ROWS, Side::Right, &set), g.js.right_alias);
     vec![g.join(g.js.how, &[Side::Right], l, r, "")]
 }

@@ -3,9 +3,9 @@
 //! left, and the query is one join with a broadcast hint (junk dropped on request).
 
 use crate::format::human;
-use crate::plan::emit::Gen;
+use crate::plan::builder::BranchSql;
+use crate::plan::model::{HotKey, JoinType, Plan, Side, SideReport};
 use crate::plan::strategy::drop_junk;
-use crate::plan::{HotKey, JoinType, Plan, Side, SideReport};
 
 /// The side to broadcast whole: of those the join type may broadcast and that fit in memory
 /// under `threshold`, the smaller (the right on a tie). Only when something is hot.
@@ -35,7 +35,7 @@ pub(crate) fn fix(plan: &Plan, side: Side) -> String {
 pub const COMMENT: &str = "one side fits under the broadcast threshold: broadcast whole, no shuffle";
 
 /// The one branch: the join as written with `side` broadcast, junk rows dropped if asked.
-pub(crate) fn branch(g: &Gen, hot: &[&HotKey], side: Side) -> String {
+pub(crate) fn branch(g: &BranchSql, hot: &[&HotKey], side: Side) -> String {
     let input = |s: Side| g.filtered(s, drop_junk::filter(g, hot, s));
     g.join(g.js.how, &[side], input(Side::Left), input(Side::Right), "")
 }

@@ -7,9 +7,9 @@
 
 use super::{Choice, KeyFacts, Strategy};
 use crate::format::{fmt_count, human, rows_n};
+use crate::plan::builder::{BranchSql, ROWS};
 use crate::plan::decompose;
-use crate::plan::emit::{Gen, T};
-use crate::plan::{HotKey, JoinType, Side};
+use crate::plan::model::{HotKey, JoinType, Side};
 
 pub(crate) fn fix(names: [&str; 2], broadcast: Side, rows: u64, bytes: u64) -> String {
     format!("broadcast {}'s slice: {} row{}, {}", names[broadcast as usize], fmt_count(rows), if rows == 1 { "" } else { "s" }, human(bytes))
@@ -80,22 +80,22 @@ fn slice(f: &KeyFacts, b: Side, decomposed: bool) -> Choice {
 
 /// The branches of the slices the join type broadcasts itself: one per broadcast side, the
 /// hot rows of both sides for those keys joined with the slice's side hinted.
-pub(crate) fn direct_branches(g: &Gen, hot: &[&HotKey]) -> Vec<String> {
+pub(crate) fn direct_branches(g: &BranchSql, hot: &[&HotKey]) -> Vec<String> {
     branches(g, hot, false, g.js.how)
 }
 
 /// The inner-join part of decomposed slices (their unmatched rows come from `decompose`).
-pub(crate) fn decomposed_branches(g: &Gen, hot: &[&HotKey]) -> Vec<String> {
+pub(crate) fn decomposed_branches(g: &BranchSql, hot: &[&HotKey]) -> Vec<String> {
     branches(g, hot, true, JoinType::Inner)
 }
 
-fn branches(g: &Gen, hot: &[&HotKey], decomposed: bool, how: JoinType) -> Vec<String> {
+fn branches(g: &BranchSql, hot: &[&HotKey], decomposed: bool, how: JoinType) -> Vec<String> {
     let mut out = Vec::new();
     for b in [Side::Right, Side::Left] {
         let set = g.set_of(hot, |s| matches!(s, Strategy::BroadcastSlice { broadcast, decomposed: d, .. } if *broadcast == b && *d == decomposed));
         if !set.is_empty() {
-            let l = g.filtered(Side::Left, Some(g.in_set(T, Side::Left, &set)));
-            let r = g.filtered(Side::Right, Some(g.in_set(T, Side::Right, &set)));
+            let l = g.filtered(Side::Left, Some(g.in_set(ROWS, Side::Left, &set)));
+            let r = g.filtered(Side::Right, Some(g.in_set(ROWS, Side::Right, &set)));
             out.push(g.join(how, &[b], l, r, ""));
         }
     }

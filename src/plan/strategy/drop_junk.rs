@@ -6,8 +6,8 @@
 use super::{Choice, KeyFacts, Strategy};
 use crate::classify::Class;
 use crate::format::fmt_count;
-use crate::plan::emit::{Gen, T};
-use crate::plan::{HotKey, Side};
+use crate::plan::builder::{BranchSql, ROWS};
+use crate::plan::model::{HotKey, Side};
 
 pub(crate) const FIX: &str = "drop its rows (--drop-junk)";
 pub(crate) const COMMENT: &str = "is dropped (--drop-junk: the result changes)";
@@ -27,7 +27,7 @@ pub(crate) fn choose(f: &KeyFacts) -> Option<Choice> {
 
 /// The rows of `side` without the dropped keys (NULL keys stay), where a branch reads the
 /// side whole; `None` when nothing is dropped.
-pub(crate) fn filter(g: &Gen, hot: &[&HotKey], side: Side) -> Option<String> {
+pub(crate) fn filter(g: &BranchSql, hot: &[&HotKey], side: Side) -> Option<String> {
     let dropped = g.set_of(hot, |s| matches!(s, Strategy::Drop));
-    (!dropped.is_empty()).then(|| format!("{} OR NOT ({})", g.is_null(T, side), g.in_set(T, side, &dropped)))
+    (!dropped.is_empty()).then(|| format!("{} OR NOT ({})", g.is_null(ROWS, side), g.in_set(ROWS, side, &dropped)))
 }

@@ -6,20 +6,9 @@
 
 use serde::Serialize;
 
-use super::{Choice, KeyFacts, Strategy};
+use super::{Choice, KeyFacts};
 use crate::format::{human, rows_n};
-use crate::plan::{JoinType, Side};
-
-/// Why a hot key stays in the shuffle.
-#[derive(Debug, Clone, PartialEq)]
-pub enum KeepReason {
-    /// A semi or anti join with other ON predicates: they are evaluated on the right side's
-    /// rows for the value, which are over the threshold.
-    RightRowsNeeded { rows: u64, bytes: u64, threshold: u64 },
-    /// An outer join with other ON predicates: the kept side's unmatched rows cannot be found
-    /// from the other side's distinct keys, and its rows for the value are over the threshold.
-    UnmatchedNeedRows { how: JoinType, threshold: u64 },
-}
+use crate::plan::model::{KeepReason, Side, Strategy};
 
 impl std::fmt::Display for KeepReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -1,6 +1,7 @@
 //! The strategies for a hot key, one file each: when it applies and why (with the numbers),
 //! the tasks it leaves behind, its SQL branches and its words in the reports. This file holds
-//! the `Strategy` value the plan carries and the order in which they are tried.
+//! the words of the `Strategy` value the plan carries (`model.rs`) and the order in which they
+//! are tried.
 
 pub(crate) mod broadcast_keys;
 pub(crate) mod broadcast_side;
@@ -10,35 +11,9 @@ pub(crate) mod keep;
 pub(crate) mod null_bypass;
 pub(crate) mod salt;
 
-use serde::Serialize;
-
-pub use keep::KeepReason;
-
-use super::{JoinType, PlanOptions, Side};
+use super::model::{JoinType, PlanOptions, Side, Strategy};
 use crate::classify::Class;
 use crate::value::Value;
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Strategy {
-    /// NULL keys: the rows skip the join (kept with the other side NULL where the join keeps them).
-    NullBypass,
-    /// `--drop-junk`: the rows are removed before the join (results change).
-    Drop,
-    /// The other side's rows for the value are broadcast; the hot rows never enter a shuffle.
-    /// `decomposed`: the join type may not broadcast that side, so the branch is an inner join
-    /// plus anti joins for the unmatched rows of the kept side(s). An empty slice (the other
-    /// side has no row for the value: a placeholder, say) bypasses the shuffle the same way.
-    BroadcastSlice { broadcast: Side, slice_rows: u64, slice_bytes: u64, decomposed: bool },
-    /// Semi and anti joins need only the distinct keys of the right side: broadcast those.
-    BroadcastKeys,
-    /// Split `split`'s rows `n` ways by a salt computed from other columns; replicate the other
-    /// side's rows for the value over the `n` salts. Always an inner join (plus anti joins for
-    /// the kept sides of an outer join), so a kept side is never replicated.
-    Salt { n: u32, split: Side, salts: Vec<i32>, decomposed: bool },
-    /// Left in the shuffle: no strategy is safe for this join (said why).
-    Keep { reason: KeepReason },
-}
 
 impl Strategy {
     pub fn name(&self) -> &'static str {

@@ -8,9 +8,9 @@ use serde_json::Value as Json;
 
 use crate::classify::Classifier;
 use crate::format::fmt_count;
-use crate::plan::emit::{Gen, T};
+use crate::plan::builder::{BranchSql, ROWS};
 use crate::plan::measure::Measured;
-use crate::plan::{HotKey, HotSide, JoinType, Side, Strategy};
+use crate::plan::model::{HotKey, HotSide, JoinType, Side, Strategy};
 use crate::value::Value;
 
 pub(crate) const FIX: &str = "skip the join (NULL never matches)";
@@ -56,11 +56,11 @@ pub(crate) fn bypasses<'a>(hot: impl IntoIterator<Item = &'a HotKey>, side: Side
 }
 
 /// One branch per bypassing side: its NULL-keyed rows, padded with NULLs, no join.
-pub(crate) fn branches(g: &Gen, hot: &[&HotKey]) -> Vec<String> {
+pub(crate) fn branches(g: &BranchSql, hot: &[&HotKey]) -> Vec<String> {
     let mut out = Vec::new();
     for side in [Side::Left, Side::Right] {
         if bypasses(hot.iter().copied(), side) {
-            let input = format!("(SELECT * FROM {} {T} WHERE {}) {}", g.table(side), g.is_null(T, side), g.alias(side));
+            let input = format!("(SELECT * FROM {} {ROWS} WHERE {}) {}", g.table(side), g.is_null(ROWS, side), g.alias(side));
             out.push(g.padded(side, input));
         }
     }

@@ -10,10 +10,10 @@ use std::collections::{BTreeMap, HashSet};
 use super::{Choice, KeyFacts, Strategy};
 use crate::format::{fmt_count, human};
 use crate::hash::spark_partition;
+use crate::plan::builder::{BranchSql, JoinSql, ROWS, SALT_COLUMN};
 use crate::plan::decompose;
-use crate::plan::emit::{Gen, JoinSql, SALT_COLUMN, T};
+use crate::plan::model::{HotKey, JoinType, Side};
 use crate::plan::tasks::Task;
-use crate::plan::{HotKey, JoinType, Side};
 use crate::sql::ident;
 use crate::value::Value;
 
@@ -148,7 +148,7 @@ fn salt_columns(js: &JoinSql, side: Side) -> Vec<String> {
 /// One branch per split side: its rows for the salted keys each get the salt of their piece,
 /// the other side's rows for them are exploded over all the key's salts, and the two meet on
 /// key and salt.
-pub(crate) fn branches(g: &Gen, hot: &[&HotKey]) -> Vec<String> {
+pub(crate) fn branches(g: &BranchSql, hot: &[&HotKey]) -> Vec<String> {
     let mut out = Vec::new();
     for split in [Side::Left, Side::Right] {
         let salted: Vec<(&[Value], u32, &Vec<i32>)> = hot
@@ -165,30 +165,30 @@ pub(crate) fn branches(g: &Gen, hot: &[&HotKey]) -> Vec<String> {
     out
 }
 
-fn branch(g: &Gen, split: Side, salted: &[(&[Value], u32, &Vec<i32>)]) -> String {
+fn branch(g: &BranchSql, split: Side, salted: &[(&[Value], u32, &Vec<i32>)]) -> String {
     let set: Vec<&[Value]> = salted.iter().map(|s| s.0).collect();
     let arr = |salts: &[i32]| format!("array({})", salts.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "));
     let hcols = salt_columns(g.js, split);
     let hash_of = if hcols.is_empty() {
         "monotonically_increasing_id()".to_string()
     } else {
-        hcols.iter().map(|c| format!("{T}.{}", ident(c))).collect::<Vec<_>>().join(", ")
+        hcols.iter().map(|c| format!("{ROWS}.{}", ident(c))).collect::<Vec<_>>().join(", ")
     };
     let split_case: Vec<String> =
-        salted.iter().map(|(k, n, salts)| format!("WHEN {} THEN element_at({}, pmod(hash({hash_of}), {n}) + 1)", g.eq(T, split, k), arr(salts))).collect();
-    let rep_case: Vec<String> = salted.iter().map(|(k, _, salts)| format!("WHEN {} THEN {}", g.eq(T, split.other(), k), arr(salts))).collect();
+        salted.iter().map(|(k, n, salts)| format!("WHEN {} THEN element_at({}, pmod(hash({hash_of}), {n}) + 1)", g.eq(ROWS, split, k), arr(salts))).collect();
+    let rep_case: Vec<String> = salted.iter().map(|(k, _, salts)| format!("WHEN {} THEN {}", g.eq(ROWS, split.other(), k), arr(salts))).collect();
     let split_t = format!(
-        "(SELECT {T}.*, CASE {} END AS {SALT_COLUMN} FROM {} {T} WHERE {}) {}",
+        "(SELECT {ROWS}.*, CASE {} END AS {SALT_COLUMN} FROM {} {ROWS} WHERE {}) {}",
         split_case.join(" "),
         g.table(split),
-        g.in_set(T, split, &set),
+        g.in_set(ROWS, split, &set),
         g.alias(split)
     );
     let rep_t = format!(
-        "(SELECT {T}.*, explode(CASE {} END) AS {SALT_COLUMN} FROM {} {T} WHERE {}) {}",
+        "(SELECT {ROWS}.*, explode(CASE {} END) AS {SALT_COLUMN} FROM {} {ROWS} WHERE {}) {}",
         rep_case.join(" "),
         g.table(split.other()),
-        g.in_set(T, split.other(), &set),
+        g.in_set(ROWS, split.other(), &set),
         g.alias(split.other())
     );
     let (l, r) = if split == Side::Left { (split_t, rep_t) } else { (rep_t, split_t) };

@@ -53,9 +53,9 @@ pub struct Found {
 /// Each name found under `dir` (a local folder or an object store URL), and the names not
 /// found.
 pub fn find(dir: &str, names: &[String]) -> Result<Found> {
-    let remote = crate::store::is_remote(dir);
+    let remote = crate::table::store::is_remote(dir);
     if remote {
-        if crate::store::children(dir)?.is_empty() {
+        if crate::table::store::children(dir)?.is_empty() {
             return Err(Error::Usage(format!("--tables {dir}: no such folder (nothing under it)")));
         }
     } else if !Path::new(dir).is_dir() {
@@ -97,7 +97,7 @@ fn candidates(name: &str) -> Vec<Vec<String>> {
 fn lookup(dir: &str, rel: &[String], remote: bool) -> Option<String> {
     let mut cur = dir.trim_end_matches('/').to_string();
     for part in rel {
-        let names = if remote { crate::store::children(&cur).ok()? } else { local_children(&cur)? };
+        let names = if remote { crate::table::store::children(&cur).ok()? } else { local_children(&cur)? };
         let name = names.iter().find(|n| *n == part).or_else(|| names.iter().find(|n| n.eq_ignore_ascii_case(part)))?;
         cur = format!("{cur}/{name}");
     }

@@ -19,7 +19,7 @@ use parquet::file::metadata::ParquetMetaData;
 use parquet::file::reader::{ChunkReader, Length};
 
 use crate::error::Result;
-use crate::store::{self, Object};
+use crate::table::store::{self, Object};
 
 /// Where a table's file is.
 #[derive(Debug, Clone)]

@@ -38,13 +38,13 @@ pub fn metadata_file(root: &str, listed: Option<&[(String, u64)]>) -> Result<Opt
     let dir = format!("{}/metadata", root.trim_end_matches('/'));
     let names: Vec<String> = match listed {
         Some(keys) => keys.iter().filter_map(|(k, _)| k.strip_prefix("metadata/")).filter(|n| !n.contains('/')).map(str::to_string).collect(),
-        None => match std::fs::read_dir(crate::store::local_path(&dir)) {
+        None => match std::fs::read_dir(crate::table::store::local_path(&dir)) {
             Ok(entries) => entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect(),
             Err(_) => return Ok(None),
         },
     };
     if names.iter().any(|n| n == "version-hint.text") {
-        let hint = crate::store::read_whole(&format!("{dir}/version-hint.text"))?;
+        let hint = crate::table::store::read_whole(&format!("{dir}/version-hint.text"))?;
         let v = String::from_utf8_lossy(&hint).trim().to_string();
         return Ok(Some(format!("{dir}/v{v}.metadata.json")));
     }
@@ -62,7 +62,7 @@ fn sequence(name: &str) -> i64 {
 /// `metadata`.
 pub fn snapshot(metadata: &str, as_of: Option<i64>) -> Result<Snapshot> {
     let bad = |what: &str, msg: String| Error::bad_file(what, msg);
-    let meta: Json = serde_json::from_slice(&crate::store::read_whole(metadata)?).map_err(|e| bad(metadata, format!("not JSON: {e}")))?;
+    let meta: Json = serde_json::from_slice(&crate::table::store::read_whole(metadata)?).map_err(|e| bad(metadata, format!("not JSON: {e}")))?;
     let current = meta.get("current-snapshot-id").and_then(Json::as_i64).filter(|&id| id != -1);
     let Some(id) = as_of.or(current) else {
         return Err(Error::NoParquet(format!("{metadata}: the Iceberg table has no snapshot (no data yet)")));
@@ -103,7 +103,7 @@ pub fn snapshot(metadata: &str, as_of: Option<i64>) -> Result<Snapshot> {
 
 /// The records of the Avro file at `uri`.
 fn records(uri: &str) -> Result<Vec<Avro>> {
-    let bytes = crate::store::read_whole(uri)?;
+    let bytes = crate::table::store::read_whole(uri)?;
     let reader = apache_avro::Reader::new(&bytes[..]).map_err(|e| Error::bad_file(uri, format!("not an Avro file: {e}")))?;
     reader.map(|r| r.map_err(|e| Error::bad_file(uri, format!("corrupt Avro: {e}")))).collect()
 }

@@ -22,7 +22,7 @@ use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, ObjectStoreScheme
 use url::Url;
 
 use crate::error::{Error, Result};
-use crate::source::HiveParts;
+use crate::table::names::HiveParts;
 
 /// An object of a store, with its size (from the listing).
 #[derive(Debug)]
@@ -126,7 +126,7 @@ fn list_glob(store: &Arc<dyn ObjectStore>, url: &Url, root: &str, pattern: &str)
 fn table_file(rel: &str) -> Option<HiveParts> {
     let mut parts: Vec<&str> = rel.split('/').collect();
     let name = parts.pop()?;
-    if parts.iter().chain([&name]).any(|p| crate::source::is_hidden(p)) || !crate::source::looks_like_parquet(name) {
+    if parts.iter().chain([&name]).any(|p| crate::table::names::is_hidden(p)) || !crate::table::names::looks_like_parquet(name) {
         return None;
     }
     Some(
@@ -134,7 +134,7 @@ fn table_file(rel: &str) -> Option<HiveParts> {
             .iter()
             .filter_map(|p| p.split_once('='))
             .filter(|(k, _)| !k.is_empty())
-            .map(|(k, v)| (crate::source::unescape_path(k), crate::source::unescape_path(v)))
+            .map(|(k, v)| (crate::table::names::unescape_path(k), crate::table::names::unescape_path(v)))
             .collect(),
     )
 }
@@ -447,7 +447,7 @@ fn store_for(table: &str) -> Result<(Arc<dyn ObjectStore>, Url)> {
 fn s3_builder() -> object_store::aws::AmazonS3Builder {
     use object_store::aws::AmazonS3ConfigKey as K;
     let mut b = object_store::aws::AmazonS3Builder::new().with_client_options(client_options(false)).with_retry(retry());
-    for (key, value) in crate::store_profile::profile_settings() {
+    for (key, value) in crate::table::store_profile::profile_settings() {
         b = b.with_config(*key, value);
     }
     for (key, value) in env_settings::<K>("AWS_") {
@@ -561,7 +561,7 @@ pub fn redact(s: &str) -> String {
             out = out.replace(&v, "***");
         }
     }
-    for (k, v) in crate::store_profile::profile_settings() {
+    for (k, v) in crate::table::store_profile::profile_settings() {
         if v.len() >= 6 && matches!(k, object_store::aws::AmazonS3ConfigKey::SecretAccessKey | object_store::aws::AmazonS3ConfigKey::Token) {
             out = out.replace(v.as_str(), "***");
         }

@@ -79,7 +79,7 @@ impl Folder {
     }
 
     fn read_log(&self, name: &str) -> Result<Bytes> {
-        crate::store::read_whole(&format!("{}/_delta_log/{name}", self.shown().trim_end_matches('/')))
+        crate::table::store::read_whole(&format!("{}/_delta_log/{name}", self.shown().trim_end_matches('/')))
     }
 
     fn shown(&self) -> String {

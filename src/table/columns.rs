@@ -18,7 +18,7 @@ use arrow_schema::{DataType, Schema};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 
-use crate::source::DataFile;
+use crate::table::DataFile;
 
 /// Rows per batch, as the readers of the project read row groups.
 pub const BATCH: usize = 64 * 1024;
@@ -194,7 +194,7 @@ mod tests {
         let mut w = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), None).unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
-        let table = crate::source::Table::open(&[path.to_string_lossy().into_owned()]).unwrap();
+        let table = crate::table::Table::open(&[path.to_string_lossy().into_owned()]).unwrap();
         let file = &table.files[0];
         set_budget(64 << 20);
         let before = reads();

@@ -15,7 +15,7 @@
 //! that groups (`GROUP BY`, `DISTINCT`) it writes one row per group, the first of each, so that
 //! a key is counted once per group as Spark's aggregate outputs it.
 //! `sum_by` and `weighted_counts` sum a table's passing rows per value of some columns, each
-//! row weighted by the joins it takes part in (`crate::weights`): the rows a join brings per
+//! row weighted by the joins it takes part in (`crate::count::weights`): the rows a join brings per
 //! join value, and the key counts of the rows that reach a chained join.
 
 use std::fs::File;
@@ -28,11 +28,11 @@ use arrow_schema::{DataType, Schema};
 use parquet::arrow::ArrowWriter;
 use sqlparser::ast::{BinaryOperator, Expr, UnaryOperator, Value as SqlValue};
 
+use crate::count::weights::{Matches, Packed, RowWeights, Sums};
 use crate::count::KeySpec;
 use crate::error::{Error, Result};
-use crate::source::{ColumnSource, DataFile, Table};
+use crate::table::{ColumnSource, DataFile, Table};
 use crate::value::KeyType;
-use crate::weights::{Matches, Packed, RowWeights, Sums};
 
 /// Conditions on one table's columns (named bare), all of which a row must meet.
 #[derive(Clone, Debug, Default)]
@@ -68,7 +68,7 @@ impl RowFilter {
 /// (not a Hive partition) of a type the comparison takes, every operator supported.
 pub fn check(cond: &Expr, table: &Table) -> std::result::Result<(), String> {
     let f = RowFilter { conditions: vec![cond.clone()] };
-    if table.spark.is_some() {
+    if table.is_held() {
         // Spark evaluates the condition itself: it need only name the table's columns.
         return f.columns().iter().try_for_each(|c| table.resolve(c).map(|_| ()).map_err(|e| e.to_string()));
     }
@@ -92,7 +92,15 @@ pub struct Filtered {
     pub rows_in: u64,
     /// Rows written: the passing rows, or their groups.
     pub rows_out: u64,
-    _dir: tempfile::TempDir,
+    /// The folder of the written keys (none when an engine holds them).
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Filtered {
+    /// The passing rows' keys as a table an engine holds.
+    pub fn held(table: Table, keys: KeySpec, rows_in: u64, rows_out: u64) -> Filtered {
+        Filtered { table, keys, rows_in, rows_out, _dir: None }
+    }
 }
 
 /// The groups an input makes of its table's passing rows (`GROUP BY` columns, or every column
@@ -106,11 +114,10 @@ struct Groups {
 /// Read the key and condition columns of every file, keep the passing rows' keys; with
 /// `group_by`, one row per group of those columns.
 pub fn filtered_keys(table: &Table, keys: &KeySpec, filter: &RowFilter, group_by: Option<&KeySpec>) -> Result<Filtered> {
-    let dir = tempfile::Builder::new().prefix("skewjoin-filtered-").tempdir().map_err(|e| Error::Io { path: std::env::temp_dir(), source: e })?;
-    if let Some(st) = &table.spark {
-        let (table, keys, rows_in, rows_out) = crate::spark::filtered(table, st, keys, filter, group_by)?;
-        return Ok(Filtered { table, keys, rows_in, rows_out, _dir: dir });
+    if table.is_held() {
+        return Err(Error::Usage(format!("{}: the table is held by an engine: its counts are made there", table.display)));
     }
+    let dir = tempfile::Builder::new().prefix("skewjoin-filtered-").tempdir().map_err(|e| Error::Io { path: std::env::temp_dir(), source: e })?;
     // Each column once: a key may name one column twice (keys equal by the joins before).
     let mut out_names: Vec<String> = Vec::new();
     let all = keys.columns.iter().chain(group_by.iter().flat_map(|g| g.columns.iter()));
@@ -134,7 +141,7 @@ pub fn filtered_keys(table: &Table, keys: &KeySpec, filter: &RowFilter, group_by
     }
     let filtered = Table::open(&paths)?;
     let columns = keys.names().iter().map(|k| filtered.resolve(k)).collect::<Result<Vec<_>>>()?;
-    Ok(Filtered { table: filtered, keys: KeySpec { columns }, rows_in, rows_out, _dir: dir })
+    Ok(Filtered { table: filtered, keys: KeySpec { columns }, rows_in, rows_out, _dir: Some(dir) })
 }
 
 /// One file's passing rows (the first of each new group, when grouped), the `keys` columns
@@ -155,7 +162,7 @@ fn filter_file(
     let mut writer = ArrowWriter::try_new(File::create(out).map_err(|e| e.to_string())?, key_schema, None).map_err(|e| e.to_string())?;
     let (mut rows_in, mut rows_out) = (0u64, 0u64);
     for g in 0..file.meta.metadata().num_row_groups() {
-        for batch in crate::columns::row_group(file, &file.meta, g, &fields).map_err(|e| e.to_string())? {
+        for batch in crate::table::columns::row_group(file, &file.meta, g, &fields).map_err(|e| e.to_string())? {
             let batch = batch.map_err(|e| e.to_string())?;
             let mut pass = all_true(&filter.conditions, &batch)?;
             if let Some(g) = groups.as_deref_mut() {
@@ -197,7 +204,7 @@ pub fn weighted_counts(table: &Table, by: &[String], types: &[KeyType], filter: 
 }
 
 fn sum_rows(table: &Table, by: &[String], types: &[KeyType], filter: &RowFilter, weights: &RowWeights, nulls: bool) -> Result<(Sums, u64)> {
-    if table.spark.is_some() {
+    if table.is_held() {
         return Err(Error::Usage(format!("{}: the rows of the joins before are counted by the embedded engine only", table.display)));
     }
     let mut out = Sums::new(types);
@@ -286,7 +293,7 @@ impl GroupSum<'_> {
         let by_idx: Vec<usize> = self.by.iter().map(|c| column_index(&schema, c)).collect::<std::result::Result<_, _>>()?;
         let mut out = Summed { sums: Sums::new(self.types), rows: 0, pieces: Vec::new() };
         let mut piece = (self.room > 0).then(Packed::default);
-        for batch in crate::columns::row_group(self.file, &self.file.meta, g, &fields).map_err(|e| e.to_string())? {
+        for batch in crate::table::columns::row_group(self.file, &self.file.meta, g, &fields).map_err(|e| e.to_string())? {
             let batch = batch.map_err(|e| e.to_string())?;
             let n = batch.num_rows();
             let at = start + out.rows as usize;
@@ -600,7 +607,7 @@ mod tests {
 
     #[test]
     fn weights_kept_between_counts_give_the_counts_computed_afresh() {
-        use crate::weights::{Factor, FactorKind, Sums, WeightMemo};
+        use crate::count::weights::{Factor, FactorKind, Sums, WeightMemo};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.parquet");
         let n = 1000i64;

@@ -4,6 +4,15 @@
 //! `k=v` folders become partition columns, as in Spark), or a glob. Hidden files and folders
 //! (`.x`, `_x`, such as `_SUCCESS` and `.crc` files) are skipped as Spark skips them.
 
+pub mod blob;
+pub mod columns;
+pub mod delta;
+pub mod dir;
+pub mod iceberg;
+pub mod names;
+pub mod store;
+mod store_profile;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -11,10 +20,11 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use rayon::prelude::*;
 
-use crate::blob::{Blob, Location};
-use crate::delta::Folder;
 use crate::error::{Error, Result};
+use crate::table::blob::{Blob, Location};
+use crate::table::delta::Folder;
 use crate::value::{KeyType, Value};
+use names::{hive_parts, is_hidden, looks_like_parquet, unescape_path, HiveParts};
 
 /// One Parquet file of a table, with its footer already read.
 pub struct DataFile {
@@ -29,14 +39,14 @@ pub struct DataFile {
 impl DataFile {
     /// The file, open for reading.
     pub fn open(&self) -> Result<Blob> {
-        crate::blob::open_for(&self.location, Some(self.meta.metadata()), &self.path)
+        crate::table::blob::open_for(&self.location, Some(self.meta.metadata()), &self.path)
     }
 
     /// The file's length in bytes (0 when it cannot be read; the footer was read, so it can).
     pub fn byte_len(&self) -> u64 {
         match &self.location {
-            crate::blob::Location::Local(p) => std::fs::metadata(p).map(|m| m.len()).unwrap_or(0),
-            crate::blob::Location::Remote(o) => o.size,
+            crate::table::blob::Location::Local(p) => std::fs::metadata(p).map(|m| m.len()).unwrap_or(0),
+            crate::table::blob::Location::Remote(o) => o.size,
         }
     }
 
@@ -45,9 +55,6 @@ impl DataFile {
         self.meta.metadata().row_groups().iter().map(|rg| rg.num_rows().max(0) as u64).sum()
     }
 }
-
-/// The `k=v` folder names above a file, as (k, v).
-pub(crate) type HiveParts = Vec<(String, String)>;
 
 /// A file and its `k=v` folders.
 type Located = (Location, HiveParts);
@@ -66,8 +73,20 @@ pub struct Table {
     pub display: String,
     pub files: Vec<DataFile>,
     pub partitions: Vec<PartitionColumn>,
-    /// A table the Spark engine reads (no files here): its view, columns and sizes.
-    pub spark: Option<crate::spark::SparkTable>,
+    /// A table an engine holds (no files here): its name there, columns and sizes.
+    pub held: Option<Held>,
+}
+
+/// A table an engine holds, as it reported it: the name it knows it by, its columns, its rows
+/// and bytes.
+#[derive(Debug, Clone)]
+pub struct Held {
+    pub name: String,
+    pub schema: SchemaRef,
+    pub rows: u64,
+    /// Bytes on disk, and decoded in memory (`count::TableSize`).
+    pub disk_bytes: u64,
+    pub memory_bytes: u64,
 }
 
 /// Where a key column's values come from.
@@ -102,26 +121,26 @@ impl Table {
         for p in paths {
             // A folder in an object store is listed once: the listing tells a Delta or Iceberg
             // table from plain files.
-            let listed = if crate::store::is_remote(p) && !p.contains(['*', '?', '[']) { Some(crate::store::list_folder(p)?) } else { None };
+            let listed = if crate::table::store::is_remote(p) && !p.contains(['*', '?', '[']) { Some(crate::table::store::list_folder(p)?) } else { None };
             let folder = match &listed {
                 Some(keys) => Folder::remote(p, keys),
-                None => Folder::Local(crate::store::local_path(p)),
+                None => Folder::Local(crate::table::store::local_path(p)),
             };
             if folder.is_delta() {
                 let (files, types) = delta_files(p, &folder, as_of)?;
                 found.extend(files);
                 declared = Some(types);
-            } else if let Some(metadata) = crate::iceberg::metadata_file(p, listed.as_deref())? {
+            } else if let Some(metadata) = crate::table::iceberg::metadata_file(p, listed.as_deref())? {
                 found.extend(iceberg_files(p, &metadata, as_of)?);
             } else if as_of.is_some() {
                 return Err(Error::Usage(format!(
                     "{p}: --as-of reads a Delta table version or an Iceberg snapshot, and this is neither (no _delta_log, no metadata/*.metadata.json)"
                 )));
-            } else if crate::store::is_remote(p) {
-                found.extend(crate::store::list(p, listed.as_deref())?.into_iter().map(|(o, parts)| (Location::Remote(o), parts)));
+            } else if crate::table::store::is_remote(p) {
+                found.extend(crate::table::store::list(p, listed.as_deref())?.into_iter().map(|(o, parts)| (Location::Remote(o), parts)));
             } else {
                 let mut local = Vec::new();
-                find_local(&crate::store::local_path(p), p, &mut local)?;
+                find_local(&crate::table::store::local_path(p), p, &mut local)?;
                 found.extend(local.into_iter().map(|(path, parts)| (Location::Local(path), parts)));
             }
         }
@@ -166,7 +185,7 @@ impl Table {
             })
             .collect::<Result<Vec<_>>>()?;
 
-        Ok(Table { display: paths.join(" "), files, partitions, spark: None })
+        Ok(Table { display: paths.join(" "), files, partitions, held: None })
     }
 
     /// Whether the table's files are in an object store.
@@ -174,20 +193,25 @@ impl Table {
         self.files.iter().any(|f| matches!(f.location, Location::Remote(_)))
     }
 
-    /// A table the Spark engine reads: its columns and sizes are Spark's.
-    pub fn in_spark(display: &str, spark: crate::spark::SparkTable) -> Table {
-        Table { display: display.to_string(), files: Vec::new(), partitions: Vec::new(), spark: Some(spark) }
+    /// A table an engine holds: its columns and sizes are the engine's.
+    pub fn held(display: &str, held: Held) -> Table {
+        Table { display: display.to_string(), files: Vec::new(), partitions: Vec::new(), held: Some(held) }
+    }
+
+    /// Whether an engine holds the table (its rows are counted there, not read here).
+    pub fn is_held(&self) -> bool {
+        self.held.is_some()
     }
 
     pub fn rows(&self) -> u64 {
-        match &self.spark {
-            Some(s) => s.size.rows,
+        match &self.held {
+            Some(s) => s.rows,
             None => self.files.iter().map(|f| f.rows()).sum(),
         }
     }
 
     pub fn schema(&self) -> &SchemaRef {
-        match &self.spark {
+        match &self.held {
             Some(s) => &s.schema,
             None => self.files[0].meta.schema(),
         }
@@ -245,19 +269,19 @@ impl Table {
 /// The live files of the Delta table at `p` and its partition columns' types; a note says
 /// which version was read, and that counts are upper bounds where deletion vectors hide rows.
 fn delta_files(p: &str, folder: &Folder, as_of: Option<i64>) -> Result<(Vec<Located>, Vec<KeyType>)> {
-    let snap = crate::delta::snapshot(folder, as_of)?;
+    let snap = crate::table::delta::snapshot(folder, as_of)?;
     let root = p.trim_end_matches('/');
     let mut out = Vec::with_capacity(snap.files.len());
     for f in &snap.files {
         let rel = unescape_path(&f.path);
-        let location = if crate::store::is_remote(&rel) {
-            Location::Remote(crate::store::object_at(&rel, f.size)?)
+        let location = if crate::table::store::is_remote(&rel) {
+            Location::Remote(crate::table::store::object_at(&rel, f.size)?)
         } else if rel.contains("://") {
-            Location::Local(crate::store::local_path(&rel))
-        } else if crate::store::is_remote(root) {
-            Location::Remote(crate::store::object_at(&format!("{root}/{rel}"), f.size)?)
+            Location::Local(crate::table::store::local_path(&rel))
+        } else if crate::table::store::is_remote(root) {
+            Location::Remote(crate::table::store::object_at(&format!("{root}/{rel}"), f.size)?)
         } else {
-            Location::Local(crate::store::local_path(root).join(&rel))
+            Location::Local(crate::table::store::local_path(root).join(&rel))
         };
         let parts = snap
             .partition_columns
@@ -279,13 +303,13 @@ fn delta_files(p: &str, folder: &Folder, as_of: Option<i64>) -> Result<(Vec<Loca
 /// The data files of the Iceberg table at `p` (snapshot `as_of`, default the current one),
 /// with a note of the snapshot read and of delete files not applied.
 fn iceberg_files(p: &str, metadata: &str, as_of: Option<i64>) -> Result<Vec<Located>> {
-    let snap = crate::iceberg::snapshot(metadata, as_of)?;
+    let snap = crate::table::iceberg::snapshot(metadata, as_of)?;
     let mut out = Vec::with_capacity(snap.files.len());
     for f in &snap.files {
-        let location = if crate::store::is_remote(&f.uri) {
-            Location::Remote(crate::store::object_at(&f.uri, f.size)?)
+        let location = if crate::table::store::is_remote(&f.uri) {
+            Location::Remote(crate::table::store::object_at(&f.uri, f.size)?)
         } else {
-            Location::Local(crate::store::local_path(&f.uri))
+            Location::Local(crate::table::store::local_path(&f.uri))
         };
         out.push((location, HiveParts::new()));
     }
@@ -351,15 +375,6 @@ pub fn field_index(file: &DataFile, name: &str) -> Option<usize> {
     file.meta.schema().fields().iter().position(|f| f.name() == name)
 }
 
-pub(crate) fn is_hidden(name: &str) -> bool {
-    name.starts_with('.') || name.starts_with('_')
-}
-
-pub(crate) fn looks_like_parquet(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    lower.ends_with(".parquet") || lower.ends_with(".parq") || lower.ends_with(".pq") || (lower.starts_with("part-") && !lower.ends_with(".crc"))
-}
-
 /// Collect the Parquet files under `path`, with the `k=v` folders between `root` and each file.
 fn collect(root: &Path, path: &Path, out: &mut Vec<(PathBuf, Vec<(String, String)>)>) -> Result<()> {
     let meta = std::fs::metadata(path).map_err(|e| Error::Io { path: path.into(), source: e })?;
@@ -384,41 +399,6 @@ fn collect(root: &Path, path: &Path, out: &mut Vec<(PathBuf, Vec<(String, String
         }
     }
     Ok(())
-}
-
-fn hive_parts(root: &Path, file: &Path) -> Vec<(String, String)> {
-    let rel = file.strip_prefix(root).unwrap_or(file);
-    let mut parts = Vec::new();
-    if let Some(parent) = rel.parent() {
-        for comp in parent.components() {
-            let s = comp.as_os_str().to_string_lossy();
-            if let Some((k, v)) = s.split_once('=') {
-                if !k.is_empty() {
-                    parts.push((unescape_path(k), unescape_path(v)));
-                }
-            }
-        }
-    }
-    parts
-}
-
-/// Spark escapes special characters in partition folder names as %XX.
-pub(crate) fn unescape_path(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Some(b) = std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 const HIVE_NULL: &str = "__HIVE_DEFAULT_PARTITION__";
@@ -467,7 +447,7 @@ pub(crate) fn footer_with_stats(file: &DataFile, col: usize) -> Result<ArrowRead
 
 /// The footer at `at`, with the column statistics of the leaf columns `stats_of` only.
 fn read_footer(path: &Path, at: &Location, stats_of: &[usize]) -> Result<ArrowReaderMetadata> {
-    let file = crate::blob::open_for(at, None, path)?;
+    let file = crate::table::blob::open_for(at, None, path)?;
     let len = file.len();
     if len < 12 {
         return Err(Error::bad_file(path, format!("not a Parquet file ({len} bytes, too short for a footer)")));

@@ -1,0 +1,72 @@
+//! Where a table's counts are made: the seam between what the planner, rewrite and window
+//! measure and the engine that counts. `Embedded` reads the table's Parquet files in this
+//! process; the Spark engine (`spark::SparkEngine`) counts a table its session holds. A run
+//! picks one (the counting flags) and the measure steps receive it in their options, so
+//! nothing below them asks where a table lives.
+
+use std::sync::Arc;
+
+use super::filter::{Filtered, RowFilter};
+use super::{ColumnProfile, KeySpec, PartitionScan, ProfileOptions};
+use crate::error::Result;
+use crate::table::Table;
+use crate::value::Value;
+
+/// The counts a measure step asks of a table.
+pub trait Engine: Send + Sync {
+    /// For messages: `embedded`, `spark`.
+    fn name(&self) -> &'static str;
+    /// Every key of `specs`: rows, NULL rows, distinct values, the most frequent values.
+    fn profile(&self, table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Result<Vec<ColumnProfile>>;
+    /// The rows of every shuffle partition, by Spark's hash, and of each of `keys`.
+    fn scan(&self, table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>]) -> Result<PartitionScan>;
+    /// The key columns of the rows that pass `filter` (one row per group with `group_by`).
+    fn filtered_keys(&self, table: &Table, keys: &KeySpec, filter: &RowFilter, group_by: Option<&KeySpec>) -> Result<Filtered>;
+}
+
+/// This process's Parquet reader (`profile`, `scan`, `filter::filtered_keys`).
+pub struct Embedded;
+
+impl Engine for Embedded {
+    fn name(&self) -> &'static str {
+        "embedded"
+    }
+    fn profile(&self, table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Result<Vec<ColumnProfile>> {
+        super::profile::profile(table, specs, opts)
+    }
+    fn scan(&self, table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>]) -> Result<PartitionScan> {
+        super::scan::scan(table, spec, partitions, keys)
+    }
+    fn filtered_keys(&self, table: &Table, keys: &KeySpec, filter: &RowFilter, group_by: Option<&KeySpec>) -> Result<Filtered> {
+        super::filter::filtered_keys(table, keys, filter, group_by)
+    }
+}
+
+/// The engine of a run, shared by its options (cloned with them).
+#[derive(Clone)]
+pub struct EngineRef(Arc<dyn Engine>);
+
+impl EngineRef {
+    pub fn new(engine: impl Engine + 'static) -> EngineRef {
+        EngineRef(Arc::new(engine))
+    }
+}
+
+impl Default for EngineRef {
+    fn default() -> Self {
+        EngineRef::new(Embedded)
+    }
+}
+
+impl std::ops::Deref for EngineRef {
+    type Target = dyn Engine;
+    fn deref(&self) -> &(dyn Engine + 'static) {
+        self.0.as_ref()
+    }
+}
+
+impl std::fmt::Debug for EngineRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "EngineRef({})", self.0.name())
+    }
+}
