@@ -1076,3 +1076,13 @@ fn also_text_writes_the_text_report_of_the_same_run() {
     let e = error(&["keys", ev, "-c", "title_id", "--also-text", "/nonexistent/dir/report.txt"]);
     assert!(e.contains("/nonexistent/dir/report.txt"), "{e}");
 }
+
+/// The layering of `src/`: no circle of imports between folders or inside `table/`, and
+/// planning imports nothing of the keys command (`scripts/import-graph`, which says which).
+#[test]
+fn no_import_circles_between_folders() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new("python3").arg(root.join("scripts/import-graph")).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+}

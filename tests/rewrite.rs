@@ -479,3 +479,25 @@ fn a_join_inside_a_grouped_subquery_is_planned_and_the_join_over_it_named_briefl
     assert_eq!(u.reason, LeftAlone::LeftInput(Untraced::NotRowsOfOneTable));
     assert_eq!(u.join, "(subquery, its joins rewritten) x JOIN titles t2 ON x.title_id = t2.title_id");
 }
+
+/// A window or aggregate stage left as written carries a code beside its sentence; a stage the
+/// plan decides on has no code (its verdict is the reason).
+#[test]
+fn window_stages_left_as_written_have_codes() {
+    let cases = [
+        ("SELECT event_id, count(*) OVER (PARTITION BY title_id) AS a, count(*) OVER (PARTITION BY event_id) AS b FROM events", "partition_by_differs"),
+        ("SELECT event_id, count(*) OVER (PARTITION BY title_id) AS n FROM events WHERE rand() < 0.5", "nondeterministic_input"),
+        // The join under the window is rewritten (its hot keys): the window is left to it.
+        (
+            "SELECT e.event_id, count(*) OVER (PARTITION BY e.title_id) AS n FROM titles t RIGHT JOIN events e ON e.title_id = t.title_id",
+            "input_is_a_rewritten_join",
+        ),
+    ];
+    for (sql, code) in cases {
+        let r = rw(sql);
+        assert_eq!(r.windows[0].code, Some(code), "{sql}: {:?}", r.windows[0].reason);
+        assert!(r.windows[0].reason.is_some(), "{sql}");
+    }
+    let planned = rw("SELECT title_id, count(*) AS n FROM events GROUP BY title_id");
+    assert_eq!((planned.windows[0].code, planned.windows[0].plan.is_some()), (None, true), "{:?}", planned.windows[0].reason);
+}

@@ -165,7 +165,7 @@ fn finish(a: &FixArgs, rep: FixReport) -> Result<(String, bool)> {
     let text = |r: &FixReport| fix_text(r, a.output.as_ref());
     a.also_text.write(|| text(&rep))?;
     a.html.write(&rep, fix::html)?;
-    let out = if a.format.is_text() { text(&rep) } else { skewjoin::report::json(&rep) };
+    let out = if a.format.is_text() { text(&rep) } else { skewjoin::run::json(&rep) };
     Ok((out, same))
 }
 

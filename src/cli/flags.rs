@@ -431,7 +431,7 @@ impl Quiet {
 
     /// With --verbose, the line of what the run fetched from object stores; else nothing.
     pub fn io_line(&self) -> String {
-        let line = if self.verbose { skewjoin::report::io_line() } else { None };
+        let line = if self.verbose { skewjoin::run::io_line() } else { None };
         line.unwrap_or_default()
     }
 }

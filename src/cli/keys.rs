@@ -4,8 +4,8 @@ use clap::{Args, ValueEnum};
 
 use skewjoin::classify::Classifier;
 use skewjoin::count::{ColumnProfile, KeySpec, ProfileOptions};
+use skewjoin::keys::report::{self, Format};
 use skewjoin::keys::{self, KeysOptions};
-use skewjoin::report::{self, Format};
 use skewjoin::table::Table;
 use skewjoin::{Error, Result};
 
@@ -93,7 +93,7 @@ pub fn run(a: KeysArgs) -> Result<String> {
         };
         let (profiles, classifier) = (profiles?, classifier?);
         let rep = keys::report(profiles, &classifier, &KeysOptions { partitions: a.hot.shuffle_partitions.unwrap_or(200), hot_factor });
-        let text = || report::keys(&rep, Format::Table) + &report::table_notes() + &a.quiet.io_line();
+        let text = || report::keys(&rep, Format::Table) + &skewjoin::run::table_notes() + &a.quiet.io_line();
         a.also_text.write(text)?;
         Ok(if a.format == KeysFormat::Table { text() } else { report::keys(&rep, a.format.into()) })
     })

@@ -105,7 +105,7 @@ pub fn run(a: PlanArgs) -> Result<String> {
     let mut p = plan::plan(&left, &right, &classifier, &opts)?;
     p.settings = opts.settings.listed();
     a.html.write(&p, plan::html)?;
-    let io = || skewjoin::report::table_notes() + &a.quiet.io_line();
+    let io = || skewjoin::run::table_notes() + &a.quiet.io_line();
     a.also_text.write(|| plan::text(&p) + &io())?;
     Ok(a.format.render(&p, plan::text, plan::json) + &if a.format.is_text() { io() } else { String::new() })
 }
@@ -119,7 +119,7 @@ fn window_plan(a: &PlanArgs, t: &Table, classifier: &Classifier, opts: &plan::Pl
         a.partition_by.iter().flat_map(|c| c.split(',')).map(str::trim).filter(|c| !c.is_empty()).map(|c| t.resolve(c)).collect::<Result<Vec<_>>>()?;
     let input = SideInput::new(t, KeySpec { columns }, a.left_name.clone().unwrap_or_else(|| default_name(&a.left)));
     let p = window::plan(&input, a.shape, &[], classifier, opts)?;
-    let io = || skewjoin::report::table_notes() + &a.quiet.io_line();
+    let io = || skewjoin::run::table_notes() + &a.quiet.io_line();
     a.also_text.write(|| window::text(&p) + &io())?;
     Ok(a.format.render(&p, window::text, window::json) + &if a.format.is_text() { io() } else { String::new() })
 }

@@ -54,10 +54,10 @@ pub fn run(a: RewriteArgs) -> Result<String> {
     opts.engine = CountingArgs::engine(session.as_ref());
     let tables = query_tables(&a.query, &sql, session.as_ref(), &a.quiet)?;
     let r = rewrite::rewrite(&sql, &tables, &classifier, &opts)?;
-    let text = || rewrite::sql_with_comments(&r) + &sql_comments(&(skewjoin::report::table_notes() + &a.quiet.io_line()));
+    let text = || rewrite::sql_with_comments(&r) + &sql_comments(&(skewjoin::run::table_notes() + &a.quiet.io_line()));
     a.also_text.write(text)?;
     let out = match a.format {
-        RewriteFormat::Json => skewjoin::report::json(&r),
+        RewriteFormat::Json => skewjoin::run::json(&r),
         RewriteFormat::Sql => text(),
     };
     match a.output {

@@ -8,7 +8,7 @@ use super::{HotKey, Plan};
 use crate::format::{fmt_count, fmt_share, human};
 
 pub fn json(plan: &Plan) -> String {
-    crate::report::json(plan)
+    crate::run::json(plan)
 }
 
 pub fn text(plan: &Plan) -> String {

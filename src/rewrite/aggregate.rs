@@ -10,6 +10,7 @@ use sqlparser::ast::{Expr, FunctionArguments, GroupByExpr, Select, SelectItem, V
 use super::filters::column_of;
 use super::input::{input_of, Input};
 use super::names::lc;
+use super::reason::StageWhy;
 use super::window::{fn_name, joined_input, planned, planned_on_joined_rows, WindowSeen, BROADCAST_RECORDS};
 use super::{At, Ctx};
 use crate::sql::render_expr;
@@ -42,8 +43,16 @@ pub(super) fn aggregate(sel: &Select, ctx: &mut Ctx) {
         n if n <= MAX_DISTINCT_COLUMNS => Shape::DistinctAggregate { groups: n as u32, regular: has_regular_aggregate(sel) },
         _ => return,
     };
-    let mut seen =
-        WindowSeen { at: keys.first().and_then(At::of), stage: text, status: "left_as_written", alias: None, plan: None, reason: None, notes: vec![] };
+    let mut seen = WindowSeen {
+        at: keys.first().and_then(At::of),
+        stage: text,
+        status: "left_as_written",
+        alias: None,
+        plan: None,
+        reason: None,
+        code: None,
+        notes: vec![],
+    };
     match planned_over_joins(sel, root, &inp, &keys, shape, &distinct, ctx) {
         Ok((p, notes)) => {
             let per_value = list_argument(sel).and_then(|e| list_bytes_per_value(&e, &inp, ctx));
@@ -53,7 +62,7 @@ pub(super) fn aggregate(sel: &Select, ctx: &mut Ctx) {
             });
             seen.notes = notes;
         }
-        Err(why) => seen.reason = Some(why),
+        Err(why) => seen.left_because(why),
     }
     ctx.windows.push(seen);
 }
@@ -70,7 +79,7 @@ fn planned_over_joins(
     shape: Shape,
     distinct: &[Expr],
     ctx: &Ctx,
-) -> std::result::Result<(WindowPlan, Vec<String>), String> {
+) -> std::result::Result<(WindowPlan, Vec<String>), StageWhy> {
     if sel.from[0].joins.is_empty() {
         return planned(sel, inp, keys, shape, distinct, ctx);
     }

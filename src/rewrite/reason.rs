@@ -273,3 +273,23 @@ impl Serialize for LeftAlone {
         s.collect_str(self)
     }
 }
+
+/// Why a window or aggregate stage was not planned or not rewritten: a stable code (the JSON's
+/// `windows[].code`) and the sentence the reports give.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StageWhy {
+    pub code: &'static str,
+    pub text: String,
+}
+
+impl StageWhy {
+    pub fn new(code: &'static str, text: impl Into<String>) -> StageWhy {
+        StageWhy { code, text: text.into() }
+    }
+}
+
+impl fmt::Display for StageWhy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}

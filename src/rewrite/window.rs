@@ -30,6 +30,7 @@ use super::filters::{column_of, to_base};
 use super::from::{chain_as_written, merges};
 use super::input::{input_of, Input};
 use super::names::{factor_alias, lc};
+use super::reason::StageWhy;
 use super::through::{rows_of_chain, Through};
 use super::{At, Ctx};
 use crate::count::filter::{check, RowFilter};
@@ -64,8 +65,18 @@ pub struct WindowSeen {
     pub plan: Option<WindowPlan>,
     /// Why it was not planned or not rewritten, when that is not the plan's verdict.
     pub reason: Option<String>,
+    /// The reason's stable code (`StageWhy::code`).
+    pub code: Option<&'static str>,
     /// The WHERE conditions the counts could not apply.
     pub notes: Vec<String>,
+}
+
+impl WindowSeen {
+    /// Left as written, for `why`.
+    pub(super) fn left_because(&mut self, why: StageWhy) {
+        self.code = Some(why.code);
+        self.reason = Some(why.text);
+    }
 }
 
 /// One window function of the SELECT.
@@ -89,9 +100,9 @@ pub(super) fn process_windows(q: &mut Query, joins_rewritten: bool, ctx: &mut Ct
         return Ok(());
     }
     let text = fns.iter().map(|w| crate::format::one_line(&w.func.to_string(), usize::MAX)).collect::<Vec<_>>().join(", ");
-    let mut seen = WindowSeen { at: fns[0].at, stage: text, status: "left_as_written", alias: None, plan: None, reason: None, notes: vec![] };
+    let mut seen = WindowSeen { at: fns[0].at, stage: text, status: "left_as_written", alias: None, plan: None, reason: None, code: None, notes: vec![] };
     match stage(sel, &fns, joins_rewritten, ctx) {
-        Err(why) => seen.reason = Some(why),
+        Err(why) => seen.left_because(why),
         Ok((p, notes)) => {
             seen.notes = notes;
             if p.acts() {
@@ -103,7 +114,7 @@ pub(super) fn process_windows(q: &mut Query, joins_rewritten: bool, ctx: &mut Ct
                         seen.status = "rewritten";
                         seen.alias = Some(alias);
                     }
-                    Err(why) => seen.reason = Some(why),
+                    Err(why) => seen.left_because(why),
                 }
             }
             seen.plan = Some(p);
@@ -230,20 +241,23 @@ fn shape_of(fns: &[WinFn], limits: &[(String, u64)]) -> Shape {
 }
 
 /// The stage planned, or why it cannot be: one PARTITION BY of columns of one traced input.
-fn stage(sel: &Select, fns: &[WinFn], joins_rewritten: bool, ctx: &Ctx) -> std::result::Result<(WindowPlan, Vec<String>), String> {
+fn stage(sel: &Select, fns: &[WinFn], joins_rewritten: bool, ctx: &Ctx) -> std::result::Result<(WindowPlan, Vec<String>), StageWhy> {
     let spec = |w: &WinFn| w.partition.iter().map(render_expr).collect::<Vec<_>>();
     if fns.iter().any(|w| spec(w) != spec(&fns[0])) || fns[0].partition.is_empty() {
-        return Err("window functions with different PARTITION BY (or none, or a named window): each is its own stage; not planned".into());
+        return Err(StageWhy::new(
+            "partition_by_differs",
+            "window functions with different PARTITION BY (or none, or a named window): each is its own stage; not planned",
+        ));
     }
     if joins_rewritten || sel.from.len() != 1 {
-        return Err("the window's input is a comma join or a join rewritten above: not planned".into());
+        return Err(StageWhy::new("input_is_a_rewritten_join", "the window's input is a comma join or a join rewritten above: not planned"));
     }
     if !matches!(&sel.group_by, GroupByExpr::Expressions(g, _) if g.is_empty()) || sel.having.is_some() {
-        return Err("the window runs over the SELECT's groups (GROUP BY), whose rows are not a table's".into());
+        return Err(StageWhy::new("window_over_groups", "the window runs over the SELECT's groups (GROUP BY), whose rows are not a table's"));
     }
     let shape = shape_of(fns, &ctx.rank_limits);
     if sel.from[0].joins.is_empty() {
-        let inp = input_of(&sel.from[0].relation, ctx, 0).map_err(|e| format!("its input: {e}"))?;
+        let inp = input_of(&sel.from[0].relation, ctx, 0).map_err(|e| StageWhy::new("input_not_traced", format!("its input: {e}")))?;
         return planned(sel, &inp, &fns[0].partition, shape, &[], ctx);
     }
     let (root, inp) = joined_input(&sel.from[0], &fns[0].partition, ctx)?;
@@ -301,12 +315,12 @@ fn through_joins(sel: &Select, root: usize, ctx: &Ctx) -> std::result::Result<Th
 }
 
 /// The key's table and its columns for the stage's `keys` (expressions of the SELECT over `inp`).
-fn key_columns(inp: &Input, keys: &[Expr], ctx: &Ctx) -> std::result::Result<(String, Vec<ResolvedColumn>), String> {
+fn key_columns(inp: &Input, keys: &[Expr], ctx: &Ctx) -> std::result::Result<(String, Vec<ResolvedColumn>), StageWhy> {
     let keys: Vec<String> = keys
         .iter()
-        .map(|e| column_of(e, inp).ok_or_else(|| format!("{} is not a column of its input", render_expr(e))))
+        .map(|e| column_of(e, inp).ok_or_else(|| StageWhy::new("key_not_a_column", format!("{} is not a column of its input", render_expr(e)))))
         .collect::<std::result::Result<_, _>>()?;
-    inp.key_base(&keys, ctx.tables).map_err(|e| e.to_string())
+    inp.key_base(&keys, ctx.tables).map_err(|e| StageWhy::new("key_not_traced", e.to_string()))
 }
 
 /// The stage over `keys` planned on the rows of its joins (`t`): the WHERE conjuncts the
@@ -319,7 +333,7 @@ pub(super) fn planned_through(
     t: Through,
     ctx: &Ctx,
 ) -> std::result::Result<(WindowPlan, Vec<String>), String> {
-    let (tname, cols) = key_columns(inp, keys, ctx)?;
+    let (tname, cols) = key_columns(inp, keys, ctx).map_err(|w| w.text)?;
     let table = &ctx.tables[&tname];
     let mut notes = Vec::new();
     if let Some(w) = &sel.selection {
@@ -340,9 +354,13 @@ pub(super) fn planned_through(
 /// The input of a joined FROM item that holds every key: any input of a chain of inner joins,
 /// or the first input of a chain of inner, left, semi and anti joins (its rows reach the
 /// window, each at least once). Not where an outer join can bring its rows back as NULLs.
-pub(super) fn joined_input(twj: &TableWithJoins, keys: &[Expr], ctx: &Ctx) -> std::result::Result<(usize, Input), String> {
-    let kinds: Vec<JoinType> =
-        twj.joins.iter().map(|j| join_type(&j.join_operator).map(|k| k.0)).collect::<std::result::Result<_, _>>().map_err(|e| e.to_string())?;
+pub(super) fn joined_input(twj: &TableWithJoins, keys: &[Expr], ctx: &Ctx) -> std::result::Result<(usize, Input), StageWhy> {
+    let kinds: Vec<JoinType> = twj
+        .joins
+        .iter()
+        .map(|j| join_type(&j.join_operator).map(|k| k.0))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| StageWhy::new("join_not_read", e.to_string()))?;
     let factors = std::iter::once(&twj.relation).chain(twj.joins.iter().map(|j| &j.relation));
     let mut found = Vec::new();
     for (i, f) in factors.enumerate() {
@@ -351,12 +369,15 @@ pub(super) fn joined_input(twj: &TableWithJoins, keys: &[Expr], ctx: &Ctx) -> st
             found.push((i, inp));
         }
     }
-    let [(i, inp)] =
-        <[(usize, Input); 1]>::try_from(found).map_err(|_| "the window's PARTITION BY is not the columns of one traced input of its joins".to_string())?;
+    let [(i, inp)] = <[(usize, Input); 1]>::try_from(found)
+        .map_err(|_| StageWhy::new("key_of_no_single_input", "the window's PARTITION BY is not the columns of one traced input of its joins"))?;
     let inner = kinds.iter().all(|k| *k == JoinType::Inner);
     let kept = i == 0 && kinds.iter().all(|k| matches!(k, JoinType::Inner | JoinType::Left | JoinType::Semi | JoinType::Anti));
     if !inner && !kept {
-        return Err(format!("the window's PARTITION BY is of {}, which an outer join can bring back as NULLs: not planned", inp.display()));
+        return Err(StageWhy::new(
+            "key_nulled_by_outer_join",
+            format!("the window's PARTITION BY is of {}, which an outer join can bring back as NULLs: not planned", inp.display()),
+        ));
     }
     // Its member index in the chain: every input of inner joins is a member, in order.
     Ok((i, inp))
@@ -371,28 +392,30 @@ pub(super) fn planned(
     shape: Shape,
     distinct: &[Expr],
     ctx: &Ctx,
-) -> std::result::Result<(WindowPlan, Vec<String>), String> {
+) -> std::result::Result<(WindowPlan, Vec<String>), StageWhy> {
     let (tname, cols) = key_columns(inp, keys, ctx)?;
     let table = &ctx.tables[&tname];
     let (filter, notes) = where_filter(sel, inp, &tname, table);
     let group_by = match &inp.grouped {
-        Some(g) => Some(KeySpec { columns: g.iter().map(|c| table.resolve(c)).collect::<Result<Vec<_>>>().map_err(|e| e.to_string())? }),
+        Some(g) => {
+            Some(KeySpec { columns: g.iter().map(|c| table.resolve(c)).collect::<Result<Vec<_>>>().map_err(|e| StageWhy::new("not_counted", e.to_string()))? })
+        }
         None => None,
     };
     let distinct = distinct_columns(distinct, inp, &tname, ctx)?;
     let input = SideInput { filter, group_by, ..SideInput::new(table, KeySpec { columns: cols }, inp.display()) };
-    let p = window::plan(&input, shape, &distinct, ctx.classifier, ctx.opts).map_err(|e| e.to_string())?;
+    let p = window::plan(&input, shape, &distinct, ctx.classifier, ctx.opts).map_err(|e| StageWhy::new("not_counted", e.to_string()))?;
     Ok((p, notes))
 }
 
 /// The DISTINCT aggregates' arguments as columns of the key's table.
-fn distinct_columns(distinct: &[Expr], inp: &Input, tname: &str, ctx: &Ctx) -> std::result::Result<Vec<ResolvedColumn>, String> {
+fn distinct_columns(distinct: &[Expr], inp: &Input, tname: &str, ctx: &Ctx) -> std::result::Result<Vec<ResolvedColumn>, StageWhy> {
     let mut out = Vec::new();
     for e in distinct {
-        let col = column_of(e, inp).ok_or_else(|| format!("DISTINCT {} is not a column of its input", render_expr(e)))?;
-        let (t, mut c) = inp.key_base(&[col], ctx.tables).map_err(|e| e.to_string())?;
+        let col = column_of(e, inp).ok_or_else(|| StageWhy::new("key_not_a_column", format!("DISTINCT {} is not a column of its input", render_expr(e))))?;
+        let (t, mut c) = inp.key_base(&[col], ctx.tables).map_err(|e| StageWhy::new("key_not_traced", e.to_string()))?;
         if t != tname {
-            return Err("a DISTINCT aggregate's column is not of the key's table".into());
+            return Err(StageWhy::new("distinct_of_another_table", "a DISTINCT aggregate's column is not of the key's table"));
         }
         out.push(c.remove(0));
     }
@@ -420,29 +443,35 @@ fn where_filter(sel: &Select, inp: &Input, tname: &str, table: &Table) -> (Optio
 }
 
 /// Whether the rewrite can keep the query's meaning around the SELECT.
-fn rewritable(q: &Query, sel: &Select, fns: &[WinFn], ctx: &Ctx) -> std::result::Result<(), String> {
+fn rewritable(q: &Query, sel: &Select, fns: &[WinFn], ctx: &Ctx) -> std::result::Result<(), StageWhy> {
     if sel.distinct.is_some() || sel.top.is_some() || sel.into.is_some() || sel.qualify.is_some() || !sel.named_window.is_empty() {
-        return Err("the SELECT has DISTINCT, TOP, INTO, QUALIFY or a WINDOW clause: not rewritten".into());
+        return Err(StageWhy::new("select_clause_kept", "the SELECT has DISTINCT, TOP, INTO, QUALIFY or a WINDOW clause: not rewritten"));
     }
     if !sel.lateral_views.is_empty() || sel.from.len() != 1 || !sel.cluster_by.is_empty() || !sel.distribute_by.is_empty() || !sel.sort_by.is_empty() {
-        return Err("the SELECT has LATERAL VIEW, several FROM items, CLUSTER BY, DISTRIBUTE BY or SORT BY: not rewritten".into());
+        return Err(StageWhy::new(
+            "select_clause_kept",
+            "the SELECT has LATERAL VIEW, several FROM items, CLUSTER BY, DISTRIBUTE BY or SORT BY: not rewritten",
+        ));
     }
     if fns.iter().any(|w| matches!(&w.func.args, FunctionArguments::List(l) if l.duplicate_treatment.is_some()) || w.func.filter.is_some()) {
-        return Err("a DISTINCT aggregate or a FILTER clause in the window (Spark runs neither): not rewritten".into());
+        return Err(StageWhy::new("distinct_or_filter_in_window", "a DISTINCT aggregate or a FILTER clause in the window (Spark runs neither): not rewritten"));
     }
     if let Some(f) = nondeterministic(sel, ctx) {
-        return Err(format!("{f}() in the SELECT's FROM or WHERE: each branch would draw other rows than its aggregate: not rewritten"));
+        return Err(StageWhy::new(
+            "nondeterministic_input",
+            format!("{f}() in the SELECT's FROM or WHERE: each branch would draw other rows than its aggregate: not rewritten"),
+        ));
     }
     if columns_of_from(sel, ctx).iter().any(|c| lc(c).starts_with(AGG_COLUMN)) {
-        return Err(format!("a column named {AGG_COLUMN}N in the input would clash with the rewrite's: not rewritten"));
+        return Err(StageWhy::new("column_name_clash", format!("a column named {AGG_COLUMN}N in the input would clash with the rewrite's: not rewritten")));
     }
     if sel.projection.iter().any(|i| matches!(i, SelectItem::Wildcard(_))) && sel.from[0].joins.iter().any(|j| merges(&j.join_operator)) {
-        return Err("SELECT * over a USING or NATURAL join: its columns cannot be listed in the rewrite's branches".into());
+        return Err(StageWhy::new("star_over_using_join", "SELECT * over a USING or NATURAL join: its columns cannot be listed in the rewrite's branches"));
     }
     let star = sel.projection.iter().any(|i| matches!(i, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)));
     let outputs: Vec<String> = sel.projection.iter().filter_map(output_name).collect();
     if let Some(ob) = &q.order_by {
-        let OrderByKind::Expressions(items) = &ob.kind else { return Err("ORDER BY ALL: not rewritten".into()) };
+        let OrderByKind::Expressions(items) = &ob.kind else { return Err(StageWhy::new("order_by_not_an_output", "ORDER BY ALL: not rewritten")) };
         for o in items {
             let ok = match &o.expr {
                 Expr::Value(_) => true,
@@ -450,7 +479,10 @@ fn rewritable(q: &Query, sel: &Select, fns: &[WinFn], ctx: &Ctx) -> std::result:
                 _ => false,
             };
             if !ok {
-                return Err(format!("ORDER BY {} is not an output column of the SELECT, which the UNION ALL of the rewrite needs", render_expr(&o.expr)));
+                return Err(StageWhy::new(
+                    "order_by_not_an_output",
+                    format!("ORDER BY {} is not an output column of the SELECT, which the UNION ALL of the rewrite needs", render_expr(&o.expr)),
+                ));
             }
         }
     }

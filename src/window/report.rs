@@ -7,7 +7,7 @@ use super::{Verdict, WindowPlan};
 use crate::format::{fmt_count, fmt_share};
 
 pub fn json(p: &WindowPlan) -> String {
-    crate::report::json(p)
+    crate::run::json(p)
 }
 
 pub fn text(p: &WindowPlan) -> String {

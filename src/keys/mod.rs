@@ -1,6 +1,8 @@
 //! `skewjoin keys`: the profile of key columns, classified, with Spark's partition of each
 //! top value and a verdict on which values are hot.
 
+pub mod report;
+
 use serde::Serialize;
 use serde_json::Value as Json;
 
