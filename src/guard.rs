@@ -4,8 +4,12 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Once;
 
+/// The panic hook is installed once per process.
 static QUIET: Once = Once::new();
 
+// Not a statistic or a cache: how deep this thread is inside `no_panic`, which the hook reads
+// to stay quiet for a reader's panic (it must be per thread: another thread's panic is a bug
+// and is printed).
 thread_local! {
     static GUARDED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }

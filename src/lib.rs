@@ -20,6 +20,7 @@ pub mod settings;
 pub mod size;
 pub mod spark;
 pub mod sql;
+pub mod stats;
 pub mod table;
 pub mod value;
 pub mod verify;

@@ -41,7 +41,7 @@ pub struct DiagnoseArgs {
 }
 
 pub fn run(a: DiagnoseArgs) -> Result<String> {
-    let opts = diagnose::Options { min_stage_ms: a.min_stage.ms()?, progress: a.quiet.progress() };
+    let opts = diagnose::Options { min_stage_ms: a.min_stage.ms()?, progress: a.quiet.progress(), stats: skewjoin::stats::RunStats::new() };
     let mut fetched = Vec::new();
     let mut server_of = None;
     let log = match log_at(&a.event_log, a.app.as_deref(), a.attempt.as_deref())? {
@@ -71,8 +71,8 @@ pub fn run(a: DiagnoseArgs) -> Result<String> {
     };
     let d = diagnose::diagnose(&log, baseline.as_deref(), &opts)?;
     a.html.write(&d, report::html)?;
-    a.also_text.write(|| report::text(&d) + &a.quiet.io_line())?;
-    let io = if a.format.is_text() { a.quiet.io_line() } else { String::new() };
+    a.also_text.write(|| report::text(&d) + &a.quiet.io_line(&opts.stats))?;
+    let io = if a.format.is_text() { a.quiet.io_line(&opts.stats) } else { String::new() };
     Ok(a.format.render(&d, report::text, report::json) + &io)
 }
 

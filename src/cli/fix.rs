@@ -12,6 +12,7 @@ use skewjoin::classify::Classifier;
 use skewjoin::diagnose::fix::{self, FixQuery, FixReport, StageCheck, TableCheck};
 use skewjoin::diagnose::{self, eventlog, report};
 use skewjoin::plan::{JoinType, PlanOptions};
+use skewjoin::stats::RunStats;
 use skewjoin::table::Table;
 use skewjoin::verify::{self, Verification};
 use skewjoin::{rewrite, Error, Result};
@@ -73,28 +74,29 @@ pub struct FixArgs {
 /// The output, and false (exit code 1) when verify found different rows.
 pub fn run(a: FixArgs) -> Result<(String, bool)> {
     let mut fetched = Vec::new();
+    let stats = RunStats::new();
     let path = log_path(&a, &mut fetched)?;
-    let log = eventlog::read(&path, a.quiet.progress())?;
-    let opts = diagnose::Options { min_stage_ms: a.min_stage.ms()?, progress: a.quiet.progress() };
+    let log = eventlog::read(&path, a.quiet.progress(), &stats)?;
+    let opts = diagnose::Options { min_stage_ms: a.min_stage.ms()?, progress: a.quiet.progress(), stats: stats.clone() };
     let d = diagnose::diagnose_log(&log, None, &opts)?;
     let mut rep = FixReport { no_query: fix::no_query(&d), diagnosis: d, query: None, rewrite: None, stage: None, tables: Vec::new(), verification: None };
     let Some((stage_id, join)) = fix::hot_join(&rep.diagnosis).map(|(s, j)| (s, j.clone())) else {
-        return finish(&a, rep);
+        return finish(&a, rep, &stats);
     };
     let query = match fix::from_sql_text(&log.app, stage_id).map_or_else(|| fix::rebuild(&join), Ok) {
         Ok(q) => q,
         Err(why) => {
             rep.no_query = Some(format!("stage {stage_id}'s join cannot be rebuilt as a query: {why}"));
-            return finish(&a, rep);
+            return finish(&a, rep, &stats);
         }
     };
-    let session = spark_session(&a)?;
+    let session = spark_session(&a, &stats)?;
     let named = named_tables(&log.app, stage_id, &query, session.is_some());
     // A table gone since the run: the diagnosis still stands, printed before the error.
-    let tables = open_tables(&named, session.as_ref()).inspect_err(|_| print!("{}", report::text(&rep.diagnosis)))?;
+    let tables = open_tables(&named, session.as_ref(), &stats).inspect_err(|_| print!("{}", report::text(&rep.diagnosis)))?;
     rep.tables = fix::table_checks(&log.app, stage_id, &query, &files_now(&tables));
     let job = (&log.app.properties, a.event_log.as_str());
-    let mut opts = a.planner.options_with_job(JoinType::Inner, &a.spark, &a.quiet, Some(job))?;
+    let mut opts = a.planner.options_with_job(JoinType::Inner, &a.spark, &a.quiet, Some(job), &stats)?;
     opts.engine = CountingArgs::engine(session.as_ref());
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
     let r = rewrite::rewrite(&query.sql, &tables, &classifier, &opts)?;
@@ -107,7 +109,7 @@ pub fn run(a: FixArgs) -> Result<(String, bool)> {
     }
     rep.query = Some(query);
     rep.rewrite = Some(r);
-    finish(&a, rep)
+    finish(&a, rep, &stats)
 }
 
 /// Each table of the query and where it is read: its path, or on Spark (`by_name`) its catalog
@@ -123,14 +125,14 @@ fn files_now(tables: &HashMap<String, Table>) -> HashMap<String, (u64, u64)> {
 }
 
 /// The Spark that counts the tables, with --count-on-spark.
-fn spark_session(a: &FixArgs) -> Result<Option<std::sync::Arc<skewjoin::spark::Session>>> {
+fn spark_session(a: &FixArgs, stats: &std::sync::Arc<RunStats>) -> Result<Option<std::sync::Arc<skewjoin::spark::Session>>> {
     if !a.count_on_spark {
         return Ok(None);
     }
     if a.verify && Engine::or_default(a.engine) == Engine::Polars {
         return Err(Error::Usage("--count-on-spark: Polars reads the tables' files here; verify on Spark with --engine spark".into()));
     }
-    a.spark.start_session(a.spark_timeout).map(Some)
+    a.spark.start_session(a.spark_timeout, stats).map(Some)
 }
 
 /// The log's path here: the file or folder given, or the History Server's copy.
@@ -160,12 +162,12 @@ fn run_both(
 /// Floating-point values compared to this relative tolerance (verify's default).
 const TOLERANCE: f64 = 1e-9;
 
-fn finish(a: &FixArgs, rep: FixReport) -> Result<(String, bool)> {
+fn finish(a: &FixArgs, rep: FixReport, stats: &RunStats) -> Result<(String, bool)> {
     let same = rep.verification.as_ref().is_none_or(|v| v.identical);
     let text = |r: &FixReport| fix_text(r, a.output.as_ref());
     a.also_text.write(|| text(&rep))?;
     a.html.write(&rep, fix::html)?;
-    let out = if a.format.is_text() { text(&rep) } else { skewjoin::run::json(&rep) };
+    let out = if a.format.is_text() { text(&rep) } else { skewjoin::run::json(&rep, stats) };
     Ok((out, same))
 }
 

@@ -14,6 +14,7 @@ use skewjoin::count::Sample;
 use skewjoin::plan::{JoinType, PlanOptions};
 use skewjoin::settings::{self, Origin, SparkLine, SparkSettings};
 use skewjoin::spark::Session;
+use skewjoin::stats::RunStats;
 use skewjoin::table::Table;
 use skewjoin::{Error, Result};
 
@@ -102,13 +103,13 @@ impl PlannerArgs {
     /// The Spark settings of the job: the line's defaults, then `--spark-defaults`, then the
     /// job's log (`--settings-from`, else `job`: a log's properties already read, and its
     /// name), then each `--conf` (of `spark`), then the planner's own flags.
-    pub fn settings_with_job(&self, spark: &SparkArgs, job: Option<(&HashMap<String, String>, &str)>) -> Result<SparkSettings> {
+    pub fn settings_with_job(&self, spark: &SparkArgs, job: Option<(&HashMap<String, String>, &str)>, stats: &Arc<RunStats>) -> Result<SparkSettings> {
         let mut s = SparkSettings::defaults(SparkLine::parse(&self.spark_version)?);
         if let Some(f) = &self.spark_defaults {
             s.read_defaults_file(f)?;
         }
         match (&self.settings_from, job) {
-            (Some(log), _) => s.set_job_properties(&job_properties(log)?, log),
+            (Some(log), _) => s.set_job_properties(&job_properties(log, stats)?, log),
             (None, Some((props, name))) => s.set_job_properties(props, name),
             (None, None) => {}
         }
@@ -131,15 +132,22 @@ impl PlannerArgs {
     /// The options of a run that plans joins; such a run reads each key column several times
     /// (counts, partitions, the weights of later joins), so it keeps decoded columns for the
     /// run, within a quarter of its memory (see `skewjoin::table::columns`).
-    pub fn options(&self, how: JoinType, spark: &SparkArgs, quiet: &Quiet) -> Result<PlanOptions> {
-        self.options_with_job(how, spark, quiet, None)
+    pub fn options(&self, how: JoinType, spark: &SparkArgs, quiet: &Quiet, stats: &Arc<RunStats>) -> Result<PlanOptions> {
+        self.options_with_job(how, spark, quiet, None, stats)
     }
 
     /// `options`, with the settings of `settings_with_job`.
-    pub fn options_with_job(&self, how: JoinType, spark: &SparkArgs, quiet: &Quiet, job: Option<(&HashMap<String, String>, &str)>) -> Result<PlanOptions> {
+    pub fn options_with_job(
+        &self,
+        how: JoinType,
+        spark: &SparkArgs,
+        quiet: &Quiet,
+        job: Option<(&HashMap<String, String>, &str)>,
+        stats: &Arc<RunStats>,
+    ) -> Result<PlanOptions> {
         let memory = 2usize << 30;
         skewjoin::table::columns::set_budget(memory / 4);
-        let settings = self.settings_with_job(spark, job)?;
+        let settings = self.settings_with_job(spark, job, stats)?;
         let files = settings.file_splits()?;
         Ok(PlanOptions {
             how,
@@ -167,7 +175,7 @@ impl PlannerArgs {
 }
 
 /// The Spark properties an event log (or a History Server's application) recorded.
-fn job_properties(log: &str) -> Result<HashMap<String, String>> {
+fn job_properties(log: &str, stats: &Arc<RunStats>) -> Result<HashMap<String, String>> {
     use skewjoin::diagnose::{eventlog, history};
     let dir = tempfile::tempdir().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
     let path = if history::is_server(log) {
@@ -179,7 +187,7 @@ fn job_properties(log: &str) -> Result<HashMap<String, String>> {
     } else {
         PathBuf::from(log)
     };
-    Ok(eventlog::read(&path, false)?.app.properties)
+    Ok(eventlog::read(&path, false, stats)?.app.properties)
 }
 
 /// The query and the tables it names: `rewrite`, `verify`.
@@ -217,14 +225,14 @@ impl QueryArgs {
     /// The tables of `sql`: each `--table NAME=TABLE` (name in lower case, path), then those
     /// found under `--tables DIR`. A name the query uses that is in neither is listed on stderr
     /// in one line (unless `quiet`).
-    pub fn named(&self, sql: &str, quiet: &Quiet) -> Result<Vec<(String, String)>> {
+    pub fn named(&self, sql: &str, quiet: &Quiet, stats: &RunStats) -> Result<Vec<(String, String)>> {
         if self.tables.is_empty() && self.tables_dir.is_none() {
             return Err(Error::Usage("give the query's tables: --table NAME=TABLE, --tables DIR, or --engine spark to take them from Spark's catalog".into()));
         }
         let mut out = self.listed()?;
         let Some(dir) = &self.tables_dir else { return Ok(out) };
         let wanted: Vec<String> = skewjoin::table::dir::table_names(sql)?.into_iter().filter(|n| !out.iter().any(|(m, _)| m == n)).collect();
-        let skewjoin::table::dir::Found { tables, missing } = skewjoin::table::dir::find(dir, &wanted)?;
+        let skewjoin::table::dir::Found { tables, missing } = skewjoin::table::dir::find(dir, &wanted, stats)?;
         out.extend(tables);
         if !missing.is_empty() && quiet.progress() {
             eprintln!("skewjoin: not under {dir} (nor given with --table): {}", missing.join(", "));
@@ -257,21 +265,21 @@ impl QueryArgs {
 
 /// The tables of a query for `rewrite`: those given, or with the Spark engine and none given,
 /// each name the query uses as Spark's catalog knows it.
-pub fn query_tables(query: &QueryArgs, sql: &str, session: Option<&Arc<Session>>, quiet: &Quiet) -> Result<HashMap<String, Table>> {
+pub fn query_tables(query: &QueryArgs, sql: &str, session: Option<&Arc<Session>>, quiet: &Quiet, stats: &Arc<RunStats>) -> Result<HashMap<String, Table>> {
     if let (Some(s), Some(names)) = (session, query.catalog_names(sql)?) {
         return names.into_iter().map(|n| skewjoin::spark::open_name(s, &n).map(|t| (n, t))).collect();
     }
-    open_tables(&query.named(sql, quiet)?, session)
+    open_tables(&query.named(sql, quiet, stats)?, session, stats)
 }
 
 /// The named tables, opened (a name given twice keeps its last table): read here, or by the
 /// Spark session.
-pub fn open_tables(named: &[(String, String)], session: Option<&Arc<Session>>) -> Result<HashMap<String, Table>> {
+pub fn open_tables(named: &[(String, String)], session: Option<&Arc<Session>>, stats: &Arc<RunStats>) -> Result<HashMap<String, Table>> {
     let mut tables = HashMap::new();
     for (name, path) in named {
         let t = match session {
             Some(s) => skewjoin::spark::open(s, path)?,
-            None => Table::open(std::slice::from_ref(path))?,
+            None => Table::open_in(std::slice::from_ref(path), None, stats)?,
         };
         tables.insert(name.clone(), t);
     }
@@ -305,7 +313,7 @@ impl SparkArgs {
 
     /// The Spark these flags name, started for counting; `timeout_s` bounds its start and each
     /// counting job.
-    pub fn start_session(&self, timeout_s: u64) -> Result<Arc<Session>> {
+    pub fn start_session(&self, timeout_s: u64, stats: &Arc<RunStats>) -> Result<Arc<Session>> {
         let opts = skewjoin::spark::SparkOptions {
             python: self.python(),
             master: self.master.clone(),
@@ -313,7 +321,7 @@ impl SparkArgs {
             conf: self.conf(Vec::new())?,
             timeout: std::time::Duration::from_secs(timeout_s.max(1)),
         };
-        Session::start(&opts)
+        Session::start(&opts, stats)
     }
 
     /// `--conf KEY=VALUE`s, each checked, after `defaults` (a key given again wins).
@@ -356,7 +364,7 @@ impl CountingArgs {
 
     /// The Spark session, started, with --engine spark; None for the embedded engine (a Spark
     /// flag given without --engine spark is refused rather than ignored).
-    pub fn session(&self, sample: bool) -> Result<Option<Arc<Session>>> {
+    pub fn session(&self, sample: bool, stats: &Arc<RunStats>) -> Result<Option<Arc<Session>>> {
         if !self.is_spark() {
             if self.spark.remote.is_some() || self.spark.python.is_some() {
                 return Err(Error::Usage("--remote and --python choose the Spark that counts: add --engine spark".into()));
@@ -366,7 +374,7 @@ impl CountingArgs {
         if sample {
             return Err(Error::Usage("--sample is for the embedded engine: --engine spark counts every row".into()));
         }
-        self.spark.start_session(self.spark_timeout).map(Some)
+        self.spark.start_session(self.spark_timeout, stats).map(Some)
     }
 
     /// Where the counts are made: by the Spark session that opened the tables, or here.
@@ -378,9 +386,9 @@ impl CountingArgs {
     }
 
     /// Open a table: its files here, or in Spark (a path or a catalog name).
-    pub fn open(&self, session: Option<&Arc<Session>>, paths: &[String], as_of: Option<i64>) -> Result<Table> {
+    pub fn open(&self, session: Option<&Arc<Session>>, paths: &[String], as_of: Option<i64>, stats: &Arc<RunStats>) -> Result<Table> {
         match session {
-            None => Table::open_at(paths, as_of),
+            None => Table::open_in(paths, as_of, stats),
             Some(s) => {
                 if as_of.is_some() {
                     return Err(Error::Usage(
@@ -430,8 +438,8 @@ impl Quiet {
     }
 
     /// With --verbose, the line of what the run fetched from object stores; else nothing.
-    pub fn io_line(&self) -> String {
-        let line = if self.verbose { skewjoin::run::io_line() } else { None };
+    pub fn io_line(&self, stats: &RunStats) -> String {
+        let line = if self.verbose { skewjoin::run::io_line(stats) } else { None };
         line.unwrap_or_default()
     }
 }
@@ -456,7 +464,7 @@ impl TextOrJson {
         self.format == TextOrJsonFormat::Text
     }
 
-    pub fn render<T>(&self, value: &T, text: fn(&T) -> String, json: fn(&T) -> String) -> String {
+    pub fn render<T>(&self, value: &T, text: impl Fn(&T) -> String, json: impl Fn(&T) -> String) -> String {
         match self.format {
             TextOrJsonFormat::Text => text(value),
             TextOrJsonFormat::Json => json(value),

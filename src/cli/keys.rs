@@ -6,6 +6,7 @@ use skewjoin::classify::Classifier;
 use skewjoin::count::{ColumnProfile, KeySpec, ProfileOptions};
 use skewjoin::keys::report::{self, Format};
 use skewjoin::keys::{self, KeysOptions};
+use skewjoin::stats::RunStats;
 use skewjoin::table::Table;
 use skewjoin::{Error, Result};
 
@@ -75,8 +76,9 @@ pub fn run(a: KeysArgs) -> Result<String> {
         let join = |h: std::thread::ScopedJoinHandle<'_, Result<Classifier>>| {
             h.join().unwrap_or_else(|_| Err(Error::Internal("the rules could not be compiled".into())))
         };
-        let (table, session) = match a.counting.session(a.hot.sample.is_some()) {
-            Ok(s) => (a.counting.open(s.as_ref(), &a.tables, a.as_of), s),
+        let stats = RunStats::new();
+        let (table, session) = match a.counting.session(a.hot.sample.is_some(), &stats) {
+            Ok(s) => (a.counting.open(s.as_ref(), &a.tables, a.as_of, &stats), s),
             Err(e) => (Err(e), None),
         };
         enum Rules<C, H> {
@@ -93,9 +95,9 @@ pub fn run(a: KeysArgs) -> Result<String> {
         };
         let (profiles, classifier) = (profiles?, classifier?);
         let rep = keys::report(profiles, &classifier, &KeysOptions { partitions: a.hot.shuffle_partitions.unwrap_or(200), hot_factor });
-        let text = || report::keys(&rep, Format::Table) + &skewjoin::run::table_notes() + &a.quiet.io_line();
+        let text = || report::keys(&rep, Format::Table, &stats) + &skewjoin::run::table_notes(&stats) + &a.quiet.io_line(&stats);
         a.also_text.write(text)?;
-        Ok(if a.format == KeysFormat::Table { text() } else { report::keys(&rep, a.format.into()) })
+        Ok(if a.format == KeysFormat::Table { text() } else { report::keys(&rep, a.format.into(), &stats) })
     })
 }
 

@@ -6,6 +6,7 @@ use clap::{Args, ValueEnum};
 use skewjoin::classify::Classifier;
 use skewjoin::count::KeySpec;
 use skewjoin::plan::{self, JoinType, SideInput};
+use skewjoin::stats::RunStats;
 use skewjoin::table::Table;
 use skewjoin::window::{self, Shape};
 use skewjoin::{Error, Result};
@@ -87,15 +88,16 @@ impl From<How> for JoinType {
 
 pub fn run(a: PlanArgs) -> Result<String> {
     a.threads.apply();
-    let mut opts = a.planner.options(a.how.into(), &a.counting.spark, &a.quiet)?;
+    let stats = RunStats::new();
+    let mut opts = a.planner.options(a.how.into(), &a.counting.spark, &a.quiet, &stats)?;
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
-    let session = a.counting.session(a.planner.hot.sample.is_some())?;
+    let session = a.counting.session(a.planner.hot.sample.is_some(), &stats)?;
     opts.engine = CountingArgs::engine(session.as_ref());
-    let lt = a.counting.open(session.as_ref(), &a.left, a.as_of)?;
+    let lt = a.counting.open(session.as_ref(), &a.left, a.as_of, &stats)?;
     if !a.partition_by.is_empty() {
         return window_plan(&a, &lt, &classifier, &opts);
     }
-    let rt = a.counting.open(session.as_ref(), &a.right, a.as_of)?;
+    let rt = a.counting.open(session.as_ref(), &a.right, a.as_of, &stats)?;
     let (lkeys, rkeys) = join_keys(&a.on, &lt, &rt)?;
     let left = SideInput::new(&lt, lkeys, a.left_name.clone().unwrap_or_else(|| default_name(&a.left)));
     let mut right = SideInput::new(&rt, rkeys, a.right_name.clone().unwrap_or_else(|| default_name(&a.right)));
@@ -105,9 +107,9 @@ pub fn run(a: PlanArgs) -> Result<String> {
     let mut p = plan::plan(&left, &right, &classifier, &opts)?;
     p.settings = opts.settings.listed();
     a.html.write(&p, plan::html)?;
-    let io = || skewjoin::run::table_notes() + &a.quiet.io_line();
+    let io = || skewjoin::run::table_notes(&stats) + &a.quiet.io_line(&stats);
     a.also_text.write(|| plan::text(&p) + &io())?;
-    Ok(a.format.render(&p, plan::text, plan::json) + &if a.format.is_text() { io() } else { String::new() })
+    Ok(a.format.render(&p, plan::text, |p| plan::json(p, &stats)) + &if a.format.is_text() { io() } else { String::new() })
 }
 
 /// `--partition-by`: the window or GROUP BY stage over those columns of the left table.
@@ -119,9 +121,10 @@ fn window_plan(a: &PlanArgs, t: &Table, classifier: &Classifier, opts: &plan::Pl
         a.partition_by.iter().flat_map(|c| c.split(',')).map(str::trim).filter(|c| !c.is_empty()).map(|c| t.resolve(c)).collect::<Result<Vec<_>>>()?;
     let input = SideInput::new(t, KeySpec { columns }, a.left_name.clone().unwrap_or_else(|| default_name(&a.left)));
     let p = window::plan(&input, a.shape, &[], classifier, opts)?;
-    let io = || skewjoin::run::table_notes() + &a.quiet.io_line();
+    let stats = &t.stats;
+    let io = || skewjoin::run::table_notes(stats) + &a.quiet.io_line(stats);
     a.also_text.write(|| window::text(&p) + &io())?;
-    Ok(a.format.render(&p, window::text, window::json) + &if a.format.is_text() { io() } else { String::new() })
+    Ok(a.format.render(&p, window::text, |p| window::json(p, stats)) + &if a.format.is_text() { io() } else { String::new() })
 }
 
 /// `--shape`: whole, ordered, top-N, group-by, group-by-lists.

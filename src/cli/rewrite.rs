@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 use skewjoin::classify::Classifier;
 use skewjoin::plan::JoinType;
 use skewjoin::rewrite;
+use skewjoin::stats::RunStats;
 use skewjoin::{Error, Result};
 
 use super::flags::{query_tables, AlsoText, CountingArgs, PlannerArgs, QueryArgs, Quiet, Threads};
@@ -47,17 +48,18 @@ fn sql_comments(lines: &str) -> String {
 
 pub fn run(a: RewriteArgs) -> Result<String> {
     a.threads.apply();
-    let mut opts = a.planner.options(JoinType::Inner, &a.counting.spark, &a.quiet)?;
+    let stats = RunStats::new();
+    let mut opts = a.planner.options(JoinType::Inner, &a.counting.spark, &a.quiet, &stats)?;
     let sql = a.query.read()?;
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
-    let session = a.counting.session(a.planner.hot.sample.is_some())?;
+    let session = a.counting.session(a.planner.hot.sample.is_some(), &stats)?;
     opts.engine = CountingArgs::engine(session.as_ref());
-    let tables = query_tables(&a.query, &sql, session.as_ref(), &a.quiet)?;
+    let tables = query_tables(&a.query, &sql, session.as_ref(), &a.quiet, &stats)?;
     let r = rewrite::rewrite(&sql, &tables, &classifier, &opts)?;
-    let text = || rewrite::sql_with_comments(&r) + &sql_comments(&(skewjoin::run::table_notes() + &a.quiet.io_line()));
+    let text = || rewrite::sql_with_comments(&r) + &sql_comments(&(skewjoin::run::table_notes(&stats) + &a.quiet.io_line(&stats)));
     a.also_text.write(text)?;
     let out = match a.format {
-        RewriteFormat::Json => skewjoin::run::json(&r),
+        RewriteFormat::Json => skewjoin::run::json(&r, &stats),
         RewriteFormat::Sql => text(),
     };
     match a.output {

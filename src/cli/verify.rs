@@ -73,15 +73,16 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
     if !(a.tolerance > 0.0 && a.tolerance < 1.0) {
         return Err(Error::Usage("--tolerance must be between 0 and 1".into()));
     }
-    let mut opts = a.planner.options(JoinType::Inner, &a.spark, &a.quiet)?;
+    let stats = skewjoin::stats::RunStats::new();
+    let mut opts = a.planner.options(JoinType::Inner, &a.spark, &a.quiet, &stats)?;
     if engine == Engine::Spark && a.spark.remote.is_none() && opts.settings.get(settings::MASTER).is_none() {
         // The predictions are of the Spark that runs here: local[*] has this machine's cores.
         opts.settings.set(settings::MASTER, &a.spark.master, Origin::Flag, Some("--master".into()));
         opts.cores = opts.cores.or(opts.settings.cores()?);
     }
     let sql = a.query.read()?;
-    let named = a.query.named(&sql, &a.quiet)?;
-    let tables = open_tables(&named, None)?;
+    let named = a.query.named(&sql, &a.quiet, &stats)?;
+    let tables = open_tables(&named, None, &stats)?;
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
     let r = rewrite::rewrite(&sql, &tables, &classifier, &opts)?;
     let rewritten = match &a.rewritten {

@@ -115,14 +115,17 @@ impl Job {
     /// The `want` most frequent keys and the distinct count, once every unit is read and every
     /// thread has handed its keys in; None when a split count (see `split`) could not prove
     /// its top.
-    pub(crate) fn counts(self, want: usize) -> Result<Option<Counts>> {
+    /// The key's counts (None: a split count could not prove its top), and the bytes its
+    /// staged keys spilled to temporary files.
+    pub(crate) fn counts(self, want: usize) -> Result<(Option<Counts>, u64)> {
         let types = self.spec.types();
+        let spilled = self.int_stage.spilled_bytes() + self.byte_stage.spilled_bytes();
         let counts = match self.counter {
             Counter::Int(c) => Some(int_counts(c, self.int_stage, types[0], want)?),
             Counter::Wide(c) => Some(wide_counts(c, types[0], want)),
             Counter::Bytes(c) => byte_counts(c, self.byte_stage, self.splits, &self.plan, &types, want)?,
         };
-        Ok(counts)
+        Ok((counts, spilled))
     }
 }
 

@@ -60,7 +60,6 @@ pub use encode::{each_group_key, group_keys};
 pub use engine::{Embedded, Engine, EngineRef};
 pub use profile::profile;
 pub use scan::{scan, scan_by_map, PartitionScan, MAX_LOOKUP};
-pub use spill::spilled;
 pub use table_size::TableSize;
 
 use crate::table::ResolvedColumn;

@@ -49,7 +49,7 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
     // a sample, whose few row groups would otherwise be counted mostly into that table.
     let switch_at = if sample.is_some() { 0 } else { SWITCH_KEYS };
     let rows_read: u64 = units.iter().map(|u| u.rows_read()).sum();
-    let bar = progress_bar(opts.progress, rows_read, table.in_store());
+    let bar = progress_bar(opts.progress, rows_read, table.in_store(), &table.stats);
     let tally = opts.sample.is_some() && sample.is_some();
     let walked = sample.as_ref().and_then(|s| s.pages_column.as_deref());
     let want = if opts.top == 0 { usize::MAX } else { opts.top + 1 };
@@ -61,7 +61,9 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
     let mut out = Vec::new();
     for (j, (job, spec)) in jobs.into_iter().zip(specs).enumerate() {
         let nulls = job.nulls.load(Ordering::Relaxed);
-        let Some(counts) = job.counts(want)? else { return Ok(None) };
+        let (counts, spilled) = job.counts(want)?;
+        table.stats.spill(spilled);
+        let Some(counts) = counts else { return Ok(None) };
         out.push(read.column_profile(spec, j, nulls, counts, opts.top));
     }
     Ok(Some(out))
@@ -108,7 +110,7 @@ fn read_units(reader: &UnitReader, units: &[Unit], want: usize, switch_at: usize
 
 /// The bar of a long count on a terminal: rows read of the rows to read, and for a table in an
 /// object store (whatever its rows) the bytes fetched so far and their rate.
-fn progress_bar(show: bool, total: u64, remote: bool) -> indicatif::ProgressBar {
+fn progress_bar(show: bool, total: u64, remote: bool, stats: &std::sync::Arc<crate::stats::RunStats>) -> indicatif::ProgressBar {
     use std::io::IsTerminal;
     if !show || !std::io::stderr().is_terminal() || (total < 2_000_000 && !remote) {
         return indicatif::ProgressBar::hidden();
@@ -120,14 +122,15 @@ fn progress_bar(show: bool, total: u64, remote: bool) -> indicatif::ProgressBar 
         "{spinner} counting keys {bar:30} {human_pos}/{human_len} rows, {per_sec}, eta {eta}"
     };
     if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
-        let start = crate::table::store::io().bytes;
-        let fetched = move || crate::table::store::io().bytes.saturating_sub(start);
+        let start = stats.io().bytes;
+        let fetched = move |s: &crate::stats::RunStats| s.io().bytes.saturating_sub(start);
+        let (a, b) = (stats.clone(), stats.clone());
         let style = style
             .with_key("fetched", move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                let _ = w.write_str(&crate::format::human(fetched()));
+                let _ = w.write_str(&crate::format::human(fetched(&a)));
             })
             .with_key("fetch_rate", move |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                let rate = fetched() as f64 / st.elapsed().as_secs_f64().max(0.001);
+                let rate = fetched(&b) as f64 / st.elapsed().as_secs_f64().max(0.001);
                 let _ = w.write_str(&format!("{}/s", crate::format::human(rate as u64)));
             });
         bar.set_style(style);

@@ -7,15 +7,6 @@
 
 use std::fs::File;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// Bytes this run has spilled, all keys and threads together.
-static SPILLED: AtomicU64 = AtomicU64::new(0);
-
-/// Bytes of counted keys this run has written to temporary files (past `--memory`).
-pub fn spilled() -> u64 {
-    SPILLED.load(Ordering::Relaxed)
-}
 
 /// One thread's spilled keys: where each partition's segments are in its file.
 pub(crate) struct SpillFile {
@@ -41,12 +32,10 @@ impl SpillFile {
         write_all_at(&self.file, data, self.end)?;
         self.segments[p].push((self.end, data.len() as u64));
         self.end += data.len() as u64;
-        SPILLED.fetch_add(data.len() as u64, Ordering::Relaxed);
         Ok(())
     }
 
     /// Bytes spilled.
-    #[cfg(test)]
     pub(crate) fn bytes(&self) -> u64 {
         self.end
     }

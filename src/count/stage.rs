@@ -9,7 +9,7 @@
 
 use std::hash::BuildHasher;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use hashbrown::hash_table::{Entry, HashTable};
@@ -42,6 +42,8 @@ pub(crate) trait StageBuf {
     fn spill(&mut self) -> io::Result<()>;
     /// Every key, spilled ones included, into the counter.
     fn drain_into(&mut self, c: &KeyCounter<Self::Key>) -> io::Result<()>;
+    /// Bytes written to this thread's spill file so far.
+    fn spilled_bytes(&self) -> u64;
 }
 
 impl StageBuf for IntBuf {
@@ -55,6 +57,9 @@ impl StageBuf for IntBuf {
     fn drain_into(&mut self, c: &KeyCounter<i64>) -> io::Result<()> {
         IntBuf::drain_into(self, c)
     }
+    fn spilled_bytes(&self) -> u64 {
+        IntBuf::spilled_bytes(self)
+    }
 }
 
 impl StageBuf for ByteBuf {
@@ -67,6 +72,9 @@ impl StageBuf for ByteBuf {
     }
     fn drain_into(&mut self, c: &KeyCounter<Box<[u8]>>) -> io::Result<()> {
         ByteBuf::drain_into(self, c)
+    }
+    fn spilled_bytes(&self) -> u64 {
+        ByteBuf::spilled_bytes(self)
     }
 }
 
@@ -283,7 +291,6 @@ impl IntBuf {
     }
 
     /// Bytes spilled to this thread's file.
-    #[cfg(test)]
     pub(crate) fn spilled_bytes(&self) -> u64 {
         self.spilled.as_ref().map_or(0, SpillFile::bytes)
     }
@@ -430,7 +437,6 @@ impl ByteBuf {
     }
 
     /// Bytes spilled to this thread's file.
-    #[cfg(test)]
     pub(crate) fn spilled_bytes(&self) -> u64 {
         self.spilled.as_ref().map_or(0, SpillFile::bytes)
     }
@@ -816,11 +822,20 @@ pub(crate) struct Stage<B> {
     overflow: AtomicBool,
     /// The first spill that failed: the count ends in this error.
     failed: Mutex<Option<io::Error>>,
+    /// Bytes the buffers spilled to their files, all threads together.
+    spilled: AtomicU64,
 }
 
 impl<B: StageBuf> Stage<B> {
     pub(crate) fn new(budget: usize) -> Self {
-        Stage { handed_in: Mutex::new(Vec::new()), bytes: AtomicUsize::new(0), budget, overflow: AtomicBool::new(false), failed: Mutex::new(None) }
+        Stage {
+            handed_in: Mutex::new(Vec::new()),
+            bytes: AtomicUsize::new(0),
+            budget,
+            overflow: AtomicBool::new(false),
+            failed: Mutex::new(None),
+            spilled: AtomicU64::new(0),
+        }
     }
     pub(crate) fn overflowed(&self) -> bool {
         self.overflow.load(Ordering::Relaxed)
@@ -845,7 +860,10 @@ impl<B: StageBuf> Stage<B> {
     /// stage has overflowed (or the spill failed), they go into the counter: true.
     pub(crate) fn settle(&self, buf: &mut B, reported: &mut usize, c: &KeyCounter<B::Key>) -> bool {
         if !self.overflowed() && self.report(reported, buf.held()) {
-            match buf.spill() {
+            let before = buf.spilled_bytes();
+            let spilled = buf.spill();
+            self.spilled.fetch_add(buf.spilled_bytes().saturating_sub(before), Ordering::Relaxed);
+            match spilled {
                 Ok(()) => {
                     self.report(reported, buf.held());
                 }
@@ -866,6 +884,10 @@ impl<B: StageBuf> Stage<B> {
     pub(crate) fn fail(&self, e: io::Error) {
         self.failed.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
         self.overflow();
+    }
+    /// Bytes spilled to temporary files so far.
+    pub(crate) fn spilled_bytes(&self) -> u64 {
+        self.spilled.load(Ordering::Relaxed)
     }
     pub(crate) fn hand_in(&self, b: B) {
         self.handed_in.lock().unwrap_or_else(|e| e.into_inner()).push(b);

@@ -12,12 +12,14 @@
 use std::fs;
 use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use indicatif::ProgressBar;
 
 use super::events::{self, Line};
 use super::model::App;
 use crate::error::{Error, Result};
+use crate::stats::RunStats;
 
 /// The application a log describes, and what went wrong on the way.
 pub struct Log {
@@ -29,10 +31,10 @@ pub struct Log {
 }
 
 /// The files of a log: the file itself, or a rolling folder's event files in index order.
-fn files_of(path: &Path) -> Result<Vec<PathBuf>> {
+fn files_of(path: &Path, stats: &RunStats) -> Result<Vec<PathBuf>> {
     let text = path.to_string_lossy();
     if crate::table::store::is_remote(&text) {
-        return remote_files_of(&text);
+        return remote_files_of(&text, stats);
     }
     if !path.exists() {
         return Err(Error::NotFound(path.to_path_buf()));
@@ -57,9 +59,9 @@ fn files_of(path: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// An event log in an object store: the object, or a rolling log's `events_N_*` objects.
-fn remote_files_of(url: &str) -> Result<Vec<PathBuf>> {
+fn remote_files_of(url: &str, stats: &RunStats) -> Result<Vec<PathBuf>> {
     let folder = url.trim_end_matches('/');
-    let mut files: Vec<(u64, String)> = crate::table::store::list_folder(&format!("{folder}/"))?
+    let mut files: Vec<(u64, String)> = crate::table::store::list_folder(&format!("{folder}/"), stats)?
         .into_iter()
         .filter_map(|(name, _)| {
             let rest = name.strip_prefix("events_")?;
@@ -75,10 +77,10 @@ fn remote_files_of(url: &str) -> Result<Vec<PathBuf>> {
 
 /// The decoded bytes of one log file, as a stream, and the codec its first bytes name. The
 /// file's bytes are counted on `bar` as they are read.
-fn open(file: &Path, bar: &ProgressBar) -> Result<(Box<dyn Read>, &'static str)> {
+fn open(file: &Path, bar: &ProgressBar, stats: &Arc<RunStats>) -> Result<(Box<dyn Read>, &'static str)> {
     let text = file.to_string_lossy();
     let local = if crate::table::store::is_remote(&text) {
-        crate::table::store::download(&text)?
+        crate::table::store::download(&text, stats)?
     } else {
         fs::File::open(file).map_err(|source| Error::Io { path: file.to_path_buf(), source })?
     };
@@ -263,14 +265,14 @@ const STEP: usize = 8 << 20;
 
 /// Read the log at `path` into the application it describes, as one stream: memory holds one
 /// step of the log and what the model keeps per task, whatever the log's size.
-pub fn read(path: &Path, progress: bool) -> Result<Log> {
-    let files = files_of(path)?;
+pub fn read(path: &Path, progress: bool, stats: &Arc<RunStats>) -> Result<Log> {
+    let files = files_of(path, stats)?;
     let bar = progress_bar(progress);
     let mut feed = Feed { app: App::default(), warnings: Vec::new(), file: PathBuf::new(), first_file: true, line: 0, bad: None };
     let mut codec = "none";
     for (fi, f) in files.iter().enumerate() {
         feed.start_file(f, fi == 0);
-        let (input, c) = open(f, &bar)?;
+        let (input, c) = open(f, &bar, stats)?;
         codec = c;
         read_lines(input, c, &mut feed)?;
         feed.end_file();

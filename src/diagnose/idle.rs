@@ -11,8 +11,9 @@
 //! Each is flagged when its longest stretch is material: `MIN_GAP_MS` and `MIN_GAP_SHARE` of the
 //! wall clock (docs/commands.md gives the thresholds and why).
 
+use super::finding::{Check, Finding, Kind};
+use super::measures::{pct, ratio};
 use super::model::App;
-use super::{pct, ratio, Check, Finding, Kind};
 use crate::format::fmt_ms;
 
 /// A stretch shorter than this is not worth a user's attention, whatever its share.

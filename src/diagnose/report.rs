@@ -4,7 +4,8 @@
 use comfy_table::presets::NOTHING;
 use comfy_table::{CellAlignment, Table};
 
-use super::{pct, Diagnosis, Quantiles, TaskSummary};
+use super::measures::{pct, Quantiles, TaskSummary};
+use super::Diagnosis;
 use crate::format::{fmt_ms, human_i64, one_line};
 
 pub fn json(d: &Diagnosis) -> String {

@@ -14,9 +14,9 @@ pub enum Format {
     Csv,
 }
 
-pub fn keys(report: &KeysReport, format: Format) -> String {
+pub fn keys(report: &KeysReport, format: Format, stats: &crate::stats::RunStats) -> String {
     match format {
-        Format::Json => crate::run::json(report),
+        Format::Json => crate::run::json(report, stats),
         Format::Csv => keys_csv(report),
         Format::Table => keys_table(report),
     }

@@ -332,29 +332,19 @@ fn bytes(rows: u64, per_row: f64) -> u64 {
 }
 
 /// The hot candidates, each with its strategy; a junk key joined as demand gets a warning.
+/// Salted keys share the partitions, so the keys are chosen for twice: first to count those
+/// that salt, then with that count.
 fn hot_values(m: &Measured, hot: &[bool], classifier: &Classifier, opts: &PlanOptions, median: f64, warnings: &mut Vec<String>) -> Vec<HotKey> {
     let bpr = [m.left.bytes_per_row(), m.right.bytes_per_row()];
     let (types, names) = (&m.left.key_types, &m.left.keys);
-    let class_of = |k: &[_]| classifier.classify_key(k, types, names);
     let rows_of = |i: usize| [m.left.scan.key_rows[i], m.right.scan.key_rows[i]];
-    let hot_idx: Vec<usize> = (0..m.candidates.len()).filter(|i| hot[*i]).collect();
-    let salted = hot_idx
-        .iter()
-        .filter(|&&i| {
-            let drops = strategy::drop_junk::applies(opts.drop_junk, class_of(&m.candidates[i]).class);
-            let r = rows_of(i);
-            salt::will_salt(opts.how, drops, [bytes(r[0], bpr[0]), bytes(r[1], bpr[1])], opts.broadcast_threshold)
-        })
-        .count();
-    let mut salting = salt::Salting::new(salted as u32);
-    let mut out = Vec::new();
-    for i in hot_idx {
-        let key = &m.candidates[i];
-        let c = class_of(key);
+    let keys: Vec<(usize, crate::classify::Classification)> =
+        (0..m.candidates.len()).filter(|i| hot[*i]).map(|i| (i, classifier.classify_key(&m.candidates[i], types, names))).collect();
+    let facts = |i: usize, class: Class| {
         let rows = rows_of(i);
-        let facts = KeyFacts {
-            key,
-            class: c.class,
+        KeyFacts {
+            key: &m.candidates[i],
+            class,
             opts,
             rows,
             bytes: [bytes(rows[0], bpr[0]), bytes(rows[1], bpr[1])],
@@ -362,9 +352,14 @@ fn hot_values(m: &Measured, hot: &[bool], classifier: &Classifier, opts: &PlanOp
             names: [&m.left.name, &m.right.name],
             median,
             partitions: m.partitions,
-        };
-        let (strategy, why) = strategy::choose(&facts, &mut salting);
-        let h = hot_key(m, key, rows, opts.hot_factor * median, c, strategy, why);
+        }
+    };
+    let salted = keys.iter().filter(|(i, c)| matches!(strategy::choose(&facts(*i, c.class), &mut salt::Salting::new(1)).0, Strategy::Salt { .. })).count();
+    let mut salting = salt::Salting::new(salted as u32);
+    let mut out = Vec::new();
+    for (i, c) in keys {
+        let (strategy, why) = strategy::choose(&facts(i, c.class), &mut salting);
+        let h = hot_key(m, &m.candidates[i], rows_of(i), opts.hot_factor * median, c, strategy, why);
         if h.class == Class::Junk && !opts.drop_junk {
             warnings.push(junk_warning(&h, m));
         }

@@ -119,7 +119,7 @@ fn filtered(session: &Session, table: &Table, st: &Held, keys: &KeySpec, filter:
         .collect::<std::result::Result<_, _>>()
         .map_err(|e| Error::Internal(e.to_string()))?;
     let sub = Held { name: view, schema: Arc::new(arrow_schema::Schema::new(fields)), rows: rows_out, disk_bytes: 0, memory_bytes: 0 };
-    let t = Table::held(&table.display, sub);
+    let t = Table::held(&table.display, sub, &table.stats);
     let columns = keys.names().iter().map(|k| t.resolve(k)).collect::<Result<Vec<_>>>()?;
     Ok(Filtered::held(t, KeySpec { columns }, st.rows, rows_out))
 }

@@ -24,10 +24,10 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
 use serde_json::{json, Value as Json};
 
 use crate::error::{Error, Result};
+use crate::stats::RunStats;
 
 /// How to reach Spark.
 #[derive(Debug, Clone)]
@@ -45,19 +45,7 @@ pub struct SparkOptions {
 }
 
 /// What the run asked of Spark, for the reports.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Summary {
-    pub version: String,
-    /// Spark's application id (None when a Connect server does not say).
-    pub app_id: Option<String>,
-    /// The master, or the Connect server's URL.
-    pub master: String,
-    /// Requests answered, and the milliseconds Spark spent on them.
-    pub requests: u64,
-    pub spark_ms: u64,
-    /// Milliseconds from starting Python to the session being ready.
-    pub start_ms: u64,
-}
+pub use crate::stats::SparkRun as Summary;
 
 /// One pyspark process and its session.
 pub struct Session {
@@ -69,33 +57,13 @@ pub struct Session {
     summary: Mutex<Summary>,
     /// The Connect URL as given (it may carry a token), to be kept out of messages.
     secret_url: Option<String>,
-}
-
-impl Summary {
-    /// `counted by Spark 4.0.1 (application local-1, master local[*]): 6 jobs' requests, 4.1 s; started in 9.8 s`
-    pub fn line(&self) -> String {
-        let app = self.app_id.as_deref().map(|a| format!("application {a}, ")).unwrap_or_default();
-        format!(
-            "counted by Spark {} ({app}{}): {} requests, {:.1} s in Spark; the session started in {:.1} s",
-            self.version,
-            if self.master.starts_with("sc://") { format!("Spark Connect {}", self.master) } else { format!("master {}", self.master) },
-            self.requests,
-            self.spark_ms as f64 / 1000.0,
-            self.start_ms as f64 / 1000.0
-        )
-    }
-}
-
-static SUMMARY: Mutex<Option<Summary>> = Mutex::new(None);
-
-/// The Spark session's summary when this run counted with Spark, for the reports.
-pub fn summary() -> Option<Summary> {
-    SUMMARY.lock().ok().and_then(|s| s.clone())
+    /// The run it counts for: its summary is kept there for the reports.
+    stats: Arc<RunStats>,
 }
 
 impl Session {
     /// Start Python with `counter.py` and wait for the session.
-    pub fn start(opts: &SparkOptions) -> Result<Arc<Session>> {
+    pub fn start(opts: &SparkOptions, stats: &Arc<RunStats>) -> Result<Arc<Session>> {
         if let Some(url) = &opts.remote {
             check_reachable(url)?;
         }
@@ -135,6 +103,7 @@ impl Session {
             timeout: opts.timeout,
             summary: Mutex::new(Summary::default()),
             secret_url: opts.remote.clone(),
+            stats: stats.clone(),
         };
         let conf: serde_json::Map<String, Json> = opts.conf.iter().map(|(k, v)| (k.clone(), Json::String(v.clone()))).collect();
         let hello = session.ask(&json!({"master": opts.master, "remote": opts.remote, "conf": conf}), "starting Spark")?;
@@ -166,9 +135,14 @@ impl Session {
     }
 
     fn publish(&self) {
-        if let (Ok(s), Ok(mut g)) = (self.summary.lock(), SUMMARY.lock()) {
-            *g = Some(s.clone());
+        if let Ok(s) = self.summary.lock() {
+            self.stats.set_spark(s.clone());
         }
+    }
+
+    /// The run the session counts for.
+    pub fn stats(&self) -> &Arc<RunStats> {
+        &self.stats
     }
 
     fn ask(&self, req: &Json, what: &str) -> Result<Json> {

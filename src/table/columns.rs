@@ -10,7 +10,7 @@
 //! as plain strings are two entries.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow_array::{ArrayRef, RecordBatch};
@@ -18,6 +18,7 @@ use arrow_schema::{DataType, Schema};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 
+use crate::stats::RunStats;
 use crate::table::DataFile;
 
 /// Rows per batch, as the readers of the project read row groups.
@@ -42,11 +43,11 @@ struct Kept {
     decoded: hashbrown::HashSet<Key>,
 }
 
+/// The cache: decoded column chunks keyed by (file, its rows, row group, column, Arrow type),
+/// kept for the process. A run counts its own reads of it in its `RunStats`.
 static KEPT: OnceLock<Mutex<Kept>> = OnceLock::new();
+/// The cache's size in bytes, set by a run that plans joins (0: nothing is kept).
 static BUDGET: AtomicUsize = AtomicUsize::new(0);
-static CHUNKS: AtomicU64 = AtomicU64::new(0);
-static AGAIN: AtomicU64 = AtomicU64::new(0);
-static FROM_MEMORY: AtomicU64 = AtomicU64::new(0);
 
 fn kept() -> std::sync::MutexGuard<'static, Kept> {
     KEPT.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
@@ -71,19 +72,16 @@ pub struct Reads {
     pub kept_bytes: u64,
 }
 
-pub fn reads() -> Reads {
+/// The reads counted in `stats`, and the bytes kept.
+pub fn reads(stats: &RunStats) -> Reads {
     let kept_bytes = kept().bytes as u64;
-    Reads {
-        decoded: CHUNKS.load(Ordering::Relaxed),
-        decoded_again: AGAIN.load(Ordering::Relaxed),
-        from_memory: FROM_MEMORY.load(Ordering::Relaxed),
-        kept_bytes,
-    }
+    let r = stats.chunk_reads();
+    Reads { decoded: r.decoded, decoded_again: r.decoded_again, from_memory: r.from_memory, kept_bytes }
 }
 
 /// The run's reads when it keeps columns (a run that plans joins), else None.
-pub fn kept_reads() -> Option<Reads> {
-    (BUDGET.load(Ordering::Relaxed) > 0).then(reads)
+pub fn kept_reads(stats: &RunStats) -> Option<Reads> {
+    (BUDGET.load(Ordering::Relaxed) > 0).then(|| reads(stats))
 }
 
 /// Batches of a row group.
@@ -97,7 +95,7 @@ pub fn row_group(file: &DataFile, meta: &ArrowReaderMetadata, g: usize, fields: 
     fields.sort_unstable();
     fields.dedup();
     if BUDGET.load(Ordering::Relaxed) == 0 {
-        CHUNKS.fetch_add(fields.len() as u64, Ordering::Relaxed);
+        file.stats.decoded(fields.len() as u64, 0);
         let path = file.path.clone();
         let reader = reader(file, meta, g, &fields)?;
         return Ok(Box::new(reader.map(move |b| b.map_err(|e| crate::Error::bad_file(&path, format!("row group {g}: {e}"))))));
@@ -109,7 +107,7 @@ pub fn row_group(file: &DataFile, meta: &ArrowReaderMetadata, g: usize, fields: 
         let k = kept();
         fields.iter().map(|&f| k.columns.get(&key(f)).cloned()).collect()
     };
-    FROM_MEMORY.fetch_add(got.iter().flatten().count() as u64, Ordering::Relaxed);
+    file.stats.from_memory(got.iter().flatten().count() as u64);
     let missing: Vec<usize> = fields.iter().zip(&got).filter(|(_, c)| c.is_none()).map(|(&f, _)| f).collect();
     if !missing.is_empty() {
         let read = read_columns(file, meta, g, &missing)?;
@@ -117,7 +115,7 @@ pub fn row_group(file: &DataFile, meta: &ArrowReaderMetadata, g: usize, fields: 
         for (i, slot) in got.iter_mut().enumerate() {
             if slot.is_none() {
                 let chunks = Arc::new(read.next().unwrap_or_default());
-                keep(key(fields[i]), &chunks);
+                keep(&file.stats, key(fields[i]), &chunks);
                 *slot = Some(chunks);
             }
         }
@@ -149,15 +147,15 @@ fn read_columns(file: &DataFile, meta: &ArrowReaderMetadata, g: usize, fields: &
         }
         out.iter_mut().zip(batch.columns()).for_each(|(o, c)| o.push(c.clone()));
     }
-    CHUNKS.fetch_add(fields.len() as u64, Ordering::Relaxed);
+    file.stats.decoded(fields.len() as u64, 0);
     Ok(out)
 }
 
 /// Keep one column's arrays if they fit what the budget leaves; count a chunk decoded twice.
-fn keep(key: Key, chunks: &Arc<Vec<ArrayRef>>) {
+fn keep(stats: &RunStats, key: Key, chunks: &Arc<Vec<ArrayRef>>) {
     let mut k = kept();
     if !k.decoded.insert(key.clone()) {
-        AGAIN.fetch_add(1, Ordering::Relaxed);
+        stats.decoded(0, 1);
     }
     let bytes: usize = chunks.iter().map(|a| a.get_array_memory_size()).sum();
     if k.bytes + bytes <= BUDGET.load(Ordering::Relaxed) {
@@ -197,12 +195,12 @@ mod tests {
         let table = crate::table::Table::open(&[path.to_string_lossy().into_owned()]).unwrap();
         let file = &table.files[0];
         set_budget(64 << 20);
-        let before = reads();
         let first: Vec<RecordBatch> = row_group(file, &file.meta, 0, &[0]).unwrap().collect::<crate::Result<_>>().unwrap();
         let both: Vec<RecordBatch> = row_group(file, &file.meta, 0, &[1, 0]).unwrap().collect::<crate::Result<_>>().unwrap();
-        let after = reads();
-        // The id column once from the file and once from memory; the names once from the file.
-        assert!(after.decoded - before.decoded >= 2 && after.from_memory > before.from_memory);
+        let after = reads(&table.stats);
+        // The id column once from the file and once from memory; the names once from the file:
+        // this table's run counts its own reads.
+        assert_eq!((after.decoded, after.decoded_again, after.from_memory), (2, 0, 1));
         assert_eq!(first.iter().map(|b| b.num_rows()).collect::<Vec<_>>(), vec![BATCH, BATCH, n as usize - 2 * BATCH]);
         assert_eq!(both.len(), first.len());
         for (a, b) in first.iter().zip(&both) {

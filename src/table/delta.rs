@@ -17,6 +17,7 @@ use hashbrown::HashMap;
 use serde_json::Value as Json;
 
 use crate::error::{Error, Result};
+use crate::stats::RunStats;
 use crate::value::KeyType;
 
 /// A live data file: its path (relative to the table, or a full URL) and partition values.
@@ -78,8 +79,8 @@ impl Folder {
         }
     }
 
-    fn read_log(&self, name: &str) -> Result<Bytes> {
-        crate::table::store::read_whole(&format!("{}/_delta_log/{name}", self.shown().trim_end_matches('/')))
+    fn read_log(&self, name: &str, stats: &RunStats) -> Result<Bytes> {
+        crate::table::store::read_whole(&format!("{}/_delta_log/{name}", self.shown().trim_end_matches('/')), stats)
     }
 
     fn shown(&self) -> String {
@@ -114,7 +115,7 @@ fn log_of(names: &[String]) -> Log {
 }
 
 /// The table in `folder` at `as_of` (default: the newest version).
-pub fn snapshot(folder: &Folder, as_of: Option<i64>) -> Result<Snapshot> {
+pub fn snapshot(folder: &Folder, as_of: Option<i64>, stats: &RunStats) -> Result<Snapshot> {
     let shown = folder.shown();
     let bad = |msg: String| Error::bad_file(format!("{shown}/_delta_log"), msg);
     let log = log_of(&folder.log_files()?);
@@ -128,7 +129,7 @@ pub fn snapshot(folder: &Folder, as_of: Option<i64>) -> Result<Snapshot> {
     let mut replay = Replay::default();
     if let Some(v) = checkpoint {
         for part in &log.checkpoints[&v] {
-            let bytes = folder.read_log(part)?;
+            let bytes = folder.read_log(part, stats)?;
             replay.checkpoint(&bytes).map_err(|m| bad(format!("checkpoint {part}: {m}")))?;
         }
     }
@@ -138,7 +139,7 @@ pub fn snapshot(folder: &Folder, as_of: Option<i64>) -> Result<Snapshot> {
         if *v != expected {
             return Err(bad(format!("commit {expected} is missing (the log has {name} next): cannot rebuild version {version}")));
         }
-        let bytes = folder.read_log(name)?;
+        let bytes = folder.read_log(name, stats)?;
         replay.commit(&bytes).map_err(|m| bad(format!("{name}: {m}")))?;
         expected = v + 1;
     }

@@ -9,6 +9,7 @@ use std::path::Path;
 use sqlparser::ast::{ObjectName, Query, Visit, Visitor};
 
 use crate::error::{Error, Result};
+use crate::stats::RunStats;
 
 /// The tables a query names (lower case, without quotes), CTE names excluded, in first-seen
 /// order.
@@ -52,10 +53,10 @@ pub struct Found {
 
 /// Each name found under `dir` (a local folder or an object store URL), and the names not
 /// found.
-pub fn find(dir: &str, names: &[String]) -> Result<Found> {
+pub fn find(dir: &str, names: &[String], stats: &RunStats) -> Result<Found> {
     let remote = crate::table::store::is_remote(dir);
     if remote {
-        if crate::table::store::children(dir)?.is_empty() {
+        if crate::table::store::children(dir, stats)?.is_empty() {
             return Err(Error::Usage(format!("--tables {dir}: no such folder (nothing under it)")));
         }
     } else if !Path::new(dir).is_dir() {
@@ -63,7 +64,7 @@ pub fn find(dir: &str, names: &[String]) -> Result<Found> {
     }
     let (mut found, mut missing) = (Vec::new(), Vec::new());
     for name in names {
-        match candidates(name).into_iter().find_map(|rel| lookup(dir, &rel, remote)) {
+        match candidates(name).into_iter().find_map(|rel| lookup(dir, &rel, remote, stats)) {
             Some(p) => found.push((name.clone(), p)),
             None => missing.push(name.clone()),
         }
@@ -94,10 +95,10 @@ fn candidates(name: &str) -> Vec<Vec<String>> {
 }
 
 /// `rel` under `dir`, each part matched exactly, else ignoring case.
-fn lookup(dir: &str, rel: &[String], remote: bool) -> Option<String> {
+fn lookup(dir: &str, rel: &[String], remote: bool, stats: &RunStats) -> Option<String> {
     let mut cur = dir.trim_end_matches('/').to_string();
     for part in rel {
-        let names = if remote { crate::table::store::children(&cur).ok()? } else { local_children(&cur)? };
+        let names = if remote { crate::table::store::children(&cur, stats).ok()? } else { local_children(&cur)? };
         let name = names.iter().find(|n| *n == part).or_else(|| names.iter().find(|n| n.eq_ignore_ascii_case(part)))?;
         cur = format!("{cur}/{name}");
     }
@@ -125,7 +126,7 @@ mod tests {
         std::fs::write(d.path().join("items.parquet"), b"").unwrap();
         std::fs::create_dir(d.path().join("users")).unwrap();
         let names: Vec<String> = ["sales.orders", "items", "default.users", "nope", "other.items"].map(String::from).to_vec();
-        let Found { tables: found, missing } = find(&d.path().to_string_lossy(), &names).unwrap();
+        let Found { tables: found, missing } = find(&d.path().to_string_lossy(), &names, &RunStats::default()).unwrap();
         let rel: Vec<(String, String)> =
             found.into_iter().map(|(n, p)| (n, Path::new(&p).strip_prefix(d.path()).unwrap().to_string_lossy().into_owned())).collect();
         assert_eq!(

@@ -12,6 +12,7 @@ use apache_avro::types::Value as Avro;
 use serde_json::Value as Json;
 
 use crate::error::{Error, Result};
+use crate::stats::RunStats;
 
 /// A data file of a snapshot: its URI (or path) and size.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,7 +32,7 @@ pub struct Snapshot {
 
 /// The newest metadata file of the table at `root` (a folder, or a metadata file), if it is
 /// an Iceberg table. `listed`: the keys under a folder in an object store, already listed.
-pub fn metadata_file(root: &str, listed: Option<&[(String, u64)]>) -> Result<Option<String>> {
+pub fn metadata_file(root: &str, listed: Option<&[(String, u64)]>, stats: &RunStats) -> Result<Option<String>> {
     if root.ends_with(".metadata.json") {
         return Ok(Some(root.to_string()));
     }
@@ -44,7 +45,7 @@ pub fn metadata_file(root: &str, listed: Option<&[(String, u64)]>) -> Result<Opt
         },
     };
     if names.iter().any(|n| n == "version-hint.text") {
-        let hint = crate::table::store::read_whole(&format!("{dir}/version-hint.text"))?;
+        let hint = crate::table::store::read_whole(&format!("{dir}/version-hint.text"), stats)?;
         let v = String::from_utf8_lossy(&hint).trim().to_string();
         return Ok(Some(format!("{dir}/v{v}.metadata.json")));
     }
@@ -60,9 +61,9 @@ fn sequence(name: &str) -> i64 {
 
 /// The snapshot `as_of` (an id; default the current one) of the table whose metadata is at
 /// `metadata`.
-pub fn snapshot(metadata: &str, as_of: Option<i64>) -> Result<Snapshot> {
+pub fn snapshot(metadata: &str, as_of: Option<i64>, stats: &RunStats) -> Result<Snapshot> {
     let bad = |what: &str, msg: String| Error::bad_file(what, msg);
-    let meta: Json = serde_json::from_slice(&crate::table::store::read_whole(metadata)?).map_err(|e| bad(metadata, format!("not JSON: {e}")))?;
+    let meta: Json = serde_json::from_slice(&crate::table::store::read_whole(metadata, stats)?).map_err(|e| bad(metadata, format!("not JSON: {e}")))?;
     let current = meta.get("current-snapshot-id").and_then(Json::as_i64).filter(|&id| id != -1);
     let Some(id) = as_of.or(current) else {
         return Err(Error::NoParquet(format!("{metadata}: the Iceberg table has no snapshot (no data yet)")));
@@ -77,10 +78,10 @@ pub fn snapshot(metadata: &str, as_of: Option<i64>) -> Result<Snapshot> {
         .and_then(Json::as_str)
         .ok_or_else(|| bad(metadata, format!("snapshot {id} has no manifest-list (format v1 inline manifests are not supported)")))?;
     let mut out = Snapshot { snapshot_id: id, metadata: metadata.to_string(), files: Vec::new(), delete_files: 0 };
-    for manifest in records(list)? {
+    for manifest in records(list, stats)? {
         let path = string(&manifest, "manifest_path").ok_or_else(|| bad(list, "an entry without manifest_path".into()))?;
         let deletes = long(&manifest, "content").unwrap_or(0) == 1;
-        for entry in records(&path)? {
+        for entry in records(&path, stats)? {
             if long(&entry, "status") == Some(2) {
                 continue;
             }
@@ -102,8 +103,8 @@ pub fn snapshot(metadata: &str, as_of: Option<i64>) -> Result<Snapshot> {
 }
 
 /// The records of the Avro file at `uri`.
-fn records(uri: &str) -> Result<Vec<Avro>> {
-    let bytes = crate::table::store::read_whole(uri)?;
+fn records(uri: &str, stats: &RunStats) -> Result<Vec<Avro>> {
+    let bytes = crate::table::store::read_whole(uri, stats)?;
     let reader = apache_avro::Reader::new(&bytes[..]).map_err(|e| Error::bad_file(uri, format!("not an Avro file: {e}")))?;
     reader.map(|r| r.map_err(|e| Error::bad_file(uri, format!("corrupt Avro: {e}")))).collect()
 }
@@ -151,10 +152,10 @@ mod tests {
             std::fs::write(d.path().join("metadata").join(n), "{}").unwrap();
         }
         let root = d.path().to_string_lossy().to_string();
-        assert_eq!(metadata_file(&root, None).unwrap(), Some(format!("{root}/metadata/00010-a.metadata.json")));
+        assert_eq!(metadata_file(&root, None, &RunStats::default()).unwrap(), Some(format!("{root}/metadata/00010-a.metadata.json")));
         std::fs::write(d.path().join("metadata/version-hint.text"), "3\n").unwrap();
-        assert_eq!(metadata_file(&root, None).unwrap(), Some(format!("{root}/metadata/v3.metadata.json")));
-        assert_eq!(metadata_file(&d.path().join("nothing").to_string_lossy(), None).unwrap(), None);
+        assert_eq!(metadata_file(&root, None, &RunStats::default()).unwrap(), Some(format!("{root}/metadata/v3.metadata.json")));
+        assert_eq!(metadata_file(&d.path().join("nothing").to_string_lossy(), None, &RunStats::default()).unwrap(), None);
     }
 
     #[test]

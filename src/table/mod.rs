@@ -21,6 +21,7 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::stats::RunStats;
 use crate::table::blob::{Blob, Location};
 use crate::table::delta::Folder;
 use crate::value::{KeyType, Value};
@@ -34,6 +35,8 @@ pub struct DataFile {
     /// Hive partition values from the path, in the table's partition column order.
     pub partition_values: Vec<Value>,
     pub meta: ArrowReaderMetadata,
+    /// The run whose reads of it are counted (decoded column chunks).
+    pub stats: Arc<RunStats>,
 }
 
 impl DataFile {
@@ -75,6 +78,8 @@ pub struct Table {
     pub partitions: Vec<PartitionColumn>,
     /// A table an engine holds (no files here): its name there, columns and sizes.
     pub held: Option<Held>,
+    /// The run that opened it: its notes, its reads.
+    pub stats: Arc<RunStats>,
 }
 
 /// A table an engine holds, as it reported it: the name it knows it by, its columns, its rows
@@ -111,8 +116,13 @@ impl Table {
         Self::open_at(paths, None)
     }
 
-    /// As `open`, with a Delta table read at version `as_of` (default: its newest).
+    /// As `open_in`, for a run of its own (its statistics are not reported).
     pub fn open_at(paths: &[String], as_of: Option<i64>) -> Result<Table> {
+        Self::open_in(paths, as_of, &RunStats::new())
+    }
+
+    /// As `open`, with a Delta table read at version `as_of` (default: its newest).
+    pub fn open_in(paths: &[String], as_of: Option<i64>, stats: &Arc<RunStats>) -> Result<Table> {
         if paths.is_empty() {
             return Err(Error::Usage("no table given".into()));
         }
@@ -121,23 +131,24 @@ impl Table {
         for p in paths {
             // A folder in an object store is listed once: the listing tells a Delta or Iceberg
             // table from plain files.
-            let listed = if crate::table::store::is_remote(p) && !p.contains(['*', '?', '[']) { Some(crate::table::store::list_folder(p)?) } else { None };
+            let listed =
+                if crate::table::store::is_remote(p) && !p.contains(['*', '?', '[']) { Some(crate::table::store::list_folder(p, stats)?) } else { None };
             let folder = match &listed {
                 Some(keys) => Folder::remote(p, keys),
                 None => Folder::Local(crate::table::store::local_path(p)),
             };
             if folder.is_delta() {
-                let (files, types) = delta_files(p, &folder, as_of)?;
+                let (files, types) = delta_files(p, &folder, as_of, stats)?;
                 found.extend(files);
                 declared = Some(types);
-            } else if let Some(metadata) = crate::table::iceberg::metadata_file(p, listed.as_deref())? {
-                found.extend(iceberg_files(p, &metadata, as_of)?);
+            } else if let Some(metadata) = crate::table::iceberg::metadata_file(p, listed.as_deref(), stats)? {
+                found.extend(iceberg_files(p, &metadata, as_of, stats)?);
             } else if as_of.is_some() {
                 return Err(Error::Usage(format!(
                     "{p}: --as-of reads a Delta table version or an Iceberg snapshot, and this is neither (no _delta_log, no metadata/*.metadata.json)"
                 )));
             } else if crate::table::store::is_remote(p) {
-                found.extend(crate::table::store::list(p, listed.as_deref())?.into_iter().map(|(o, parts)| (Location::Remote(o), parts)));
+                found.extend(crate::table::store::list(p, listed.as_deref(), stats)?.into_iter().map(|(o, parts)| (Location::Remote(o), parts)));
             } else {
                 let mut local = Vec::new();
                 find_local(&crate::table::store::local_path(p), p, &mut local)?;
@@ -145,11 +156,11 @@ impl Table {
             }
         }
         let found: Vec<FoundFile> = found.into_iter().map(|(l, parts)| (display_path(&l), l, parts)).collect();
-        Self::from_files(paths, found, declared)
+        Self::from_files(paths, found, declared, stats)
     }
 
     /// The table of `found` files: (shown as, where, k=v folders).
-    fn from_files(paths: &[String], mut found: Vec<FoundFile>, declared: Option<Vec<KeyType>>) -> Result<Table> {
+    fn from_files(paths: &[String], mut found: Vec<FoundFile>, declared: Option<Vec<KeyType>>, stats: &Arc<RunStats>) -> Result<Table> {
         if found.is_empty() {
             return Err(Error::NoParquet(paths.join(" ")));
         }
@@ -181,11 +192,11 @@ impl Table {
             .map(|(path, location, parts)| {
                 let meta = read_footer(&path, &location, &[])?;
                 let partition_values = parts.iter().zip(&partitions).map(|((_, raw), col)| parse_partition_value(raw, col.key_type)).collect();
-                Ok(DataFile { path, location, partition_values, meta })
+                Ok(DataFile { path, location, partition_values, meta, stats: stats.clone() })
             })
             .collect::<Result<Vec<_>>>()?;
 
-        Ok(Table { display: paths.join(" "), files, partitions, held: None })
+        Ok(Table { display: paths.join(" "), files, partitions, held: None, stats: stats.clone() })
     }
 
     /// Whether the table's files are in an object store.
@@ -194,8 +205,8 @@ impl Table {
     }
 
     /// A table an engine holds: its columns and sizes are the engine's.
-    pub fn held(display: &str, held: Held) -> Table {
-        Table { display: display.to_string(), files: Vec::new(), partitions: Vec::new(), held: Some(held) }
+    pub fn held(display: &str, held: Held, stats: &Arc<RunStats>) -> Table {
+        Table { display: display.to_string(), files: Vec::new(), partitions: Vec::new(), held: Some(held), stats: stats.clone() }
     }
 
     /// Whether an engine holds the table (its rows are counted there, not read here).
@@ -268,18 +279,18 @@ impl Table {
 
 /// The live files of the Delta table at `p` and its partition columns' types; a note says
 /// which version was read, and that counts are upper bounds where deletion vectors hide rows.
-fn delta_files(p: &str, folder: &Folder, as_of: Option<i64>) -> Result<(Vec<Located>, Vec<KeyType>)> {
-    let snap = crate::table::delta::snapshot(folder, as_of)?;
+fn delta_files(p: &str, folder: &Folder, as_of: Option<i64>, stats: &Arc<RunStats>) -> Result<(Vec<Located>, Vec<KeyType>)> {
+    let snap = crate::table::delta::snapshot(folder, as_of, stats)?;
     let root = p.trim_end_matches('/');
     let mut out = Vec::with_capacity(snap.files.len());
     for f in &snap.files {
         let rel = unescape_path(&f.path);
         let location = if crate::table::store::is_remote(&rel) {
-            Location::Remote(crate::table::store::object_at(&rel, f.size)?)
+            Location::Remote(crate::table::store::object_at(&rel, f.size, stats)?)
         } else if rel.contains("://") {
             Location::Local(crate::table::store::local_path(&rel))
         } else if crate::table::store::is_remote(root) {
-            Location::Remote(crate::table::store::object_at(&format!("{root}/{rel}"), f.size)?)
+            Location::Remote(crate::table::store::object_at(&format!("{root}/{rel}"), f.size, stats)?)
         } else {
             Location::Local(crate::table::store::local_path(root).join(&rel))
         };
@@ -296,18 +307,18 @@ fn delta_files(p: &str, folder: &Folder, as_of: Option<i64>) -> Result<(Vec<Loca
     if dv > 0 {
         note += &format!("; {dv} of them have deletion vectors, whose deleted rows are counted: every count of this table is an upper bound");
     }
-    add_note(note);
+    stats.note(note);
     Ok((out, snap.partition_columns.iter().map(|(_, t)| *t).collect()))
 }
 
 /// The data files of the Iceberg table at `p` (snapshot `as_of`, default the current one),
 /// with a note of the snapshot read and of delete files not applied.
-fn iceberg_files(p: &str, metadata: &str, as_of: Option<i64>) -> Result<Vec<Located>> {
-    let snap = crate::table::iceberg::snapshot(metadata, as_of)?;
+fn iceberg_files(p: &str, metadata: &str, as_of: Option<i64>, stats: &Arc<RunStats>) -> Result<Vec<Located>> {
+    let snap = crate::table::iceberg::snapshot(metadata, as_of, stats)?;
     let mut out = Vec::with_capacity(snap.files.len());
     for f in &snap.files {
         let location = if crate::table::store::is_remote(&f.uri) {
-            Location::Remote(crate::table::store::object_at(&f.uri, f.size)?)
+            Location::Remote(crate::table::store::object_at(&f.uri, f.size, stats)?)
         } else {
             Location::Local(crate::table::store::local_path(&f.uri))
         };
@@ -318,24 +329,8 @@ fn iceberg_files(p: &str, metadata: &str, as_of: Option<i64>) -> Result<Vec<Loca
     if snap.delete_files > 0 {
         note += &format!("; {} delete files are not applied: every count of this table is an upper bound", snap.delete_files);
     }
-    add_note(note);
+    stats.note(note);
     Ok(out)
-}
-
-/// What a run's reports must say about the tables it read (a table format's version, counts
-/// that are bounds), in the order the tables were opened.
-pub fn notes() -> Vec<String> {
-    NOTES.lock().map(|n| n.clone()).unwrap_or_default()
-}
-
-static NOTES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-
-pub(crate) fn add_note(note: String) {
-    if let Ok(mut n) = NOTES.lock() {
-        if !n.contains(&note) {
-            n.push(note);
-        }
-    }
 }
 
 /// The local files of `path` (a file, a folder or a glob; `shown` as the user wrote it).

@@ -10,7 +10,7 @@
 
 use std::ops::Range;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -22,6 +22,7 @@ use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, ObjectStoreScheme
 use url::Url;
 
 use crate::error::{Error, Result};
+use crate::stats::RunStats;
 use crate::table::names::HiveParts;
 
 /// An object of a store, with its size (from the listing).
@@ -32,21 +33,8 @@ pub struct Object {
     pub size: u64,
     /// `scheme://bucket/key`, for messages.
     pub url: String,
-}
-
-/// Requests made and bytes received from object stores in this run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
-pub struct Io {
-    pub requests: u64,
-    pub bytes: u64,
-}
-
-static REQUESTS: AtomicU64 = AtomicU64::new(0);
-static BYTES: AtomicU64 = AtomicU64::new(0);
-
-/// What this run has fetched from object stores so far.
-pub fn io() -> Io {
-    Io { requests: REQUESTS.load(Ordering::Relaxed), bytes: BYTES.load(Ordering::Relaxed) }
+    /// The run whose requests to it are counted.
+    stats: Arc<RunStats>,
 }
 
 /// The schemes read through an object store (`file://` is read as a local path).
@@ -68,28 +56,28 @@ pub fn local_path(table: &str) -> PathBuf {
 /// A table's objects: each Parquet object under `root` (an object, a folder or a glob over
 /// keys), with the `k=v` folder names between the folder and the object. `listed`: the
 /// folder's keys (relative) and sizes, when already listed.
-pub fn list(root: &str, listed: Option<&[(String, u64)]>) -> Result<Vec<(Arc<Object>, HiveParts)>> {
+pub fn list(root: &str, listed: Option<&[(String, u64)]>, stats: &Arc<RunStats>) -> Result<Vec<(Arc<Object>, HiveParts)>> {
     let (store, url) = store_for(root)?;
     let key = key_of(&url, root)?;
     if key.contains(['*', '?', '[']) {
-        return list_glob(&store, &url, root, &key);
+        return list_glob(&store, &url, root, &key, stats);
     }
     let listed = match listed {
         Some(l) => l.to_vec(),
-        None => list_folder(root)?,
+        None => list_folder(root, stats)?,
     };
     let base = root.trim_end_matches('/');
     let mut out = Vec::new();
     for (rel, size) in &listed {
         if let Some(parts) = table_file(rel) {
-            out.push((object_at(&format!("{base}/{rel}"), *size)?, parts));
+            out.push((object_at(&format!("{base}/{rel}"), *size, stats)?, parts));
         }
     }
     if out.is_empty() && listed.is_empty() && !key.ends_with('/') {
         // Not a folder: the object itself, read whatever its name.
         let prefix = key.trim_end_matches('/');
-        let meta = block_on(root, || async { count_request(store.head(&ObjectPath::from(prefix)).await) })?;
-        out.push((object(&store, &url, &meta), Vec::new()));
+        let meta = block_on(root, || async { count_request(stats, store.head(&ObjectPath::from(prefix)).await) })?;
+        out.push((object(&store, &url, &meta, stats), Vec::new()));
     }
     if out.is_empty() {
         return Err(Error::NoParquet(root.to_string()));
@@ -99,20 +87,20 @@ pub fn list(root: &str, listed: Option<&[(String, u64)]>) -> Result<Vec<(Arc<Obj
 
 /// The objects whose key, or one of whose folders, matches the glob `pattern`; folders are
 /// searched as a folder named directly is.
-fn list_glob(store: &Arc<dyn ObjectStore>, url: &Url, root: &str, pattern: &str) -> Result<Vec<(Arc<Object>, HiveParts)>> {
+fn list_glob(store: &Arc<dyn ObjectStore>, url: &Url, root: &str, pattern: &str, stats: &Arc<RunStats>) -> Result<Vec<(Arc<Object>, HiveParts)>> {
     let glob = glob::Pattern::new(pattern).map_err(|e| Error::Usage(format!("bad glob {root}: {e}")))?;
     let fixed = &pattern[..pattern.find(['*', '?', '[']).unwrap_or(0)];
     let prefix = &fixed[..fixed.rfind('/').unwrap_or(0)];
     let mut out = Vec::new();
-    for meta in block_on(root, || list_all(store, prefix))? {
+    for meta in block_on(root, || list_all(store, prefix, stats))? {
         let key = meta.location.as_ref();
         if glob.matches(key) {
-            out.push((object(store, url, &meta), Vec::new()));
+            out.push((object(store, url, &meta, stats), Vec::new()));
             continue;
         }
         let folder = key.match_indices('/').map(|(i, _)| &key[..i]).find(|f| glob.matches(f));
         if let Some(parts) = folder.and_then(|f| table_file(&key[f.len() + 1..])) {
-            out.push((object(store, url, &meta), parts));
+            out.push((object(store, url, &meta, stats), parts));
         }
     }
     if out.is_empty() {
@@ -139,25 +127,26 @@ fn table_file(rel: &str) -> Option<HiveParts> {
     )
 }
 
-fn object(store: &Arc<dyn ObjectStore>, url: &Url, meta: &object_store::ObjectMeta) -> Arc<Object> {
+fn object(store: &Arc<dyn ObjectStore>, url: &Url, meta: &object_store::ObjectMeta, stats: &Arc<RunStats>) -> Arc<Object> {
     let base = format!("{}://{}", url.scheme(), url.authority());
-    Arc::new(Object { store: store.clone(), path: meta.location.clone(), size: meta.size, url: format!("{base}/{}", meta.location) })
+    let url = format!("{base}/{}", meta.location);
+    Arc::new(Object { store: store.clone(), path: meta.location.clone(), size: meta.size, url, stats: stats.clone() })
 }
 
-async fn list_all(store: &Arc<dyn ObjectStore>, prefix: &str) -> Result<Vec<object_store::ObjectMeta>, object_store::Error> {
+async fn list_all(store: &Arc<dyn ObjectStore>, prefix: &str, stats: &RunStats) -> Result<Vec<object_store::ObjectMeta>, object_store::Error> {
     let prefix = (!prefix.is_empty()).then(|| ObjectPath::from(prefix));
     let mut all: Vec<_> = store.list(prefix.as_ref()).try_collect().await?;
     // A listing answers 1,000 objects a request.
-    REQUESTS.fetch_add(1 + all.len() as u64 / 1000, Ordering::Relaxed);
+    stats.listed(all.len());
     all.sort_by(|a, b| a.location.cmp(&b.location));
     Ok(all)
 }
 
 /// The objects under the folder `url` (recursively): each key relative to it, and its size.
-pub fn list_folder(url: &str) -> Result<Vec<(String, u64)>> {
+pub fn list_folder(url: &str, stats: &RunStats) -> Result<Vec<(String, u64)>> {
     let (store, parsed) = store_for(url)?;
     let prefix = key_of(&parsed, url)?.trim_end_matches('/').to_string();
-    let listed = block_on(url, || list_all(&store, &prefix))?;
+    let listed = block_on(url, || list_all(&store, &prefix, stats))?;
     Ok(listed
         .iter()
         .map(|m| (m.location.as_ref().strip_prefix(prefix.as_str()).unwrap_or(m.location.as_ref()).trim_start_matches('/').to_string(), m.size))
@@ -165,13 +154,13 @@ pub fn list_folder(url: &str) -> Result<Vec<(String, u64)>> {
 }
 
 /// The names one level under the folder `url`: its sub-folders and objects.
-pub fn children(url: &str) -> Result<Vec<String>> {
+pub fn children(url: &str, stats: &RunStats) -> Result<Vec<String>> {
     let (store, parsed) = store_for(url)?;
     let key = key_of(&parsed, url)?;
     let prefix = key.trim_end_matches('/');
     let prefix = (!prefix.is_empty()).then(|| ObjectPath::from(prefix));
     let listed = block_on(url, || async {
-        REQUESTS.fetch_add(1, Ordering::Relaxed);
+        stats.request(0);
         store.list_with_delimiter(prefix.as_ref()).await
     })?;
     let names = listed.common_prefixes.iter().chain(listed.objects.iter().map(|o| &o.location)).filter_map(|p| p.filename().map(str::to_string));
@@ -180,30 +169,30 @@ pub fn children(url: &str) -> Result<Vec<String>> {
 
 /// The whole file at `path`: an object store URL, a `file://` URL or a local path (a log or
 /// metadata file).
-pub fn read_whole(path: &str) -> Result<Bytes> {
+pub fn read_whole(path: &str, stats: &RunStats) -> Result<Bytes> {
     if is_remote(path) {
-        return get_all(path);
+        return get_all(path, stats);
     }
     let local = local_path(path);
     std::fs::read(&local).map(Bytes::from).map_err(|e| Error::Io { path: local, source: e })
 }
 
 /// The whole object at `url` (a small one: a log or metadata file).
-pub fn get_all(url: &str) -> Result<Bytes> {
+pub fn get_all(url: &str, stats: &RunStats) -> Result<Bytes> {
     let (store, parsed) = store_for(url)?;
     let path = ObjectPath::from(key_of(&parsed, url)?.as_str());
-    block_on(url, || async { count_request(async { store.get(&path).await?.bytes().await }.await) })
+    block_on(url, || async { count_request(stats, async { store.get(&path).await?.bytes().await }.await) })
 }
 
 /// The object at `url` copied to a temporary file (a large one: an event log), the file's
 /// position at its start. It is fetched in ranges of `DOWNLOAD_PART` bytes, each one request
 /// retried on its own and well inside the per-request timeout whatever the object's size.
-pub fn download(url: &str) -> Result<std::fs::File> {
+pub fn download(url: &str, stats: &Arc<RunStats>) -> Result<std::fs::File> {
     use std::io::Seek;
     let (store, parsed) = store_for(url)?;
     let path = ObjectPath::from(key_of(&parsed, url)?.as_str());
-    let size = block_on(url, || async { count_request(store.head(&path).await) })?.size;
-    let object = Object { store, url: url.to_string(), path, size };
+    let size = block_on(url, || async { count_request(stats, store.head(&path).await) })?.size;
+    let object = Object { store, url: url.to_string(), path, size, stats: stats.clone() };
     let mut file = tempfile::tempfile().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
     copy_into(&object, &mut file, &std::env::temp_dir())?;
     file.rewind().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
@@ -233,17 +222,17 @@ const DOWNLOAD_PART: u64 = 16 << 20;
 /// The object at `url`, of `size` bytes (known from a listing or a table's log: no request
 /// made). The key is taken as written after `scheme://authority/`, not percent-decoded: object
 /// names such as Spark's `k=a%2Fb` folders are keys as they are.
-pub fn object_at(url: &str, size: u64) -> Result<Arc<Object>> {
+pub fn object_at(url: &str, size: u64, stats: &Arc<RunStats>) -> Result<Arc<Object>> {
     let (store, parsed) = store_for(url)?;
     let base = format!("{}://{}", parsed.scheme(), parsed.authority());
     let raw = url.splitn(4, '/').nth(3).unwrap_or("");
     let path = ObjectPath::parse(raw).unwrap_or_else(|_| ObjectPath::from(raw));
-    Ok(Arc::new(Object { store, url: format!("{base}/{path}"), path, size }))
+    Ok(Arc::new(Object { store, url: format!("{base}/{path}"), path, size, stats: stats.clone() }))
 }
 
 /// The bytes `range` of `object`.
 pub fn get_range(object: &Object, range: Range<u64>) -> Result<Bytes> {
-    block_on(&object.url, || async { count_request(object.store.get_range(&object.path, range.clone()).await) })
+    block_on(&object.url, || async { count_request(&object.stats, object.store.get_range(&object.path, range.clone()).await) })
 }
 
 /// Byte ranges fetched ahead of the readers that will ask for them (`fetch_ahead`), each
@@ -295,8 +284,8 @@ pub fn fetch_ahead(object: &Object, range: Range<u64>, stop: &std::sync::atomic:
         st = q.room.wait_timeout(st, Duration::from_millis(50)).unwrap_or_else(|e| e.into_inner()).0;
     }
     let Ok(rt) = runtime() else { return };
-    let (store, path, r) = (object.store.clone(), object.path.clone(), range.clone());
-    let got = rt.spawn(async move { count_request(store.get_range(&path, r).await) });
+    let (store, path, r, stats) = (object.store.clone(), object.path.clone(), range.clone(), object.stats.clone());
+    let got = rt.spawn(async move { count_request(&stats, store.get_range(&path, r).await) });
     st.claimed.insert((object.url.clone(), range.start));
     st.waiting.push(Pending { url: object.url.clone(), range, got });
 }
@@ -331,12 +320,9 @@ pub fn end_ahead() {
     q.room.notify_all();
 }
 
-/// Count one request, and the bytes of its answer.
-fn count_request<T: Sized + Received>(r: Result<T, object_store::Error>) -> Result<T, object_store::Error> {
-    REQUESTS.fetch_add(1, Ordering::Relaxed);
-    if let Ok(x) = &r {
-        BYTES.fetch_add(x.received(), Ordering::Relaxed);
-    }
+/// Count one request in the run's statistics, and the bytes of its answer.
+fn count_request<T: Sized + Received>(stats: &RunStats, r: Result<T, object_store::Error>) -> Result<T, object_store::Error> {
+    stats.request(r.as_ref().map_or(0, Received::received));
     r
 }
 
@@ -419,6 +405,8 @@ fn store_for(table: &str) -> Result<(Arc<dyn ObjectStore>, Url)> {
     let url = Url::parse(table).map_err(|e| Error::Usage(format!("{table}: not a URL: {e}")))?;
     let (scheme, _) = ObjectStoreScheme::parse(&url).map_err(|e| Error::Usage(format!("{table}: {}", one_line(&e.to_string()))))?;
     let bucket = format!("{}://{}", url.scheme(), url.authority());
+    // A cache of clients keyed by `scheme://bucket`: a client holds its connection pool and
+    // credentials, and counts nothing (a run's requests are counted in its `RunStats`).
     static STORES: OnceLock<Mutex<HashMap<String, Arc<dyn ObjectStore>>>> = OnceLock::new();
     let mut stores = STORES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
     if let Some(s) = stores.get(&bucket) {

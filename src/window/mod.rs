@@ -272,7 +272,7 @@ pub fn plan(input: &SideInput, shape: Shape, distinct: &[ResolvedColumn], classi
         return Ok(first);
     }
     if input.table.is_held() {
-        crate::table::add_note(format!(
+        input.table.stats.note(format!(
             "{}: the records each map task sends are counted from Parquet row groups, which --engine spark does not read: not predicted",
             input.table.display
         ));

@@ -6,8 +6,9 @@ use std::fmt::Write;
 use super::{Verdict, WindowPlan};
 use crate::format::{fmt_count, fmt_share};
 
-pub fn json(p: &WindowPlan) -> String {
-    crate::run::json(p)
+/// The plan as JSON, with what the run adds (`run::json`).
+pub fn json(p: &WindowPlan, stats: &crate::stats::RunStats) -> String {
+    crate::run::json(p, stats)
 }
 
 pub fn text(p: &WindowPlan) -> String {

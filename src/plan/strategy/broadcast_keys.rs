@@ -3,7 +3,8 @@
 //! broadcast, its one distinct key is broadcast instead and the left side's hot rows never
 //! shuffle. Not with other ON predicates: they need the right side's rows. It leaves no task.
 
-use super::{Choice, KeyFacts, Strategy};
+use super::salt::Salting;
+use super::{Choice, KeyFacts, KeyStrategy, Strategy};
 use crate::format::{human, rows_n};
 use crate::plan::builder::{BranchSql, ROWS};
 use crate::plan::model::{HotKey, Side};
@@ -12,7 +13,16 @@ use crate::sql::ident;
 pub(crate) const FIX: &str = "broadcast the right side's distinct keys";
 pub(crate) const COMMENT: &str = "is checked against the broadcast distinct keys";
 
-pub(crate) fn choose(f: &KeyFacts) -> Option<Choice> {
+/// A semi or anti join's right side, its distinct key only.
+pub(crate) struct BroadcastKeys;
+
+impl KeyStrategy for BroadcastKeys {
+    fn choose(&self, f: &KeyFacts, _: &mut Salting) -> Option<Choice> {
+        choose(f)
+    }
+}
+
+fn choose(f: &KeyFacts) -> Option<Choice> {
     if !f.how().is_semi_or_anti() || f.opts.extra_predicates {
         return None;
     }

@@ -5,7 +5,7 @@
 //! Where the join type may not broadcast that side, the branch is decomposed (see
 //! `decompose`). It leaves no task in the shuffle.
 
-use super::{Choice, KeyFacts, Strategy};
+use super::{Choice, KeyFacts, KeyStrategy, Strategy};
 use crate::format::{fmt_count, human, rows_n};
 use crate::plan::builder::{BranchSql, ROWS};
 use crate::plan::decompose;
@@ -19,7 +19,16 @@ pub(crate) fn comment(rows: u64) -> String {
     format!("joins a broadcast slice of {}", rows_n(rows))
 }
 
-pub(crate) fn choose(f: &KeyFacts) -> Option<Choice> {
+/// The other side's rows for the key, when they fit under the threshold.
+pub(crate) struct BroadcastSlice;
+
+impl KeyStrategy for BroadcastSlice {
+    fn choose(&self, f: &KeyFacts, _: &mut super::salt::Salting) -> Option<Choice> {
+        choose(f)
+    }
+}
+
+fn choose(f: &KeyFacts) -> Option<Choice> {
     if f.how().is_semi_or_anti() {
         return semi_or_anti(f);
     }

@@ -3,7 +3,8 @@
 //! plan says so. It leaves no task: its rows are in no branch. Its SQL is the absence of those
 //! rows: the rest branch excludes every moved key, and no branch of its own brings them back.
 
-use super::{Choice, KeyFacts, Strategy};
+use super::salt::Salting;
+use super::{Choice, KeyFacts, KeyStrategy, Strategy};
 use crate::classify::Class;
 use crate::format::fmt_count;
 use crate::plan::builder::{BranchSql, ROWS};
@@ -17,7 +18,16 @@ pub(crate) fn applies(drop_junk: bool, class: Class) -> bool {
     drop_junk && class == Class::Junk
 }
 
-pub(crate) fn choose(f: &KeyFacts) -> Option<Choice> {
+/// `--drop-junk` on a junk-class key.
+pub(crate) struct DropJunk;
+
+impl KeyStrategy for DropJunk {
+    fn choose(&self, f: &KeyFacts, _: &mut Salting) -> Option<Choice> {
+        choose(f)
+    }
+}
+
+fn choose(f: &KeyFacts) -> Option<Choice> {
     applies(f.opts.drop_junk, f.class).then(|| {
         let why =
             format!("--drop-junk: its {} left and {} right rows are removed before the join; the result changes", fmt_count(f.rows[0]), fmt_count(f.rows[1]));

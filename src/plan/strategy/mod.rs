@@ -1,7 +1,15 @@
 //! The strategies for a hot key, one file each: when it applies and why (with the numbers),
 //! the tasks it leaves behind, its SQL branches and its words in the reports. This file holds
-//! the words of the `Strategy` value the plan carries (`model.rs`) and the order in which they
-//! are tried.
+//! the words of the `Strategy` value the plan carries (`model.rs`) and the plan's order, in one
+//! place:
+//!
+//! 1. NULL keys (`null_bypass`): a NULL matches nothing under `=`, so a hot NULL key needs no
+//!    choice: its rows skip the join (or Spark drops them itself, and nothing is planned).
+//! 2. Each hot non-NULL key: the first strategy of `KEY_ORDER` that applies, else `keep`.
+//! 3. Then, when anything is hot, the whole-side broadcast (`broadcast_side`) replaces every
+//!    per-key branch if a side the join type may broadcast fits under the threshold: one join,
+//!    nothing shuffled. It comes last because it needs to know that something is hot.
+//! 4. The SQL: the branches of `BRANCH_ORDER`, joined by UNION ALL.
 
 pub(crate) mod broadcast_keys;
 pub(crate) mod broadcast_side;
@@ -9,9 +17,12 @@ pub(crate) mod broadcast_slice;
 pub(crate) mod drop_junk;
 pub(crate) mod keep;
 pub(crate) mod null_bypass;
+mod rest;
 pub(crate) mod salt;
 
-use super::model::{JoinType, PlanOptions, Side, Strategy};
+use super::builder::BranchSql;
+use super::decompose;
+use super::model::{HotKey, JoinType, PlanOptions, Side, Strategy};
 use crate::classify::Class;
 use crate::value::Value;
 
@@ -95,7 +106,14 @@ impl KeyFacts<'_> {
 /// A strategy and why it was chosen, with the numbers.
 pub(crate) type Choice = (Strategy, String);
 
-/// The strategy for one hot non-NULL key: the first of these that applies.
+/// One strategy for a hot non-NULL key, as `KEY_ORDER` tries it.
+pub(crate) trait KeyStrategy: Sync {
+    /// Its choice for the key, with why (the numbers); None when it does not apply, and the
+    /// next one is tried.
+    fn choose(&self, f: &KeyFacts, salting: &mut salt::Salting) -> Option<Choice>;
+}
+
+/// The strategies for a hot non-NULL key, in the order they are tried:
 ///
 /// 1. `drop_junk`: only on `--drop-junk`, for a junk-class key; removed rows need nothing else.
 /// 2. `broadcast_slice`: the cheapest fix. The other side's few rows for the value travel to
@@ -104,11 +122,31 @@ pub(crate) type Choice = (Strategy, String);
 ///    to know that the value is there: its one distinct key is broadcast.
 /// 4. `salt`: when no slice fits, the hot side is split and the other side copied per piece;
 ///    it costs the copies, so it comes after every broadcast.
-/// 5. `keep`: nothing above is safe (predicates in ON beyond the keys): left in the shuffle.
+///
+/// When none applies, `keep`: nothing above is safe (predicates in ON beyond the keys), and
+/// the key is left in the shuffle.
+const KEY_ORDER: [&dyn KeyStrategy; 4] = [&drop_junk::DropJunk, &broadcast_slice::BroadcastSlice, &broadcast_keys::BroadcastKeys, &salt::Salt];
+
+/// The strategy for one hot non-NULL key: the first of `KEY_ORDER` that applies, else `keep`.
 pub(crate) fn choose(f: &KeyFacts, salting: &mut salt::Salting) -> Choice {
-    drop_junk::choose(f)
-        .or_else(|| broadcast_slice::choose(f))
-        .or_else(|| broadcast_keys::choose(f))
-        .or_else(|| salt::choose(f, salting))
-        .unwrap_or_else(|| keep::choose(f))
+    KEY_ORDER.iter().find_map(|s| s.choose(f, salting)).unwrap_or_else(|| keep::choose(f))
 }
+
+/// The branches of one part of the split, for the hot keys it covers (none: no branch).
+pub(crate) type Branches = fn(&BranchSql, &[&HotKey]) -> Vec<String>;
+
+/// The SQL's branches in the order UNION ALL joins them. Any order gives the same rows; this
+/// one is fixed so that a rewrite reads the same each run, and it reads in the order of the
+/// design note: the join as written first, without the moved keys (`rest`), then the moved
+/// keys' joins (slices the join type broadcasts itself, semi/anti distinct keys, decomposed
+/// slices' inner joins, salted pieces), then the rows those joins cannot give (the kept sides'
+/// unmatched rows of decomposed keys), then the NULL keys that skip the join.
+pub(crate) const BRANCH_ORDER: [Branches; 7] = [
+    rest::branches,
+    broadcast_slice::direct_branches,
+    broadcast_keys::branches,
+    broadcast_slice::decomposed_branches,
+    salt::branches,
+    decompose::branches,
+    null_bypass::branches,
+];

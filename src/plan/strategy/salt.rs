@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::{Choice, KeyFacts, Strategy};
+use super::{Choice, KeyFacts, KeyStrategy, Strategy};
 use crate::format::{fmt_count, human};
 use crate::hash::spark_partition;
 use crate::plan::builder::{BranchSql, JoinSql, ROWS, SALT_COLUMN};
@@ -30,12 +30,6 @@ impl Salting {
     }
 }
 
-/// Whether a hot key will be salted, counted before the keys are planned so that they can
-/// share the partitions: both its slices are over the threshold and nothing else applies.
-pub(crate) fn will_salt(how: JoinType, drops: bool, bytes: [u64; 2], threshold: u64) -> bool {
-    !drops && !how.is_semi_or_anti() && bytes[0] > threshold && bytes[1] > threshold
-}
-
 pub(crate) fn fix(names: [&str; 2], n: u32, split: Side, salts: &[i32]) -> String {
     let list = if salts.len() <= 12 {
         salts.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(",")
@@ -49,7 +43,16 @@ pub(crate) fn comment(n: u32) -> String {
     format!("is salted {n} ways")
 }
 
-pub(crate) fn choose(f: &KeyFacts, salting: &mut Salting) -> Option<Choice> {
+/// A key hot on both sides with no slice that fits.
+pub(crate) struct Salt;
+
+impl KeyStrategy for Salt {
+    fn choose(&self, f: &KeyFacts, salting: &mut Salting) -> Option<Choice> {
+        choose(f, salting)
+    }
+}
+
+fn choose(f: &KeyFacts, salting: &mut Salting) -> Option<Choice> {
     let decomposed = decompose::salt_is_decomposed(f.how());
     if f.how().is_semi_or_anti() || super::broadcast_slice::fits(f) || !decompose::is_safe(decomposed, f.opts) {
         return None;
