@@ -2,7 +2,8 @@
 //!
 //! Data flows one way: `source` (files, footers, columns) -> `count` (count keys) ->
 //! `classify` (null / placeholder / junk / demand) -> `keys` (the report of one command)
-//! -> `report` (text, JSON, CSV; `html` for the `--html` pages). `hash` is Spark's own Murmur3, for the partition of a key.
+//! -> `report` (text, JSON, CSV; `html` for the `--html` pages). `hash` is Spark's own Murmur3, for
+//! the partition of a key.
 
 pub mod classify;
 pub mod count;

@@ -126,7 +126,8 @@ impl RunStats {
 }
 
 impl SparkRun {
-    /// `counted by Spark 4.0.1 (application local-1, master local[*]): 6 jobs' requests, 4.1 s; started in 9.8 s`
+    /// `counted by Spark 4.0.1 (application local-1, master local[*]): 6 jobs' requests, 4.1 s;
+    /// started in 9.8 s`
     pub fn line(&self) -> String {
         let app = self.app_id.as_deref().map(|a| format!("application {a}, ")).unwrap_or_default();
         format!(

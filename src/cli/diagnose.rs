@@ -1,4 +1,5 @@
-//! `skewjoin diagnose`: a Spark event log in; the slow stage, its cause, the fix and the next command.
+//! `skewjoin diagnose`: a Spark event log in; the slow stage, its cause, the fix and the next
+//! command.
 
 use std::path::PathBuf;
 

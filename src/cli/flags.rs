@@ -18,7 +18,8 @@ use skewjoin::stats::RunStats;
 use skewjoin::table::Table;
 use skewjoin::{Error, Result};
 
-/// How the frequent values are found and which of them are hot: `keys`, `plan`, `rewrite`, `verify`.
+/// How the frequent values are found and which of them are hot: `keys`, `plan`, `rewrite`,
+/// `verify`.
 #[derive(Args)]
 pub struct HotKeyArgs {
     /// Shuffle partitions of the join (spark.sql.shuffle.partitions): they give each value its
@@ -40,7 +41,8 @@ pub struct HotKeyArgs {
     /// Seed of the sample
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
-    /// Most frequent values per key column: the ones keys shows (0: all), the hot candidates of each side for plan, rewrite and verify
+    /// Most frequent values per key column: the ones keys shows (0: all), the hot candidates of
+    /// each side for plan, rewrite and verify
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub top: usize,
     /// Classification rules (TOML or JSON) that extend or replace the built-in ones

@@ -35,7 +35,8 @@ pub struct KeysArgs {
     /// output), which is much faster
     #[arg(long)]
     exact_distinct: bool,
-    /// Read a Delta table as of this version, an Iceberg table as of this snapshot id (default: the newest)
+    /// Read a Delta table as of this version, an Iceberg table as of this snapshot id (default: the
+    /// newest)
     #[arg(long, value_name = "VERSION")]
     as_of: Option<i64>,
     /// Output format

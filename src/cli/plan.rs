@@ -13,7 +13,8 @@ use skewjoin::{Error, Result};
 
 use super::flags::{AlsoText, CountingArgs, HtmlOut, PlannerArgs, Quiet, TextOrJson, Threads};
 
-/// Two tables and a join key: the hot keys, what they are, the fix, the tasks before and after, the SQL
+/// Two tables and a join key: the hot keys, what they are, the fix, the tasks before and after, the
+/// SQL
 #[derive(Args)]
 pub struct PlanArgs {
     /// Left table: Parquet file, folder or glob (with --engine spark, also a catalog name)
@@ -40,7 +41,8 @@ pub struct PlanArgs {
     /// Name of the left table in the emitted SQL (default: the folder or file stem)
     #[arg(long, value_name = "NAME")]
     left_name: Option<String>,
-    /// Read Delta tables as of this version, Iceberg tables as of this snapshot id (default: the newest)
+    /// Read Delta tables as of this version, Iceberg tables as of this snapshot id (default: the
+    /// newest)
     #[arg(long, value_name = "VERSION")]
     as_of: Option<i64>,
     /// Name of the right table in the emitted SQL (default: the folder or file stem)

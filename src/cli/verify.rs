@@ -17,7 +17,8 @@ use skewjoin::{Error, Result};
 
 use super::flags::{open_tables, AlsoText, HtmlOut, PlannerArgs, QueryArgs, Quiet, SparkArgs, TextOrJson};
 
-/// Run the original query and the rewrite side by side: same rows, and the largest task before and after
+/// Run the original query and the rewrite side by side: same rows, and the largest task before and
+/// after
 #[derive(Args)]
 pub struct VerifyArgs {
     #[command(flatten)]

@@ -84,7 +84,8 @@ impl Spread<'_> {
         };
         // The runs fall at random across the row groups, and a run's rows are often alike (sorted
         // or clustered data): besides the spread within each row group, the spread between the
-        // row groups read (each the cluster of its drawn runs) bounds the error. The larger is used.
+        // row groups read (each the cluster of its drawn runs) bounds the error. The larger is
+        // used.
         let read: Vec<&UnitTally> = tallies.iter().copied().filter(|t| t.rows > 0).collect();
         (1.96 * se).max(self.cluster(&read, 1.0 - info.fraction))
     }

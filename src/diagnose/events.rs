@@ -511,7 +511,8 @@ mod tests {
             let Line::TaskEnd { task, .. } = parse(odd.as_bytes()) else { panic!("dropped: {to}") };
             assert!(task.success && task.run == 3500, "{to}");
         }
-        // A reason written as null or a string is a failure, as Spark would not write it for a success.
+        // A reason written as null or a string is a failure, as Spark would not write it for a
+        // success.
         for r in ["null", r#""Success""#, r#"{"Reason":"TaskKilled"}"#] {
             let odd = END.replace(r#""Task End Reason":{"Reason":"Success"}"#, &format!(r#""Task End Reason":{r}"#));
             let Line::TaskEnd { task, .. } = parse(odd.as_bytes()) else { panic!() };

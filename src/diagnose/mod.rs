@@ -6,7 +6,8 @@
 //! application (stages, tasks, SQL plans), `measures` a stage's task quantiles and totals,
 //! `plan` finds the join a stage runs, `checks` holds one file per suspect cause and their
 //! order, `idle` the time no task ran (planning inside a query, the driver's own time outside);
-//! this module locates the stages and runs the checks, `report` prints. A stage's finding is flagged only when the stage is material
+//! this module locates the stages and runs the checks, `report` prints. A stage's finding is
+//! flagged only when the stage is material
 //! (`Options::min_stage_ms` and `MIN_STAGE_SHARE`); below that it is listed as checked.
 
 mod checks;

@@ -42,7 +42,8 @@ use crate::table::{ResolvedColumn, Table};
 use crate::value::{KeyType, Value};
 use crate::window::{self, Shape, WindowPlan};
 
-/// Spark's largest group limit it pushes below a window (`spark.sql.optimizer.windowGroupLimitThreshold`).
+/// Spark's largest group limit it pushes below a window
+/// (`spark.sql.optimizer.windowGroupLimitThreshold`).
 const GROUP_LIMIT_THRESHOLD: u64 = 1000;
 
 /// Aggregate functions whose value over a whole partition is the GROUP BY aggregate's.
