@@ -8,7 +8,10 @@ fn main() {
     let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
     // A static build (`+crt-static`) links as static-pie: left as it is.
-    let crt_static = std::env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default().split(',').any(|f| f == "crt-static");
+    let crt_static = std::env::var("CARGO_CFG_TARGET_FEATURE")
+        .unwrap_or_default()
+        .split(',')
+        .any(|f| f == "crt-static");
     if os == "linux" && arch == "x86_64" && env == "gnu" && !crt_static {
         println!("cargo:rustc-link-arg-bins=-no-pie");
     }

@@ -107,7 +107,8 @@ impl Classifier {
     pub fn with_file(path: Option<&Path>) -> Result<Classifier> {
         let builtin = parse_rules(BUILTIN_RULES, false, "built-in rules")?.1;
         let Some(path) = path else { return Classifier::from_rules(builtin) };
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.into(), source: e })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::Io { path: path.into(), source: e })?;
         let json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
         let (mode, mut rules) = parse_rules(&text, json, &path.display().to_string())?;
         if mode == Mode::Extend {
@@ -121,13 +122,19 @@ impl Classifier {
             .into_iter()
             .map(|rule| {
                 if rule.class == Class::Null {
-                    return Err(Error::Usage(format!("rule {}: class null is built in (SQL NULL); use placeholder", rule.name)));
+                    return Err(Error::Usage(format!(
+                        "rule {}: class null is built in (SQL NULL); use placeholder",
+                        rule.name
+                    )));
                 }
                 let regex = match &rule.regex {
-                    Some(r) => Some(
-                        regex::Regex::new(r)
-                            .map_err(|e| Error::Usage(format!("rule {}: bad regex: {}", rule.name, e.to_string().lines().last().unwrap_or(""))))?,
-                    ),
+                    Some(r) => Some(regex::Regex::new(r).map_err(|e| {
+                        Error::Usage(format!(
+                            "rule {}: bad regex: {}",
+                            rule.name,
+                            e.to_string().lines().last().unwrap_or("")
+                        ))
+                    })?),
                     None => None,
                 };
                 let dates = rule
@@ -136,7 +143,12 @@ impl Classifier {
                     .map(|d| {
                         chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")
                             .map(|nd| (nd - chrono::NaiveDate::default()).num_days() as i32)
-                            .map_err(|_| Error::Usage(format!("rule {}: bad date {d:?} (want YYYY-MM-DD)", rule.name)))
+                            .map_err(|_| {
+                                Error::Usage(format!(
+                                    "rule {}: bad date {d:?} (want YYYY-MM-DD)",
+                                    rule.name
+                                ))
+                            })
                     })
                     .collect::<Result<Vec<_>>>()?;
                 let strings = rule.strings.iter().map(|s| s.trim().to_lowercase()).collect();
@@ -149,7 +161,10 @@ impl Classifier {
     /// Classify one value of a column of type `t`.
     pub fn classify(&self, v: &Value, t: KeyType) -> Classification {
         if v.is_null() {
-            return Classification { class: Class::Null, reason: "SQL NULL: equal to nothing under =, not even another NULL".into() };
+            return Classification {
+                class: Class::Null,
+                reason: "SQL NULL: equal to nothing under =, not even another NULL".into(),
+            };
         }
         for c in &self.rules {
             if let Some(why) = c.matches(v) {
@@ -161,16 +176,25 @@ impl Classifier {
             }
         }
         let _ = t;
-        Classification { class: Class::Demand, reason: "no rule matched: an ordinary value, real demand".into() }
+        Classification {
+            class: Class::Demand,
+            reason: "no rule matched: an ordinary value, real demand".into(),
+        }
     }
 
     /// A composite key: NULL if any part is NULL (it can never match under =), else the
     /// strongest class of its parts (placeholder over junk over demand).
-    pub fn classify_key(&self, key: &[Value], types: &[KeyType], names: &[String]) -> Classification {
+    pub fn classify_key(
+        &self,
+        key: &[Value],
+        types: &[KeyType],
+        names: &[String],
+    ) -> Classification {
         if key.len() == 1 {
             return self.classify(&key[0], types[0]);
         }
-        let parts: Vec<Classification> = key.iter().zip(types).map(|(v, t)| self.classify(v, *t)).collect();
+        let parts: Vec<Classification> =
+            key.iter().zip(types).map(|(v, t)| self.classify(v, *t)).collect();
         for want in [Class::Null, Class::Placeholder, Class::Junk] {
             if let Some(i) = parts.iter().position(|p| p.class == want) {
                 let reason = if want == Class::Null {
@@ -181,7 +205,10 @@ impl Classifier {
                 return Classification { class: want, reason };
             }
         }
-        Classification { class: Class::Demand, reason: "no rule matched any part: real demand".into() }
+        Classification {
+            class: Class::Demand,
+            reason: "no rule matched any part: real demand".into(),
+        }
     }
 }
 
@@ -192,7 +219,11 @@ impl Compiled {
         match v {
             Value::Str(s) => {
                 if r.blank && s.trim().is_empty() {
-                    return Some(if s.is_empty() { "empty string".into() } else { format!("{} blank characters", s.chars().count()) });
+                    return Some(if s.is_empty() {
+                        "empty string".into()
+                    } else {
+                        format!("{} blank characters", s.chars().count())
+                    });
                 }
                 let low = s.trim().to_lowercase();
                 if self.strings.contains(&low) {
@@ -200,7 +231,10 @@ impl Compiled {
                 }
                 if let Some(re) = &self.regex {
                     if let Some(m) = re.find(s) {
-                        return Some(format!("matched {:?}", m.as_str().trim_matches(|c: char| !c.is_alphanumeric() && c != '@')));
+                        return Some(format!(
+                            "matched {:?}",
+                            m.as_str().trim_matches(|c: char| !c.is_alphanumeric() && c != '@')
+                        ));
                     }
                 }
                 None
@@ -210,12 +244,16 @@ impl Compiled {
             Value::Float(f) => self.float(*f as f64),
             Value::Double(d) => self.float(*d),
             Value::Decimal { unscaled, scale, .. } => self.integer(*unscaled, *scale),
-            Value::Date(d) => self.dates.contains(d).then(|| format!("{} is listed", Value::date_string(*d))),
+            Value::Date(d) => {
+                self.dates.contains(d).then(|| format!("{} is listed", Value::date_string(*d)))
+            }
             Value::Timestamp(m) => {
                 let day = m.div_euclid(86_400_000_000);
-                (m.rem_euclid(86_400_000_000) == 0 && self.dates.contains(&(day as i32))).then(|| format!("midnight of {}", Value::date_string(day as i32)))
+                (m.rem_euclid(86_400_000_000) == 0 && self.dates.contains(&(day as i32)))
+                    .then(|| format!("midnight of {}", Value::date_string(day as i32)))
             }
-            Value::Binary(b) => (r.zero_bytes && !b.is_empty() && b.iter().all(|x| *x == 0)).then(|| format!("{} zero bytes", b.len())),
+            Value::Binary(b) => (r.zero_bytes && !b.is_empty() && b.iter().all(|x| *x == 0))
+                .then(|| format!("{} zero bytes", b.len())),
             Value::Bool(_) | Value::Null => None,
         }
     }
@@ -228,7 +266,8 @@ impl Compiled {
                 if scale <= 0 {
                     scale == 0 && unscaled == i as i128
                 } else {
-                    10i128.checked_pow(scale as u32).and_then(|p| (i as i128).checked_mul(p)) == Some(unscaled)
+                    10i128.checked_pow(scale as u32).and_then(|p| (i as i128).checked_mul(p))
+                        == Some(unscaled)
                 }
             }
             Num::Float(f) => text.parse::<f64>().is_ok_and(|x| x == f),
@@ -250,7 +289,8 @@ impl Compiled {
 
 fn parse_rules(text: &str, json: bool, origin: &str) -> Result<(Mode, Vec<Rule>)> {
     let file: RuleFile = if json {
-        serde_json::from_str(text).map_err(|e| Error::Usage(format!("{origin}: bad rules file: {e}")))?
+        serde_json::from_str(text)
+            .map_err(|e| Error::Usage(format!("{origin}: bad rules file: {e}")))?
     } else {
         toml::from_str(text).map_err(|e| {
             let msg = e.to_string();
@@ -271,21 +311,46 @@ mod tests {
 
     #[test]
     fn builtin_placeholders() {
-        for s in ["", "  ", "unknown", "N/A", "null", "-", "?", "00000000-0000-0000-0000-000000000000", "0"] {
-            assert_eq!(class_of(Value::Str(s.into()), KeyType::String), Class::Placeholder, "{s:?}");
+        for s in [
+            "",
+            "  ",
+            "unknown",
+            "N/A",
+            "null",
+            "-",
+            "?",
+            "00000000-0000-0000-0000-000000000000",
+            "0",
+        ] {
+            assert_eq!(
+                class_of(Value::Str(s.into()), KeyType::String),
+                Class::Placeholder,
+                "{s:?}"
+            );
         }
         assert_eq!(class_of(Value::Long(-1), KeyType::BigInt), Class::Placeholder);
         assert_eq!(class_of(Value::Int(0), KeyType::Int), Class::Placeholder);
         assert_eq!(class_of(Value::Date(0), KeyType::Date), Class::Placeholder);
-        assert_eq!(class_of(Value::Timestamp(0), KeyType::Timestamp { utc: true }), Class::Placeholder);
+        assert_eq!(
+            class_of(Value::Timestamp(0), KeyType::Timestamp { utc: true }),
+            Class::Placeholder
+        );
         assert_eq!(class_of(Value::Double(f64::NAN), KeyType::Double), Class::Placeholder);
         assert_eq!(class_of(Value::Binary(vec![0; 16]), KeyType::Binary), Class::Placeholder);
-        assert_eq!(class_of(Value::Decimal { unscaled: -100, precision: 10, scale: 2 }, KeyType::Decimal { precision: 10, scale: 2 }), Class::Placeholder);
+        assert_eq!(
+            class_of(
+                Value::Decimal { unscaled: -100, precision: 10, scale: 2 },
+                KeyType::Decimal { precision: 10, scale: 2 }
+            ),
+            Class::Placeholder
+        );
     }
 
     #[test]
     fn builtin_junk_and_demand() {
-        for s in ["test_user_1", "QA-account", "bot", "loadtest42", "someone@example.com", "internal"] {
+        for s in
+            ["test_user_1", "QA-account", "bot", "loadtest42", "someone@example.com", "internal"]
+        {
             assert_eq!(class_of(Value::Str(s.into()), KeyType::String), Class::Junk, "{s:?}");
         }
         for s in ["contest", "tt0903747", "Breaking Bad", "user_123", "latest"] {
@@ -298,7 +363,8 @@ mod tests {
 
     #[test]
     fn reasons_name_the_rule() {
-        let c = Classifier::builtin().unwrap().classify(&Value::Str("unknown".into()), KeyType::String);
+        let c =
+            Classifier::builtin().unwrap().classify(&Value::Str("unknown".into()), KeyType::String);
         assert!(c.reason.starts_with("rule null-word"), "{}", c.reason);
     }
 
@@ -306,12 +372,26 @@ mod tests {
     fn user_rules_extend_and_replace() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("r.toml");
-        std::fs::write(&p, "[[rule]]\nname = \"house\"\nclass = \"junk\"\nstrings = [\"ACME-HOUSE\"]\n").unwrap();
+        std::fs::write(
+            &p,
+            "[[rule]]\nname = \"house\"\nclass = \"junk\"\nstrings = [\"ACME-HOUSE\"]\n",
+        )
+        .unwrap();
         let c = Classifier::with_file(Some(&p)).unwrap();
-        assert_eq!(c.classify(&Value::Str("acme-house".into()), KeyType::String).class, Class::Junk);
-        assert_eq!(c.classify(&Value::Str("unknown".into()), KeyType::String).class, Class::Placeholder);
+        assert_eq!(
+            c.classify(&Value::Str("acme-house".into()), KeyType::String).class,
+            Class::Junk
+        );
+        assert_eq!(
+            c.classify(&Value::Str("unknown".into()), KeyType::String).class,
+            Class::Placeholder
+        );
         let p2 = dir.path().join("r.json");
-        std::fs::write(&p2, r#"{"mode":"replace","rule":[{"name":"x","class":"placeholder","numbers":[42]}]}"#).unwrap();
+        std::fs::write(
+            &p2,
+            r#"{"mode":"replace","rule":[{"name":"x","class":"placeholder","numbers":[42]}]}"#,
+        )
+        .unwrap();
         let c = Classifier::with_file(Some(&p2)).unwrap();
         assert_eq!(c.classify(&Value::Int(42), KeyType::Int).class, Class::Placeholder);
         assert_eq!(c.classify(&Value::Str("unknown".into()), KeyType::String).class, Class::Demand);
@@ -324,8 +404,17 @@ mod tests {
         let c = Classifier::builtin().unwrap();
         let names = vec!["a".to_string(), "b".to_string()];
         let t = [KeyType::String, KeyType::Int];
-        assert_eq!(c.classify_key(&[Value::Str("x".into()), Value::Null], &t, &names).class, Class::Null);
-        assert_eq!(c.classify_key(&[Value::Str("EU".into()), Value::Int(0)], &t, &names).class, Class::Placeholder);
-        assert_eq!(c.classify_key(&[Value::Str("EU".into()), Value::Int(7)], &t, &names).class, Class::Demand);
+        assert_eq!(
+            c.classify_key(&[Value::Str("x".into()), Value::Null], &t, &names).class,
+            Class::Null
+        );
+        assert_eq!(
+            c.classify_key(&[Value::Str("EU".into()), Value::Int(0)], &t, &names).class,
+            Class::Placeholder
+        );
+        assert_eq!(
+            c.classify_key(&[Value::Str("EU".into()), Value::Int(7)], &t, &names).class,
+            Class::Demand
+        );
     }
 }

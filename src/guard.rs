@@ -29,7 +29,11 @@ pub fn no_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     let r = catch_unwind(AssertUnwindSafe(f));
     GUARDED.with(|g| g.set(g.get() - 1));
     r.map_err(|p| {
-        let msg = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_else(|| "unknown failure".into());
+        let msg = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown failure".into());
         format!("the Parquet reader failed ({msg})")
     })
 }

@@ -177,16 +177,27 @@ mod spark_vectors {
             "boolean" => Value::Bool(v.as_bool().unwrap()),
             "tinyint" | "smallint" | "int" => Value::Int(v.as_i64().unwrap() as i32),
             "bigint" => Value::Long(v.as_i64().unwrap()),
-            "float" => Value::Float(s().parse::<f32>().unwrap_or_else(|_| parse_py_float(&s()) as f32)),
+            "float" => {
+                Value::Float(s().parse::<f32>().unwrap_or_else(|_| parse_py_float(&s()) as f32))
+            }
             "double" => Value::Double(s().parse::<f64>().unwrap_or_else(|_| parse_py_float(&s()))),
             "string" => Value::Str(s()),
-            "binary" => Value::Binary((0..s().len()).step_by(2).map(|i| u8::from_str_radix(&s()[i..i + 2], 16).unwrap()).collect()),
+            "binary" => Value::Binary(
+                (0..s().len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(&s()[i..i + 2], 16).unwrap())
+                    .collect(),
+            ),
             "date" => Value::Date(v.as_i64().unwrap() as i32),
             "timestamp" | "timestamp_ntz" => Value::Timestamp(v.as_i64().unwrap()),
             d if d.starts_with("decimal(") => {
                 let inner = &d[8..d.len() - 1];
                 let (p, sc) = inner.split_once(',').unwrap();
-                Value::Decimal { unscaled: s().parse().unwrap(), precision: p.parse().unwrap(), scale: sc.parse().unwrap() }
+                Value::Decimal {
+                    unscaled: s().parse().unwrap(),
+                    precision: p.parse().unwrap(),
+                    scale: sc.parse().unwrap(),
+                }
             }
             other => panic!("unknown type {other}"),
         }
@@ -203,7 +214,8 @@ mod spark_vectors {
 
     #[test]
     fn every_vector_matches_spark() {
-        let doc: J = serde_json::from_str(include_str!("../tests/data/spark_hash_vectors.json")).unwrap();
+        let doc: J =
+            serde_json::from_str(include_str!("../tests/data/spark_hash_vectors.json")).unwrap();
         let vectors = doc["vectors"].as_array().unwrap();
         assert!(vectors.len() > 80);
         let mut checked = 0;
@@ -221,7 +233,12 @@ mod spark_vectors {
             };
             let want = v["hash"].as_i64().unwrap() as i32;
             assert_eq!(spark_hash(&key), want, "{t} {}", v["value"]);
-            assert_eq!(spark_partition(&key, 200) as i64, v["pmod200"].as_i64().unwrap(), "{t} {}", v["value"]);
+            assert_eq!(
+                spark_partition(&key, 200) as i64,
+                v["pmod200"].as_i64().unwrap(),
+                "{t} {}",
+                v["value"]
+            );
             checked += 1;
         }
         assert_eq!(checked, vectors.len());

@@ -55,7 +55,8 @@ impl Page {
     /// A box: `flagged` red-edged (a finding), else green-edged (checked, not flagged).
     pub fn note(&mut self, flagged: bool, title: &str, lines: &[String]) {
         let class = if flagged { "finding" } else { "ok" };
-        let items: String = lines.iter().filter(|l| !l.is_empty()).map(|l| format!("<br>{}", esc(l))).collect();
+        let items: String =
+            lines.iter().filter(|l| !l.is_empty()).map(|l| format!("<br>{}", esc(l))).collect();
         self.body.push_str(&format!("<div class=\"{class}\"><b>{}</b>{items}</div>\n", esc(title)));
     }
 
@@ -65,13 +66,22 @@ impl Page {
 
     pub fn table(&mut self, header: &[&str], rows: &[Vec<String>]) {
         let th: String = header.iter().map(|h| format!("<th>{}</th>", esc(h))).collect();
-        let trs: String = rows.iter().map(|r| format!("<tr>{}</tr>", r.iter().map(|c| format!("<td>{}</td>", esc(c))).collect::<String>())).collect();
+        let trs: String = rows
+            .iter()
+            .map(|r| {
+                format!(
+                    "<tr>{}</tr>",
+                    r.iter().map(|c| format!("<td>{}</td>", esc(c))).collect::<String>()
+                )
+            })
+            .collect();
         self.body.push_str(&format!("<table><tr>{th}</tr>{trs}</table>\n"));
     }
 
     /// A table the text output prints, as an HTML table (its header and cells, escaped).
     pub fn comfy(&mut self, t: &comfy_table::Table) {
-        let cells = |r: &comfy_table::Row| r.cell_iter().map(|c| c.content()).collect::<Vec<String>>();
+        let cells =
+            |r: &comfy_table::Row| r.cell_iter().map(|c| c.content()).collect::<Vec<String>>();
         let header = t.header().map(cells).unwrap_or_default();
         let rows: Vec<Vec<String>> = t.row_iter().map(cells).collect();
         self.table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &rows);
@@ -118,8 +128,10 @@ impl Bars<'_> {
     pub fn svg(&self) -> String {
         let n = self.values.len();
         let per = n.div_ceil(MAX_BARS).max(1);
-        let groups: Vec<u64> = self.values.chunks(per).map(|c| c.iter().copied().max().unwrap_or(0)).collect();
-        let top = self.top.unwrap_or(0).max(groups.iter().copied().max().unwrap_or(0)).max(1) as f64;
+        let groups: Vec<u64> =
+            self.values.chunks(per).map(|c| c.iter().copied().max().unwrap_or(0)).collect();
+        let top =
+            self.top.unwrap_or(0).max(groups.iter().copied().max().unwrap_or(0)).max(1) as f64;
         let bw = (W - LEFT - 10.0) / groups.len().max(1) as f64;
         let y = |v: u64| 20.0 + PLOT_H - PLOT_H * v as f64 / top;
         let mut s = format!(
@@ -130,7 +142,11 @@ impl Bars<'_> {
         s.push_str(&format!("<text x=\"{LEFT}\" y=\"12\">{}</text>", esc(self.title)));
         for (g, v) in groups.iter().enumerate() {
             let marked = self.marks.iter().any(|(i, _)| i / per == g);
-            let what = if per == 1 { format!("{} {g}", self.item) } else { format!("{}s {}-{} (the largest)", self.item, g * per, ((g + 1) * per).min(n) - 1) };
+            let what = if per == 1 {
+                format!("{} {g}", self.item)
+            } else {
+                format!("{}s {}-{} (the largest)", self.item, g * per, ((g + 1) * per).min(n) - 1)
+            };
             s.push_str(&format!(
                 "<rect class=\"{}\" x=\"{:.2}\" y=\"{:.2}\" width=\"{:.2}\" height=\"{:.2}\"><title>{}: {} {}</title></rect>",
                 if marked { "bar hot" } else { "bar" },
@@ -146,7 +162,10 @@ impl Bars<'_> {
         let mut sorted = self.values.to_vec();
         sorted.sort_unstable();
         let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0);
-        s.push_str(&format!("<line class=\"median\" x1=\"{LEFT}\" x2=\"{W}\" y1=\"{0:.2}\" y2=\"{0:.2}\"/>", y(median)));
+        s.push_str(&format!(
+            "<line class=\"median\" x1=\"{LEFT}\" x2=\"{W}\" y1=\"{0:.2}\" y2=\"{0:.2}\"/>",
+            y(median)
+        ));
         s.push_str(&axis(top as u64, self.unit, n, self.item));
         for (k, (i, label)) in self.marks.iter().take(4).enumerate() {
             let x = LEFT + (i / per) as f64 * bw;
@@ -155,7 +174,13 @@ impl Bars<'_> {
                 "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"{anchor}\" fill=\"#d1495b\">{}</text>",
                 x + bw / 2.0,
                 32.0 + 13.0 * k as f64,
-                esc(&format!("{} {i}: {} ({} {})", self.item, label, fmt_count(self.values.get(*i).copied().unwrap_or(0)), self.unit))
+                esc(&format!(
+                    "{} {i}: {} ({} {})",
+                    self.item,
+                    label,
+                    fmt_count(self.values.get(*i).copied().unwrap_or(0)),
+                    self.unit
+                ))
             ));
         }
         s.push_str(&format!(
@@ -214,7 +239,8 @@ pub fn histogram(title: &str, durations_ms: &[i64]) -> String {
             fmt_count(*c)
         ));
     }
-    if let Some(last) = counts.iter().rposition(|&c| c > 0).filter(|&b| b > 0 && counts[b - 1] == 0) {
+    if let Some(last) = counts.iter().rposition(|&c| c > 0).filter(|&b| b > 0 && counts[b - 1] == 0)
+    {
         s.push_str(&format!(
             "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" fill=\"#d1495b\">{} task(s) of {} or more</text>",
             LEFT + (last + 1) as f64 * bw,
@@ -247,7 +273,9 @@ pub struct Span {
 pub fn timeline(title: &str, spans: &[Span], total_ms: i64) -> String {
     let row = 16.0;
     let h = 40.0 + row * spans.len() as f64;
-    let x = |t: i64| LEFT + (W - LEFT - 10.0) * t.clamp(0, total_ms.max(1)) as f64 / total_ms.max(1) as f64;
+    let x = |t: i64| {
+        LEFT + (W - LEFT - 10.0) * t.clamp(0, total_ms.max(1)) as f64 / total_ms.max(1) as f64
+    };
     let mut s = format!("<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{h}\" role=\"img\"><title>{}</title><text x=\"{LEFT}\" y=\"12\">{}</text>", esc(title), esc(title));
     for (i, sp) in spans.iter().enumerate() {
         let y = 20.0 + row * i as f64;
@@ -277,14 +305,17 @@ pub fn timeline(title: &str, spans: &[Span], total_ms: i64) -> String {
 pub fn sparkline(values: &[u64], width: usize) -> String {
     const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
     let per = values.len().div_ceil(width.max(1)).max(1);
-    let groups: Vec<u64> = values.chunks(per).map(|c| c.iter().copied().max().unwrap_or(0)).collect();
+    let groups: Vec<u64> =
+        values.chunks(per).map(|c| c.iter().copied().max().unwrap_or(0)).collect();
     let top = groups.iter().copied().max().unwrap_or(0).max(1) as f64;
     groups.iter().map(|&v| BLOCKS[((v as f64 / top) * 7.0).round() as usize]).collect()
 }
 
 /// Write the page to `path`: one line on failure.
 pub fn write(path: &std::path::Path, page: Page) -> crate::Result<()> {
-    std::fs::write(path, page.finish()).map_err(|e| crate::Error::Usage(format!("{}: cannot write the HTML report: {e}", path.display())))
+    std::fs::write(path, page.finish()).map_err(|e| {
+        crate::Error::Usage(format!("{}: cannot write the HTML report: {e}", path.display()))
+    })
 }
 
 #[cfg(test)]
@@ -296,9 +327,22 @@ mod tests {
         let mut p = Page::new("<script>alert(1)</script>");
         p.para("a & b");
         p.table(&["k"], &[vec!["\"'><img src=x>".into()]]);
-        p.svg(Bars { title: "</svg><script>", item: "partition", unit: "rows", values: &[1, 5, 2], marks: vec![(1, "<b>NULL</b>".into())], top: None }.svg());
+        p.svg(
+            Bars {
+                title: "</svg><script>",
+                item: "partition",
+                unit: "rows",
+                values: &[1, 5, 2],
+                marks: vec![(1, "<b>NULL</b>".into())],
+                top: None,
+            }
+            .svg(),
+        );
         let html = p.finish();
-        assert!(!html.contains("<script") && !html.contains("<img") && !html.contains("<b>NULL"), "{html}");
+        assert!(
+            !html.contains("<script") && !html.contains("<img") && !html.contains("<b>NULL"),
+            "{html}"
+        );
         assert!(html.contains("&lt;b&gt;NULL&lt;/b&gt;") && html.contains("a &amp; b"));
         assert_eq!(html.matches("<rect class=\"bar").count(), 3);
         assert_eq!(html.matches("class=\"bar hot\"").count(), 1);
@@ -307,7 +351,15 @@ mod tests {
     #[test]
     fn many_values_drawn_as_the_largest_of_each_run() {
         let v: Vec<u64> = (0..5000).map(|i| if i == 4321 { 900 } else { 1 }).collect();
-        let svg = Bars { title: "t", item: "task", unit: "records", values: &v, marks: vec![(4321, "hot".into())], top: None }.svg();
+        let svg = Bars {
+            title: "t",
+            item: "task",
+            unit: "records",
+            values: &v,
+            marks: vec![(4321, "hot".into())],
+            top: None,
+        }
+        .svg();
         assert_eq!(svg.matches("<rect").count(), 1000);
         assert!(svg.contains("tasks 4320-4324 (the largest): 900 records"));
         assert_eq!(sparkline(&[0, 0, 8, 0], 4), "▁▁█▁");

@@ -33,9 +33,18 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
                 let _ = e.print();
-                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { ExitCode::from(2) } else { ExitCode::SUCCESS };
+                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                    ExitCode::from(2)
+                } else {
+                    ExitCode::SUCCESS
+                };
             }
             eprintln!("skewjoin: error: {}", one_line(&e.render().to_string()));
             return ExitCode::from(2);
@@ -55,7 +64,10 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             // No secret of the environment in a message, whatever a server or library put in it.
-            eprintln!("skewjoin: error: {}", skewjoin::table::store::redact(&one_line(&e.to_string())));
+            eprintln!(
+                "skewjoin: error: {}",
+                skewjoin::table::store::redact(&one_line(&e.to_string()))
+            );
             ExitCode::from(2)
         }
     }
@@ -65,7 +77,9 @@ fn main() -> ExitCode {
 fn one_line(msg: &str) -> String {
     msg.lines()
         .map(|l| l.trim())
-        .filter(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
+        })
         .map(|l| l.strip_prefix("error: ").unwrap_or(l))
         .collect::<Vec<_>>()
         .join(" ")

@@ -54,9 +54,20 @@ pub fn table_notes(stats: &RunStats) -> String {
 /// run that plans joins), a line each; None when there is nothing to say.
 pub fn io_line(stats: &RunStats) -> Option<String> {
     let io = stats.io();
-    let fetched = (io.requests > 0).then(|| format!("object stores: {} requests, {} fetched\n", fmt_count(io.requests), crate::format::human(io.bytes)));
+    let fetched = (io.requests > 0).then(|| {
+        format!(
+            "object stores: {} requests, {} fetched\n",
+            fmt_count(io.requests),
+            crate::format::human(io.bytes)
+        )
+    });
     let spilled = stats.spilled();
-    let spilled = (spilled > 0).then(|| format!("keys past --memory: {} spilled to a temporary file and read back\n", crate::format::human(spilled)));
+    let spilled = (spilled > 0).then(|| {
+        format!(
+            "keys past --memory: {} spilled to a temporary file and read back\n",
+            crate::format::human(spilled)
+        )
+    });
     let columns = crate::table::columns::kept_reads(stats).map(|r| {
         format!(
             "column chunks: {} decoded ({} again), {} reads from memory, {} kept\n",

@@ -145,7 +145,9 @@ impl SparkSettings {
 
     /// `KEY=VALUE`, as `--conf` gives it.
     pub fn set_conf(&mut self, kv: &str) -> Result<()> {
-        let (k, v) = kv.split_once('=').ok_or_else(|| Error::Usage(format!("--conf {kv:?}: write KEY=VALUE")))?;
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| Error::Usage(format!("--conf {kv:?}: write KEY=VALUE")))?;
         if k.trim().is_empty() {
             return Err(Error::Usage(format!("--conf {kv:?}: empty key")));
         }
@@ -156,15 +158,20 @@ impl SparkSettings {
     /// A `spark-defaults.conf` (Java properties: `key value`, `key=value` or `key: value`;
     /// `#` and `!` start comments).
     pub fn read_defaults_file(&mut self, path: &std::path::Path) -> Result<()> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.into(), source: e })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::Io { path: path.into(), source: e })?;
         for line in text.lines() {
             let t = line.trim();
             if t.is_empty() || t.starts_with('#') || t.starts_with('!') {
                 continue;
             }
-            let cut = t.find(|c: char| c == '=' || c == ':' || c.is_whitespace()).unwrap_or(t.len());
+            let cut =
+                t.find(|c: char| c == '=' || c == ':' || c.is_whitespace()).unwrap_or(t.len());
             let (k, rest) = t.split_at(cut);
-            let v = rest.trim_start_matches(|c: char| c.is_whitespace()).trim_start_matches(['=', ':']).trim();
+            let v = rest
+                .trim_start_matches(|c: char| c.is_whitespace())
+                .trim_start_matches(['=', ':'])
+                .trim();
             self.set(k, v, Origin::SparkDefaults, Some(path.display().to_string()));
         }
         Ok(())
@@ -173,8 +180,13 @@ impl SparkSettings {
     /// A job's Spark properties, as its event log records them: the SQL settings and the
     /// cluster's size. Where its tables, catalogs, extensions and warehouse are, and the rest of
     /// its environment (master, driver, event log), are the job's own and stay out.
-    pub fn set_job_properties<'a>(&mut self, props: impl IntoIterator<Item = (&'a String, &'a String)>, from: &str) {
-        let mut props: Vec<(&String, &String)> = props.into_iter().filter(|(k, _)| job_setting(k)).collect();
+    pub fn set_job_properties<'a>(
+        &mut self,
+        props: impl IntoIterator<Item = (&'a String, &'a String)>,
+        from: &str,
+    ) {
+        let mut props: Vec<(&String, &String)> =
+            props.into_iter().filter(|(k, _)| job_setting(k)).collect();
         props.sort();
         for (k, v) in props {
             self.set(k, v, Origin::EventLog, Some(from.to_string()));
@@ -196,10 +208,17 @@ impl SparkSettings {
         self.entries.values().map(|s| (s.key.clone(), s.value.clone())).collect()
     }
 
-    fn parsed<T>(&self, key: &str, what: &str, parse: impl Fn(&str) -> Option<T>) -> Result<Option<T>> {
+    fn parsed<T>(
+        &self,
+        key: &str,
+        what: &str,
+        parse: impl Fn(&str) -> Option<T>,
+    ) -> Result<Option<T>> {
         match self.entries.get(key) {
             None => Ok(None),
-            Some(s) => parse(&s.value).map(Some).ok_or_else(|| Error::Usage(format!("{key}={}: not {what} ({})", s.value, s.describe_origin()))),
+            Some(s) => parse(&s.value).map(Some).ok_or_else(|| {
+                Error::Usage(format!("{key}={}: not {what} ({})", s.value, s.describe_origin()))
+            }),
         }
     }
 
@@ -214,7 +233,13 @@ impl SparkSettings {
     /// A byte size as Spark reads one (`10m`, `64KB`, `1048576`); -1 is None's sentinel, kept
     /// as `Some(None)`.
     pub fn bytes(&self, key: &str) -> Result<Option<Option<u64>>> {
-        self.parsed(key, "a size such as 10m, 64KB or 1048576", |v| if v.trim() == "-1" { Some(None) } else { parse_size(v).ok().map(Some) })
+        self.parsed(key, "a size such as 10m, 64KB or 1048576", |v| {
+            if v.trim() == "-1" {
+                Some(None)
+            } else {
+                parse_size(v).ok().map(Some)
+            }
+        })
     }
 
     pub fn count(&self, key: &str) -> Result<Option<u32>> {
@@ -222,7 +247,9 @@ impl SparkSettings {
     }
 
     pub fn float(&self, key: &str) -> Result<Option<f64>> {
-        self.parsed(key, "a number", |v| v.parse::<f64>().ok().filter(|f| f.is_finite() && *f > 0.0))
+        self.parsed(key, "a number", |v| {
+            v.parse::<f64>().ok().filter(|f| f.is_finite() && *f > 0.0)
+        })
     }
 
     /// The shuffle partitions of a join stage: AQE's initial partition number when AQE
@@ -252,7 +279,10 @@ impl SparkSettings {
             return Ok(Some(e.saturating_mul(c)));
         }
         // local[N], local[N, retries], local[*] (this machine's cores).
-        let local = self.get(MASTER).and_then(|m| m.strip_prefix("local[")).and_then(|m| m.split([']', ',']).next());
+        let local = self
+            .get(MASTER)
+            .and_then(|m| m.strip_prefix("local["))
+            .and_then(|m| m.split([']', ',']).next());
         Ok(match local {
             Some("*") => std::thread::available_parallelism().ok().map(|n| n.get() as u32),
             Some(n) => n.trim().parse::<u32>().ok().filter(|n| *n > 0),
@@ -263,7 +293,9 @@ impl SparkSettings {
     /// How Spark cuts a table's files into map tasks (the cluster's cores, when none of these
     /// is set, are added by the planner).
     pub fn file_splits(&self) -> Result<crate::count::map_tasks::FileSplits> {
-        let size = |k: &str, d: u64| -> Result<u64> { Ok(self.bytes(k)?.map(|s| s.unwrap_or(d)).unwrap_or(d)) };
+        let size = |k: &str, d: u64| -> Result<u64> {
+            Ok(self.bytes(k)?.map(|s| s.unwrap_or(d)).unwrap_or(d))
+        };
         Ok(crate::count::map_tasks::FileSplits {
             max_partition_bytes: size(MAX_PARTITION_BYTES, 128 << 20)?,
             open_cost: size(OPEN_COST, 4 << 20)?,
@@ -274,7 +306,9 @@ impl SparkSettings {
     /// The AQE settings, checked.
     pub fn aqe(&self) -> Result<Aqe> {
         let flag = |k: &str, d: bool| -> Result<bool> { Ok(self.bool(k)?.unwrap_or(d)) };
-        let size = |k: &str, d: u64| -> Result<u64> { Ok(self.bytes(k)?.map(|s| s.unwrap_or(0)).unwrap_or(d)) };
+        let size = |k: &str, d: u64| -> Result<u64> {
+            Ok(self.bytes(k)?.map(|s| s.unwrap_or(0)).unwrap_or(d))
+        };
         let broadcast = match self.bytes(ADAPTIVE_BROADCAST_THRESHOLD)? {
             Some(b) => b.unwrap_or(0),
             None => self.broadcast_threshold()?,
@@ -312,8 +346,11 @@ impl Setting {
 /// The settings as one line of a text report: the defaults in a word, every other setting with
 /// where it came from.
 pub fn line(settings: &[Setting]) -> String {
-    let given: Vec<String> =
-        settings.iter().filter(|s| s.origin != Origin::Default).map(|s| format!("{}={} ({})", s.key, s.value, s.describe_origin())).collect();
+    let given: Vec<String> = settings
+        .iter()
+        .filter(|s| s.origin != Origin::Default)
+        .map(|s| format!("{}={} ({})", s.key, s.value, s.describe_origin()))
+        .collect();
     let aqe = settings.iter().find(|s| s.key == AQE_ENABLED).map_or("true", |s| s.value.as_str());
     let on = if aqe.eq_ignore_ascii_case("true") { "on" } else { "off" };
     if given.is_empty() {
@@ -326,8 +363,14 @@ pub fn line(settings: &[Setting]) -> String {
 /// A property of a job's environment that says how its queries run here: `spark.sql.*` but
 /// where tables and code come from, and the cluster's size.
 fn job_setting(key: &str) -> bool {
-    const OWN: [&str; 6] =
-        ["spark.sql.warehouse.dir", "spark.sql.extensions", "spark.sql.catalog.", "spark.sql.catalogImplementation", "spark.sql.hive.", "spark.sql.streaming."];
+    const OWN: [&str; 6] = [
+        "spark.sql.warehouse.dir",
+        "spark.sql.extensions",
+        "spark.sql.catalog.",
+        "spark.sql.catalogImplementation",
+        "spark.sql.hive.",
+        "spark.sql.streaming.",
+    ];
     let sql = key.starts_with("spark.sql.") && !OWN.iter().any(|o| key.starts_with(o));
     sql || [DEFAULT_PARALLELISM, EXECUTOR_INSTANCES, EXECUTOR_CORES].contains(&key)
 }
@@ -432,7 +475,10 @@ mod tests {
         assert_eq!(s.get("spark.sql.warehouse.dir"), None);
         assert_eq!(s.get("spark.sql.extensions"), None);
         let p = s.listed().into_iter().find(|x| x.key == SHUFFLE_PARTITIONS).unwrap();
-        assert_eq!((p.origin.clone(), p.describe_origin()), (Origin::EventLog, "the event log app.log".to_string()));
+        assert_eq!(
+            (p.origin.clone(), p.describe_origin()),
+            (Origin::EventLog, "the event log app.log".to_string())
+        );
     }
 
     #[test]

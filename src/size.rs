@@ -4,14 +4,18 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let num: f64 = num.replace('_', "").parse().map_err(|_| format!("bad size {s:?}: want a number with an optional unit, such as 10MB"))?;
+    let num: f64 = num.replace('_', "").parse().map_err(|_| {
+        format!("bad size {s:?}: want a number with an optional unit, such as 10MB")
+    })?;
     let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
         "k" | "kb" | "kib" => 1024.0,
         "m" | "mb" | "mib" => 1024.0 * 1024.0,
         "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
         "t" | "tb" | "tib" => 1024f64.powi(4),
-        other => return Err(format!("bad size {s:?}: unknown unit {other:?} (use B, KB, MB, GB, TB)")),
+        other => {
+            return Err(format!("bad size {s:?}: unknown unit {other:?} (use B, KB, MB, GB, TB)"))
+        }
     };
     Ok((num * mult).round() as u64)
 }

@@ -8,7 +8,8 @@
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    visit_expressions_mut, Expr, JoinConstraint, JoinOperator, Query, SetExpr, Statement, TableFactor, TableWithJoins, Value as SqlValue, VisitMut, VisitorMut,
+    visit_expressions_mut, Expr, JoinConstraint, JoinOperator, Query, SetExpr, Statement,
+    TableFactor, TableWithJoins, Value as SqlValue, VisitMut, VisitorMut,
 };
 use sqlparser::dialect::{DatabricksDialect, Dialect};
 use sqlparser::parser::Parser;
@@ -95,7 +96,9 @@ impl Dialect for SparkDialect {
 /// The table `name` (one identifier, printed as given) as a FROM item, under `alias` if given.
 pub fn table_factor(name: &str, alias: Option<sqlparser::ast::TableAlias>) -> TableFactor {
     TableFactor::Table {
-        name: sqlparser::ast::ObjectName(vec![sqlparser::ast::ObjectNamePart::Identifier(sqlparser::ast::Ident::new(name))]),
+        name: sqlparser::ast::ObjectName(vec![sqlparser::ast::ObjectNamePart::Identifier(
+            sqlparser::ast::Ident::new(name),
+        )]),
         alias,
         args: None,
         with_hints: vec![],
@@ -139,7 +142,12 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
         .with_recursion_limit(RECURSION_LIMIT)
         .try_with_sql(sql)
         .and_then(|mut p| p.parse_statements())
-        .map_err(|e| Error::Usage(format!("SQL does not parse: {}", crate::format::one_line(&e.to_string(), 200))))?;
+        .map_err(|e| {
+            Error::Usage(format!(
+                "SQL does not parse: {}",
+                crate::format::one_line(&e.to_string(), 200)
+            ))
+        })?;
     for s in &mut stmts {
         let _ = s.visit(&mut CrossWithConditionAsInner);
     }
@@ -169,7 +177,10 @@ impl VisitorMut for CrossWithConditionAsInner {
                 item(table_with_joins);
             }
             for j in &mut t.joins {
-                if let JoinOperator::CrossJoin(c @ (JoinConstraint::On(_) | JoinConstraint::Using(_))) = &j.join_operator {
+                if let JoinOperator::CrossJoin(
+                    c @ (JoinConstraint::On(_) | JoinConstraint::Using(_)),
+                ) = &j.join_operator
+                {
                     j.join_operator = JoinOperator::Join(c.clone());
                 }
                 if let TableFactor::NestedJoin { table_with_joins, .. } = &mut j.relation {
@@ -297,7 +308,11 @@ pub fn literal(v: &Value, t: KeyType) -> String {
             let f = crate::value::canonical_f32(*f);
             let inf = f.is_infinite().then_some(f > 0.0);
             // The shortest text that reads back as this f32.
-            let text = if f.is_nan() || inf.is_some() { float_text(0.0, f.is_nan(), inf) } else { format!("{f}") };
+            let text = if f.is_nan() || inf.is_some() {
+                float_text(0.0, f.is_nan(), inf)
+            } else {
+                format!("{f}")
+            };
             format!("CAST({} AS FLOAT)", string_literal(&text))
         }
         Value::Double(d) => {
@@ -317,11 +332,17 @@ pub fn literal(v: &Value, t: KeyType) -> String {
         }
         Value::Timestamp(us) => match t {
             // An instant: microseconds since the epoch, whatever the session time zone.
-            KeyType::Timestamp { utc: false } => format!("CAST({} AS TIMESTAMP_NTZ)", string_literal(&Value::timestamp_string(*us, false).replace('T', " "))),
+            KeyType::Timestamp { utc: false } => format!(
+                "CAST({} AS TIMESTAMP_NTZ)",
+                string_literal(&Value::timestamp_string(*us, false).replace('T', " "))
+            ),
             _ => format!("TIMESTAMP_MICROS({us})"),
         },
         Value::Decimal { unscaled, precision, scale } => {
-            format!("CAST({} AS DECIMAL({precision},{scale}))", Value::decimal_string(*unscaled, *scale))
+            format!(
+                "CAST({} AS DECIMAL({precision},{scale}))",
+                Value::decimal_string(*unscaled, *scale)
+            )
         }
     }
 }
@@ -332,7 +353,18 @@ mod tests {
 
     #[test]
     fn strings_round_trip_through_the_parser() {
-        for s in ["plain", "O'Neil", "a\\b", "\\'", "x'); DROP TABLE t; --", "tab\there\nnew", "ünï €", "", "'", "\\"] {
+        for s in [
+            "plain",
+            "O'Neil",
+            "a\\b",
+            "\\'",
+            "x'); DROP TABLE t; --",
+            "tab\there\nnew",
+            "ünï €",
+            "",
+            "'",
+            "\\",
+        ] {
             let q = parse_query(&format!("SELECT {} AS v", string_literal(s))).unwrap();
             let printed = render_query(&q);
             assert!(printed.contains(&string_literal(s)), "{printed}");
@@ -370,7 +402,10 @@ mod tests {
             (Value::Date(-800_000), KeyType::Date),
             (Value::Timestamp(1_767_607_200_123_456), KeyType::Timestamp { utc: true }),
             (Value::Timestamp(1_767_607_200_123_456), KeyType::Timestamp { utc: false }),
-            (Value::Decimal { unscaled: -1250, precision: 10, scale: 2 }, KeyType::Decimal { precision: 10, scale: 2 }),
+            (
+                Value::Decimal { unscaled: -1250, precision: 10, scale: 2 },
+                KeyType::Decimal { precision: 10, scale: 2 },
+            ),
             (Value::Binary(vec![0, 0xab]), KeyType::Binary),
             (Value::Bool(true), KeyType::Boolean),
         ];

@@ -84,7 +84,10 @@ impl RunStats {
     }
 
     pub fn io(&self) -> Io {
-        Io { requests: self.requests.load(Ordering::Relaxed), bytes: self.bytes.load(Ordering::Relaxed) }
+        Io {
+            requests: self.requests.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+        }
     }
 
     /// Bytes of counted keys written to a temporary file past `--memory`.

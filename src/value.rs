@@ -48,7 +48,16 @@ impl KeyType {
     }
 
     pub fn is_numeric(&self) -> bool {
-        matches!(self, KeyType::TinyInt | KeyType::SmallInt | KeyType::Int | KeyType::BigInt | KeyType::Float | KeyType::Double | KeyType::Decimal { .. })
+        matches!(
+            self,
+            KeyType::TinyInt
+                | KeyType::SmallInt
+                | KeyType::Int
+                | KeyType::BigInt
+                | KeyType::Float
+                | KeyType::Double
+                | KeyType::Decimal { .. }
+        )
     }
 }
 
@@ -83,7 +92,8 @@ impl Value {
 
     /// A float or double NaN.
     pub fn is_nan(&self) -> bool {
-        matches!(self, Value::Float(f) if f.is_nan()) || matches!(self, Value::Double(d) if d.is_nan())
+        matches!(self, Value::Float(f) if f.is_nan())
+            || matches!(self, Value::Double(d) if d.is_nan())
     }
 
     /// Rebuild a value from the 64-bit counting key used for fixed-width types.
@@ -97,7 +107,9 @@ impl Value {
             KeyType::Double => Value::Double(f64::from_bits(k as u64)),
             KeyType::Date => Value::Date(k as i32),
             KeyType::Timestamp { .. } => Value::Timestamp(k),
-            KeyType::Decimal { precision, scale } => Value::Decimal { unscaled: k as i128, precision, scale },
+            KeyType::Decimal { precision, scale } => {
+                Value::Decimal { unscaled: k as i128, precision, scale }
+            }
             KeyType::String | KeyType::Binary => Value::Null,
         }
     }
@@ -142,7 +154,11 @@ impl Value {
         let neg = unscaled < 0;
         let digits = unscaled.unsigned_abs().to_string();
         let scale = scale as usize;
-        let padded = if digits.len() <= scale { format!("{}{}", "0".repeat(scale + 1 - digits.len()), digits) } else { digits };
+        let padded = if digits.len() <= scale {
+            format!("{}{}", "0".repeat(scale + 1 - digits.len()), digits)
+        } else {
+            digits
+        };
         let (int, frac) = padded.split_at(padded.len() - scale);
         format!("{}{}.{}", if neg { "-" } else { "" }, int, frac)
     }
@@ -168,7 +184,9 @@ impl Value {
                 let utc = matches!(t, KeyType::Timestamp { utc: true });
                 Json::String(Value::timestamp_string(*m, utc))
             }
-            Value::Decimal { unscaled, scale, .. } => Json::String(Value::decimal_string(*unscaled, *scale)),
+            Value::Decimal { unscaled, scale, .. } => {
+                Json::String(Value::decimal_string(*unscaled, *scale))
+            }
         }
     }
 
@@ -215,7 +233,13 @@ fn float_json(d: f64, f: Option<f32>) -> Json {
     }
     match f {
         // Print a float the way it was written (0.1f32 as 0.1, not 0.10000000149011612).
-        Some(f) => f.to_string().parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Json::Number).unwrap_or(Json::Null),
+        Some(f) => f
+            .to_string()
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map(Json::Number)
+            .unwrap_or(Json::Null),
         None => serde_json::Number::from_f64(d).map(Json::Number).unwrap_or(Json::Null),
     }
 }

@@ -4,7 +4,9 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Date32Array, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray};
+use arrow_array::{
+    ArrayRef, Date32Array, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
+};
 use parquet::arrow::ArrowWriter;
 use parquet::file::properties::WriterProperties;
 use serde_json::{json, Value};
@@ -14,7 +16,8 @@ fn write(path: &Path, cols: Vec<(&str, ArrayRef)>, row_group: usize) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let batch = RecordBatch::try_from_iter(cols).unwrap();
     let props = WriterProperties::builder().set_max_row_group_row_count(Some(row_group)).build();
-    let mut w = ArrowWriter::try_new(File::create(path).unwrap(), batch.schema(), Some(props)).unwrap();
+    let mut w =
+        ArrowWriter::try_new(File::create(path).unwrap(), batch.schema(), Some(props)).unwrap();
     w.write(&batch).unwrap();
     w.close().unwrap();
 }
@@ -65,8 +68,16 @@ fn events(dir: &Path) -> PathBuf {
             ("title_id", Arc::new(StringArray::from(title)) as ArrayRef),
             ("user_id", Arc::new(Int64Array::from(user)) as ArrayRef),
             ("region", Arc::new(StringArray::from(region)) as ArrayRef),
-            ("hours", Arc::new(Float64Array::from((0..n).map(|i| i as f64 / 10.0).collect::<Vec<_>>())) as ArrayRef),
-            ("day", Arc::new(Date32Array::from((0..n).map(|i| 20000 + (i % 3)).collect::<Vec<i32>>())) as ArrayRef),
+            (
+                "hours",
+                Arc::new(Float64Array::from((0..n).map(|i| i as f64 / 10.0).collect::<Vec<_>>()))
+                    as ArrayRef,
+            ),
+            (
+                "day",
+                Arc::new(Date32Array::from((0..n).map(|i| 20000 + (i % 3)).collect::<Vec<i32>>()))
+                    as ArrayRef,
+            ),
         ],
         128,
     );
@@ -103,7 +114,16 @@ fn counts_nulls_placeholders_and_hot_values() {
 fn composite_keys_hash_chained_and_nulls_count() {
     let dir = tempfile::tempdir().unwrap();
     let p = events(dir.path());
-    let j = json(&["keys", p.to_str().unwrap(), "--column", "region,title_id", "--top", "2", "--shuffle-partitions", "64"]);
+    let j = json(&[
+        "keys",
+        p.to_str().unwrap(),
+        "--column",
+        "region,title_id",
+        "--top",
+        "2",
+        "--shuffle-partitions",
+        "64",
+    ]);
     let c = &j["columns"][0];
     assert_eq!(c["column"], "region,title_id");
     assert_eq!(c["nulls"], 400);
@@ -122,7 +142,18 @@ fn composite_keys_hash_chained_and_nulls_count() {
 fn several_columns_and_types_in_one_pass() {
     let dir = tempfile::tempdir().unwrap();
     let p = events(dir.path());
-    let j = json(&["keys", p.to_str().unwrap(), "-c", "user_id", "-c", "day", "-c", "hours", "--top", "1"]);
+    let j = json(&[
+        "keys",
+        p.to_str().unwrap(),
+        "-c",
+        "user_id",
+        "-c",
+        "day",
+        "-c",
+        "hours",
+        "--top",
+        "1",
+    ]);
     let cols = j["columns"].as_array().unwrap();
     assert_eq!(cols.len(), 3);
     assert_eq!(cols[0]["top"][0]["value"], -1);
@@ -193,7 +224,15 @@ fn sample_reports_shares_with_error_bounds() {
     }
     // Few row groups: a row selection instead.
     let p2 = dir.path().join("few.parquet");
-    write(&p2, vec![("k", Arc::new(Int64Array::from((0..50_000).map(|i| i % 4).collect::<Vec<i64>>())) as ArrayRef)], 50_000);
+    write(
+        &p2,
+        vec![(
+            "k",
+            Arc::new(Int64Array::from((0..50_000).map(|i| i % 4).collect::<Vec<i64>>()))
+                as ArrayRef,
+        )],
+        50_000,
+    );
     let j = json(&["keys", p2.to_str().unwrap(), "-c", "k", "--sample", "20%"]);
     assert!(j["columns"][0]["sample"]["method"].as_str().unwrap().starts_with("row selections"));
     // 20% of 50,000 rows: 20 of the 98 runs drawn (the last run has 336 rows), not a random
@@ -251,16 +290,28 @@ fn clustered_nulls_get_the_spread_of_the_row_groups() {
     // must be as wide as that spread, not the binomial one of independent rows (+-0.7%).
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("clustered.parquet");
-    let k: Vec<Option<i64>> = (0..64_000).map(|i| if i < 20_000 { None } else { Some(i % 7) }).collect();
+    let k: Vec<Option<i64>> =
+        (0..64_000).map(|i| if i < 20_000 { None } else { Some(i % 7) }).collect();
     write(&p, vec![("k", Arc::new(Int64Array::from(k)) as ArrayRef)], 1000);
     let truth = 20.0 / 64.0;
     let mut inside = 0;
     for seed in 0..20 {
-        let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--sample", "0.25", "--seed", &seed.to_string()]);
+        let j = json(&[
+            "keys",
+            p.to_str().unwrap(),
+            "-c",
+            "k",
+            "--sample",
+            "0.25",
+            "--seed",
+            &seed.to_string(),
+        ]);
         let c = &j["columns"][0];
         assert_eq!(c["sample"]["row_groups_read"], 16);
         // A draw of no NULL row group has no NULL row: share 0, a miss.
-        let Some(null) = c["top"].as_array().unwrap().iter().find(|t| t["value"].is_null()) else { continue };
+        let Some(null) = c["top"].as_array().unwrap().iter().find(|t| t["value"].is_null()) else {
+            continue;
+        };
         let (share, err) = (null["share"].as_f64().unwrap(), null["share_error"].as_f64().unwrap());
         assert!(err > 0.1 || share == 1.0, "seed {seed}: NULL share {share} +- {err}");
         inside += ((share - truth).abs() <= err) as usize;
@@ -275,9 +326,14 @@ fn uneven_row_groups_are_sampled_in_row_runs() {
     // the big one nine times in ten, so the sample takes 512-row runs of the row groups.
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("uneven.parquet");
-    let batch = |n: usize, v: &str| RecordBatch::try_from_iter([("k", Arc::new(StringArray::from(vec![v; n])) as ArrayRef)]).unwrap();
+    let batch = |n: usize, v: &str| {
+        RecordBatch::try_from_iter([("k", Arc::new(StringArray::from(vec![v; n])) as ArrayRef)])
+            .unwrap()
+    };
     let props = WriterProperties::builder().set_max_row_group_row_count(Some(200_000)).build();
-    let mut w = ArrowWriter::try_new(File::create(&p).unwrap(), batch(1, "x").schema(), Some(props)).unwrap();
+    let mut w =
+        ArrowWriter::try_new(File::create(&p).unwrap(), batch(1, "x").schema(), Some(props))
+            .unwrap();
     for _ in 0..39 {
         w.write(&batch(1000, "small")).unwrap();
         w.flush().unwrap();
@@ -286,11 +342,19 @@ fn uneven_row_groups_are_sampled_in_row_runs() {
     w.close().unwrap();
     let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--sample", "0.05"]);
     let c = &j["columns"][0];
-    assert!(c["sample"]["method"].as_str().unwrap().starts_with("row selections"), "{}", c["sample"]);
+    assert!(
+        c["sample"]["method"].as_str().unwrap().starts_with("row selections"),
+        "{}",
+        c["sample"]
+    );
     assert_eq!(c["sample"]["row_groups_total"], 40);
     assert_eq!(c["top"][0]["value"], "big");
     let share = c["top"][0]["share"].as_f64().unwrap();
-    assert!((share - 100.0 / 139.0).abs() <= c["top"][0]["share_error"].as_f64().unwrap(), "{}", c["top"][0]);
+    assert!(
+        (share - 100.0 / 139.0).abs() <= c["top"][0]["share_error"].as_f64().unwrap(),
+        "{}",
+        c["top"][0]
+    );
 }
 
 /// 4 row groups of 50,000 rows in pages of 1,000: `k` is 'hot' in 20% of the rows, NULL in
@@ -302,11 +366,19 @@ fn paged_table(dir: &Path) -> PathBuf {
 }
 
 fn paged_props() -> parquet::file::properties::WriterPropertiesBuilder {
-    WriterProperties::builder().set_max_row_group_row_count(Some(50_000)).set_data_page_row_count_limit(1000).set_write_batch_size(1000)
+    WriterProperties::builder()
+        .set_max_row_group_row_count(Some(50_000))
+        .set_data_page_row_count_limit(1000)
+        .set_write_batch_size(1000)
 }
 
-fn write_paged(p: &Path, batch: &RecordBatch, props: parquet::file::properties::WriterPropertiesBuilder) {
-    let mut w = ArrowWriter::try_new(File::create(p).unwrap(), batch.schema(), Some(props.build())).unwrap();
+fn write_paged(
+    p: &Path,
+    batch: &RecordBatch,
+    props: parquet::file::properties::WriterPropertiesBuilder,
+) {
+    let mut w = ArrowWriter::try_new(File::create(p).unwrap(), batch.schema(), Some(props.build()))
+        .unwrap();
     w.write(batch).unwrap();
     w.close().unwrap();
 }
@@ -326,19 +398,37 @@ fn paged_batch(from: usize, to: usize, pad: &str) -> RecordBatch {
         })
         .skip(from)
         .collect();
-    let n: Vec<Option<i64>> = k.iter().map(|v| v.as_ref().map(|s| s.len() as i64 * 1000 + s.bytes().map(i64::from).sum::<i64>())).collect();
-    RecordBatch::try_from_iter([("k", Arc::new(StringArray::from(k)) as ArrayRef), ("n", Arc::new(Int64Array::from(n)) as ArrayRef)]).unwrap()
+    let n: Vec<Option<i64>> = k
+        .iter()
+        .map(|v| v.as_ref().map(|s| s.len() as i64 * 1000 + s.bytes().map(i64::from).sum::<i64>()))
+        .collect();
+    RecordBatch::try_from_iter([
+        ("k", Arc::new(StringArray::from(k)) as ArrayRef),
+        ("n", Arc::new(Int64Array::from(n)) as ArrayRef),
+    ])
+    .unwrap()
 }
 
 /// `keys` JSON of `args` by the fast page reader and by Arrow's reader alone: the same column
 /// profiles, or the test fails.
 fn same_both_ways(args: &[&str]) -> Value {
     let fast = json(args);
-    let out = skewjoin().env("SKEWJOIN_ARROW_ONLY", "1").args(args).args(["--format", "json"]).output().unwrap();
+    let out = skewjoin()
+        .env("SKEWJOIN_ARROW_ONLY", "1")
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let arrow: Value = serde_json::from_slice(&out.stdout).unwrap();
-    for (a, b) in fast["columns"].as_array().unwrap().iter().zip(arrow["columns"].as_array().unwrap()) {
-        assert_eq!((&a["top"], &a["nulls"], &a["rows_read"], &a["sample"]), (&b["top"], &b["nulls"], &b["rows_read"], &b["sample"]), "{args:?}");
+    for (a, b) in
+        fast["columns"].as_array().unwrap().iter().zip(arrow["columns"].as_array().unwrap())
+    {
+        assert_eq!(
+            (&a["top"], &a["nulls"], &a["rows_read"], &a["sample"]),
+            (&b["top"], &b["nulls"], &b["rows_read"], &b["sample"]),
+            "{args:?}"
+        );
     }
     fast
 }
@@ -348,20 +438,47 @@ fn page_samples_of_other_layouts() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let check = |p: &Path, what: &str| {
-        let j = same_both_ways(&["keys", p.to_str().unwrap(), "-c", "k", "--sample", "0.05", "--top", "3"]);
+        let j = same_both_ways(&[
+            "keys",
+            p.to_str().unwrap(),
+            "-c",
+            "k",
+            "--sample",
+            "0.05",
+            "--top",
+            "3",
+        ]);
         let c = &j["columns"][0];
-        assert_eq!((c["sample"]["method"].as_str(), c["sample"]["pages_total"].as_u64()), (Some("whole pages"), Some(200)), "{what}: {}", c["sample"]);
-        let hot = c["top"].as_array().unwrap().iter().find(|t| t["value"].as_str().is_some_and(|v| v.starts_with("hot"))).unwrap();
+        assert_eq!(
+            (c["sample"]["method"].as_str(), c["sample"]["pages_total"].as_u64()),
+            (Some("whole pages"), Some(200)),
+            "{what}: {}",
+            c["sample"]
+        );
+        let hot = c["top"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["value"].as_str().is_some_and(|v| v.starts_with("hot")))
+            .unwrap();
         let share = hot["share"].as_f64().unwrap();
         assert!((share - 0.18).abs() < 0.05, "{what}: {hot}");
         j
     };
     // Data pages v2, and a dictionary so small that each chunk falls back to PLAIN pages.
     let p = d.join("v2.parquet");
-    write_paged(&p, &paged_batch(0, 200_000, ""), paged_props().set_writer_version(parquet::file::properties::WriterVersion::PARQUET_2_0));
+    write_paged(
+        &p,
+        &paged_batch(0, 200_000, ""),
+        paged_props().set_writer_version(parquet::file::properties::WriterVersion::PARQUET_2_0),
+    );
     check(&p, "v2");
     let p = d.join("plain.parquet");
-    write_paged(&p, &paged_batch(0, 200_000, ""), paged_props().set_dictionary_page_size_limit(1024));
+    write_paged(
+        &p,
+        &paged_batch(0, 200_000, ""),
+        paged_props().set_dictionary_page_size_limit(1024),
+    );
     check(&p, "plain");
     // Page headers of over 256 bytes (untruncated statistics of long values): read again.
     let p = d.join("long.parquet");
@@ -391,7 +508,11 @@ fn page_samples_of_other_layouts() {
         args.extend(cols);
         let j = same_both_ways(&args);
         let k = j["columns"].as_array().unwrap().iter().find(|c| c["column"] == "k").unwrap();
-        assert_eq!((&k["top"], &k["nulls"]), (&alone["columns"][0]["top"], &alone["columns"][0]["nulls"]), "{cols:?}");
+        assert_eq!(
+            (&k["top"], &k["nulls"]),
+            (&alone["columns"][0]["top"], &alone["columns"][0]["nulls"]),
+            "{cols:?}"
+        );
         assert_eq!(k["sample"]["pages_column"], cols[1], "{cols:?}");
     }
 }
@@ -411,15 +532,35 @@ fn few_row_groups_are_sampled_in_whole_pages() {
     let dir = tempfile::tempdir().unwrap();
     let p = paged_table(dir.path());
     let exact = json(&["keys", p.to_str().unwrap(), "-c", "k", "--top", "1000"]);
-    let truth = |v: &Value| exact["columns"][0]["top"].as_array().unwrap().iter().find(|t| &t["value"] == v).unwrap()["share"].as_f64().unwrap();
+    let truth = |v: &Value| {
+        exact["columns"][0]["top"].as_array().unwrap().iter().find(|t| &t["value"] == v).unwrap()
+            ["share"]
+            .as_f64()
+            .unwrap()
+    };
     assert_eq!(exact["columns"][0]["nulls"], 20_000);
     let (mut inside, mut total) = (0, 0);
     for seed in 0..10 {
-        let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--sample", "0.05", "--top", "3", "--seed", &seed.to_string()]);
+        let j = json(&[
+            "keys",
+            p.to_str().unwrap(),
+            "-c",
+            "k",
+            "--sample",
+            "0.05",
+            "--top",
+            "3",
+            "--seed",
+            &seed.to_string(),
+        ]);
         let c = &j["columns"][0];
         let s = &c["sample"];
         assert_eq!(s["method"], "whole pages", "{s}");
-        assert_eq!((s["pages_total"].as_u64(), s["pages_read"].as_u64(), s["rows_read"].as_u64()), (Some(200), Some(30), Some(30_000)), "{s}");
+        assert_eq!(
+            (s["pages_total"].as_u64(), s["pages_read"].as_u64(), s["rows_read"].as_u64()),
+            (Some(200), Some(30), Some(30_000)),
+            "{s}"
+        );
         assert_eq!(s["pages_column"], "k");
         for t in c["top"].as_array().unwrap() {
             let err = t["share_error"].as_f64().unwrap();
@@ -440,7 +581,20 @@ fn few_row_groups_are_sampled_in_whole_pages() {
             assert!(null["share_error"].as_f64().unwrap() > 0.05, "{null}");
         }
         // The fast page reader and Arrow's reader (whose other pages are skipped) agree.
-        let args = ["keys", p.to_str().unwrap(), "-c", "k", "--sample", "0.05", "--top", "3", "--seed", &seed.to_string(), "--format", "json"];
+        let args = [
+            "keys",
+            p.to_str().unwrap(),
+            "-c",
+            "k",
+            "--sample",
+            "0.05",
+            "--top",
+            "3",
+            "--seed",
+            &seed.to_string(),
+            "--format",
+            "json",
+        ];
         let arrow = skewjoin().env("SKEWJOIN_ARROW_ONLY", "1").args(args).output().unwrap();
         let arrow: Value = serde_json::from_slice(&arrow.stdout).unwrap();
         assert_eq!(arrow["columns"][0]["top"], c["top"], "seed {seed}");
@@ -451,7 +605,12 @@ fn few_row_groups_are_sampled_in_whole_pages() {
     for col in ["n", "k,n"] {
         let j = json(&["keys", p.to_str().unwrap(), "-c", col, "--sample", "0.05", "--top", "3"]);
         let c = &j["columns"][0];
-        assert_eq!((c["sample"]["method"].as_str(), c["sample"]["pages_read"].as_u64()), (Some("whole pages"), Some(30)), "{col}: {}", c["sample"]);
+        assert_eq!(
+            (c["sample"]["method"].as_str(), c["sample"]["pages_read"].as_u64()),
+            (Some("whole pages"), Some(30)),
+            "{col}: {}",
+            c["sample"]
+        );
         assert_eq!(c["rows_read"], 30_000);
     }
 }
@@ -480,15 +639,26 @@ fn keys_past_memory_spill_and_stay_exact() {
     let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--top", "1"]);
     assert!(j.get("spilled_bytes").is_none());
     // --verbose says it in the text output.
-    let out = skewjoin().args(["keys", p.to_str().unwrap(), "-c", "k", "--memory", "1MB", "--verbose"]).output().unwrap();
+    let out = skewjoin()
+        .args(["keys", p.to_str().unwrap(), "-c", "k", "--memory", "1MB", "--verbose"])
+        .output()
+        .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("spilled to a temporary file and read back"), "{text}");
     // A temporary folder that cannot take the spill: one line, exit 2.
-    let out = skewjoin().args(["keys", p.to_str().unwrap(), "-c", "k", "--memory", "1MB"]).env("TMPDIR", dir.path().join("missing")).output().unwrap();
+    let out = skewjoin()
+        .args(["keys", p.to_str().unwrap(), "-c", "k", "--memory", "1MB"])
+        .env("TMPDIR", dir.path().join("missing"))
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("missing: cannot spill counted keys to a temporary file") && err.contains("TMPDIR"), "{err}");
+    assert!(
+        err.contains("missing: cannot spill counted keys to a temporary file")
+            && err.contains("TMPDIR"),
+        "{err}"
+    );
 }
 
 /// An integer key whose values fill a narrow range (from the footer's statistics) is counted
@@ -517,8 +687,16 @@ fn a_narrow_integer_key_is_counted_by_value_without_spilling() {
     let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--memory", "1MB", "--top", "4"]);
     let c = &j["columns"][0];
     assert!(j.get("spilled_bytes").is_none(), "{j}");
-    assert_eq!((c["exact"].as_bool(), c["distinct"].as_u64(), c["nulls"].as_u64()), (Some(true), Some(want.len() as u64), Some(27_273)));
-    let got: Vec<(Option<i64>, u64)> = c["top"].as_array().unwrap().iter().map(|t| (t["value"].as_i64(), t["count"].as_u64().unwrap())).collect();
+    assert_eq!(
+        (c["exact"].as_bool(), c["distinct"].as_u64(), c["nulls"].as_u64()),
+        (Some(true), Some(want.len() as u64), Some(27_273))
+    );
+    let got: Vec<(Option<i64>, u64)> = c["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["value"].as_i64(), t["count"].as_u64().unwrap()))
+        .collect();
     // NULL is the second most frequent value, ranked with the others.
     let top: Vec<(Option<i64>, u64)> = top.into_iter().map(|(v, c)| (Some(v), c)).collect();
     assert_eq!(got, [top[0], (None, 27_273), top[1], top[2]]);
@@ -528,15 +706,27 @@ fn a_narrow_integer_key_is_counted_by_value_without_spilling() {
 fn csv_and_table_formats() {
     let dir = tempfile::tempdir().unwrap();
     let p = events(dir.path());
-    let out = skewjoin().args(["keys", p.to_str().unwrap(), "-c", "title_id", "--top", "3", "--format", "csv"]).output().unwrap();
+    let out = skewjoin()
+        .args(["keys", p.to_str().unwrap(), "-c", "title_id", "--top", "3", "--format", "csv"])
+        .output()
+        .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines[0], "column,rank,value,count,share,share_error,class,hot,spark_partition,spark_hash,reason");
+    assert_eq!(
+        lines[0],
+        "column,rank,value,count,share,share_error,class,hot,spark_partition,spark_hash,reason"
+    );
     assert!(lines[1].starts_with("title_id,1,,400,0.400000,,null,true,42,42,"), "{}", lines[1]);
-    let out = skewjoin().args(["keys", p.to_str().unwrap(), "-c", "title_id", "--top", "3"]).output().unwrap();
+    let out = skewjoin()
+        .args(["keys", p.to_str().unwrap(), "-c", "title_id", "--top", "3"])
+        .output()
+        .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.contains("'unknown'") && text.contains("placeholder HOT") && text.contains("verdict: 3 hot values") && text.contains("  - NULL: 400 rows"),
+        text.contains("'unknown'")
+            && text.contains("placeholder HOT")
+            && text.contains("verdict: 3 hot values")
+            && text.contains("  - NULL: 400 rows"),
         "{text}"
     );
 }
@@ -548,12 +738,22 @@ fn user_rules_file() {
     let rules = dir.path().join("rules.toml");
     std::fs::write(&rules, "mode = \"extend\"\n[[rule]]\nname = \"house-title\"\nclass = \"junk\"\nreason = \"our own test title\"\nstrings = [\"hot\"]\n")
         .unwrap();
-    let j = json(&["keys", p.to_str().unwrap(), "-c", "title_id", "--top", "3", "--rules", rules.to_str().unwrap()]);
+    let j = json(&[
+        "keys",
+        p.to_str().unwrap(),
+        "-c",
+        "title_id",
+        "--top",
+        "3",
+        "--rules",
+        rules.to_str().unwrap(),
+    ]);
     let t = &j["columns"][0]["top"][2];
     assert_eq!(t["class"], "junk");
     assert!(t["reason"].as_str().unwrap().starts_with("rule house-title: our own test title"));
     std::fs::write(&rules, "[[rule]]\nname = 1\n").unwrap();
-    let e = error(&["keys", p.to_str().unwrap(), "-c", "title_id", "--rules", rules.to_str().unwrap()]);
+    let e =
+        error(&["keys", p.to_str().unwrap(), "-c", "title_id", "--rules", rules.to_str().unwrap()]);
     assert!(e.contains("bad rules file"), "{e}");
 }
 
@@ -562,7 +762,8 @@ fn bad_input_is_one_line_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let p = events(dir.path());
     let ps = p.to_str().unwrap();
-    assert!(error(&["keys", "/no/such/file.parquet", "-c", "x"]).contains("/no/such/file.parquet: no such file or directory"));
+    assert!(error(&["keys", "/no/such/file.parquet", "-c", "x"])
+        .contains("/no/such/file.parquet: no such file or directory"));
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
     assert!(error(&["keys", empty.to_str().unwrap(), "-c", "x"]).contains("no Parquet files found"));
@@ -574,16 +775,29 @@ fn bad_input_is_one_line_and_exit_2() {
     std::fs::write(&trunc, &bytes[..bytes.len() / 2]).unwrap();
     assert!(error(&["keys", trunc.to_str().unwrap(), "-c", "title_id"]).contains("trunc.parquet"));
     let e = error(&["keys", ps, "-c", "nope"]);
-    assert!(e.contains("column nope: no such column") && e.contains("available: title_id, user_id, region, hours, day"), "{e}");
+    assert!(
+        e.contains("column nope: no such column")
+            && e.contains("available: title_id, user_id, region, hours, day"),
+        "{e}"
+    );
     assert!(error(&["keys", ps, "-c", "title_id", "--frobnicate"]).contains("--frobnicate"));
     assert!(error(&["keys", ps]).contains("--column"));
     assert!(error(&["keys", ps, "-c", "title_id", "--sample", "2.5"]).contains("bad sample"));
     assert!(error(&["keys", ps, "-c", "title_id", "--memory", "lots"]).contains("bad size"));
-    assert!(error(&["keys", ps, "-c", "title_id", "--shuffle-partitions", "0"]).contains("shuffle-partitions"));
+    assert!(error(&["keys", ps, "-c", "title_id", "--shuffle-partitions", "0"])
+        .contains("shuffle-partitions"));
     // A column whose type differs between the files of one table.
     let other = dir.path().join("t2");
-    write(&other.join("a.parquet"), vec![("k", Arc::new(Int32Array::from(vec![1, 2])) as ArrayRef)], 8);
-    write(&other.join("b.parquet"), vec![("k", Arc::new(StringArray::from(vec!["1"])) as ArrayRef)], 8);
+    write(
+        &other.join("a.parquet"),
+        vec![("k", Arc::new(Int32Array::from(vec![1, 2])) as ArrayRef)],
+        8,
+    );
+    write(
+        &other.join("b.parquet"),
+        vec![("k", Arc::new(StringArray::from(vec!["1"])) as ArrayRef)],
+        8,
+    );
     let e = error(&["keys", other.to_str().unwrap(), "-c", "k"]);
     assert!(e.contains("column k is string here but int"), "{e}");
 }
@@ -597,10 +811,18 @@ fn a_closed_pipe_is_not_an_error() {
     let p = dir.path().join("many.parquet");
     let keys: Vec<String> = (0..20_000).map(|i| format!("key-{i:06}")).collect();
     write(&p, vec![("k", Arc::new(StringArray::from(keys)) as ArrayRef)], 4096);
-    let script = format!("{} keys {} -c k --top 0 | head -c 10 >/dev/null; echo ${{PIPESTATUS[0]}}", env!("CARGO_BIN_EXE_skewjoin"), p.display());
+    let script = format!(
+        "{} keys {} -c k --top 0 | head -c 10 >/dev/null; echo ${{PIPESTATUS[0]}}",
+        env!("CARGO_BIN_EXE_skewjoin"),
+        p.display()
+    );
     let out = std::process::Command::new("bash").arg("-c").arg(script).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0", "the exit code of skewjoin");
-    assert!(String::from_utf8_lossy(&out.stderr).is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// The page reader (dictionary indices counted straight from the pages) must count exactly
@@ -612,8 +834,15 @@ fn page_reader_counts_what_arrow_counts() {
     use parquet::file::properties::WriterVersion;
     let dir = tempfile::tempdir().unwrap();
     let n = 60_000;
-    let opt: Vec<Option<String>> =
-        (0..n).map(|i| if i % 7 == 0 { None } else { Some(format!("k{}", (i * 7919) % (if i < 30_000 { 50 } else { 20_000 }))) }).collect();
+    let opt: Vec<Option<String>> = (0..n)
+        .map(|i| {
+            if i % 7 == 0 {
+                None
+            } else {
+                Some(format!("k{}", (i * 7919) % (if i < 30_000 { 50 } else { 20_000 })))
+            }
+        })
+        .collect();
     let req: Vec<String> = (0..n).map(|i| format!("r{}", i % 300)).collect();
     use parquet::basic::{Compression, ZstdLevel};
     let cases = [
@@ -625,7 +854,12 @@ fn page_reader_counts_what_arrow_counts() {
         ("snappy2.parquet", WriterVersion::PARQUET_2_0, 1 << 20, Compression::SNAPPY),
         ("zstd.parquet", WriterVersion::PARQUET_2_0, 2048, Compression::ZSTD(ZstdLevel::default())),
         ("lz4raw.parquet", WriterVersion::PARQUET_1_0, 1 << 20, Compression::LZ4_RAW),
-        ("gzip.parquet", WriterVersion::PARQUET_1_0, 1 << 20, Compression::GZIP(Default::default())),
+        (
+            "gzip.parquet",
+            WriterVersion::PARQUET_1_0,
+            1 << 20,
+            Compression::GZIP(Default::default()),
+        ),
     ];
     for (name, version, dict_limit, codec) in cases {
         let p = dir.path().join(name);
@@ -649,11 +883,26 @@ fn page_reader_counts_what_arrow_counts() {
         let mut w = ArrowWriter::try_new(File::create(&p).unwrap(), schema, Some(props)).unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
-        let args = ["keys", p.to_str().unwrap(), "-c", "opt", "-c", "req", "--top", "0", "--format", "json"];
+        let args = [
+            "keys",
+            p.to_str().unwrap(),
+            "-c",
+            "opt",
+            "-c",
+            "req",
+            "--top",
+            "0",
+            "--format",
+            "json",
+        ];
         let fast = skewjoin().args(args).output().unwrap();
         let slow = skewjoin().args(args).env("SKEWJOIN_ARROW_ONLY", "1").output().unwrap();
         assert!(fast.status.success() && slow.status.success());
-        assert_eq!(String::from_utf8_lossy(&fast.stdout), String::from_utf8_lossy(&slow.stdout), "{name}");
+        assert_eq!(
+            String::from_utf8_lossy(&fast.stdout),
+            String::from_utf8_lossy(&slow.stdout),
+            "{name}"
+        );
         let j: Value = serde_json::from_slice(&fast.stdout).unwrap();
         assert_eq!(j["columns"][0]["nulls"], (n + 6) / 7);
         assert_eq!(j["columns"][1]["distinct"], 300);
@@ -686,7 +935,11 @@ fn split_case(path: &Path, groups: usize, cold: u64, light_hot: impl Fn(usize) -
             if u < 0.3 {
                 vals.push(format!("cold-{:06}", rnd() % cold));
             } else if light_hot(rg) {
-                vals.push(if r < 60 { format!("h{r:02}") } else { format!("filler-{}", rnd() % 100) });
+                vals.push(if r < 60 {
+                    format!("h{r:02}")
+                } else {
+                    format!("filler-{}", rnd() % 100)
+                });
             } else {
                 let mut x = (u - 0.3) / 0.7 * total;
                 let mut i = 0;
@@ -702,7 +955,12 @@ fn split_case(path: &Path, groups: usize, cold: u64, light_hot: impl Fn(usize) -
 }
 
 fn top_counts(c: &Value) -> Vec<(Value, u64)> {
-    c["top"].as_array().unwrap().iter().map(|t| (t["value"].clone(), t["count"].as_u64().unwrap())).collect()
+    c["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["value"].clone(), t["count"].as_u64().unwrap()))
+        .collect()
 }
 
 #[test]
@@ -716,8 +974,14 @@ fn split_counts_give_the_exact_top_and_an_estimated_distinct() {
         let exact = json(&["keys", p, "-c", "k", "--threads", threads, "--exact-distinct"]);
         let (f, e) = (&fast["columns"][0], &exact["columns"][0]);
         assert_eq!(top_counts(f), top_counts(e), "threads {threads}");
-        assert_eq!((f["distinct_exact"].as_bool(), f["counts_exact"].as_bool(), f["exact"].as_bool()), (Some(false), Some(true), Some(false)));
-        assert_eq!((e["distinct_exact"].as_bool(), e["counts_exact"].as_bool(), e["exact"].as_bool()), (Some(true), Some(true), Some(true)));
+        assert_eq!(
+            (f["distinct_exact"].as_bool(), f["counts_exact"].as_bool(), f["exact"].as_bool()),
+            (Some(false), Some(true), Some(false))
+        );
+        assert_eq!(
+            (e["distinct_exact"].as_bool(), e["counts_exact"].as_bool(), e["exact"].as_bool()),
+            (Some(true), Some(true), Some(true))
+        );
         let (fd, ed) = (f["distinct"].as_f64().unwrap(), e["distinct"].as_f64().unwrap());
         assert!((fd - ed).abs() / ed < 0.03, "distinct estimate {fd} against {ed}");
         assert_eq!(f["count_error"], 0);
@@ -752,13 +1016,16 @@ fn split_counts_that_cannot_prove_their_top_count_again_exactly() {
 #[test]
 fn sampled_split_counts_equal_the_exact_sample() {
     let dir = tempfile::tempdir().unwrap();
-    for (name, light_hot) in [("skewed", (|_| false) as fn(usize) -> bool), ("gaps", |rg| rg % 3 == 1)] {
+    for (name, light_hot) in
+        [("skewed", (|_| false) as fn(usize) -> bool), ("gaps", |rg| rg % 3 == 1)]
+    {
         let p = dir.path().join(format!("{name}.parquet"));
         // 40 row groups: a sample of 25% reads 10 of them whole.
         split_case(&p, 40, 2_000, light_hot);
         let p = p.to_str().unwrap();
         for threads in ["1", "2"] {
-            let args = ["keys", p, "-c", "k", "--threads", threads, "--sample", "0.25", "--seed", "7"];
+            let args =
+                ["keys", p, "-c", "k", "--threads", threads, "--sample", "0.25", "--seed", "7"];
             let fast = json(&args);
             let exact = json(&[&args[..], &["--exact-distinct"]].concat());
             let (f, e) = (&fast["columns"][0], &exact["columns"][0]);
@@ -766,20 +1033,29 @@ fn sampled_split_counts_equal_the_exact_sample() {
             assert_eq!(f["sample"]["row_groups_read"], 10, "{name}");
             assert_eq!(e["distinct_estimate"], false, "{name}");
             if name == "skewed" {
-                assert_eq!(f["distinct_estimate"], true, "{name}, threads {threads}: the sample was split");
+                assert_eq!(
+                    f["distinct_estimate"], true,
+                    "{name}, threads {threads}: the sample was split"
+                );
             } else {
                 // Hot values light in some sampled row groups: counted again, every value exact.
                 assert_eq!(fast, exact, "{name}, threads {threads}");
             }
             assert_eq!(f["top"], e["top"], "{name}, threads {threads}");
-            assert_eq!((f["rows"].clone(), f["nulls"].clone(), f["sample"].clone()), (e["rows"].clone(), e["nulls"].clone(), e["sample"].clone()));
+            assert_eq!(
+                (f["rows"].clone(), f["nulls"].clone(), f["sample"].clone()),
+                (e["rows"].clone(), e["nulls"].clone(), e["sample"].clone())
+            );
             let (fd, ed) = (f["distinct"].as_f64().unwrap(), e["distinct"].as_f64().unwrap());
             assert!((fd - ed).abs() / ed < 0.03, "{name}: distinct {fd} against {ed}");
         }
     }
     // The text says the sample's distinct count is an estimate.
     let p = dir.path().join("skewed.parquet");
-    let out = skewjoin().args(["keys", p.to_str().unwrap(), "-c", "k", "--sample", "0.25", "--seed", "7"]).output().unwrap();
+    let out = skewjoin()
+        .args(["keys", p.to_str().unwrap(), "-c", "k", "--sample", "0.25", "--seed", "7"])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.lines().next().unwrap().ends_with("distinct in the sample (estimate)"), "{text}");
 }
@@ -787,7 +1063,10 @@ fn sampled_split_counts_equal_the_exact_sample() {
 /// Like `split_case`, with names of one length (`hot-000000`, `cld-000000`, 10 bytes) and
 /// `extra(rg)` rows added to each row group; written uncompressed, so that a dictionary value
 /// can be renamed in place.
-fn dup_case(path: &Path, extra: impl Fn(usize) -> Vec<(&'static str, usize)>) -> std::collections::HashMap<String, u64> {
+fn dup_case(
+    path: &Path,
+    extra: impl Fn(usize) -> Vec<(&'static str, usize)>,
+) -> std::collections::HashMap<String, u64> {
     let mut rnd = xorshift(0x853c_49e6_748f_ea9b);
     let mut vals: Vec<String> = Vec::new();
     let mut rgs = Vec::new();
@@ -802,7 +1081,11 @@ fn dup_case(path: &Path, extra: impl Fn(usize) -> Vec<(&'static str, usize)>) ->
                 2 => 3,
                 i => i,
             };
-            vals.push(if u < 300 { format!("cld-{:06}", 100 + rnd() % 200_000) } else { format!("hot-{i:06}") });
+            vals.push(if u < 300 {
+                format!("cld-{:06}", 100 + rnd() % 200_000)
+            } else {
+                format!("hot-{i:06}")
+            });
         }
         for (v, n) in extra(rg) {
             vals.extend(std::iter::repeat_n(v.to_string(), n));
@@ -814,12 +1097,24 @@ fn dup_case(path: &Path, extra: impl Fn(usize) -> Vec<(&'static str, usize)>) ->
         *counts.entry(v.clone()).or_insert(0) += 1;
     }
     // Row groups of exactly the rows written for each (`extra` varies their size).
-    let schema = Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new("k", arrow_schema::DataType::Utf8, false)]));
-    let props = WriterProperties::builder().set_compression(parquet::basic::Compression::UNCOMPRESSED).set_max_row_group_row_count(Some(1 << 20)).build();
-    let mut w = ArrowWriter::try_new(File::create(path).unwrap(), schema.clone(), Some(props)).unwrap();
+    let schema = Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+        "k",
+        arrow_schema::DataType::Utf8,
+        false,
+    )]));
+    let props = WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::UNCOMPRESSED)
+        .set_max_row_group_row_count(Some(1 << 20))
+        .build();
+    let mut w =
+        ArrowWriter::try_new(File::create(path).unwrap(), schema.clone(), Some(props)).unwrap();
     let mut at = 0;
     for n in rgs {
-        let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(vals[at..at + n].to_vec())) as ArrayRef]).unwrap();
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(StringArray::from(vals[at..at + n].to_vec())) as ArrayRef],
+        )
+        .unwrap();
         w.write(&batch).unwrap();
         w.flush().unwrap();
         at += n;
@@ -855,7 +1150,12 @@ fn split_counts_see_a_value_repeated_in_a_dictionary() {
     // 500 rows: heavy twice there, which would credit it for the row groups where it is light.
     type Extra = fn(usize) -> Vec<(&'static str, usize)>;
     let cases: [(&str, Extra, &str, &str); 2] = [
-        ("light.parquet", |_| vec![("cld-000007", 1), ("hot-000002", 500)], "cld-000007", "hot-000001"),
+        (
+            "light.parquet",
+            |_| vec![("cld-000007", 1), ("hot-000002", 500)],
+            "cld-000007",
+            "hot-000001",
+        ),
         (
             "heavy.parquet",
             |rg| match rg {
@@ -876,9 +1176,18 @@ fn split_counts_see_a_value_repeated_in_a_dictionary() {
         for threads in ["1", "2"] {
             let exact = json(&["keys", p, "-c", "k", "--threads", threads, "--exact-distinct"]);
             let fast = json(&["keys", p, "-c", "k", "--threads", threads]);
-            let got = exact["columns"][0]["top"].as_array().unwrap().iter().find(|t| t["value"] == to).map(|t| t["count"].as_u64().unwrap());
+            let got = exact["columns"][0]["top"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["value"] == to)
+                .map(|t| t["count"].as_u64().unwrap());
             assert_eq!(got, Some(want), "{name}: exact count of {to}");
-            assert_eq!(top_counts(&fast["columns"][0]), top_counts(&exact["columns"][0]), "{name} threads {threads}");
+            assert_eq!(
+                top_counts(&fast["columns"][0]),
+                top_counts(&exact["columns"][0]),
+                "{name} threads {threads}"
+            );
         }
     }
 }
@@ -899,7 +1208,8 @@ fn plan_pass_from_pages_equals_the_arrow_pass() {
             _ => Some(format!("k{}", (i * 7919) % if i < 20_000 { 300 } else { 9000 })),
         })
         .collect();
-    let right: Vec<Option<String>> = (0..300).map(|i| Some(format!("k{i}"))).chain([Some("hot".to_string()), None]).collect();
+    let right: Vec<Option<String>> =
+        (0..300).map(|i| Some(format!("k{i}"))).chain([Some("hot".to_string()), None]).collect();
     let r = dir.path().join("right.parquet");
     write(&r, vec![("k", Arc::new(StringArray::from(right)) as ArrayRef)], 1000);
     for (name, version, dict_limit) in [
@@ -908,8 +1218,16 @@ fn plan_pass_from_pages_equals_the_arrow_pass() {
         ("plain.parquet", WriterVersion::PARQUET_1_0, 4096),
     ] {
         let p = dir.path().join(name);
-        let schema = Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new("k", arrow_schema::DataType::Utf8, true)]));
-        let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(keys.clone())) as ArrayRef]).unwrap();
+        let schema = Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+            "k",
+            arrow_schema::DataType::Utf8,
+            true,
+        )]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(StringArray::from(keys.clone())) as ArrayRef],
+        )
+        .unwrap();
         let props = WriterProperties::builder()
             .set_writer_version(version)
             .set_dictionary_page_size_limit(dict_limit)
@@ -946,7 +1264,15 @@ fn plan_pass_from_pages_equals_the_arrow_pass() {
             };
             assert_eq!(report(&pages.stdout), report(&arrow.stdout), "{name} {how}");
             let j: Value = serde_json::from_slice(&pages.stdout).unwrap();
-            assert!(j["hot_keys"].as_array().unwrap().iter().any(|h| h["display"] == "'hot'" || h["value"] == "hot"), "{name} {how}: {}", j["hot_keys"]);
+            assert!(
+                j["hot_keys"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|h| h["display"] == "'hot'" || h["value"] == "hot"),
+                "{name} {how}: {}",
+                j["hot_keys"]
+            );
         }
     }
 }
@@ -963,7 +1289,18 @@ fn tables_found_under_a_folder() {
     std::fs::write(&q, "SELECT t.genre, count(*) FROM events e, media.titles t, nope n WHERE e.title_id = t.title_id AND n.x = e.user_id GROUP BY 1").unwrap();
     let dir = d.path().to_str().unwrap();
     let out = skewjoin()
-        .args(["rewrite", q.to_str().unwrap(), "--tables", dir, "--broadcast-threshold", "256KB", "--min-gain", "off", "--format", "json"])
+        .args([
+            "rewrite",
+            q.to_str().unwrap(),
+            "--tables",
+            dir,
+            "--broadcast-threshold",
+            "256KB",
+            "--min-gain",
+            "off",
+            "--format",
+            "json",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -972,7 +1309,11 @@ fn tables_found_under_a_folder() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     // The join of events and titles is planned; the one with the missing table is left alone.
     assert_eq!(v["changes"].as_array().unwrap().len(), 1, "{v}");
-    assert!(v["unchanged_joins"].to_string().contains("table n was not given") || v["unchanged_joins"].to_string().contains("nope"), "{v}");
+    assert!(
+        v["unchanged_joins"].to_string().contains("table n was not given")
+            || v["unchanged_joins"].to_string().contains("nope"),
+        "{v}"
+    );
     // Neither flag: one line naming both.
     let e = error(&["rewrite", q.to_str().unwrap()]);
     assert!(e.contains("--table"), "{e}");
@@ -984,8 +1325,10 @@ fn tables_found_under_a_folder() {
 #[test]
 fn every_polars_crate_is_built_without_optimisation_in_debug() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let manifest: toml::Table = std::fs::read_to_string(root.join("Cargo.toml")).unwrap().parse().unwrap();
-    let lock: toml::Table = std::fs::read_to_string(root.join("Cargo.lock")).unwrap().parse().unwrap();
+    let manifest: toml::Table =
+        std::fs::read_to_string(root.join("Cargo.toml")).unwrap().parse().unwrap();
+    let lock: toml::Table =
+        std::fs::read_to_string(root.join("Cargo.lock")).unwrap().parse().unwrap();
     let overrides = &manifest["profile"]["dev"]["package"];
     let missing: Vec<&str> = lock["package"]
         .as_array()
@@ -993,9 +1336,15 @@ fn every_polars_crate_is_built_without_optimisation_in_debug() {
         .iter()
         .filter_map(|p| p["name"].as_str())
         .filter(|n| *n == "polars" || n.starts_with("polars-"))
-        .filter(|n| overrides.get(*n).and_then(|o| o.get("opt-level")).and_then(|l| l.as_integer()) != Some(0))
+        .filter(|n| {
+            overrides.get(*n).and_then(|o| o.get("opt-level")).and_then(|l| l.as_integer())
+                != Some(0)
+        })
         .collect();
-    assert!(missing.is_empty(), "Cargo.toml lacks [profile.dev.package.NAME] opt-level = 0 for {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "Cargo.toml lacks [profile.dev.package.NAME] opt-level = 0 for {missing:?}"
+    );
 }
 
 /// With the job's settings (AQE on, sizes scaled to the samples), the sample query's join is
@@ -1024,7 +1373,8 @@ fn the_sample_join_is_left_to_aqe_under_the_jobs_settings() {
     assert_eq!(v["changes"].as_array().unwrap().len(), 0, "{v}");
     assert_eq!(v["unchanged_joins"][0]["decision"]["code"], "aqe_broadcasts_it", "{v}");
     let settings = v["settings"].as_array().unwrap();
-    let threshold = settings.iter().find(|s| s["key"] == "spark.sql.autoBroadcastJoinThreshold").unwrap();
+    let threshold =
+        settings.iter().find(|s| s["key"] == "spark.sql.autoBroadcastJoinThreshold").unwrap();
     assert_eq!(
         (&threshold["value"], &threshold["origin"], &threshold["from"]),
         (&json!("256k"), &json!("spark_defaults"), &json!("samples/spark-defaults.conf"))
@@ -1046,7 +1396,10 @@ fn the_sample_join_is_left_to_aqe_under_the_jobs_settings() {
         "--conf",
         "spark.sql.adaptive.enabled=yes",
     ]);
-    assert_eq!(e.trim(), "skewjoin: error: spark.sql.adaptive.enabled=yes: not true or false (--conf)");
+    assert_eq!(
+        e.trim(),
+        "skewjoin: error: spark.sql.adaptive.enabled=yes: not true or false (--conf)"
+    );
 }
 
 /// `--also-text FILE` writes the text report of the same run beside the JSON on stdout, on
@@ -1064,14 +1417,25 @@ fn also_text_writes_the_text_report_of_the_same_run() {
     let runs: [(&[&str], &[&str]); 3] = [
         (&["keys", ev, "-c", "title_id", "-q"], &["--format", "table"]),
         (&["plan", "--left", ev, "--right", ev, "--on", "title_id", "-q"], &["--format", "text"]),
-        (&["rewrite", sql.to_str().unwrap(), "--table", &a, "--table", &b, "-q"], &["--format", "sql"]),
+        (
+            &["rewrite", sql.to_str().unwrap(), "--table", &a, "--table", &b, "-q"],
+            &["--format", "sql"],
+        ),
     ];
     for (args, text_format) in runs {
-        let out = skewjoin().args(args).args(["--format", "json", "--also-text", text_arg]).output().unwrap();
+        let out = skewjoin()
+            .args(args)
+            .args(["--format", "json", "--also-text", text_arg])
+            .output()
+            .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         serde_json::from_slice::<Value>(&out.stdout).unwrap();
         let plain = skewjoin().args(args).args(text_format).output().unwrap();
-        assert_eq!(std::fs::read_to_string(&text).unwrap(), String::from_utf8_lossy(&plain.stdout), "{args:?}");
+        assert_eq!(
+            std::fs::read_to_string(&text).unwrap(),
+            String::from_utf8_lossy(&plain.stdout),
+            "{args:?}"
+        );
     }
     let e = error(&["keys", ev, "-c", "title_id", "--also-text", "/nonexistent/dir/report.txt"]);
     assert!(e.contains("/nonexistent/dir/report.txt"), "{e}");

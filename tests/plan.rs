@@ -27,7 +27,10 @@ fn tables(dir: &Path, right_hot: usize) -> (String, String) {
     let n = lk.len() as i64;
     let l = write(
         &dir.join("left.parquet"),
-        vec![("k", Arc::new(StringArray::from(lk)) as ArrayRef), ("v", Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef)],
+        vec![
+            ("k", Arc::new(StringArray::from(lk)) as ArrayRef),
+            ("v", Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef),
+        ],
     );
     let mut rk: Vec<Option<String>> = (0..250).map(|i| Some(format!("k{i:03}"))).collect();
     rk.extend(std::iter::repeat_n(Some("hot".to_string()), right_hot));
@@ -35,7 +38,10 @@ fn tables(dir: &Path, right_hot: usize) -> (String, String) {
     let m = rk.len() as i64;
     let r = write(
         &dir.join("right.parquet"),
-        vec![("k", Arc::new(StringArray::from(rk)) as ArrayRef), ("w", Arc::new(Int64Array::from_iter_values(0..m)) as ArrayRef)],
+        vec![
+            ("k", Arc::new(StringArray::from(rk)) as ArrayRef),
+            ("w", Arc::new(Int64Array::from_iter_values(0..m)) as ArrayRef),
+        ],
     );
     (l, r)
 }
@@ -43,9 +49,12 @@ fn tables(dir: &Path, right_hot: usize) -> (String, String) {
 fn run(l: &str, r: &str, how: JoinType, f: impl FnOnce(&mut PlanOptions)) -> plan::Plan {
     let lt = Table::open(&[l.to_string()]).unwrap();
     let rt = Table::open(&[r.to_string()]).unwrap();
-    let left = SideInput::new(&lt, KeySpec { columns: vec![lt.resolve("k").unwrap()] }, "lt".into());
-    let right = SideInput::new(&rt, KeySpec { columns: vec![rt.resolve("k").unwrap()] }, "rt".into());
-    let mut opts = PlanOptions { how, partitions: 16, broadcast_threshold: 256, ..Default::default() };
+    let left =
+        SideInput::new(&lt, KeySpec { columns: vec![lt.resolve("k").unwrap()] }, "lt".into());
+    let right =
+        SideInput::new(&rt, KeySpec { columns: vec![rt.resolve("k").unwrap()] }, "rt".into());
+    let mut opts =
+        PlanOptions { how, partitions: 16, broadcast_threshold: 256, ..Default::default() };
     f(&mut opts);
     plan::plan(&left, &right, &Classifier::builtin().unwrap(), &opts).unwrap()
 }
@@ -54,7 +63,12 @@ fn strategy<'a>(p: &'a plan::Plan, display: &str) -> &'a Strategy {
     &p.hot_keys
         .iter()
         .find(|h| h.display == display)
-        .unwrap_or_else(|| panic!("{display} not hot in {:?}", p.hot_keys.iter().map(|h| &h.display).collect::<Vec<_>>()))
+        .unwrap_or_else(|| {
+            panic!(
+                "{display} not hot in {:?}",
+                p.hot_keys.iter().map(|h| &h.display).collect::<Vec<_>>()
+            )
+        })
         .strategy
 }
 
@@ -71,7 +85,15 @@ fn left_join_null_bypass_and_slices() {
     let plan = run(&l, &r, JoinType::Left, |_| {});
     assert!(matches!(strategy(&plan, "NULL"), Strategy::NullBypass));
     // 'hot' has one right row: broadcast it straight into the left join.
-    assert!(matches!(strategy(&plan, "'hot'"), Strategy::BroadcastSlice { broadcast: plan::Side::Right, slice_rows: 1, decomposed: false, .. }));
+    assert!(matches!(
+        strategy(&plan, "'hot'"),
+        Strategy::BroadcastSlice {
+            broadcast: plan::Side::Right,
+            slice_rows: 1,
+            decomposed: false,
+            ..
+        }
+    ));
     // A placeholder with nothing on the right: an empty slice, still joined (correct tomorrow).
     assert!(matches!(strategy(&plan, "'unknown'"), Strategy::BroadcastSlice { slice_rows: 0, .. }));
     // Junk is joined as demand, with a warning.
@@ -79,7 +101,12 @@ fn left_join_null_bypass_and_slices() {
     assert!(!plan.results_change);
     // Predicted: 600 NULL rows in partition pmod(42, 16) = 10 before; gone after.
     assert!(plan.before.max_task_rows >= 600, "{:?}", plan.before);
-    assert!(plan.after.max_task_rows * 4 <= plan.before.max_task_rows, "{:?} -> {:?}", plan.before, plan.after);
+    assert!(
+        plan.after.max_task_rows * 4 <= plan.before.max_task_rows,
+        "{:?} -> {:?}",
+        plan.before,
+        plan.after
+    );
     insta::assert_snapshot!("left_join_bypass_and_slices", plan.sql);
 }
 
@@ -89,7 +116,11 @@ fn inner_join_leaves_nulls_to_spark() {
     let (l, r) = tables(&p, 1);
     let plan = run(&l, &r, JoinType::Inner, |_| {});
     assert!(plan.hot_keys.iter().all(|h| h.display != "NULL"));
-    assert!(plan.notes.iter().any(|n| n.contains("NULL-keyed rows") && n.contains("Spark drops them")), "{:?}", plan.notes);
+    assert!(
+        plan.notes.iter().any(|n| n.contains("NULL-keyed rows") && n.contains("Spark drops them")),
+        "{:?}",
+        plan.notes
+    );
     assert!(matches!(strategy(&plan, "'hot'"), Strategy::BroadcastSlice { decomposed: false, .. }));
 }
 
@@ -124,18 +155,32 @@ fn salting_when_no_slice_fits() {
     let (_d, p) = dir();
     let (l, r) = tables(&p, 200);
     let plan = run(&l, &r, JoinType::Inner, |_| {});
-    let Strategy::Salt { n, split, salts, decomposed } = strategy(&plan, "'hot'") else { panic!("{:?}", plan.hot_keys) };
+    let Strategy::Salt { n, split, salts, decomposed } = strategy(&plan, "'hot'") else {
+        panic!("{:?}", plan.hot_keys)
+    };
     assert_eq!(*split, plan::Side::Left);
     assert!(!decomposed);
     assert!(*n >= 2 && salts.len() == *n as usize);
     // Salt values chosen so that every (key, salt) lands in its own shuffle partition.
-    let parts: std::collections::HashSet<u32> =
-        salts.iter().map(|s| skewjoin::hash::spark_partition(&[skewjoin::value::Value::Str("hot".into()), skewjoin::value::Value::Int(*s)], 16)).collect();
+    let parts: std::collections::HashSet<u32> = salts
+        .iter()
+        .map(|s| {
+            skewjoin::hash::spark_partition(
+                &[skewjoin::value::Value::Str("hot".into()), skewjoin::value::Value::Int(*s)],
+                16,
+            )
+        })
+        .collect();
     assert_eq!(parts.len(), salts.len());
     assert!(plan.sql.contains("explode(") && plan.sql.contains("pmod(hash("), "{}", plan.sql);
     // Each piece carries all 200 copied rows: pieces no smaller than that, and never worse.
     assert_eq!(*n, 2);
-    assert!(plan.after.max_task_rows < plan.before.max_task_rows, "{:?} -> {:?}", plan.before, plan.after);
+    assert!(
+        plan.after.max_task_rows < plan.before.max_task_rows,
+        "{:?} -> {:?}",
+        plan.before,
+        plan.after
+    );
     // A left join may not replicate its left side: the salted branch is an inner join, plus the
     // unmatched left rows.
     let left = run(&l, &r, JoinType::Left, |_| {});
@@ -174,12 +219,25 @@ fn nothing_hot_says_what_next() {
 #[test]
 fn key_types_must_agree() {
     let (_d, p) = dir();
-    let l = write(&p.join("a.parquet"), vec![("k", Arc::new(Int64Array::from(vec![1, 2])) as ArrayRef)]);
-    let r = write(&p.join("b.parquet"), vec![("k", Arc::new(StringArray::from(vec!["1", "2"])) as ArrayRef)]);
+    let l = write(
+        &p.join("a.parquet"),
+        vec![("k", Arc::new(Int64Array::from(vec![1, 2])) as ArrayRef)],
+    );
+    let r = write(
+        &p.join("b.parquet"),
+        vec![("k", Arc::new(StringArray::from(vec!["1", "2"])) as ArrayRef)],
+    );
     let lt = Table::open(&[l]).unwrap();
     let rt = Table::open(&[r]).unwrap();
     let left = SideInput::new(&lt, KeySpec { columns: vec![lt.resolve("k").unwrap()] }, "a".into());
-    let right = SideInput::new(&rt, KeySpec { columns: vec![rt.resolve("k").unwrap()] }, "b".into());
-    let err = plan::plan(&left, &right, &Classifier::builtin().unwrap(), &PlanOptions::default()).err().unwrap().to_string();
-    assert!(err.contains("types differ") && err.contains("bigint") && err.contains("string"), "{err}");
+    let right =
+        SideInput::new(&rt, KeySpec { columns: vec![rt.resolve("k").unwrap()] }, "b".into());
+    let err = plan::plan(&left, &right, &Classifier::builtin().unwrap(), &PlanOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("types differ") && err.contains("bigint") && err.contains("string"),
+        "{err}"
+    );
 }

@@ -27,14 +27,20 @@ fn tables(dir: &Path) -> HashMap<String, Table> {
     let n = k.len() as i64;
     let e = write(
         &dir.join("events.parquet"),
-        vec![("event_id", Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef), ("title_id", Arc::new(StringArray::from(k)) as ArrayRef)],
+        vec![
+            ("event_id", Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef),
+            ("title_id", Arc::new(StringArray::from(k)) as ArrayRef),
+        ],
     );
     let mut tk: Vec<String> = (0..250).map(|i| format!("k{i:03}")).collect();
     tk.push("hot".into());
     let names: Vec<String> = tk.iter().map(|t| format!("name of {t}")).collect();
     let t = write(
         &dir.join("titles.parquet"),
-        vec![("title_id", Arc::new(StringArray::from(tk)) as ArrayRef), ("name", Arc::new(StringArray::from(names)) as ArrayRef)],
+        vec![
+            ("title_id", Arc::new(StringArray::from(tk)) as ArrayRef),
+            ("name", Arc::new(StringArray::from(names)) as ArrayRef),
+        ],
     );
     let mut m = HashMap::new();
     m.insert("events".to_string(), Table::open(&[e]).unwrap());
@@ -72,7 +78,11 @@ fn cte_and_subquery_inputs() {
     let r = rw("WITH ev AS (SELECT event_id, title_id AS tid FROM events WHERE event_id > 5) SELECT ev.event_id, t.name FROM ev LEFT JOIN titles t ON ev.tid = t.title_id");
     assert_eq!(r.changes.len(), 1, "{:?}", r.unchanged_joins);
     // The CTE's WHERE is applied to the counts of events.
-    assert!(r.changes[0].notes.iter().any(|n| n.to_string().contains("where event_id > 5")), "{:?}", r.changes[0].notes);
+    assert!(
+        r.changes[0].notes.iter().any(|n| n.to_string().contains("where event_id > 5")),
+        "{:?}",
+        r.changes[0].notes
+    );
     insta::assert_snapshot!("cte_input", r.sql);
 }
 
@@ -99,10 +109,15 @@ fn codes(r: &Rewritten) -> Vec<String> {
 fn sql_that_does_not_parse_names_line_and_column() {
     let d = tempfile::tempdir().unwrap();
     let t = tables(d.path());
-    let err = rewrite("SELECT *\nFROM events e JOIN titles t ON e.title_id = = t.title_id", &t, &Classifier::builtin().unwrap(), &PlanOptions::default())
-        .err()
-        .unwrap()
-        .to_string();
+    let err = rewrite(
+        "SELECT *\nFROM events e JOIN titles t ON e.title_id = = t.title_id",
+        &t,
+        &Classifier::builtin().unwrap(),
+        &PlanOptions::default(),
+    )
+    .err()
+    .unwrap()
+    .to_string();
     assert!(err.contains("Line: 2"), "{err}");
 }
 
@@ -110,13 +125,27 @@ fn sql_that_does_not_parse_names_line_and_column() {
 fn chain_of_joins_each_planned_on_the_joins_before() {
     let r =
         rw("SELECT e.event_id, a.name, b.name AS n2 FROM events e LEFT JOIN titles a ON e.title_id = a.title_id LEFT JOIN titles b ON e.title_id = b.title_id");
-    assert_eq!(r.changes.len(), 2, "{:?}", r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect::<Vec<_>>());
+    assert_eq!(
+        r.changes.len(),
+        2,
+        "{:?}",
+        r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect::<Vec<_>>()
+    );
     // The second join's left input is the first (rewritten) join, counted through it.
-    assert!(r.changes[1].join.starts_with("events e ... LEFT JOIN titles b"), "{}", r.changes[1].join);
+    assert!(
+        r.changes[1].join.starts_with("events e ... LEFT JOIN titles b"),
+        "{}",
+        r.changes[1].join
+    );
     // The first runs again in each of the second's branches: its tasks after are a bound there.
     assert!(r.changes[0].in_branches && !r.changes[1].in_branches);
     let notes: Vec<String> = r.changes[1].notes.iter().map(ToString::to_string).collect();
-    assert!(notes.iter().any(|n| n.contains("the joins before it (events e LEFT JOIN titles a ON e.title_id = a.title_id)")), "{notes:?}");
+    assert!(
+        notes.iter().any(|n| n.contains(
+            "the joins before it (events e LEFT JOIN titles a ON e.title_id = a.title_id)"
+        )),
+        "{notes:?}"
+    );
     assert!(!notes.iter().any(|n| n.contains("estimates")), "{notes:?}");
     insta::assert_snapshot!("chain_two_joins", sql_with_comments(&r));
 }
@@ -127,13 +156,26 @@ fn chain_tables(dir: &Path) -> HashMap<String, Table> {
     let mut ax: Vec<i64> = vec![1; 1000];
     ax.extend((2..=101).flat_map(|x| std::iter::repeat_n(x, 10)));
     let a = write(&dir.join("a.parquet"), vec![("x", Arc::new(Int64Array::from(ax)) as ArrayRef)]);
-    let ys: Vec<String> = (1..=101).map(|x| if x == 1 { "p".to_string() } else { format!("q{x}") }).collect();
+    let ys: Vec<String> =
+        (1..=101).map(|x| if x == 1 { "p".to_string() } else { format!("q{x}") }).collect();
     let b = write(
         &dir.join("b.parquet"),
-        vec![("x", Arc::new(Int64Array::from_iter_values(1..=101)) as ArrayRef), ("y", Arc::new(StringArray::from(ys.clone())) as ArrayRef)],
+        vec![
+            ("x", Arc::new(Int64Array::from_iter_values(1..=101)) as ArrayRef),
+            ("y", Arc::new(StringArray::from(ys.clone())) as ArrayRef),
+        ],
     );
-    let zs: Vec<String> = ys.iter().map(|y| format!("the row of {y}, long enough to keep c over the threshold")).collect();
-    let c = write(&dir.join("c.parquet"), vec![("y", Arc::new(StringArray::from(ys)) as ArrayRef), ("z", Arc::new(StringArray::from(zs)) as ArrayRef)]);
+    let zs: Vec<String> = ys
+        .iter()
+        .map(|y| format!("the row of {y}, long enough to keep c over the threshold"))
+        .collect();
+    let c = write(
+        &dir.join("c.parquet"),
+        vec![
+            ("y", Arc::new(StringArray::from(ys)) as ArrayRef),
+            ("z", Arc::new(StringArray::from(zs)) as ArrayRef),
+        ],
+    );
     let mut m = HashMap::new();
     for (n, p) in [("a", a), ("b", b), ("c", c)] {
         m.insert(n.to_string(), Table::open(&[p]).unwrap());
@@ -149,21 +191,34 @@ fn a_later_join_is_counted_through_the_joins_before() {
     // b.y = 'p' is one row of b, but 1,000 rows of a JOIN b: hot only when counted through.
     let sql = "SELECT a.x, c.z FROM a JOIN b ON a.x = b.x JOIN c ON b.y = c.y WHERE b.y <> 'q2'";
     let r = rewrite(sql, &t, &Classifier::builtin().unwrap(), &opts).unwrap();
-    let second = r.changes.iter().find(|c| c.join.contains("JOIN c")).expect("the join with c rewritten");
+    let second =
+        r.changes.iter().find(|c| c.join.contains("JOIN c")).expect("the join with c rewritten");
     let p = second.hot_keys.iter().find(|h| h.display == "'p'").expect("'p' hot");
     assert_eq!(p.left_rows, 1000);
     let notes: Vec<String> = second.notes.iter().map(ToString::to_string).collect();
     assert!(!notes.iter().any(|n| n.contains("estimates")), "{notes:?}");
     // 1,000 rows of 'p', 9 values x 10 rows ('q2' filtered out by the WHERE on b).
-    let counted = notes.iter().find(|n| n.contains("the joins before it (a JOIN b ON a.x = b.x)")).expect("the counts' note");
+    let counted = notes
+        .iter()
+        .find(|n| n.contains("the joins before it (a JOIN b ON a.x = b.x)"))
+        .expect("the counts' note");
     assert!(counted.contains("1,990 rows") && counted.contains("where y <> 'q2'"), "{counted}");
     // Counted on the key's table, with the reason: a condition across the inputs of a join
     // before it.
     let sql = "SELECT a.x FROM b JOIN a ON a.x = b.x AND a.x >= b.x - 1 JOIN b b2 ON a.x = b2.x";
     let r = rewrite(sql, &t, &Classifier::builtin().unwrap(), &opts).unwrap();
-    let second = r.changes.iter().find(|c| c.join.contains("JOIN b b2")).expect("the join with b2 rewritten");
+    let second = r
+        .changes
+        .iter()
+        .find(|c| c.join.contains("JOIN b b2"))
+        .expect("the join with b2 rewritten");
     let notes: Vec<String> = second.notes.iter().map(ToString::to_string).collect();
-    assert!(notes.iter().any(|n| n.contains("estimates (the counts do not follow the joins: the condition a.x >= b.x - 1 in ON")), "{notes:?}");
+    assert!(
+        notes.iter().any(|n| n.contains(
+            "estimates (the counts do not follow the joins: the condition a.x >= b.x - 1 in ON"
+        )),
+        "{notes:?}"
+    );
 }
 
 #[test]
@@ -179,12 +234,21 @@ fn a_window_over_joins_is_counted_through_them() {
     let p = w.plan.as_ref().unwrap_or_else(|| panic!("{:?} {:?}", w.reason, w.notes));
     let hot: Vec<(String, u64)> = p.hot.iter().map(|h| (h.display.clone(), h.rows)).collect();
     assert_eq!((p.rows, hot[0].clone()), (1990, ("'p'".to_string(), 1000)), "{:?}", w.notes);
-    assert!(w.notes.iter().any(|n| n.contains("the counts are of the 1,990 rows its joins give")), "{:?}", w.notes);
+    assert!(
+        w.notes.iter().any(|n| n.contains("the counts are of the 1,990 rows its joins give")),
+        "{:?}",
+        w.notes
+    );
     // A join on the side a left join keeps NULLs for: counted on a before the joins, said so.
     let sql = "SELECT a.x, count(*) OVER (PARTITION BY a.x) AS n FROM a LEFT JOIN b ON a.x = b.x JOIN c ON b.y = c.y";
     let r = rewrite(sql, &t, &Classifier::builtin().unwrap(), &opts).unwrap();
     let notes = &r.windows[0].notes;
-    assert!(notes.iter().any(|n| n.contains("estimates (a join on the side a left outer join before it keeps NULLs for)")), "{notes:?}");
+    assert!(
+        notes.iter().any(|n| n.contains(
+            "estimates (a join on the side a left outer join before it keeps NULLs for)"
+        )),
+        "{notes:?}"
+    );
 }
 
 #[test]
@@ -205,20 +269,33 @@ fn chains_left_alone_with_reasons() {
 #[test]
 fn comma_join_is_planned_as_the_inner_join_of_its_equalities() {
     let r = rw("SELECT t.name, count(*) AS n FROM events e, titles t WHERE e.event_id > 10 AND (t.title_id = e.title_id) GROUP BY t.name");
-    assert_eq!(r.changes.len(), 1, "{:?}", r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect::<Vec<_>>());
+    assert_eq!(
+        r.changes.len(),
+        1,
+        "{:?}",
+        r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect::<Vec<_>>()
+    );
     assert!(r.changes[0].join.ends_with("(written as a comma join)"), "{}", r.changes[0].join);
     insta::assert_snapshot!("comma_join", sql_with_comments(&r));
 }
 
 #[test]
 fn on_in_parentheses_is_planned() {
-    let r = rw("SELECT e.event_id, t.name FROM events e LEFT JOIN titles t ON ((e.title_id = t.title_id))");
-    assert_eq!(r.changes.len(), 1, "{:?}", r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect::<Vec<_>>());
+    let r = rw(
+        "SELECT e.event_id, t.name FROM events e LEFT JOIN titles t ON ((e.title_id = t.title_id))",
+    );
+    assert_eq!(
+        r.changes.len(),
+        1,
+        "{:?}",
+        r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect::<Vec<_>>()
+    );
 }
 
 #[test]
 fn nothing_rewritten_gives_the_query_back_byte_for_byte() {
-    let sql = "select  e.event_id\n  from events e, titles t -- a cross join\n where e.event_id = 1\n";
+    let sql =
+        "select  e.event_id\n  from events e, titles t -- a cross join\n where e.event_id = 1\n";
     let r = rw(sql);
     assert!(r.changes.is_empty());
     assert_eq!(r.sql, sql);
@@ -234,8 +311,16 @@ fn where_conditions_spark_applies_after_the_join_are_listed() {
     );
     assert_eq!(r.changes[0].how, JoinType::Left);
     let notes: Vec<String> = r.changes[0].notes.iter().map(ToString::to_string).collect();
-    let n = notes.iter().find(|n| n.starts_with("the counts do not apply")).expect("a note on the conditions not applied");
-    assert!(n.contains("(t.name <> 'x' OR t.name IS NULL): Spark applies it after this left outer join"), "{n}");
+    let n = notes
+        .iter()
+        .find(|n| n.starts_with("the counts do not apply"))
+        .expect("a note on the conditions not applied");
+    assert!(
+        n.contains(
+            "(t.name <> 'x' OR t.name IS NULL): Spark applies it after this left outer join"
+        ),
+        "{n}"
+    );
     assert!(n.contains("e.event_id + 1 > 3: "), "{n}");
 }
 
@@ -245,7 +330,14 @@ fn an_outer_join_whose_null_filled_rows_where_drops_is_planned_as_the_inner_join
     let r = rw("SELECT e.event_id, t.name FROM events e LEFT JOIN titles t ON e.title_id = t.title_id WHERE t.name <> 'x'");
     let c = &r.changes[0];
     assert_eq!(c.how, JoinType::Inner);
-    assert!(c.notes.iter().any(|n| matches!(n, Note::OuterAsSpark { written: JoinType::Left, runs: JoinType::Inner, .. })), "{:?}", c.notes);
+    assert!(
+        c.notes.iter().any(|n| matches!(
+            n,
+            Note::OuterAsSpark { written: JoinType::Left, runs: JoinType::Inner, .. }
+        )),
+        "{:?}",
+        c.notes
+    );
     // The inner join drops the NULL keys: none of them is a hot key moved.
     assert!(c.hot_keys.iter().all(|h| !h.key.iter().any(|v| v.is_null())), "{:?}", c.hot_keys);
     // Not when the condition keeps NULLs, or reads the kept side only.
@@ -352,14 +444,26 @@ fn subqueries_of_where_spark_does_not_shuffle_or_the_tool_cannot_join_are_listed
 #[test]
 fn joins_inside_a_where_subquery_are_rewritten_in_its_scope() {
     let r = rw("SELECT count(*) AS n FROM titles WHERE title_id IN (SELECT e.title_id FROM events e LEFT JOIN titles t ON e.title_id = t.title_id WHERE t.name IS NULL)");
-    assert_eq!(r.changes.len(), 1, "{:?}", r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect::<Vec<_>>());
+    assert_eq!(
+        r.changes.len(),
+        1,
+        "{:?}",
+        r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect::<Vec<_>>()
+    );
     assert!(r.changes[0].join.starts_with("events e LEFT JOIN titles t"), "{}", r.changes[0].join);
 }
 
 #[test]
 fn cross_join_with_on_is_the_inner_join_spark_reads() {
-    let r = rw("SELECT e.event_id, t.name FROM events e CROSS JOIN titles t ON e.title_id = t.title_id");
-    assert_eq!(r.changes.len(), 1, "{:?}", r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect::<Vec<_>>());
+    let r = rw(
+        "SELECT e.event_id, t.name FROM events e CROSS JOIN titles t ON e.title_id = t.title_id",
+    );
+    assert_eq!(
+        r.changes.len(),
+        1,
+        "{:?}",
+        r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect::<Vec<_>>()
+    );
     assert_eq!(r.changes[0].how.as_str(), "inner");
 }
 
@@ -374,10 +478,21 @@ fn a_correlated_subquery_keeps_its_joins_as_written() {
 fn every_join_is_listed_with_where_it_is() {
     let sql = "SELECT e.event_id\nFROM events e\n  LEFT JOIN titles t ON e.title_id = t.title_id\n  CROSS JOIN titles c\nWHERE e.title_id NOT IN (SELECT title_id FROM titles)";
     let r = rw(sql);
-    let seen: Vec<(u64, u64, &str)> = r.joins.iter().map(|s| s.at.map(|a| (a.line, a.column, s.status)).unwrap()).collect();
-    assert_eq!(seen, vec![(3, 13, "rewritten"), (4, 14, "left_as_written"), (5, 7, "left_as_written")], "{:?}", r.joins);
+    let seen: Vec<(u64, u64, &str)> =
+        r.joins.iter().map(|s| s.at.map(|a| (a.line, a.column, s.status)).unwrap()).collect();
+    assert_eq!(
+        seen,
+        vec![(3, 13, "rewritten"), (4, 14, "left_as_written"), (5, 7, "left_as_written")],
+        "{:?}",
+        r.joins
+    );
     assert_eq!(r.joins[2].code.as_deref(), Some("null_aware_anti"));
-    assert!(sql_with_comments(&r).contains("(left outer) at line 3, column 13 is now the derived table __sj1"), "{}", sql_with_comments(&r));
+    assert!(
+        sql_with_comments(&r)
+            .contains("(left outer) at line 3, column 13 is now the derived table __sj1"),
+        "{}",
+        sql_with_comments(&r)
+    );
 }
 
 #[test]
@@ -386,7 +501,11 @@ fn a_subquery_under_or_is_listed_as_an_existence_join() {
     let r = rw(sql);
     assert!(r.changes.is_empty() && r.sql == sql);
     assert_eq!(codes(&r), ["subquery_not_joined"]);
-    assert!(matches!(&r.unchanged_joins[0].reason, LeftAlone::SubqueryNotJoined(what) if what.contains("existence join")), "{:?}", r.unchanged_joins);
+    assert!(
+        matches!(&r.unchanged_joins[0].reason, LeftAlone::SubqueryNotJoined(what) if what.contains("existence join")),
+        "{:?}",
+        r.unchanged_joins
+    );
 }
 
 #[test]
@@ -396,12 +515,21 @@ fn join_hints_decide_the_join_as_spark_does() {
     let r = rw(q);
     assert!(r.changes.is_empty());
     assert_eq!(r.sql, q);
-    assert_eq!(r.unchanged_joins[0].reason, LeftAlone::HintBroadcasts { input: "t".into(), hint: "BROADCAST(t)".into() });
+    assert_eq!(
+        r.unchanged_joins[0].reason,
+        LeftAlone::HintBroadcasts { input: "t".into(), hint: "BROADCAST(t)".into() }
+    );
     assert_eq!(r.unchanged_joins[0].code, "hint_broadcasts_side");
     // The same hint on the preserved side of a left join is ignored by Spark: rewritten, noted.
     let r = rw("SELECT /*+ BROADCAST(e) */ e.event_id, t.name FROM events e LEFT JOIN titles t ON e.title_id = t.title_id");
     assert_eq!(r.changes.len(), 1);
-    assert!(r.changes[0].notes.iter().any(|n| n.to_string().starts_with("Spark does not follow the query's hint BROADCAST(e)")), "{:?}", r.changes[0].notes);
+    assert!(
+        r.changes[0].notes.iter().any(|n| n
+            .to_string()
+            .starts_with("Spark does not follow the query's hint BROADCAST(e)")),
+        "{:?}",
+        r.changes[0].notes
+    );
     // MERGE keeps the shuffle: its branch that shuffles carries it, the slices are broadcast.
     let r = rw("SELECT /*+ MERGE(t) */ e.event_id, t.name FROM events e LEFT JOIN titles t ON e.title_id = t.title_id");
     assert_eq!(r.changes.len(), 1);
@@ -410,7 +538,11 @@ fn join_hints_decide_the_join_as_spark_does() {
     // cannot find them. What the hint names elsewhere, and other hints, stay.
     assert!(r.sql.starts_with("SELECT\n  `__sj1`"), "{}", r.sql);
     let r = rw("SELECT /*+ MERGE(t), BROADCAST(x), REPARTITION(4) */ e.event_id, t.name FROM events e LEFT JOIN titles t ON e.title_id = t.title_id");
-    assert!(r.sql.starts_with("SELECT /*+ BROADCAST(x), REPARTITION(4) */\n  `__sj1`"), "{}", r.sql);
+    assert!(
+        r.sql.starts_with("SELECT /*+ BROADCAST(x), REPARTITION(4) */\n  `__sj1`"),
+        "{}",
+        r.sql
+    );
 }
 
 /// a(x, y): 2,000 rows, x = i % 100 (20 rows each), y = 1 on the first 1,000 (hot), else 2..=101;
@@ -418,12 +550,26 @@ fn join_hints_decide_the_join_as_spark_does() {
 fn branch_tables(dir: &Path) -> HashMap<String, Table> {
     let ax: Vec<i64> = (0..2000).map(|i| i % 100).collect();
     let ay: Vec<i64> = (0..2000).map(|i| if i < 1000 { 1 } else { 2 + i % 100 }).collect();
-    let a = write(&dir.join("a.parquet"), vec![("x", Arc::new(Int64Array::from(ax)) as ArrayRef), ("y", Arc::new(Int64Array::from(ay)) as ArrayRef)]);
-    let b = write(&dir.join("b.parquet"), vec![("x", Arc::new(Int64Array::from_iter_values(0..100)) as ArrayRef)]);
-    let zs: Vec<String> = (1..=101).map(|y| format!("the row of {y}, long enough to keep c over the threshold")).collect();
+    let a = write(
+        &dir.join("a.parquet"),
+        vec![
+            ("x", Arc::new(Int64Array::from(ax)) as ArrayRef),
+            ("y", Arc::new(Int64Array::from(ay)) as ArrayRef),
+        ],
+    );
+    let b = write(
+        &dir.join("b.parquet"),
+        vec![("x", Arc::new(Int64Array::from_iter_values(0..100)) as ArrayRef)],
+    );
+    let zs: Vec<String> = (1..=101)
+        .map(|y| format!("the row of {y}, long enough to keep c over the threshold"))
+        .collect();
     let c = write(
         &dir.join("c.parquet"),
-        vec![("y", Arc::new(Int64Array::from_iter_values(1..=101)) as ArrayRef), ("z", Arc::new(StringArray::from(zs)) as ArrayRef)],
+        vec![
+            ("y", Arc::new(Int64Array::from_iter_values(1..=101)) as ArrayRef),
+            ("z", Arc::new(StringArray::from(zs)) as ArrayRef),
+        ],
     );
     let mut m = HashMap::new();
     for (n, p) in [("a", a), ("b", b), ("c", c)] {
@@ -439,18 +585,39 @@ fn a_join_before_a_rewritten_one_is_counted_on_each_branchs_rows() {
     let opts = PlanOptions { partitions: 16, broadcast_threshold: 100, ..Default::default() };
     let plan = |sql: &str| rewrite(sql, &t, &Classifier::builtin().unwrap(), &opts).unwrap();
     let r = plan("SELECT a.x, c.z FROM a JOIN b ON a.x = b.x JOIN c ON a.y = c.y");
-    assert_eq!(r.changes.len(), 1, "{:?}", r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect::<Vec<_>>());
-    let first = r.unchanged_joins.iter().find(|u| u.join.contains("JOIN b")).expect("the join with b left as written");
+    assert_eq!(
+        r.changes.len(),
+        1,
+        "{:?}",
+        r.unchanged_joins.iter().map(|u| u.reason.to_string()).collect::<Vec<_>>()
+    );
+    let first = r
+        .unchanged_joins
+        .iter()
+        .find(|u| u.join.contains("JOIN b"))
+        .expect("the join with b left as written");
     assert!(first.in_branches);
-    let (before, after) = (first.before.as_ref().unwrap(), first.after.as_ref().expect("counted in the branches"));
+    let (before, after) =
+        (first.before.as_ref().unwrap(), first.after.as_ref().expect("counted in the branches"));
     // Each branch reads half of a (y = 1, and y <> 1), 10 rows per x, and all of b: the same
     // tasks as the join under either condition, written in the query.
     let alone = plan("SELECT a.x FROM a JOIN b ON a.x = b.x WHERE a.y = 1");
     let under = alone.unchanged_joins[0].before.as_ref().expect("measured");
     assert_eq!(after.max_task_rows, under.max_task_rows);
-    assert!(after.max_task_rows < before.max_task_rows, "{} -> {}", before.max_task_rows, after.max_task_rows);
+    assert!(
+        after.max_task_rows < before.max_task_rows,
+        "{} -> {}",
+        before.max_task_rows,
+        after.max_task_rows
+    );
     let text = sql_with_comments(&r);
-    assert!(text.contains(&format!("on the branch's rows: largest task {} rows -> {}", before.max_task_rows, after.max_task_rows)), "{text}");
+    assert!(
+        text.contains(&format!(
+            "on the branch's rows: largest task {} rows -> {}",
+            before.max_task_rows, after.max_task_rows
+        )),
+        "{text}"
+    );
 }
 
 /// A chain of left joins, each with hot keys: each rewritten join repeats the ones before it in
@@ -459,14 +626,22 @@ fn a_join_before_a_rewritten_one_is_counted_on_each_branchs_rows() {
 /// what comes back parses and stays within the bound.
 #[test]
 fn a_long_chain_stays_within_the_sql_bound() {
-    let joins: Vec<String> = (0..7).map(|i| format!("LEFT JOIN titles t{i} ON e.title_id = t{i}.title_id")).collect();
+    let joins: Vec<String> =
+        (0..7).map(|i| format!("LEFT JOIN titles t{i} ON e.title_id = t{i}.title_id")).collect();
     let names: Vec<String> = (0..7).map(|i| format!("t{i}.name AS n{i}")).collect();
     let sql = format!("SELECT e.event_id, {} FROM events e {}", names.join(", "), joins.join(" "));
     let r = rw(&sql);
     let moved: usize = r.changes.iter().map(|c| c.hot_keys.len()).sum();
     assert!(!r.changes.is_empty() && r.changes.len() < 7, "{} rewritten", r.changes.len());
-    assert!(r.sql.len() <= sql.len() + (16 << 10) + (8 << 10) * moved, "{} bytes for {moved} hot keys", r.sql.len());
-    assert!(r.unchanged_joins.iter().any(|u| matches!(u.reason, skewjoin::rewrite::LeftAlone::SqlTooLarge { .. })));
+    assert!(
+        r.sql.len() <= sql.len() + (16 << 10) + (8 << 10) * moved,
+        "{} bytes for {moved} hot keys",
+        r.sql.len()
+    );
+    assert!(r
+        .unchanged_joins
+        .iter()
+        .any(|u| matches!(u.reason, skewjoin::rewrite::LeftAlone::SqlTooLarge { .. })));
     skewjoin::sql::parse(&r.sql).unwrap();
 }
 
@@ -477,7 +652,10 @@ fn a_join_inside_a_grouped_subquery_is_planned_and_the_join_over_it_named_briefl
     assert!(r.changes[0].join.starts_with("events e LEFT JOIN titles t"), "{}", r.changes[0].join);
     let u = &r.unchanged_joins[0];
     assert_eq!(u.reason, LeftAlone::LeftInput(Untraced::NotRowsOfOneTable));
-    assert_eq!(u.join, "(subquery, its joins rewritten) x JOIN titles t2 ON x.title_id = t2.title_id");
+    assert_eq!(
+        u.join,
+        "(subquery, its joins rewritten) x JOIN titles t2 ON x.title_id = t2.title_id"
+    );
 }
 
 /// A window or aggregate stage left as written carries a code beside its sentence; a stage the
@@ -499,5 +677,10 @@ fn window_stages_left_as_written_have_codes() {
         assert!(r.windows[0].reason.is_some(), "{sql}");
     }
     let planned = rw("SELECT title_id, count(*) AS n FROM events GROUP BY title_id");
-    assert_eq!((planned.windows[0].code, planned.windows[0].plan.is_some()), (None, true), "{:?}", planned.windows[0].reason);
+    assert_eq!(
+        (planned.windows[0].code, planned.windows[0].plan.is_some()),
+        (None, true),
+        "{:?}",
+        planned.windows[0].reason
+    );
 }

@@ -42,7 +42,11 @@ pub struct DiagnoseArgs {
 }
 
 pub fn run(a: DiagnoseArgs) -> Result<String> {
-    let opts = diagnose::Options { min_stage_ms: a.min_stage.ms()?, progress: a.quiet.progress(), stats: skewjoin::stats::RunStats::new() };
+    let opts = diagnose::Options {
+        min_stage_ms: a.min_stage.ms()?,
+        progress: a.quiet.progress(),
+        stats: skewjoin::stats::RunStats::new(),
+    };
     let mut fetched = Vec::new();
     let mut server_of = None;
     let log = match log_at(&a.event_log, a.app.as_deref(), a.attempt.as_deref())? {
@@ -65,8 +69,12 @@ pub fn run(a: DiagnoseArgs) -> Result<String> {
         }
     };
     let baseline = match (&a.baseline, &server_of) {
-        (Some(b), _) if history::is_server(b) => Some(from_server(&history::target(b, None, None)?, &mut fetched)?),
-        (Some(b), Some(t)) if !b.contains('/') && !std::path::Path::new(b).exists() => Some(from_server(&t.other_app(b), &mut fetched)?),
+        (Some(b), _) if history::is_server(b) => {
+            Some(from_server(&history::target(b, None, None)?, &mut fetched)?)
+        }
+        (Some(b), Some(t)) if !b.contains('/') && !std::path::Path::new(b).exists() => {
+            Some(from_server(&t.other_app(b), &mut fetched)?)
+        }
         (Some(b), _) => Some(PathBuf::from(b)),
         (None, _) => None,
     };
@@ -97,11 +105,18 @@ pub(super) fn log_at(event_log: &str, app: Option<&str>, attempt: Option<&str>) 
 
 /// The application's event log, downloaded from the History Server into a temporary folder
 /// that lives as long as `fetched`.
-pub(super) fn from_server(t: &history::Target, fetched: &mut Vec<tempfile::TempDir>) -> Result<PathBuf> {
+pub(super) fn from_server(
+    t: &history::Target,
+    fetched: &mut Vec<tempfile::TempDir>,
+) -> Result<PathBuf> {
     if t.app.is_none() {
-        return Err(skewjoin::Error::Usage(format!("{}: name the application (--app, or a URL with its id)", t.base)));
+        return Err(skewjoin::Error::Usage(format!(
+            "{}: name the application (--app, or a URL with its id)",
+            t.base
+        )));
     }
-    let dir = tempfile::tempdir().map_err(|source| skewjoin::Error::Io { path: std::env::temp_dir(), source })?;
+    let dir = tempfile::tempdir()
+        .map_err(|source| skewjoin::Error::Io { path: std::env::temp_dir(), source })?;
     let log = history::fetch_log(t, dir.path())?;
     fetched.push(dir);
     Ok(log)

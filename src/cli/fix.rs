@@ -18,7 +18,10 @@ use skewjoin::verify::{self, Verification};
 use skewjoin::{rewrite, Error, Result};
 
 use super::diagnose::{from_server, log_at, LogAt};
-use super::flags::{open_tables, AlsoText, CountingArgs, HtmlOut, MinStage, PlannerArgs, Quiet, SparkArgs, TextOrJson};
+use super::flags::{
+    open_tables, AlsoText, CountingArgs, HtmlOut, MinStage, PlannerArgs, Quiet, SparkArgs,
+    TextOrJson,
+};
 use super::verify::{verify_polars, verify_spark, BothQueries, Engine};
 
 /// From a slow job's event log to the rewritten query: locate, measure, diagnose, fix, verify
@@ -77,26 +80,42 @@ pub fn run(a: FixArgs) -> Result<(String, bool)> {
     let stats = RunStats::new();
     let path = log_path(&a, &mut fetched)?;
     let log = eventlog::read(&path, a.quiet.progress(), &stats)?;
-    let opts = diagnose::Options { min_stage_ms: a.min_stage.ms()?, progress: a.quiet.progress(), stats: stats.clone() };
+    let opts = diagnose::Options {
+        min_stage_ms: a.min_stage.ms()?,
+        progress: a.quiet.progress(),
+        stats: stats.clone(),
+    };
     let d = diagnose::diagnose_log(&log, None, &opts)?;
-    let mut rep = FixReport { no_query: fix::no_query(&d), diagnosis: d, query: None, rewrite: None, stage: None, tables: Vec::new(), verification: None };
+    let mut rep = FixReport {
+        no_query: fix::no_query(&d),
+        diagnosis: d,
+        query: None,
+        rewrite: None,
+        stage: None,
+        tables: Vec::new(),
+        verification: None,
+    };
     let Some((stage_id, join)) = fix::hot_join(&rep.diagnosis).map(|(s, j)| (s, j.clone())) else {
         return finish(&a, rep, &stats);
     };
-    let query = match fix::from_sql_text(&log.app, stage_id).map_or_else(|| fix::rebuild(&join), Ok) {
+    let query = match fix::from_sql_text(&log.app, stage_id).map_or_else(|| fix::rebuild(&join), Ok)
+    {
         Ok(q) => q,
         Err(why) => {
-            rep.no_query = Some(format!("stage {stage_id}'s join cannot be rebuilt as a query: {why}"));
+            rep.no_query =
+                Some(format!("stage {stage_id}'s join cannot be rebuilt as a query: {why}"));
             return finish(&a, rep, &stats);
         }
     };
     let session = spark_session(&a, &stats)?;
     let named = named_tables(&log.app, stage_id, &query, session.is_some());
     // A table gone since the run: the diagnosis still stands, printed before the error.
-    let tables = open_tables(&named, session.as_ref(), &stats).inspect_err(|_| print!("{}", report::text(&rep.diagnosis)))?;
+    let tables = open_tables(&named, session.as_ref(), &stats)
+        .inspect_err(|_| print!("{}", report::text(&rep.diagnosis)))?;
     rep.tables = fix::table_checks(&log.app, stage_id, &query, &files_now(&tables));
     let job = (&log.app.properties, a.event_log.as_str());
-    let mut opts = a.planner.options_with_job(JoinType::Inner, &a.spark, &a.quiet, Some(job), &stats)?;
+    let mut opts =
+        a.planner.options_with_job(JoinType::Inner, &a.spark, &a.quiet, Some(job), &stats)?;
     opts.engine = CountingArgs::engine(session.as_ref());
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
     let r = rewrite::rewrite(&query.sql, &tables, &classifier, &opts)?;
@@ -105,7 +124,8 @@ pub fn run(a: FixArgs) -> Result<(String, bool)> {
         rep.verification = Some(run_both(&a, &query, &r, &named, &tables, &opts)?);
     }
     if let Some(out) = &a.output {
-        std::fs::write(out, rewrite::sql_with_comments(&r)).map_err(|e| Error::Io { path: out.clone(), source: e })?;
+        std::fs::write(out, rewrite::sql_with_comments(&r))
+            .map_err(|e| Error::Io { path: out.clone(), source: e })?;
     }
     rep.query = Some(query);
     rep.rewrite = Some(r);
@@ -114,18 +134,37 @@ pub fn run(a: FixArgs) -> Result<(String, bool)> {
 
 /// Each table of the query and where it is read: its path, or on Spark (`by_name`) its catalog
 /// name where the plan gives one.
-fn named_tables(app: &skewjoin::diagnose::model::App, stage_id: i64, q: &FixQuery, by_name: bool) -> Vec<(String, String)> {
-    let names = if by_name { fix::catalog_names(app, stage_id, q) } else { vec![None; q.tables.len()] };
-    q.tables.iter().zip(names).map(|(t, c)| (t.name.clone(), c.unwrap_or_else(|| t.table.clone()))).collect()
+fn named_tables(
+    app: &skewjoin::diagnose::model::App,
+    stage_id: i64,
+    q: &FixQuery,
+    by_name: bool,
+) -> Vec<(String, String)> {
+    let names =
+        if by_name { fix::catalog_names(app, stage_id, q) } else { vec![None; q.tables.len()] };
+    q.tables
+        .iter()
+        .zip(names)
+        .map(|(t, c)| (t.name.clone(), c.unwrap_or_else(|| t.table.clone())))
+        .collect()
 }
 
 /// The files and bytes of each table read here (a table Spark reads has none to compare).
 fn files_now(tables: &HashMap<String, Table>) -> HashMap<String, (u64, u64)> {
-    tables.iter().filter(|(_, t)| !t.is_held()).map(|(n, t)| (n.clone(), (t.files.len() as u64, t.files.iter().map(|f| f.byte_len()).sum()))).collect()
+    tables
+        .iter()
+        .filter(|(_, t)| !t.is_held())
+        .map(|(n, t)| {
+            (n.clone(), (t.files.len() as u64, t.files.iter().map(|f| f.byte_len()).sum()))
+        })
+        .collect()
 }
 
 /// The Spark that counts the tables, with --count-on-spark.
-fn spark_session(a: &FixArgs, stats: &std::sync::Arc<RunStats>) -> Result<Option<std::sync::Arc<skewjoin::spark::Session>>> {
+fn spark_session(
+    a: &FixArgs,
+    stats: &std::sync::Arc<RunStats>,
+) -> Result<Option<std::sync::Arc<skewjoin::spark::Session>>> {
     if !a.count_on_spark {
         return Ok(None);
     }
@@ -154,7 +193,9 @@ fn run_both(
 ) -> Result<Verification> {
     let both = BothQueries { original: &q.sql, rewritten: &r.sql, planned: Some(r), named };
     match Engine::or_default(a.engine) {
-        Engine::Spark => verify_spark(&both, &a.spark, None, TOLERANCE, a.planner.hot.sample.is_some(), opts),
+        Engine::Spark => {
+            verify_spark(&both, &a.spark, None, TOLERANCE, a.planner.hot.sample.is_some(), opts)
+        }
         Engine::Polars => verify_polars(&both, tables, a.planner.hot.sample, TOLERANCE),
     }
 }
@@ -197,7 +238,9 @@ fn fix_text(r: &FixReport, written_to: Option<&PathBuf>) -> String {
     o.push_str("\n== verify\n");
     match &r.verification {
         Some(v) => o.push_str(&verify::text(v)),
-        None => o.push_str("not run: add --verify to run both queries and compare their rows and tasks\n"),
+        None => o.push_str(
+            "not run: add --verify to run both queries and compare their rows and tasks\n",
+        ),
     }
     o
 }
@@ -219,7 +262,8 @@ fn stage_text(st: &StageCheck) -> String {
     use skewjoin::format::fmt_count as count;
     let mut o = String::new();
     if let Some(b) = &st.predicted_before {
-        let gap = st.before_gap.map(|g| format!(" (predicted {:+.1}%)", g * 100.0)).unwrap_or_default();
+        let gap =
+            st.before_gap.map(|g| format!(" (predicted {:+.1}%)", g * 100.0)).unwrap_or_default();
         o.push_str(&format!(
             "stage {} as written: largest task {} rows predicted; the log measured {} records{gap}, median {}\n",
             st.stage_id,
@@ -230,9 +274,15 @@ fn stage_text(st: &StageCheck) -> String {
     }
     o.extend(st.notes.iter().map(|n| format!("  note: {n}\n")));
     if !st.rewritten {
-        o.push_str("the rewrite leaves the join as written (the reason is in the SQL's header below)\n");
+        o.push_str(
+            "the rewrite leaves the join as written (the reason is in the SQL's header below)\n",
+        );
     } else if let Some(after) = &st.predicted_after {
-        o.push_str(&format!("after the rewrite: largest task {} rows predicted, median {}\n", count(after.max_task_rows), count(after.median_task_rows)));
+        o.push_str(&format!(
+            "after the rewrite: largest task {} rows predicted, median {}\n",
+            count(after.max_task_rows),
+            count(after.median_task_rows)
+        ));
     }
     o
 }

@@ -105,7 +105,12 @@ impl PlannerArgs {
     /// The Spark settings of the job: the line's defaults, then `--spark-defaults`, then the
     /// job's log (`--settings-from`, else `job`: a log's properties already read, and its
     /// name), then each `--conf` (of `spark`), then the planner's own flags.
-    pub fn settings_with_job(&self, spark: &SparkArgs, job: Option<(&HashMap<String, String>, &str)>, stats: &Arc<RunStats>) -> Result<SparkSettings> {
+    pub fn settings_with_job(
+        &self,
+        spark: &SparkArgs,
+        job: Option<(&HashMap<String, String>, &str)>,
+        stats: &Arc<RunStats>,
+    ) -> Result<SparkSettings> {
         let mut s = SparkSettings::defaults(SparkLine::parse(&self.spark_version)?);
         if let Some(f) = &self.spark_defaults {
             s.read_defaults_file(f)?;
@@ -120,10 +125,20 @@ impl PlannerArgs {
         }
         let flag = |name: &str| Some(name.to_string());
         if let Some(n) = self.hot.shuffle_partitions {
-            s.set(settings::SHUFFLE_PARTITIONS, &n.to_string(), Origin::Flag, flag("--shuffle-partitions"));
+            s.set(
+                settings::SHUFFLE_PARTITIONS,
+                &n.to_string(),
+                Origin::Flag,
+                flag("--shuffle-partitions"),
+            );
         }
         if let Some(b) = self.broadcast_threshold {
-            s.set(settings::BROADCAST_THRESHOLD, &b.to_string(), Origin::Flag, flag("--broadcast-threshold"));
+            s.set(
+                settings::BROADCAST_THRESHOLD,
+                &b.to_string(),
+                Origin::Flag,
+                flag("--broadcast-threshold"),
+            );
         }
         if let Some(c) = self.cores {
             s.set(settings::DEFAULT_PARALLELISM, &c.to_string(), Origin::Flag, flag("--cores"));
@@ -134,7 +149,13 @@ impl PlannerArgs {
     /// The options of a run that plans joins; such a run reads each key column several times
     /// (counts, partitions, the weights of later joins), so it keeps decoded columns for the
     /// run, within a quarter of its memory (see `skewjoin::table::columns`).
-    pub fn options(&self, how: JoinType, spark: &SparkArgs, quiet: &Quiet, stats: &Arc<RunStats>) -> Result<PlanOptions> {
+    pub fn options(
+        &self,
+        how: JoinType,
+        spark: &SparkArgs,
+        quiet: &Quiet,
+        stats: &Arc<RunStats>,
+    ) -> Result<PlanOptions> {
         self.options_with_job(how, spark, quiet, None, stats)
     }
 
@@ -179,7 +200,8 @@ impl PlannerArgs {
 /// The Spark properties an event log (or a History Server's application) recorded.
 fn job_properties(log: &str, stats: &Arc<RunStats>) -> Result<HashMap<String, String>> {
     use skewjoin::diagnose::{eventlog, history};
-    let dir = tempfile::tempdir().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
+    let dir =
+        tempfile::tempdir().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
     let path = if history::is_server(log) {
         let t = history::target(log, None, None)?;
         if t.app.is_none() {
@@ -217,24 +239,36 @@ impl QueryArgs {
         match self.query.as_deref() {
             None | Some("-") => {
                 let mut s = String::new();
-                std::io::stdin().read_to_string(&mut s).map_err(|e| Error::Usage(format!("cannot read the query from stdin: {e}")))?;
+                std::io::stdin()
+                    .read_to_string(&mut s)
+                    .map_err(|e| Error::Usage(format!("cannot read the query from stdin: {e}")))?;
                 Ok(s)
             }
-            Some(path) => std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.into(), source: e }),
+            Some(path) => std::fs::read_to_string(path)
+                .map_err(|e| Error::Io { path: path.into(), source: e }),
         }
     }
 
     /// The tables of `sql`: each `--table NAME=TABLE` (name in lower case, path), then those
     /// found under `--tables DIR`. A name the query uses that is in neither is listed on stderr
     /// in one line (unless `quiet`).
-    pub fn named(&self, sql: &str, quiet: &Quiet, stats: &RunStats) -> Result<Vec<(String, String)>> {
+    pub fn named(
+        &self,
+        sql: &str,
+        quiet: &Quiet,
+        stats: &RunStats,
+    ) -> Result<Vec<(String, String)>> {
         if self.tables.is_empty() && self.tables_dir.is_none() {
             return Err(Error::Usage("give the query's tables: --table NAME=TABLE, --tables DIR, or --engine spark to take them from Spark's catalog".into()));
         }
         let mut out = self.listed()?;
         let Some(dir) = &self.tables_dir else { return Ok(out) };
-        let wanted: Vec<String> = skewjoin::table::dir::table_names(sql)?.into_iter().filter(|n| !out.iter().any(|(m, _)| m == n)).collect();
-        let skewjoin::table::dir::Found { tables, missing } = skewjoin::table::dir::find(dir, &wanted, stats)?;
+        let wanted: Vec<String> = skewjoin::table::dir::table_names(sql)?
+            .into_iter()
+            .filter(|n| !out.iter().any(|(m, _)| m == n))
+            .collect();
+        let skewjoin::table::dir::Found { tables, missing } =
+            skewjoin::table::dir::find(dir, &wanted, stats)?;
         out.extend(tables);
         if !missing.is_empty() && quiet.progress() {
             eprintln!("skewjoin: not under {dir} (nor given with --table): {}", missing.join(", "));
@@ -254,7 +288,9 @@ impl QueryArgs {
     fn listed(&self) -> Result<Vec<(String, String)>> {
         let mut out = Vec::new();
         for t in &self.tables {
-            let (name, path) = t.split_once('=').ok_or_else(|| Error::Usage(format!("--table {t:?}: write NAME=TABLE, e.g. events=data/events/")))?;
+            let (name, path) = t.split_once('=').ok_or_else(|| {
+                Error::Usage(format!("--table {t:?}: write NAME=TABLE, e.g. events=data/events/"))
+            })?;
             let name = name.trim().trim_matches('`').to_ascii_lowercase();
             if name.is_empty() {
                 return Err(Error::Usage(format!("--table {t:?}: empty table name")));
@@ -267,16 +303,29 @@ impl QueryArgs {
 
 /// The tables of a query for `rewrite`: those given, or with the Spark engine and none given,
 /// each name the query uses as Spark's catalog knows it.
-pub fn query_tables(query: &QueryArgs, sql: &str, session: Option<&Arc<Session>>, quiet: &Quiet, stats: &Arc<RunStats>) -> Result<HashMap<String, Table>> {
+pub fn query_tables(
+    query: &QueryArgs,
+    sql: &str,
+    session: Option<&Arc<Session>>,
+    quiet: &Quiet,
+    stats: &Arc<RunStats>,
+) -> Result<HashMap<String, Table>> {
     if let (Some(s), Some(names)) = (session, query.catalog_names(sql)?) {
-        return names.into_iter().map(|n| skewjoin::spark::open_name(s, &n).map(|t| (n, t))).collect();
+        return names
+            .into_iter()
+            .map(|n| skewjoin::spark::open_name(s, &n).map(|t| (n, t)))
+            .collect();
     }
     open_tables(&query.named(sql, quiet, stats)?, session, stats)
 }
 
 /// The named tables, opened (a name given twice keeps its last table): read here, or by the
 /// Spark session.
-pub fn open_tables(named: &[(String, String)], session: Option<&Arc<Session>>, stats: &Arc<RunStats>) -> Result<HashMap<String, Table>> {
+pub fn open_tables(
+    named: &[(String, String)],
+    session: Option<&Arc<Session>>,
+    stats: &Arc<RunStats>,
+) -> Result<HashMap<String, Table>> {
     let mut tables = HashMap::new();
     for (name, path) in named {
         let t = match session {
@@ -310,7 +359,10 @@ pub struct SparkArgs {
 
 impl SparkArgs {
     pub fn python(&self) -> String {
-        self.python.clone().or_else(|| std::env::var("SKEWJOIN_PYTHON").ok()).unwrap_or_else(|| "python3".into())
+        self.python
+            .clone()
+            .or_else(|| std::env::var("SKEWJOIN_PYTHON").ok())
+            .unwrap_or_else(|| "python3".into())
     }
 
     /// The Spark these flags name, started for counting; `timeout_s` bounds its start and each
@@ -330,7 +382,9 @@ impl SparkArgs {
     pub fn conf(&self, defaults: Vec<(String, String)>) -> Result<Vec<(String, String)>> {
         let mut conf = defaults;
         for c in &self.conf {
-            let (k, v) = c.split_once('=').ok_or_else(|| Error::Usage(format!("--conf {c:?}: write KEY=VALUE")))?;
+            let (k, v) = c
+                .split_once('=')
+                .ok_or_else(|| Error::Usage(format!("--conf {c:?}: write KEY=VALUE")))?;
             conf.retain(|(x, _)| x != k.trim());
             conf.push((k.trim().to_string(), v.trim().to_string()));
         }
@@ -369,12 +423,16 @@ impl CountingArgs {
     pub fn session(&self, sample: bool, stats: &Arc<RunStats>) -> Result<Option<Arc<Session>>> {
         if !self.is_spark() {
             if self.spark.remote.is_some() || self.spark.python.is_some() {
-                return Err(Error::Usage("--remote and --python choose the Spark that counts: add --engine spark".into()));
+                return Err(Error::Usage(
+                    "--remote and --python choose the Spark that counts: add --engine spark".into(),
+                ));
             }
             return Ok(None);
         }
         if sample {
-            return Err(Error::Usage("--sample is for the embedded engine: --engine spark counts every row".into()));
+            return Err(Error::Usage(
+                "--sample is for the embedded engine: --engine spark counts every row".into(),
+            ));
         }
         self.spark.start_session(self.spark_timeout, stats).map(Some)
     }
@@ -382,13 +440,21 @@ impl CountingArgs {
     /// Where the counts are made: by the Spark session that opened the tables, or here.
     pub fn engine(session: Option<&Arc<Session>>) -> skewjoin::count::EngineRef {
         match session {
-            Some(s) => skewjoin::count::EngineRef::new(skewjoin::spark::SparkEngine::new(s.clone())),
+            Some(s) => {
+                skewjoin::count::EngineRef::new(skewjoin::spark::SparkEngine::new(s.clone()))
+            }
             None => Default::default(),
         }
     }
 
     /// Open a table: its files here, or in Spark (a path or a catalog name).
-    pub fn open(&self, session: Option<&Arc<Session>>, paths: &[String], as_of: Option<i64>, stats: &Arc<RunStats>) -> Result<Table> {
+    pub fn open(
+        &self,
+        session: Option<&Arc<Session>>,
+        paths: &[String],
+        as_of: Option<i64>,
+        stats: &Arc<RunStats>,
+    ) -> Result<Table> {
         match session {
             None => Table::open_in(paths, as_of, stats),
             Some(s) => {
@@ -398,7 +464,9 @@ impl CountingArgs {
                     ));
                 }
                 if paths.len() != 1 {
-                    return Err(Error::Usage("--engine spark reads one path or catalog name per table".into()));
+                    return Err(Error::Usage(
+                        "--engine spark reads one path or catalog name per table".into(),
+                    ));
                 }
                 skewjoin::spark::open(s, &paths[0])
             }
@@ -466,7 +534,12 @@ impl TextOrJson {
         self.format == TextOrJsonFormat::Text
     }
 
-    pub fn render<T>(&self, value: &T, text: impl Fn(&T) -> String, json: impl Fn(&T) -> String) -> String {
+    pub fn render<T>(
+        &self,
+        value: &T,
+        text: impl Fn(&T) -> String,
+        json: impl Fn(&T) -> String,
+    ) -> String {
         match self.format {
             TextOrJsonFormat::Text => text(value),
             TextOrJsonFormat::Json => json(value),
@@ -514,7 +587,11 @@ impl HtmlOut {
     }
 
     /// Write the page `make` builds, when --html is given.
-    pub fn write<T>(&self, value: &T, make: fn(&T) -> skewjoin::html::Page) -> skewjoin::Result<()> {
+    pub fn write<T>(
+        &self,
+        value: &T,
+        make: fn(&T) -> skewjoin::html::Page,
+    ) -> skewjoin::Result<()> {
         match &self.html {
             Some(path) => skewjoin::html::write(path, make(value)),
             None => Ok(()),
@@ -535,7 +612,8 @@ impl AlsoText {
     /// Write the text report `text` builds, when --also-text is given.
     pub fn write(&self, text: impl FnOnce() -> String) -> skewjoin::Result<()> {
         match &self.also_text {
-            Some(path) => std::fs::write(path, text()).map_err(|e| skewjoin::Error::Io { path: path.clone(), source: e }),
+            Some(path) => std::fs::write(path, text())
+                .map_err(|e| skewjoin::Error::Io { path: path.clone(), source: e }),
             None => Ok(()),
         }
     }
@@ -554,7 +632,10 @@ impl MinStage {
     /// The threshold in milliseconds, checked.
     pub fn ms(&self) -> Result<i64> {
         if !(self.min_stage_seconds >= 0.0 && self.min_stage_seconds.is_finite()) {
-            return Err(Error::Usage(format!("--min-stage-seconds must be 0 or more, not {}", self.min_stage_seconds)));
+            return Err(Error::Usage(format!(
+                "--min-stage-seconds must be 0 or more, not {}",
+                self.min_stage_seconds
+            )));
         }
         Ok((self.min_stage_seconds * 1000.0).round() as i64)
     }

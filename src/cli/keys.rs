@@ -75,7 +75,8 @@ pub fn run(a: KeysArgs) -> Result<String> {
     std::thread::scope(|scope| {
         let handle = scope.spawn(|| Classifier::with_file(a.hot.rules.as_deref()));
         let join = |h: std::thread::ScopedJoinHandle<'_, Result<Classifier>>| {
-            h.join().unwrap_or_else(|_| Err(Error::Internal("the rules could not be compiled".into())))
+            h.join()
+                .unwrap_or_else(|_| Err(Error::Internal("the rules could not be compiled".into())))
         };
         let stats = RunStats::new();
         let (table, session) = match a.counting.session(a.hot.sample.is_some(), &stats) {
@@ -86,7 +87,11 @@ pub fn run(a: KeysArgs) -> Result<String> {
             Ready(C),
             Compiling(H),
         }
-        let rules = if a.hot.rules.is_some() || table.is_err() { Rules::Ready(join(handle)?) } else { Rules::Compiling(handle) };
+        let rules = if a.hot.rules.is_some() || table.is_err() {
+            Rules::Ready(join(handle)?)
+        } else {
+            Rules::Compiling(handle)
+        };
         let table = table?;
         let profiles = count_keys(&a, &table, &CountingArgs::engine(session.as_ref()));
         // Joined on every path: a scope re-raises the panic of a thread nobody joined.
@@ -95,15 +100,31 @@ pub fn run(a: KeysArgs) -> Result<String> {
             Rules::Compiling(h) => join(h),
         };
         let (profiles, classifier) = (profiles?, classifier?);
-        let rep = keys::report(profiles, &classifier, &KeysOptions { partitions: a.hot.shuffle_partitions.unwrap_or(200), hot_factor });
-        let text = || report::keys(&rep, Format::Table, &stats) + &skewjoin::run::table_notes(&stats) + &a.quiet.io_line(&stats);
+        let rep = keys::report(
+            profiles,
+            &classifier,
+            &KeysOptions { partitions: a.hot.shuffle_partitions.unwrap_or(200), hot_factor },
+        );
+        let text = || {
+            report::keys(&rep, Format::Table, &stats)
+                + &skewjoin::run::table_notes(&stats)
+                + &a.quiet.io_line(&stats)
+        };
         a.also_text.write(text)?;
-        Ok(if a.format == KeysFormat::Table { text() } else { report::keys(&rep, a.format.into(), &stats) })
+        Ok(if a.format == KeysFormat::Table {
+            text()
+        } else {
+            report::keys(&rep, a.format.into(), &stats)
+        })
     })
 }
 
 /// The key columns, counted.
-fn count_keys(a: &KeysArgs, table: &Table, engine: &skewjoin::count::EngineRef) -> Result<Vec<ColumnProfile>> {
+fn count_keys(
+    a: &KeysArgs,
+    table: &Table,
+    engine: &skewjoin::count::EngineRef,
+) -> Result<Vec<ColumnProfile>> {
     let specs = a
         .columns
         .iter()

@@ -14,7 +14,11 @@ use clap::{Parser, Subcommand};
 use skewjoin::Result;
 
 #[derive(Parser)]
-#[command(name = "skewjoin", version, about = "Find the hot keys that make a Spark join slow, and take them out of the shuffle")]
+#[command(
+    name = "skewjoin",
+    version,
+    about = "Find the hot keys that make a Spark join slow, and take them out of the shuffle"
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -101,8 +101,10 @@ pub fn run(a: PlanArgs) -> Result<String> {
     }
     let rt = a.counting.open(session.as_ref(), &a.right, a.as_of, &stats)?;
     let (lkeys, rkeys) = join_keys(&a.on, &lt, &rt)?;
-    let left = SideInput::new(&lt, lkeys, a.left_name.clone().unwrap_or_else(|| default_name(&a.left)));
-    let mut right = SideInput::new(&rt, rkeys, a.right_name.clone().unwrap_or_else(|| default_name(&a.right)));
+    let left =
+        SideInput::new(&lt, lkeys, a.left_name.clone().unwrap_or_else(|| default_name(&a.left)));
+    let mut right =
+        SideInput::new(&rt, rkeys, a.right_name.clone().unwrap_or_else(|| default_name(&a.right)));
     if a.right_name.is_none() && right.name == left.name {
         right.name = format!("{}_2", right.name);
     }
@@ -111,22 +113,41 @@ pub fn run(a: PlanArgs) -> Result<String> {
     a.html.write(&p, plan::html)?;
     let io = || skewjoin::run::table_notes(&stats) + &a.quiet.io_line(&stats);
     a.also_text.write(|| plan::text(&p) + &io())?;
-    Ok(a.format.render(&p, plan::text, |p| plan::json(p, &stats)) + &if a.format.is_text() { io() } else { String::new() })
+    Ok(a.format.render(&p, plan::text, |p| plan::json(p, &stats))
+        + &if a.format.is_text() { io() } else { String::new() })
 }
 
 /// `--partition-by`: the window or GROUP BY stage over those columns of the left table.
-fn window_plan(a: &PlanArgs, t: &Table, classifier: &Classifier, opts: &plan::PlanOptions) -> Result<String> {
+fn window_plan(
+    a: &PlanArgs,
+    t: &Table,
+    classifier: &Classifier,
+    opts: &plan::PlanOptions,
+) -> Result<String> {
     if a.html.is_set() {
-        return Err(Error::Usage("--html draws a join's plan; with --partition-by, use the text or JSON output".into()));
+        return Err(Error::Usage(
+            "--html draws a join's plan; with --partition-by, use the text or JSON output".into(),
+        ));
     }
-    let columns =
-        a.partition_by.iter().flat_map(|c| c.split(',')).map(str::trim).filter(|c| !c.is_empty()).map(|c| t.resolve(c)).collect::<Result<Vec<_>>>()?;
-    let input = SideInput::new(t, KeySpec { columns }, a.left_name.clone().unwrap_or_else(|| default_name(&a.left)));
+    let columns = a
+        .partition_by
+        .iter()
+        .flat_map(|c| c.split(','))
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(|c| t.resolve(c))
+        .collect::<Result<Vec<_>>>()?;
+    let input = SideInput::new(
+        t,
+        KeySpec { columns },
+        a.left_name.clone().unwrap_or_else(|| default_name(&a.left)),
+    );
     let p = window::plan(&input, a.shape, &[], classifier, opts)?;
     let stats = &t.stats;
     let io = || skewjoin::run::table_notes(stats) + &a.quiet.io_line(stats);
     a.also_text.write(|| window::text(&p) + &io())?;
-    Ok(a.format.render(&p, window::text, |p| window::json(p, stats)) + &if a.format.is_text() { io() } else { String::new() })
+    Ok(a.format.render(&p, window::text, |p| window::json(p, stats))
+        + &if a.format.is_text() { io() } else { String::new() })
 }
 
 /// `--shape`: whole, ordered, top-N, group-by, group-by-lists.
@@ -138,7 +159,9 @@ fn parse_shape(s: &str) -> std::result::Result<Shape, String> {
         "group-by-lists" => Ok(Shape::Aggregate { lists: true }),
         _ => match s.strip_prefix("top-").map(str::parse::<u64>) {
             Some(Ok(n)) if n > 0 => Ok(Shape::TopN { n }),
-            _ => Err(format!("unknown shape {s:?}: whole, ordered, top-N (N from 1), group-by or group-by-lists")),
+            _ => Err(format!(
+                "unknown shape {s:?}: whole, ordered, top-N (N from 1), group-by or group-by-lists"
+            )),
         },
     }
 }
@@ -167,7 +190,8 @@ fn default_name(paths: &[String]) -> String {
     let stem = if p.is_dir() { p.file_name() } else { p.file_stem() };
     let s = stem.map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "t".into());
     // A glob's stem is not a name.
-    let s: String = s.chars().map(|c| if c.is_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    let s: String =
+        s.chars().map(|c| if c.is_alphanumeric() || c == '_' { c } else { '_' }).collect();
     if s.is_empty() {
         "t".into()
     } else {

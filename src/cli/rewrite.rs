@@ -56,7 +56,10 @@ pub fn run(a: RewriteArgs) -> Result<String> {
     opts.engine = CountingArgs::engine(session.as_ref());
     let tables = query_tables(&a.query, &sql, session.as_ref(), &a.quiet, &stats)?;
     let r = rewrite::rewrite(&sql, &tables, &classifier, &opts)?;
-    let text = || rewrite::sql_with_comments(&r) + &sql_comments(&(skewjoin::run::table_notes(&stats) + &a.quiet.io_line(&stats)));
+    let text = || {
+        rewrite::sql_with_comments(&r)
+            + &sql_comments(&(skewjoin::run::table_notes(&stats) + &a.quiet.io_line(&stats)))
+    };
     a.also_text.write(text)?;
     let out = match a.format {
         RewriteFormat::Json => skewjoin::run::json(&r, &stats),

@@ -15,7 +15,9 @@ use skewjoin::table::Table;
 use skewjoin::verify::{self, SparkOptions, Verification};
 use skewjoin::{Error, Result};
 
-use super::flags::{open_tables, AlsoText, HtmlOut, PlannerArgs, QueryArgs, Quiet, SparkArgs, TextOrJson};
+use super::flags::{
+    open_tables, AlsoText, HtmlOut, PlannerArgs, QueryArgs, Quiet, SparkArgs, TextOrJson,
+};
 
 /// Run the original query and the rewrite side by side: same rows, and the largest task before and
 /// after
@@ -69,14 +71,19 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
         ));
     }
     if engine == Engine::Polars && a.spark.remote.is_some() {
-        return Err(Error::Usage("--remote runs both queries on a Spark Connect server: add --engine spark".into()));
+        return Err(Error::Usage(
+            "--remote runs both queries on a Spark Connect server: add --engine spark".into(),
+        ));
     }
     if !(a.tolerance > 0.0 && a.tolerance < 1.0) {
         return Err(Error::Usage("--tolerance must be between 0 and 1".into()));
     }
     let stats = skewjoin::stats::RunStats::new();
     let mut opts = a.planner.options(JoinType::Inner, &a.spark, &a.quiet, &stats)?;
-    if engine == Engine::Spark && a.spark.remote.is_none() && opts.settings.get(settings::MASTER).is_none() {
+    if engine == Engine::Spark
+        && a.spark.remote.is_none()
+        && opts.settings.get(settings::MASTER).is_none()
+    {
         // The predictions are of the Spark that runs here: local[*] has this machine's cores.
         opts.settings.set(settings::MASTER, &a.spark.master, Origin::Flag, Some("--master".into()));
         opts.cores = opts.cores.or(opts.settings.cores()?);
@@ -87,7 +94,9 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
     let r = rewrite::rewrite(&sql, &tables, &classifier, &opts)?;
     let rewritten = match &a.rewritten {
-        Some(p) => std::fs::read_to_string(p).map_err(|e| Error::Io { path: p.clone(), source: e })?,
+        Some(p) => {
+            std::fs::read_to_string(p).map_err(|e| Error::Io { path: p.clone(), source: e })?
+        }
         None => r.sql.clone(),
     };
     let planned = if a.rewritten.is_some() { None } else { Some(&r) };
@@ -96,7 +105,14 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
     let both = BothQueries { original: &sql, rewritten: &rewritten, planned, named: &named };
     let v = match engine {
         Engine::Polars => verify_polars(&both, &tables, a.planner.hot.sample, a.tolerance)?,
-        Engine::Spark => verify_spark(&both, &a.spark, a.spark_ui.clone(), a.tolerance, a.planner.hot.sample.is_some(), &opts)?,
+        Engine::Spark => verify_spark(
+            &both,
+            &a.spark,
+            a.spark_ui.clone(),
+            a.tolerance,
+            a.planner.hot.sample.is_some(),
+            &opts,
+        )?,
     };
     a.html.write(&v, verify::html)?;
     a.also_text.write(|| verify::text(&v))?;
@@ -133,13 +149,28 @@ pub(super) fn verify_spark(
     sampled: bool,
     opts: &PlanOptions,
 ) -> Result<Verification> {
-    let sopts =
-        SparkOptions { python: spark.python(), master: spark.master.clone(), remote: spark.remote.clone(), spark_ui, tolerance, conf: opts.settings.all() };
+    let sopts = SparkOptions {
+        python: spark.python(),
+        master: spark.master.clone(),
+        remote: spark.remote.clone(),
+        spark_ui,
+        tolerance,
+        conf: opts.settings.all(),
+    };
     // A Connect server reads the tables from its own working folder: paths here go absolute.
     let named: Vec<(String, String)> = q
         .named
         .iter()
-        .map(|(n, p)| (n.clone(), std::path::absolute(p).ok().filter(|a| a.exists()).map(|a| a.to_string_lossy().into_owned()).unwrap_or_else(|| p.clone())))
+        .map(|(n, p)| {
+            (
+                n.clone(),
+                std::path::absolute(p)
+                    .ok()
+                    .filter(|a| a.exists())
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| p.clone()),
+            )
+        })
         .collect();
     let mut v = verify::spark(q.original, q.rewritten, q.planned, &named, &sopts)?;
     if sampled {
@@ -150,12 +181,23 @@ pub(super) fn verify_spark(
 
 /// Both queries on Polars, in this process.
 #[cfg(feature = "polars")]
-pub(super) fn verify_polars(q: &BothQueries, tables: &HashMap<String, Table>, sample: Option<Sample>, tolerance: f64) -> Result<Verification> {
-    let list: Vec<(String, &Table)> = q.named.iter().filter_map(|(n, _)| tables.get(n).map(|t| (n.clone(), t))).collect();
+pub(super) fn verify_polars(
+    q: &BothQueries,
+    tables: &HashMap<String, Table>,
+    sample: Option<Sample>,
+    tolerance: f64,
+) -> Result<Verification> {
+    let list: Vec<(String, &Table)> =
+        q.named.iter().filter_map(|(n, _)| tables.get(n).map(|t| (n.clone(), t))).collect();
     verify::polars(q.original, q.rewritten, q.planned, &list, sample, tolerance)
 }
 
 #[cfg(not(feature = "polars"))]
-pub(super) fn verify_polars(_: &BothQueries, _: &HashMap<String, Table>, _: Option<Sample>, _: f64) -> Result<Verification> {
+pub(super) fn verify_polars(
+    _: &BothQueries,
+    _: &HashMap<String, Table>,
+    _: Option<Sample>,
+    _: f64,
+) -> Result<Verification> {
     Err(Error::Usage("this skewjoin was built without the polars engine".into()))
 }

@@ -19,7 +19,9 @@ pub(crate) fn plain_i64(a: &ArrayRef) -> Option<&[i64]> {
     match a.data_type() {
         DataType::Int64 => Some(a.as_primitive::<Int64Type>().values()),
         DataType::Decimal64(..) => Some(a.as_primitive::<Decimal64Type>().values()),
-        DataType::Timestamp(TimeUnit::Microsecond, _) => Some(a.as_primitive::<TimestampMicrosecondType>().values()),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => {
+            Some(a.as_primitive::<TimestampMicrosecondType>().values())
+        }
         _ => None,
     }
 }
@@ -33,16 +35,32 @@ pub(crate) fn each_plain_i64(a: &ArrayRef, mut f: impl FnMut(usize, i64)) -> boo
         return false;
     }
     match a.data_type() {
-        DataType::Int64 => a.as_primitive::<Int64Type>().values().iter().enumerate().for_each(|(i, &v)| f(i, v)),
-        DataType::Int32 => a.as_primitive::<Int32Type>().values().iter().enumerate().for_each(|(i, &v)| f(i, v as i64)),
-        DataType::Date32 => a.as_primitive::<Date32Type>().values().iter().enumerate().for_each(|(i, &v)| f(i, v as i64)),
+        DataType::Int64 => {
+            a.as_primitive::<Int64Type>().values().iter().enumerate().for_each(|(i, &v)| f(i, v))
+        }
+        DataType::Int32 => a
+            .as_primitive::<Int32Type>()
+            .values()
+            .iter()
+            .enumerate()
+            .for_each(|(i, &v)| f(i, v as i64)),
+        DataType::Date32 => a
+            .as_primitive::<Date32Type>()
+            .values()
+            .iter()
+            .enumerate()
+            .for_each(|(i, &v)| f(i, v as i64)),
         _ => return false,
     }
     true
 }
 
 /// Call `f` with each row's 64-bit counting key (None for NULL).
-pub(crate) fn each_i64(a: &ArrayRef, ty: KeyType, f: &mut dyn FnMut(Option<i64>)) -> std::result::Result<(), String> {
+pub(crate) fn each_i64(
+    a: &ArrayRef,
+    ty: KeyType,
+    f: &mut dyn FnMut(Option<i64>),
+) -> std::result::Result<(), String> {
     macro_rules! prim {
         ($t:ty, $conv:expr) => {{
             let arr = a.as_primitive::<$t>();
@@ -72,10 +90,18 @@ pub(crate) fn each_i64(a: &ArrayRef, ty: KeyType, f: &mut dyn FnMut(Option<i64>)
         DataType::Float64 => prim!(Float64Type, |v: f64| canonical_f64(v).to_bits() as i64),
         DataType::Date32 => prim!(Date32Type, |v: i32| v as i64),
         DataType::Date64 => prim!(Date64Type, |v: i64| v.div_euclid(86_400_000)),
-        DataType::Timestamp(TimeUnit::Second, _) => prim!(TimestampSecondType, |v: i64| v.saturating_mul(1_000_000)),
-        DataType::Timestamp(TimeUnit::Millisecond, _) => prim!(TimestampMillisecondType, |v: i64| v.saturating_mul(1_000)),
-        DataType::Timestamp(TimeUnit::Microsecond, _) => prim!(TimestampMicrosecondType, |v: i64| v),
-        DataType::Timestamp(TimeUnit::Nanosecond, _) => prim!(TimestampNanosecondType, |v: i64| v.div_euclid(1_000)),
+        DataType::Timestamp(TimeUnit::Second, _) => {
+            prim!(TimestampSecondType, |v: i64| v.saturating_mul(1_000_000))
+        }
+        DataType::Timestamp(TimeUnit::Millisecond, _) => {
+            prim!(TimestampMillisecondType, |v: i64| v.saturating_mul(1_000))
+        }
+        DataType::Timestamp(TimeUnit::Microsecond, _) => {
+            prim!(TimestampMicrosecondType, |v: i64| v)
+        }
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => {
+            prim!(TimestampNanosecondType, |v: i64| v.div_euclid(1_000))
+        }
         DataType::Decimal32(..) => prim!(Decimal32Type, |v: i32| v as i64),
         DataType::Decimal64(..) => prim!(Decimal64Type, |v: i64| v),
         DataType::Decimal128(..) => prim!(Decimal128Type, |v: i128| v as i64),
@@ -99,7 +125,10 @@ pub(crate) fn each_i64(a: &ArrayRef, ty: KeyType, f: &mut dyn FnMut(Option<i64>)
 }
 
 /// Call `f` with each row's 128-bit counting key, a wide decimal unscaled (None for NULL).
-pub(crate) fn each_i128(a: &ArrayRef, f: &mut dyn FnMut(Option<i128>)) -> std::result::Result<(), String> {
+pub(crate) fn each_i128(
+    a: &ArrayRef,
+    f: &mut dyn FnMut(Option<i128>),
+) -> std::result::Result<(), String> {
     match a.data_type() {
         DataType::Decimal128(..) => a.as_primitive::<Decimal128Type>().iter().for_each(&mut *f),
         DataType::Decimal256(..) => {
@@ -107,7 +136,9 @@ pub(crate) fn each_i128(a: &ArrayRef, f: &mut dyn FnMut(Option<i128>)) -> std::r
                 f(v.and_then(|x| x.to_i128()));
             }
         }
-        DataType::UInt64 => a.as_primitive::<UInt64Type>().iter().for_each(|v| f(v.map(|x| x as i128))),
+        DataType::UInt64 => {
+            a.as_primitive::<UInt64Type>().iter().for_each(|v| f(v.map(|x| x as i128)))
+        }
         DataType::Dictionary(_, _) => {
             let dict = a.as_any_dictionary();
             let mut values = Vec::with_capacity(dict.values().len());
@@ -123,7 +154,10 @@ pub(crate) fn each_i128(a: &ArrayRef, f: &mut dyn FnMut(Option<i128>)) -> std::r
 }
 
 /// Call `f` with each row's bytes, a string's or a binary's (None for NULL).
-pub(crate) fn each_bytes<'a>(a: &'a ArrayRef, f: &mut dyn FnMut(Option<&'a [u8]>)) -> std::result::Result<(), String> {
+pub(crate) fn each_bytes<'a>(
+    a: &'a ArrayRef,
+    f: &mut dyn FnMut(Option<&'a [u8]>),
+) -> std::result::Result<(), String> {
     match a.data_type() {
         DataType::Utf8 => a.as_string::<i32>().iter().for_each(|v| f(v.map(str::as_bytes))),
         DataType::LargeUtf8 => a.as_string::<i64>().iter().for_each(|v| f(v.map(str::as_bytes))),

@@ -33,7 +33,12 @@ pub(crate) struct BatchSink<'a, 'l> {
 
 impl<'a, 'l> BatchSink<'a, 'l> {
     /// The cluster of `tally`, into which the batch's values are tallied if `tally`.
-    pub(crate) fn new(local: &'a mut Local<'l>, j: usize, cluster: &'a mut UnitTally, tally: bool) -> Self {
+    pub(crate) fn new(
+        local: &'a mut Local<'l>,
+        j: usize,
+        cluster: &'a mut UnitTally,
+        tally: bool,
+    ) -> Self {
         let UnitTally { counts, nulls, rows, .. } = cluster;
         BatchSink { local, j, rows: *rows, nulls, values: if tally { Some(counts) } else { None } }
     }
@@ -81,7 +86,12 @@ impl<'a, 'l> BatchSink<'a, 'l> {
     }
 
     /// A decimal column wider than 18 digits, into the shared counter `c`.
-    pub(crate) fn wide(mut self, array: &ArrayRef, c: &KeyCounter<i128>, p: &mut Pending<i128>) -> Result<(), String> {
+    pub(crate) fn wide(
+        mut self,
+        array: &ArrayRef,
+        c: &KeyCounter<i128>,
+        p: &mut Pending<i128>,
+    ) -> Result<(), String> {
         let mut nulls = 0;
         each_i128(array, &mut |v| match v {
             Some(k) => {
@@ -98,7 +108,12 @@ impl<'a, 'l> BatchSink<'a, 'l> {
 
     /// A string or binary column: by dictionary index while batches share one dictionary
     /// (`dict`), else value by value. `last`: the cluster ends with this batch.
-    pub(crate) fn strings(self, array: &ArrayRef, dict: &mut DictTally, last: bool) -> Result<(), String> {
+    pub(crate) fn strings(
+        self,
+        array: &ArrayRef,
+        dict: &mut DictTally,
+        last: bool,
+    ) -> Result<(), String> {
         let BatchSink { local, j, rows, nulls: cluster_nulls, values: mut tally } = self;
         // Sample mode: only values above 0.02% of the cluster matter for the error bound of a
         // top value.
@@ -127,7 +142,12 @@ impl<'a, 'l> BatchSink<'a, 'l> {
 
 /// Count a string or binary array that is not a plain dictionary: pre-aggregate the batch,
 /// then hand each distinct value to the counter once. Returns the NULL rows.
-fn count_bytes(array: &ArrayRef, local: &mut Local, j: usize, tally: Option<&mut HashMap<Vec<u8>, u64>>) -> Result<u64, String> {
+fn count_bytes(
+    array: &ArrayRef,
+    local: &mut Local,
+    j: usize,
+    tally: Option<&mut HashMap<Vec<u8>, u64>>,
+) -> Result<u64, String> {
     let mut batch: HashMap<&[u8], u64> = HashMap::new();
     let mut nulls = 0;
     each_bytes(array, &mut |b| match b {
@@ -146,7 +166,13 @@ fn count_bytes(array: &ArrayRef, local: &mut Local, j: usize, tally: Option<&mut
 
 /// Count the composite keys of `rows` rows, each encoded from its parts `cols`: pre-aggregated,
 /// then each distinct key handed to the counter once. Returns the NULL rows.
-fn count_encoded(cols: &[Atoms], rows: usize, local: &mut Local, j: usize, tally: Option<&mut HashMap<Vec<u8>, u64>>) -> u64 {
+fn count_encoded(
+    cols: &[Atoms],
+    rows: usize,
+    local: &mut Local,
+    j: usize,
+    tally: Option<&mut HashMap<Vec<u8>, u64>>,
+) -> u64 {
     let mut batch: HashMap<Vec<u8>, u64> = HashMap::new();
     let mut nulls = 0;
     let mut buf = Vec::with_capacity(32);

@@ -64,7 +64,11 @@ impl<K: Ord> TopK<K> {
     }
 
     pub(crate) fn into_sorted(self) -> Vec<(K, u64)> {
-        let mut v: Vec<(K, u64)> = self.heap.into_iter().map(|std::cmp::Reverse((c, std::cmp::Reverse(k)))| (k, c)).collect();
+        let mut v: Vec<(K, u64)> = self
+            .heap
+            .into_iter()
+            .map(|std::cmp::Reverse((c, std::cmp::Reverse(k)))| (k, c))
+            .collect();
         v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         v
     }
@@ -106,7 +110,11 @@ pub(crate) struct Summary<K> {
 impl<K: CountKey> KeyCounter<K> {
     /// A counter that keeps its tables under about `memory_budget` bytes.
     pub(crate) fn new(memory_budget: usize) -> Self {
-        let shards = (0..SHARDS).map(|_| Mutex::new(Shard { table: HashTable::new(), heap_bytes: 0, error: 0, hll: None })).collect();
+        let shards = (0..SHARDS)
+            .map(|_| {
+                Mutex::new(Shard { table: HashTable::new(), heap_bytes: 0, error: 0, hll: None })
+            })
+            .collect();
         KeyCounter { shards, shard_budget: (memory_budget / SHARDS).max(4096), state: state() }
     }
 
@@ -159,7 +167,11 @@ impl<K: CountKey> KeyCounter<K> {
         let mut distinct = 0u64;
         let mut error = 0u64;
         let mut hll: Option<Hll> = None;
-        let shards: Vec<Shard<K>> = self.shards.into_iter().map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner())).collect();
+        let shards: Vec<Shard<K>> = self
+            .shards
+            .into_iter()
+            .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
+            .collect();
         let any_pruned = shards.iter().any(|s| s.hll.is_some());
         for mut shard in shards {
             distinct += shard.table.len() as u64;

@@ -35,8 +35,17 @@ const REMOTE_FILES: usize = 16;
 /// The range of `field` (a key of type `ty`) over the row groups of `table`, if every row
 /// group with a value states its min and max, the range is at most `WIDTH_PER_ROW` times the
 /// rows, and `threads` arrays of it fit in `memory` bytes.
-pub(crate) fn range_of(table: &Table, field: &str, ty: KeyType, threads: usize, memory: usize) -> Option<DenseRange> {
-    let ints = matches!(ty, KeyType::TinyInt | KeyType::SmallInt | KeyType::Int | KeyType::BigInt | KeyType::Date);
+pub(crate) fn range_of(
+    table: &Table,
+    field: &str,
+    ty: KeyType,
+    threads: usize,
+    memory: usize,
+) -> Option<DenseRange> {
+    let ints = matches!(
+        ty,
+        KeyType::TinyInt | KeyType::SmallInt | KeyType::Int | KeyType::BigInt | KeyType::Date
+    );
     if !ints || table.files.len() > if table.in_store() { REMOTE_FILES } else { LOCAL_FILES } {
         return None;
     }
@@ -69,13 +78,19 @@ fn chunk_bounds(rg: &parquet::file::metadata::RowGroupMetaData, col: usize) -> O
     let chunk = rg.column(col);
     let stats = chunk.statistics();
     let (min, max) = match stats {
-        Some(Statistics::Int32(s)) => (s.min_opt().map(|&v| v as i64), s.max_opt().map(|&v| v as i64)),
+        Some(Statistics::Int32(s)) => {
+            (s.min_opt().map(|&v| v as i64), s.max_opt().map(|&v| v as i64))
+        }
         Some(Statistics::Int64(s)) => (s.min_opt().copied(), s.max_opt().copied()),
         _ => (None, None),
     };
     match (min, max) {
         (Some(a), Some(b)) => Some((a, b)),
-        _ if rg.num_rows() == 0 || stats.and_then(|s| s.null_count_opt()) == Some(rg.num_rows() as u64) => Some((i64::MAX, i64::MIN)),
+        _ if rg.num_rows() == 0
+            || stats.and_then(|s| s.null_count_opt()) == Some(rg.num_rows() as u64) =>
+        {
+            Some((i64::MAX, i64::MIN))
+        }
         _ => None,
     }
 }
@@ -184,7 +199,10 @@ pub(crate) fn top_and_distinct(parts: &[&Dense], want: usize) -> (Vec<(i64, u64)
                 sums.iter_mut().zip(&d.low[start..end]).for_each(|(s, &c)| *s += c as u64);
             }
             let from = carried.partition_point(|c| c.0 < start);
-            carried[from..].iter().take_while(|c| c.0 < end).for_each(|&(i, c)| sums[i - start] += c);
+            carried[from..]
+                .iter()
+                .take_while(|c| c.0 < end)
+                .for_each(|&(i, c)| sums[i - start] += c);
             let mut top = TopK::new(want);
             let mut distinct = 0;
             for (i, &s) in sums.iter().enumerate() {

@@ -133,7 +133,8 @@ pub(crate) fn decode_key(mut buf: &[u8], types: &[KeyType]) -> Vec<Value> {
                 Value::Decimal { unscaled: k, precision, scale }
             }
             6 if buf.len() >= 4 => {
-                let len = (u32::from_le_bytes(buf[..4].try_into().unwrap_or([0; 4])) as usize).min(buf.len() - 4);
+                let len = (u32::from_le_bytes(buf[..4].try_into().unwrap_or([0; 4])) as usize)
+                    .min(buf.len() - 4);
                 let v = bytes_value(&buf[4..4 + len], t);
                 buf = &buf[4 + len..];
                 v
@@ -181,7 +182,10 @@ pub(crate) fn tally_key(key: &[Value], types: &[KeyType]) -> Option<Vec<u8>> {
 
 /// Each row of `columns` (of `types`) as bytes, equal exactly where Spark's GROUP BY and
 /// DISTINCT put two rows in one group: NULLs together, every NaN as one, -0.0 as 0.0.
-pub fn group_keys(columns: &[ArrayRef], types: &[KeyType]) -> std::result::Result<Vec<Vec<u8>>, String> {
+pub fn group_keys(
+    columns: &[ArrayRef],
+    types: &[KeyType],
+) -> std::result::Result<Vec<Vec<u8>>, String> {
     let mut out = Vec::with_capacity(columns.first().map_or(0, |a| a.len()));
     each_group_key(columns, types, |_, key| out.push(key.to_vec()))?;
     Ok(out)
@@ -189,8 +193,16 @@ pub fn group_keys(columns: &[ArrayRef], types: &[KeyType]) -> std::result::Resul
 
 /// `f(row, key)` for each row, its key encoded as `group_keys` encodes it, into one buffer
 /// reused from row to row (no allocation per row).
-pub fn each_group_key(columns: &[ArrayRef], types: &[KeyType], mut f: impl FnMut(usize, &[u8])) -> std::result::Result<(), String> {
-    let atoms: Vec<Atoms> = columns.iter().zip(types).map(|(a, t)| Atoms::from_array(a, *t)).collect::<std::result::Result<_, _>>()?;
+pub fn each_group_key(
+    columns: &[ArrayRef],
+    types: &[KeyType],
+    mut f: impl FnMut(usize, &[u8]),
+) -> std::result::Result<(), String> {
+    let atoms: Vec<Atoms> = columns
+        .iter()
+        .zip(types)
+        .map(|(a, t)| Atoms::from_array(a, *t))
+        .collect::<std::result::Result<_, _>>()?;
     let rows = columns.first().map(|a| a.len()).unwrap_or(0);
     let mut key = Vec::new();
     for row in 0..rows {

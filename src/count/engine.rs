@@ -17,11 +17,28 @@ pub trait Engine: Send + Sync {
     /// For messages: `embedded`, `spark`.
     fn name(&self) -> &'static str;
     /// Every key of `specs`: rows, NULL rows, distinct values, the most frequent values.
-    fn profile(&self, table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Result<Vec<ColumnProfile>>;
+    fn profile(
+        &self,
+        table: &Table,
+        specs: &[KeySpec],
+        opts: &ProfileOptions,
+    ) -> Result<Vec<ColumnProfile>>;
     /// The rows of every shuffle partition, by Spark's hash, and of each of `keys`.
-    fn scan(&self, table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>]) -> Result<PartitionScan>;
+    fn scan(
+        &self,
+        table: &Table,
+        spec: &KeySpec,
+        partitions: u32,
+        keys: &[Vec<Value>],
+    ) -> Result<PartitionScan>;
     /// The key columns of the rows that pass `filter` (one row per group with `group_by`).
-    fn filtered_keys(&self, table: &Table, keys: &KeySpec, filter: &RowFilter, group_by: Option<&KeySpec>) -> Result<Filtered>;
+    fn filtered_keys(
+        &self,
+        table: &Table,
+        keys: &KeySpec,
+        filter: &RowFilter,
+        group_by: Option<&KeySpec>,
+    ) -> Result<Filtered>;
 }
 
 /// This process's Parquet reader (`profile`, `scan`, `filter::filtered_keys`).
@@ -31,13 +48,30 @@ impl Engine for Embedded {
     fn name(&self) -> &'static str {
         "embedded"
     }
-    fn profile(&self, table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Result<Vec<ColumnProfile>> {
+    fn profile(
+        &self,
+        table: &Table,
+        specs: &[KeySpec],
+        opts: &ProfileOptions,
+    ) -> Result<Vec<ColumnProfile>> {
         super::profile::profile(table, specs, opts)
     }
-    fn scan(&self, table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>]) -> Result<PartitionScan> {
+    fn scan(
+        &self,
+        table: &Table,
+        spec: &KeySpec,
+        partitions: u32,
+        keys: &[Vec<Value>],
+    ) -> Result<PartitionScan> {
         super::scan::scan(table, spec, partitions, keys)
     }
-    fn filtered_keys(&self, table: &Table, keys: &KeySpec, filter: &RowFilter, group_by: Option<&KeySpec>) -> Result<Filtered> {
+    fn filtered_keys(
+        &self,
+        table: &Table,
+        keys: &KeySpec,
+        filter: &RowFilter,
+        group_by: Option<&KeySpec>,
+    ) -> Result<Filtered> {
         super::filter::filtered_keys(table, keys, filter, group_by)
     }
 }

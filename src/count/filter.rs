@@ -22,7 +22,9 @@ use std::fs::File;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::{new_null_array, Array, ArrayRef, BooleanArray, Datum, RecordBatch, Scalar, StringArray};
+use arrow_array::{
+    new_null_array, Array, ArrayRef, BooleanArray, Datum, RecordBatch, Scalar, StringArray,
+};
 use arrow_buffer::BooleanBuffer;
 use arrow_schema::{DataType, Schema};
 use parquet::arrow::ArrowWriter;
@@ -70,13 +72,17 @@ pub fn check(cond: &Expr, table: &Table) -> std::result::Result<(), String> {
     let f = RowFilter { conditions: vec![cond.clone()] };
     if table.is_held() {
         // Spark evaluates the condition itself: it need only name the table's columns.
-        return f.columns().iter().try_for_each(|c| table.resolve(c).map(|_| ()).map_err(|e| e.to_string()));
+        return f
+            .columns()
+            .iter()
+            .try_for_each(|c| table.resolve(c).map(|_| ()).map_err(|e| e.to_string()));
     }
     let file = table.files.first().ok_or("the table has no files")?;
     let schema = file.meta.schema();
     let mut fields = Vec::new();
     for c in f.columns() {
-        let i = field_ci(file, &c).ok_or_else(|| format!("{c} is not a data column of the table"))?;
+        let i =
+            field_ci(file, &c).ok_or_else(|| format!("{c} is not a data column of the table"))?;
         fields.push(schema.field(i).clone());
     }
     let empty = RecordBatch::new_empty(Arc::new(Schema::new(fields)));
@@ -113,28 +119,47 @@ struct Groups {
 
 /// Read the key and condition columns of every file, keep the passing rows' keys; with
 /// `group_by`, one row per group of those columns.
-pub fn filtered_keys(table: &Table, keys: &KeySpec, filter: &RowFilter, group_by: Option<&KeySpec>) -> Result<Filtered> {
+pub fn filtered_keys(
+    table: &Table,
+    keys: &KeySpec,
+    filter: &RowFilter,
+    group_by: Option<&KeySpec>,
+) -> Result<Filtered> {
     if table.is_held() {
-        return Err(Error::Usage(format!("{}: the table is held by an engine: its counts are made there", table.display)));
+        return Err(Error::Usage(format!(
+            "{}: the table is held by an engine: its counts are made there",
+            table.display
+        )));
     }
-    let dir = tempfile::Builder::new().prefix("skewjoin-filtered-").tempdir().map_err(|e| Error::Io { path: std::env::temp_dir(), source: e })?;
+    let dir = tempfile::Builder::new()
+        .prefix("skewjoin-filtered-")
+        .tempdir()
+        .map_err(|e| Error::Io { path: std::env::temp_dir(), source: e })?;
     // Each column once: a key may name one column twice (keys equal by the joins before).
     let mut out_names: Vec<String> = Vec::new();
     let all = keys.columns.iter().chain(group_by.iter().flat_map(|g| g.columns.iter()));
     if all.clone().any(|c| matches!(c.source, ColumnSource::Partition { .. })) {
-        return Err(Error::Usage(format!("{}: a key or grouping column is a partition column; the filter is not applied", table.display)));
+        return Err(Error::Usage(format!(
+            "{}: a key or grouping column is a partition column; the filter is not applied",
+            table.display
+        )));
     }
     for c in all {
         if !out_names.iter().any(|n| n.eq_ignore_ascii_case(&c.name)) {
             out_names.push(c.name.clone());
         }
     }
-    let mut groups = group_by.map(|g| Groups { names: g.names(), types: g.types(), seen: hashbrown::HashSet::new() });
+    let mut groups = group_by.map(|g| Groups {
+        names: g.names(),
+        types: g.types(),
+        seen: hashbrown::HashSet::new(),
+    });
     let (mut rows_in, mut rows_out) = (0u64, 0u64);
     let mut paths = Vec::new();
     for (n, file) in table.files.iter().enumerate() {
         let out = dir.path().join(format!("part-{n:05}.parquet"));
-        let (i, o) = filter_file(file, &out_names, filter, groups.as_mut(), &out).map_err(|e| Error::Usage(format!("{}: {e}", file.path.display())))?;
+        let (i, o) = filter_file(file, &out_names, filter, groups.as_mut(), &out)
+            .map_err(|e| Error::Usage(format!("{}: {e}", file.path.display())))?;
         rows_in += i;
         rows_out += o;
         paths.push(out.to_string_lossy().into_owned());
@@ -157,18 +182,27 @@ fn filter_file(
     // The key columns' places in the batches, and the output's schema (its file is written
     // even when no row passes, so the table always has one).
     let schema = file.meta.schema().project(&fields).map_err(|e| e.to_string())?;
-    let key_idx: Vec<usize> = keys.iter().map(|k| column_index(&schema, k)).collect::<std::result::Result<_, _>>()?;
+    let key_idx: Vec<usize> =
+        keys.iter().map(|k| column_index(&schema, k)).collect::<std::result::Result<_, _>>()?;
     let key_schema = Arc::new(schema.project(&key_idx).map_err(|e| e.to_string())?);
-    let mut writer = ArrowWriter::try_new(File::create(out).map_err(|e| e.to_string())?, key_schema, None).map_err(|e| e.to_string())?;
+    let mut writer =
+        ArrowWriter::try_new(File::create(out).map_err(|e| e.to_string())?, key_schema, None)
+            .map_err(|e| e.to_string())?;
     let (mut rows_in, mut rows_out) = (0u64, 0u64);
     for g in 0..file.meta.metadata().num_row_groups() {
-        for batch in crate::table::columns::row_group(file, &file.meta, g, &fields).map_err(|e| e.to_string())? {
+        for batch in crate::table::columns::row_group(file, &file.meta, g, &fields)
+            .map_err(|e| e.to_string())?
+        {
             let batch = batch.map_err(|e| e.to_string())?;
             let mut pass = all_true(&filter.conditions, &batch)?;
             if let Some(g) = groups.as_deref_mut() {
                 pass = first_of_groups(g, &batch, &pass)?;
             }
-            let kept = arrow_select::filter::filter_record_batch(&batch.project(&key_idx).map_err(|e| e.to_string())?, &pass).map_err(|e| e.to_string())?;
+            let kept = arrow_select::filter::filter_record_batch(
+                &batch.project(&key_idx).map_err(|e| e.to_string())?,
+                &pass,
+            )
+            .map_err(|e| e.to_string())?;
             rows_in += batch.num_rows() as u64;
             rows_out += kept.num_rows() as u64;
             writer.write(&kept).map_err(|e| e.to_string())?;
@@ -179,7 +213,11 @@ fn filter_file(
 }
 
 /// The fields of `file` holding `columns` and the filter's columns (case ignored).
-fn wanted_fields(file: &DataFile, columns: impl Iterator<Item = String>, filter: &RowFilter) -> std::result::Result<Vec<usize>, String> {
+fn wanted_fields(
+    file: &DataFile,
+    columns: impl Iterator<Item = String>,
+    filter: &RowFilter,
+) -> std::result::Result<Vec<usize>, String> {
     let mut wanted: Vec<usize> = Vec::new();
     for c in columns.chain(filter.columns()) {
         let i = field_ci(file, &c).ok_or_else(|| format!("no column {c}"))?;
@@ -193,24 +231,47 @@ fn wanted_fields(file: &DataFile, columns: impl Iterator<Item = String>, filter:
 
 /// The rows of `table` that pass `filter`, weighted by `weights`, summed per value of the
 /// `by` columns (of `types`; rows with a NULL among them left out, as they join nothing).
-pub fn sum_by(table: &Table, by: &[String], types: &[KeyType], filter: &RowFilter, weights: &RowWeights) -> Result<Sums> {
+pub fn sum_by(
+    table: &Table,
+    by: &[String],
+    types: &[KeyType],
+    filter: &RowFilter,
+    weights: &RowWeights,
+) -> Result<Sums> {
     sum_rows(table, by, types, filter, weights, false).map(|(m, _)| m)
 }
 
 /// As `sum_by`, rows with NULLs among the `by` columns included (a join's key counts): the
 /// sums, and the rows read.
-pub fn weighted_counts(table: &Table, by: &[String], types: &[KeyType], filter: &RowFilter, weights: &RowWeights) -> Result<(Matches, u64)> {
+pub fn weighted_counts(
+    table: &Table,
+    by: &[String],
+    types: &[KeyType],
+    filter: &RowFilter,
+    weights: &RowWeights,
+) -> Result<(Matches, u64)> {
     sum_rows(table, by, types, filter, weights, true).map(|(m, rows)| (m.into_matches(), rows))
 }
 
-fn sum_rows(table: &Table, by: &[String], types: &[KeyType], filter: &RowFilter, weights: &RowWeights, nulls: bool) -> Result<(Sums, u64)> {
+fn sum_rows(
+    table: &Table,
+    by: &[String],
+    types: &[KeyType],
+    filter: &RowFilter,
+    weights: &RowWeights,
+    nulls: bool,
+) -> Result<(Sums, u64)> {
     if table.is_held() {
-        return Err(Error::Usage(format!("{}: the rows of the joins before are counted by the embedded engine only", table.display)));
+        return Err(Error::Usage(format!(
+            "{}: the rows of the joins before are counted by the embedded engine only",
+            table.display
+        )));
     }
     let mut out = Sums::new(types);
     let mut rows = 0;
     for file in &table.files {
-        let (sums, read) = sum_file(file, by, types, filter, weights, nulls).map_err(|e| Error::Usage(format!("{}: {e}", file.path.display())))?;
+        let (sums, read) = sum_file(file, by, types, filter, weights, nulls)
+            .map_err(|e| Error::Usage(format!("{}: {e}", file.path.display())))?;
         out.merge(sums);
         rows += read;
     }
@@ -236,12 +297,30 @@ fn sum_file(
     };
     // This file's weights are kept while they fit the room left (a byte a row at the least).
     let room = memo.map_or(0, |m| m.room(&file.path));
-    let group = GroupSum { file, by, types, filter, rest: &rest, prior: prior.as_deref(), nulls, room, packed: Default::default() };
+    let group = GroupSum {
+        file,
+        by,
+        types,
+        filter,
+        rest: &rest,
+        prior: prior.as_deref(),
+        nulls,
+        room,
+        packed: Default::default(),
+    };
     let groups = file.meta.metadata().row_groups();
-    let starts: Vec<usize> = groups.iter().scan(0usize, |at, g| Some(std::mem::replace(at, *at + g.num_rows().max(0) as usize))).collect();
+    let starts: Vec<usize> = groups
+        .iter()
+        .scan(0usize, |at, g| Some(std::mem::replace(at, *at + g.num_rows().max(0) as usize)))
+        .collect();
     let empty = || Summed { sums: Sums::new(types), rows: 0, pieces: Vec::new() };
-    let all = (0..groups.len()).into_par_iter().map(|g| group.sum(g, starts[g])).try_reduce(empty, |a, b| Ok(a.merge(b)))?;
-    if let Some(m) = memo.filter(|_| room > 0 && group.packed.load(std::sync::atomic::Ordering::Relaxed) <= room) {
+    let all = (0..groups.len())
+        .into_par_iter()
+        .map(|g| group.sum(g, starts[g]))
+        .try_reduce(empty, |a, b| Ok(a.merge(b)))?;
+    if let Some(m) =
+        memo.filter(|_| room > 0 && group.packed.load(std::sync::atomic::Ordering::Relaxed) <= room)
+    {
         let mut pieces = all.pieces;
         pieces.sort_by_key(|p| p.0);
         let mut kept = Packed::default();
@@ -290,15 +369,23 @@ impl GroupSum<'_> {
         let columns = self.by.iter().map(|c| c.to_ascii_lowercase()).chain(self.rest.columns());
         let fields = wanted_fields(self.file, columns, self.filter)?;
         let schema = self.file.meta.schema().project(&fields).map_err(|e| e.to_string())?;
-        let by_idx: Vec<usize> = self.by.iter().map(|c| column_index(&schema, c)).collect::<std::result::Result<_, _>>()?;
+        let by_idx: Vec<usize> = self
+            .by
+            .iter()
+            .map(|c| column_index(&schema, c))
+            .collect::<std::result::Result<_, _>>()?;
         let mut out = Summed { sums: Sums::new(self.types), rows: 0, pieces: Vec::new() };
         let mut piece = (self.room > 0).then(Packed::default);
-        for batch in crate::table::columns::row_group(self.file, &self.file.meta, g, &fields).map_err(|e| e.to_string())? {
+        for batch in crate::table::columns::row_group(self.file, &self.file.meta, g, &fields)
+            .map_err(|e| e.to_string())?
+        {
             let batch = batch.map_err(|e| e.to_string())?;
             let n = batch.num_rows();
             let at = start + out.rows as usize;
             let first = match self.prior {
-                Some(p) => p.get(at..at + n).ok_or("the file has more rows than when it was weighted")?,
+                Some(p) => {
+                    p.get(at..at + n).ok_or("the file has more rows than when it was weighted")?
+                }
                 None => vec![1; n],
             };
             out.rows += n as u64;
@@ -307,14 +394,23 @@ impl GroupSum<'_> {
             if let Some(p) = piece.as_mut() {
                 let before = p.bytes();
                 p.extend(&w);
-                let total = self.packed.fetch_add(p.bytes() - before, std::sync::atomic::Ordering::Relaxed) + p.bytes() - before;
+                let total =
+                    self.packed.fetch_add(p.bytes() - before, std::sync::atomic::Ordering::Relaxed)
+                        + p.bytes()
+                        - before;
                 if total > self.room {
                     piece = None;
                 }
             }
             let cols: Vec<ArrayRef> = by_idx.iter().map(|&i| batch.column(i).clone()).collect();
             let nulls = self.nulls;
-            out.sums.add(&cols, self.types, |row, null| if pass.value(row) && (nulls || !null) { w[row] } else { 0 })?;
+            out.sums.add(&cols, self.types, |row, null| {
+                if pass.value(row) && (nulls || !null) {
+                    w[row]
+                } else {
+                    0
+                }
+            })?;
         }
         out.pieces.extend(piece.map(|p| (g, p)));
         Ok(out)
@@ -322,16 +418,28 @@ impl GroupSum<'_> {
 }
 
 /// Of the rows that `pass`, those whose group has not been seen before (each group's first).
-fn first_of_groups(g: &mut Groups, batch: &RecordBatch, pass: &BooleanArray) -> std::result::Result<BooleanArray, String> {
+fn first_of_groups(
+    g: &mut Groups,
+    batch: &RecordBatch,
+    pass: &BooleanArray,
+) -> std::result::Result<BooleanArray, String> {
     let schema = batch.schema();
-    let cols: Vec<ArrayRef> = g.names.iter().map(|n| column_index(&schema, n).map(|i| batch.column(i).clone())).collect::<std::result::Result<_, _>>()?;
+    let cols: Vec<ArrayRef> = g
+        .names
+        .iter()
+        .map(|n| column_index(&schema, n).map(|i| batch.column(i).clone()))
+        .collect::<std::result::Result<_, _>>()?;
     let keys = crate::count::group_keys(&cols, &g.types)?;
-    let first: Vec<bool> = keys.into_iter().zip(pass.values().iter()).map(|(k, p)| p && g.seen.insert(k)).collect();
+    let first: Vec<bool> =
+        keys.into_iter().zip(pass.values().iter()).map(|(k, p)| p && g.seen.insert(k)).collect();
     Ok(BooleanArray::from(first))
 }
 
 /// Rows where every condition is TRUE (NULL counts as not passing).
-pub(crate) fn all_true(conds: &[Expr], batch: &RecordBatch) -> std::result::Result<BooleanArray, String> {
+pub(crate) fn all_true(
+    conds: &[Expr],
+    batch: &RecordBatch,
+) -> std::result::Result<BooleanArray, String> {
     let mut acc = BooleanArray::from(vec![true; batch.num_rows()]);
     for c in conds {
         acc = kleene_and(&acc, &eval(c, batch)?);
@@ -349,7 +457,11 @@ pub(crate) fn field_ci(file: &DataFile, name: &str) -> Option<usize> {
 }
 
 fn column_index(schema: &Schema, name: &str) -> std::result::Result<usize, String> {
-    schema.fields().iter().position(|f| f.name().eq_ignore_ascii_case(name)).ok_or_else(|| format!("no column {name}"))
+    schema
+        .fields()
+        .iter()
+        .position(|f| f.name().eq_ignore_ascii_case(name))
+        .ok_or_else(|| format!("no column {name}"))
 }
 
 /// One side of a comparison: a column of the batch, or a literal.
@@ -373,37 +485,57 @@ fn eval(e: &Expr, batch: &RecordBatch) -> std::result::Result<BooleanArray, Stri
     use BinaryOperator::*;
     match e {
         Expr::Nested(inner) => eval(inner, batch),
-        Expr::BinaryOp { left, op: And, right } => Ok(kleene_and(&eval(left, batch)?, &eval(right, batch)?)),
-        Expr::BinaryOp { left, op: Or, right } => Ok(kleene_or(&eval(left, batch)?, &eval(right, batch)?)),
+        Expr::BinaryOp { left, op: And, right } => {
+            Ok(kleene_and(&eval(left, batch)?, &eval(right, batch)?))
+        }
+        Expr::BinaryOp { left, op: Or, right } => {
+            Ok(kleene_or(&eval(left, batch)?, &eval(right, batch)?))
+        }
         Expr::UnaryOp { op: UnaryOperator::Not, expr } => Ok(not(&eval(expr, batch)?)),
         Expr::BinaryOp { left, op, right } if matches!(op, Eq | NotEq | Lt | LtEq | Gt | GtEq) => {
             compare(op, operand(left, batch)?, operand(right, batch)?, batch.num_rows())
         }
         Expr::IsNull(x) | Expr::IsNotNull(x) => {
-            let Operand::Column(a) = operand(x, batch)? else { return Err("IS NULL of a literal".into()) };
-            let valid = a.logical_nulls().map(|n| n.inner().clone()).unwrap_or_else(|| BooleanBuffer::new_set(a.len()));
+            let Operand::Column(a) = operand(x, batch)? else {
+                return Err("IS NULL of a literal".into());
+            };
+            let valid = a
+                .logical_nulls()
+                .map(|n| n.inner().clone())
+                .unwrap_or_else(|| BooleanBuffer::new_set(a.len()));
             Ok(BooleanArray::new(if matches!(e, Expr::IsNull(_)) { !&valid } else { valid }, None))
         }
         Expr::InList { expr, list, negated } => {
             let mut acc = BooleanArray::from(vec![false; batch.num_rows()]);
             for item in list {
-                acc = kleene_or(&acc, &compare(&Eq, operand(expr, batch)?, operand(item, batch)?, batch.num_rows())?);
+                acc = kleene_or(
+                    &acc,
+                    &compare(&Eq, operand(expr, batch)?, operand(item, batch)?, batch.num_rows())?,
+                );
             }
             Ok(if *negated { not(&acc) } else { acc })
         }
         Expr::Between { expr, negated, low, high } => {
             let ge = compare(&GtEq, operand(expr, batch)?, operand(low, batch)?, batch.num_rows())?;
-            let le = compare(&LtEq, operand(expr, batch)?, operand(high, batch)?, batch.num_rows())?;
+            let le =
+                compare(&LtEq, operand(expr, batch)?, operand(high, batch)?, batch.num_rows())?;
             let both = kleene_and(&ge, &le);
             Ok(if *negated { not(&both) } else { both })
         }
-        Expr::Like { negated, any: false, expr, pattern, escape_char: None } | Expr::ILike { negated, any: false, expr, pattern, escape_char: None } => {
-            let (Operand::Column(a), Operand::Literal(Lit::Str(p))) = (operand(expr, batch)?, operand(pattern, batch)?) else {
+        Expr::Like { negated, any: false, expr, pattern, escape_char: None }
+        | Expr::ILike { negated, any: false, expr, pattern, escape_char: None } => {
+            let (Operand::Column(a), Operand::Literal(Lit::Str(p))) =
+                (operand(expr, batch)?, operand(pattern, batch)?)
+            else {
                 return Err("LIKE of something other than a column and a string".into());
             };
             let a = as_utf8(&a)?;
             let pat = Scalar::new(StringArray::from(vec![p]));
-            let r = if matches!(e, Expr::Like { .. }) { arrow_string::like::like(&a, &pat) } else { arrow_string::like::ilike(&a, &pat) };
+            let r = if matches!(e, Expr::Like { .. }) {
+                arrow_string::like::like(&a, &pat)
+            } else {
+                arrow_string::like::ilike(&a, &pat)
+            };
             let r = r.map_err(|e| e.to_string())?;
             Ok(if *negated { not(&r) } else { r })
         }
@@ -415,11 +547,15 @@ fn eval(e: &Expr, batch: &RecordBatch) -> std::result::Result<BooleanArray, Stri
 fn operand(e: &Expr, batch: &RecordBatch) -> std::result::Result<Operand, String> {
     Ok(match e {
         Expr::Nested(inner) => return operand(inner, batch),
-        Expr::Identifier(i) => Operand::Column(plain(batch.column(column_index(&batch.schema(), &i.value)?))?),
+        Expr::Identifier(i) => {
+            Operand::Column(plain(batch.column(column_index(&batch.schema(), &i.value)?))?)
+        }
         Expr::Value(v) => Operand::Literal(match &v.value {
             SqlValue::Null => Lit::Null,
             SqlValue::Number(n, _) => Lit::Number(n.clone()),
-            SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s) => Lit::Str(s.clone()),
+            SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s) => {
+                Lit::Str(s.clone())
+            }
             SqlValue::Boolean(b) => Lit::Bool(*b),
             other => return Err(format!("literal {other}")),
         }),
@@ -427,10 +563,12 @@ fn operand(e: &Expr, batch: &RecordBatch) -> std::result::Result<Operand, String
             Operand::Literal(Lit::Number(n)) => Operand::Literal(Lit::Number(format!("-{n}"))),
             _ => return Err("a negated expression".into()),
         },
-        Expr::TypedString(ts) if matches!(ts.data_type, sqlparser::ast::DataType::Date) => match &ts.value.value {
-            SqlValue::SingleQuotedString(s) => Operand::Literal(Lit::Date(s.clone())),
-            other => return Err(format!("DATE {other}")),
-        },
+        Expr::TypedString(ts) if matches!(ts.data_type, sqlparser::ast::DataType::Date) => {
+            match &ts.value.value {
+                SqlValue::SingleQuotedString(s) => Operand::Literal(Lit::Date(s.clone())),
+                other => return Err(format!("DATE {other}")),
+            }
+        }
         other => return Err(format!("{other} is not a column or a literal")),
     })
 }
@@ -454,12 +592,26 @@ fn as_utf8(a: &ArrayRef) -> std::result::Result<ArrayRef, String> {
 }
 
 /// `a op b` for each row.
-fn compare(op: &BinaryOperator, a: Operand, b: Operand, rows: usize) -> std::result::Result<BooleanArray, String> {
+fn compare(
+    op: &BinaryOperator,
+    a: Operand,
+    b: Operand,
+    rows: usize,
+) -> std::result::Result<BooleanArray, String> {
     use arrow_ord::cmp;
     let (col, other, flipped): (ArrayRef, Box<dyn Datum>, bool) = match (a, b) {
-        (Operand::Column(x), Operand::Column(y)) if x.data_type() == y.data_type() => (x, Box::new(y), false),
-        (Operand::Column(x), Operand::Column(y)) => return Err(format!("a {} column compared with a {} column", x.data_type(), y.data_type())),
-        (Operand::Column(x), Operand::Literal(Lit::Null)) | (Operand::Literal(Lit::Null), Operand::Column(x)) => {
+        (Operand::Column(x), Operand::Column(y)) if x.data_type() == y.data_type() => {
+            (x, Box::new(y), false)
+        }
+        (Operand::Column(x), Operand::Column(y)) => {
+            return Err(format!(
+                "a {} column compared with a {} column",
+                x.data_type(),
+                y.data_type()
+            ))
+        }
+        (Operand::Column(x), Operand::Literal(Lit::Null))
+        | (Operand::Literal(Lit::Null), Operand::Column(x)) => {
             return Ok(BooleanArray::from(new_null_array(&DataType::Boolean, x.len()).to_data()));
         }
         (Operand::Column(x), Operand::Literal(l)) => {
@@ -470,7 +622,9 @@ fn compare(op: &BinaryOperator, a: Operand, b: Operand, rows: usize) -> std::res
             let lit = literal(&l, x.data_type())?;
             (x, Box::new(Scalar::new(lit)), true)
         }
-        (Operand::Literal(_), Operand::Literal(_)) => return Err(format!("a comparison of two literals ({rows} rows)")),
+        (Operand::Literal(_), Operand::Literal(_)) => {
+            return Err(format!("a comparison of two literals ({rows} rows)"))
+        }
     };
     let op = if flipped { flip(op) } else { op.clone() };
     let r = match op {
@@ -499,20 +653,35 @@ fn flip(op: &BinaryOperator) -> BinaryOperator {
 /// the column's type without loss; otherwise why not.
 fn literal(l: &Lit, dt: &DataType) -> std::result::Result<ArrayRef, String> {
     use arrow_array::*;
-    let int = |n: &str| n.parse::<i64>().map_err(|_| format!("{n} against an integer column (Spark compares them as decimals)"));
+    let int = |n: &str| {
+        n.parse::<i64>()
+            .map_err(|_| format!("{n} against an integer column (Spark compares them as decimals)"))
+    };
     let a: ArrayRef = match (l, dt) {
-        (Lit::Number(n), DataType::Int8) => Arc::new(Int8Array::from(vec![i8::try_from(int(n)?).map_err(|e| e.to_string())?])),
-        (Lit::Number(n), DataType::Int16) => Arc::new(Int16Array::from(vec![i16::try_from(int(n)?).map_err(|e| e.to_string())?])),
-        (Lit::Number(n), DataType::Int32) => Arc::new(Int32Array::from(vec![i32::try_from(int(n)?).map_err(|e| e.to_string())?])),
-        (Lit::Number(n), DataType::Int64) => Arc::new(Int64Array::from(vec![int(n)?])),
-        (Lit::Number(n), DataType::Float64) => Arc::new(Float64Array::from(vec![n.parse::<f64>().map_err(|e| e.to_string())?])),
-        (Lit::Number(n), DataType::Decimal128(p, s)) => {
-            Arc::new(Decimal128Array::from(vec![decimal(n, *s)?]).with_precision_and_scale(*p, *s).map_err(|e| e.to_string())?)
+        (Lit::Number(n), DataType::Int8) => {
+            Arc::new(Int8Array::from(vec![i8::try_from(int(n)?).map_err(|e| e.to_string())?]))
         }
+        (Lit::Number(n), DataType::Int16) => {
+            Arc::new(Int16Array::from(vec![i16::try_from(int(n)?).map_err(|e| e.to_string())?]))
+        }
+        (Lit::Number(n), DataType::Int32) => {
+            Arc::new(Int32Array::from(vec![i32::try_from(int(n)?).map_err(|e| e.to_string())?]))
+        }
+        (Lit::Number(n), DataType::Int64) => Arc::new(Int64Array::from(vec![int(n)?])),
+        (Lit::Number(n), DataType::Float64) => {
+            Arc::new(Float64Array::from(vec![n.parse::<f64>().map_err(|e| e.to_string())?]))
+        }
+        (Lit::Number(n), DataType::Decimal128(p, s)) => Arc::new(
+            Decimal128Array::from(vec![decimal(n, *s)?])
+                .with_precision_and_scale(*p, *s)
+                .map_err(|e| e.to_string())?,
+        ),
         (Lit::Str(s), DataType::Utf8) => Arc::new(StringArray::from(vec![s.clone()])),
         (Lit::Str(s), DataType::LargeUtf8) => Arc::new(LargeStringArray::from(vec![s.clone()])),
         (Lit::Str(s), DataType::Utf8View) => Arc::new(StringViewArray::from(vec![s.clone()])),
-        (Lit::Str(s) | Lit::Date(s), DataType::Date32) => Arc::new(Date32Array::from(vec![days(s)?])),
+        (Lit::Str(s) | Lit::Date(s), DataType::Date32) => {
+            Arc::new(Date32Array::from(vec![days(s)?]))
+        }
         (Lit::Bool(b), DataType::Boolean) => Arc::new(BooleanArray::from(vec![*b])),
         (l, dt) => return Err(format!("{l:?} against a {dt} column")),
     };
@@ -524,7 +693,10 @@ fn decimal(n: &str, scale: i8) -> std::result::Result<i128, String> {
     let (neg, digits) = n.strip_prefix('-').map(|d| (true, d)).unwrap_or((false, n));
     let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
     let frac = frac.trim_end_matches('0');
-    if scale < 0 || frac.len() > scale as usize || !int.chars().chain(frac.chars()).all(|c| c.is_ascii_digit()) {
+    if scale < 0
+        || frac.len() > scale as usize
+        || !int.chars().chain(frac.chars()).all(|c| c.is_ascii_digit())
+    {
         return Err(format!("{n} at scale {scale}"));
     }
     let text = format!("{int}{frac:0<width$}", width = scale as usize);
@@ -534,7 +706,8 @@ fn decimal(n: &str, scale: i8) -> std::result::Result<i128, String> {
 
 /// 'YYYY-MM-DD' as days since 1970-01-01.
 fn days(s: &str) -> std::result::Result<i32, String> {
-    let d = chrono::NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d").map_err(|_| format!("'{s}' is not a date"))?;
+    let d = chrono::NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d")
+        .map_err(|_| format!("'{s}' is not a date"))?;
     let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
     i32::try_from((d - epoch).num_days()).map_err(|e| e.to_string())
 }
@@ -558,7 +731,13 @@ fn kleene_or(a: &BooleanArray, b: &BooleanArray) -> BooleanArray {
 /// either side decides; otherwise the result is known only where both sides are.
 fn kleene(a: &BooleanArray, b: &BooleanArray, dominant: bool) -> BooleanArray {
     let (va, vb) = (valid(a), valid(b));
-    let is_dominant = |x: &BooleanArray, v: &BooleanBuffer| if dominant { v & x.values() } else { v & &!x.values() };
+    let is_dominant = |x: &BooleanArray, v: &BooleanBuffer| {
+        if dominant {
+            v & x.values()
+        } else {
+            v & &!x.values()
+        }
+    };
     let decided = &is_dominant(a, &va) | &is_dominant(b, &vb);
     let known = &(&va & &vb) | &decided;
     let values = if dominant { decided } else { !&decided };
@@ -577,10 +756,13 @@ mod tests {
 
     fn batch() -> RecordBatch {
         let k: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), Some(2), None, Some(4)]));
-        let s: ArrayRef = Arc::new(StringArray::from(vec![Some("apple"), Some("a%b"), Some("pear"), None]));
+        let s: ArrayRef =
+            Arc::new(StringArray::from(vec![Some("apple"), Some("a%b"), Some("pear"), None]));
         let f: ArrayRef = Arc::new(Float64Array::from(vec![0.5, 1.5, 2.5, f64::NAN]));
         let d: ArrayRef = Arc::new(Date32Array::from(vec![20000, 20010, 20020, 20030]));
-        let m: ArrayRef = Arc::new(Decimal128Array::from(vec![1250, -50, 0, 99]).with_precision_and_scale(10, 2).unwrap());
+        let m: ArrayRef = Arc::new(
+            Decimal128Array::from(vec![1250, -50, 0, 99]).with_precision_and_scale(10, 2).unwrap(),
+        );
         RecordBatch::try_from_iter([("k", k), ("s", s), ("f", f), ("d", d), ("m", m)]).unwrap()
     }
 
@@ -600,7 +782,10 @@ mod tests {
         // NOT IN with a NULL in the list is never TRUE.
         assert_eq!(rows("k NOT IN (1, NULL)").unwrap(), [false, false, false, false]);
         assert_eq!(rows("k NOT IN (1, 9)").unwrap(), [false, true, false, true]);
-        assert_eq!(rows("k BETWEEN 2 AND 4 AND NOT s LIKE 'p%'").unwrap(), [false, true, false, false]);
+        assert_eq!(
+            rows("k BETWEEN 2 AND 4 AND NOT s LIKE 'p%'").unwrap(),
+            [false, true, false, false]
+        );
         assert_eq!(rows("s LIKE 'a\\\\%b'").unwrap(), [false, true, false, false]);
         assert_eq!(rows("5 > k").unwrap(), [true, true, false, true]);
     }
@@ -611,7 +796,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.parquet");
         let n = 1000i64;
-        let col = |f: &dyn Fn(i64) -> Option<i64>| -> ArrayRef { Arc::new(Int64Array::from((0..n).map(f).collect::<Vec<_>>())) };
+        let col = |f: &dyn Fn(i64) -> Option<i64>| -> ArrayRef {
+            Arc::new(Int64Array::from((0..n).map(f).collect::<Vec<_>>()))
+        };
         let b = RecordBatch::try_from_iter([
             ("k", col(&|i| Some(i % 7))),
             ("a", col(&|i| if i % 11 == 0 { None } else { Some(i % 5) })),
@@ -619,15 +806,19 @@ mod tests {
         ])
         .unwrap();
         // Row groups of 97 rows: each summed on its own, its kept weights at its place.
-        let props = parquet::file::properties::WriterProperties::builder().set_max_row_group_row_count(Some(97)).build();
-        let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), b.schema(), Some(props)).unwrap();
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_max_row_group_row_count(Some(97))
+            .build();
+        let mut w =
+            ArrowWriter::try_new(File::create(&path).unwrap(), b.schema(), Some(props)).unwrap();
         w.write(&b).unwrap();
         w.close().unwrap();
         let table = Table::open(&[path.to_string_lossy().into_owned()]).unwrap();
         assert_eq!(table.files[0].meta.metadata().num_row_groups(), 11);
         // a's values 0..4 match 0..4 rows; b's 0 and 2 match 3 rows, 1 none.
         let sums = |pairs: &[(i64, u64)]| {
-            let keys: ArrayRef = Arc::new(Int64Array::from(pairs.iter().map(|p| p.0).collect::<Vec<_>>()));
+            let keys: ArrayRef =
+                Arc::new(Int64Array::from(pairs.iter().map(|p| p.0).collect::<Vec<_>>()));
             let mut s = Sums::new(&[KeyType::BigInt]);
             s.add(&[keys], &[KeyType::BigInt], |row, _| pairs[row].1).unwrap();
             Arc::new(s)
@@ -638,11 +829,21 @@ mod tests {
             matches: sums(&[(1, 1), (2, 2), (3, 3), (4, 4)]),
             kind: FactorKind::KeepUnmatched,
         };
-        let fb = Factor { columns: vec!["b".into()], types: vec![KeyType::BigInt], matches: sums(&[(0, 3), (2, 3)]), kind: FactorKind::Inner };
+        let fb = Factor {
+            columns: vec!["b".into()],
+            types: vec![KeyType::BigInt],
+            matches: sums(&[(0, 3), (2, 3)]),
+            kind: FactorKind::Inner,
+        };
         let filter = RowFilter::default();
         let count = |factors: Vec<Factor>, memo: Option<Arc<WeightMemo>>| {
             let w = RowWeights { factors, memo, ..Default::default() };
-            let mut m: Vec<(Vec<u8>, u64)> = sum_by(&table, &["k".into()], &[KeyType::BigInt], &filter, &w).unwrap().into_matches().into_iter().collect();
+            let mut m: Vec<(Vec<u8>, u64)> =
+                sum_by(&table, &["k".into()], &[KeyType::BigInt], &filter, &w)
+                    .unwrap()
+                    .into_matches()
+                    .into_iter()
+                    .collect();
             m.sort_unstable();
             m
         };
@@ -650,7 +851,10 @@ mod tests {
         let afresh = count(vec![fa.clone(), fb.clone()], None);
         assert_eq!(count(vec![fa.clone()], Some(memo.clone())), count(vec![fa.clone()], None));
         // fa's weights kept: only fb is looked up now.
-        assert_eq!(memo.prior(&path, &[fb.clone(), fa.clone()]).map(|(_, rest)| rest.len()), Some(1));
+        assert_eq!(
+            memo.prior(&path, &[fb.clone(), fa.clone()]).map(|(_, rest)| rest.len()),
+            Some(1)
+        );
         assert_eq!(count(vec![fb.clone(), fa.clone()], Some(memo.clone())), afresh);
         // Kept weights of factors not all wanted are not used.
         assert!(memo.prior(&path, std::slice::from_ref(&fb)).is_none());

@@ -123,7 +123,9 @@ impl Job {
         let counts = match self.counter {
             Counter::Int(c) => Some(int_counts(c, self.int_stage, types[0], want)?),
             Counter::Wide(c) => Some(wide_counts(c, types[0], want)),
-            Counter::Bytes(c) => byte_counts(c, self.byte_stage, self.splits, &self.plan, &types, want)?,
+            Counter::Bytes(c) => {
+                byte_counts(c, self.byte_stage, self.splits, &self.plan, &types, want)?
+            }
         };
         Ok((counts, spilled))
     }
@@ -148,7 +150,9 @@ fn plan_for(spec: &KeySpec) -> Plan {
         if let ColumnSource::Data { .. } = c.source {
             return match c.key_type {
                 KeyType::String | KeyType::Binary => Plan::Bytes { field: c.name.clone() },
-                KeyType::Decimal { precision, .. } if precision > 18 => Plan::Wide { field: c.name.clone() },
+                KeyType::Decimal { precision, .. } if precision > 18 => {
+                    Plan::Wide { field: c.name.clone() }
+                }
                 ty => Plan::Int { field: c.name.clone(), ty },
             };
         }
@@ -172,18 +176,35 @@ fn spill_error(source: std::io::Error) -> Error {
 
 /// A fixed-width key: counted from the stage (spilled keys included), or by the counter once
 /// the stage overflowed.
-fn int_counts(c: KeyCounter<i64>, int_stage: Stage<IntBuf>, t: KeyType, want: usize) -> Result<Counts> {
+fn int_counts(
+    c: KeyCounter<i64>,
+    int_stage: Stage<IntBuf>,
+    t: KeyType,
+    want: usize,
+) -> Result<Counts> {
     let over = int_stage.overflowed();
     let mut bufs = int_stage.take().map_err(spill_error)?;
     let key = |(k, n)| (vec![Value::from_i64_key(k, t)], n);
     if over {
         bufs.iter_mut().try_for_each(|b| b.drain_into(&c)).map_err(spill_error)?;
         let s = c.summary(want);
-        Ok(Counts { top: s.top.into_iter().map(key).collect(), distinct: s.distinct, distinct_exact: s.exact, counts_exact: s.exact, error: s.error })
+        Ok(Counts {
+            top: s.top.into_iter().map(key).collect(),
+            distinct: s.distinct,
+            distinct_exact: s.exact,
+            counts_exact: s.exact,
+            error: s.error,
+        })
     } else {
         let s = stage::count_ints(&bufs, want).map_err(spill_error)?;
         drop(bufs);
-        Ok(Counts { top: s.top.into_iter().map(key).collect(), distinct: s.distinct, distinct_exact: true, counts_exact: true, error: 0 })
+        Ok(Counts {
+            top: s.top.into_iter().map(key).collect(),
+            distinct: s.distinct,
+            distinct_exact: true,
+            counts_exact: true,
+            error: 0,
+        })
     }
 }
 
@@ -194,8 +215,18 @@ fn wide_counts(c: KeyCounter<i128>, t: KeyType, want: usize) -> Counts {
         KeyType::Decimal { precision, scale } => (precision, scale),
         _ => (38, 0),
     };
-    let top = s.top.into_iter().map(|(k, n)| (vec![Value::Decimal { unscaled: k, precision, scale }], n)).collect();
-    Counts { top, distinct: s.distinct, distinct_exact: s.exact, counts_exact: s.exact, error: s.error }
+    let top = s
+        .top
+        .into_iter()
+        .map(|(k, n)| (vec![Value::Decimal { unscaled: k, precision, scale }], n))
+        .collect();
+    Counts {
+        top,
+        distinct: s.distinct,
+        distinct_exact: s.exact,
+        counts_exact: s.exact,
+        error: s.error,
+    }
 }
 
 /// A string, binary or composite key: from the stage (split or not), or by the counter once
@@ -237,12 +268,23 @@ fn byte_counts(
             (key, n)
         })
         .collect();
-    Ok(Some(Counts { top, distinct: s.distinct, distinct_exact: s.exact && distinct_exact, counts_exact: s.exact, error: s.error }))
+    Ok(Some(Counts {
+        top,
+        distinct: s.distinct,
+        distinct_exact: s.exact && distinct_exact,
+        counts_exact: s.exact,
+        error: s.error,
+    }))
 }
 
 /// The top of a split count, if the bounds prove it (see `split`), and its estimated distinct
 /// count.
-fn split_summary(bufs: &mut [ByteBuf], splits: Vec<Split>, over: bool, want: usize) -> std::io::Result<Option<Summary<Box<[u8]>>>> {
+fn split_summary(
+    bufs: &mut [ByteBuf],
+    splits: Vec<Split>,
+    over: bool,
+    want: usize,
+) -> std::io::Result<Option<Summary<Box<[u8]>>>> {
     let bounds = Bounds::merge(splits);
     // A few more than shown, to check that none left out could pass the last.
     let listed = want.saturating_add(256);

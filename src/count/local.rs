@@ -62,7 +62,10 @@ impl<'a> Local<'a> {
             agg: (0..n).map(|_| HashMap::new()).collect(),
             scratch: Default::default(),
             open: Default::default(),
-            split: jobs.iter().map(|j| if j.split { SplitState::Exact } else { SplitState::Never }).collect(),
+            split: jobs
+                .iter()
+                .map(|j| if j.split { SplitState::Exact } else { SplitState::Never })
+                .collect(),
             want,
             switch_at,
         }
@@ -104,8 +107,15 @@ impl<'a> Local<'a> {
     }
 
     /// Add many byte keys: `key(i)` with count `count(i)`, for i in 0..n.
-    pub(crate) fn add_many<'k>(&mut self, j: usize, n: usize, key: impl Fn(usize) -> &'k [u8], count: impl Fn(usize) -> u64) {
-        let done = if self.over[j] { 0 } else { self.bytes[j].push_many(&self.st, n, &key, &count) };
+    pub(crate) fn add_many<'k>(
+        &mut self,
+        j: usize,
+        n: usize,
+        key: impl Fn(usize) -> &'k [u8],
+        count: impl Fn(usize) -> u64,
+    ) {
+        let done =
+            if self.over[j] { 0 } else { self.bytes[j].push_many(&self.st, n, &key, &count) };
         for i in done..n {
             // A dictionary's unused values (most of them, for a sample of its pages) are no keys.
             let c = count(i);
@@ -129,7 +139,10 @@ impl<'a> Local<'a> {
             }
             state => {
                 // Decide before this chunk would take the exact table past its size.
-                if matches!(state, SplitState::Exact) && !self.over[j] && self.bytes[j].staged_keys() + dict.len() > self.switch_at {
+                if matches!(state, SplitState::Exact)
+                    && !self.over[j]
+                    && self.bytes[j].staged_keys() + dict.len() > self.switch_at
+                {
                     let mut counts: Vec<u32> = dict.used().map(|(_, n)| n).collect();
                     self.split[j] = match Split::start(&mut counts, self.want) {
                         Some(s) => SplitState::On(s),
@@ -143,7 +156,12 @@ impl<'a> Local<'a> {
                 // pages): only those are hashed and staged.
                 let idx: Vec<usize> = (0..dict.len()).filter(|&i| dict.rows(i) > 0).collect();
                 if idx.len() * 2 < dict.len() {
-                    self.add_many(j, idx.len(), |x| dict.value(idx[x]), |x| dict.rows(idx[x]) as u64);
+                    self.add_many(
+                        j,
+                        idx.len(),
+                        |x| dict.value(idx[x]),
+                        |x| dict.rows(idx[x]) as u64,
+                    );
                 } else {
                     self.add_many(j, dict.len(), |i| dict.value(i), |i| dict.rows(i) as u64);
                 }
@@ -172,15 +190,28 @@ impl<'a> Local<'a> {
 impl Drop for Local<'_> {
     fn drop(&mut self) {
         for (j, job) in self.jobs.iter().enumerate() {
-            if let SplitState::On(mut s) = std::mem::replace(&mut self.split[j], SplitState::Never) {
+            if let SplitState::On(mut s) = std::mem::replace(&mut self.split[j], SplitState::Never)
+            {
                 // Past the memory budget the counter takes the keys, and the bounds no longer hold.
                 s.failed |= self.over[j];
                 job.splits.lock().unwrap_or_else(|e| e.into_inner()).push(s);
             }
             let over = self.over[j];
             match &job.counter {
-                Counter::Int(c) => hand_over(std::mem::take(&mut self.ints[j]), over, &job.int_stage, c, self.int_pend[j].as_mut()),
-                Counter::Bytes(c) => hand_over(std::mem::take(&mut self.bytes[j]), over, &job.byte_stage, c, self.byte_pend[j].as_mut()),
+                Counter::Int(c) => hand_over(
+                    std::mem::take(&mut self.ints[j]),
+                    over,
+                    &job.int_stage,
+                    c,
+                    self.int_pend[j].as_mut(),
+                ),
+                Counter::Bytes(c) => hand_over(
+                    std::mem::take(&mut self.bytes[j]),
+                    over,
+                    &job.byte_stage,
+                    c,
+                    self.byte_pend[j].as_mut(),
+                ),
                 Counter::Wide(_) => {}
             }
         }
@@ -189,7 +220,13 @@ impl Drop for Local<'_> {
 
 /// A finished thread's staged keys go to the stage, or into the counter once the stage has
 /// overflowed; its counter buffer is flushed.
-fn hand_over<B: StageBuf>(mut buf: B, over: bool, stage: &Stage<B>, c: &KeyCounter<B::Key>, pend: Option<&mut Pending<B::Key>>) {
+fn hand_over<B: StageBuf>(
+    mut buf: B,
+    over: bool,
+    stage: &Stage<B>,
+    c: &KeyCounter<B::Key>,
+    pend: Option<&mut Pending<B::Key>>,
+) {
     if over || stage.overflowed() {
         if let Err(e) = buf.drain_into(c) {
             stage.fail(e);

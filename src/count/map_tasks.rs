@@ -29,7 +29,11 @@ pub struct FileSplits {
 impl FileSplits {
     /// Spark's defaults on a cluster of `cores`.
     pub fn with_cores(cores: Option<u32>) -> FileSplits {
-        FileSplits { max_partition_bytes: MAX_PARTITION_BYTES, open_cost: OPEN_COST_BYTES, min_partitions: cores }
+        FileSplits {
+            max_partition_bytes: MAX_PARTITION_BYTES,
+            open_cost: OPEN_COST_BYTES,
+            min_partitions: cores,
+        }
     }
 }
 
@@ -45,7 +49,14 @@ impl Default for FileSplits {
 /// by the split that holds its midpoint (parquet-mr's rule).
 pub fn map_tasks(table: &Table, files: &FileSplits) -> Vec<MapTask> {
     let lens: Vec<u64> = table.files.iter().map(|f| f.byte_len()).collect();
-    splits(&lens, files).into_iter().map(|task| task.into_iter().flat_map(|(fi, start, len)| row_groups_in(table, fi, start, len)).collect()).collect()
+    splits(&lens, files)
+        .into_iter()
+        .map(|task| {
+            task.into_iter()
+                .flat_map(|(fi, start, len)| row_groups_in(table, fi, start, len))
+                .collect()
+        })
+        .collect()
 }
 
 /// Spark's file partitions for files of these lengths: per task, its splits as (file, start,
@@ -84,7 +95,10 @@ fn splits(lens: &[u64], files: &FileSplits) -> Vec<Vec<(usize, u64, u64)>> {
 /// The row groups of file `fi` whose midpoint lies in [start, start + len).
 fn row_groups_in(table: &Table, fi: usize, start: u64, len: u64) -> Vec<(usize, usize)> {
     let meta = table.files[fi].meta.metadata();
-    (0..meta.num_row_groups()).filter(|&g| (start..start + len).contains(&midpoint(meta.row_group(g)))).map(|g| (fi, g)).collect()
+    (0..meta.num_row_groups())
+        .filter(|&g| (start..start + len).contains(&midpoint(meta.row_group(g))))
+        .map(|g| (fi, g))
+        .collect()
 }
 
 /// A row group's midpoint: its first chunk's first page plus half its compressed bytes.
@@ -107,7 +121,8 @@ mod tests {
     fn a_large_cluster_splits_files_at_128_mib_and_packs_small_ones() {
         // 300 MiB: three splits (128, 128, 44); two 1 MiB files share a task with the 44 MiB.
         let t = splits(&[300 * MB, MB, MB], &FileSplits::with_cores(None));
-        let sizes: Vec<Vec<u64>> = t.iter().map(|task| task.iter().map(|s| s.2 / MB).collect()).collect();
+        let sizes: Vec<Vec<u64>> =
+            t.iter().map(|task| task.iter().map(|s| s.2 / MB).collect()).collect();
         assert_eq!(sizes, vec![vec![128], vec![128], vec![44, 1, 1]]);
     }
 

@@ -93,7 +93,9 @@ impl std::str::FromStr for Sample {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
         let s = s.trim();
-        let bad = || format!("bad sample {s:?}: give a fraction in (0, 1] such as 0.05, a percentage such as 5%, or a row count such as 1000000");
+        let bad = || {
+            format!("bad sample {s:?}: give a fraction in (0, 1] such as 0.05, a percentage such as 5%, or a row count such as 1000000")
+        };
         if let Some(p) = s.strip_suffix('%') {
             let f: f64 = p.trim().parse().map_err(|_| bad())?;
             if f > 0.0 && f <= 100.0 {
@@ -138,7 +140,14 @@ pub struct ProfileOptions {
 
 impl Default for ProfileOptions {
     fn default() -> Self {
-        ProfileOptions { top: 20, sample: None, seed: 42, memory: STAGE_MEMORY, progress: false, exact_distinct: false }
+        ProfileOptions {
+            top: 20,
+            sample: None,
+            seed: 42,
+            memory: STAGE_MEMORY,
+            progress: false,
+            exact_distinct: false,
+        }
     }
 }
 

@@ -31,14 +31,28 @@ impl Sink for Rows {
 /// 25,000 and pages of 1,000 rows.
 fn write_opt_req(p: &Path, version: WriterVersion, dict_limit: usize, codec: Compression) {
     let n = 60_000;
-    let opt: Vec<Option<String>> =
-        (0..n).map(|i| if i % 7 == 0 { None } else { Some(format!("k{}", (i * 7919) % (if i < 30_000 { 50 } else { 20_000 }))) }).collect();
+    let opt: Vec<Option<String>> = (0..n)
+        .map(|i| {
+            if i % 7 == 0 {
+                None
+            } else {
+                Some(format!("k{}", (i * 7919) % (if i < 30_000 { 50 } else { 20_000 })))
+            }
+        })
+        .collect();
     let req: Vec<String> = (0..n).map(|i| format!("r{}", i % 300)).collect();
     let schema = Arc::new(arrow_schema::Schema::new(vec![
         arrow_schema::Field::new("opt", arrow_schema::DataType::Utf8, true),
         arrow_schema::Field::new("req", arrow_schema::DataType::Utf8, false),
     ]));
-    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(opt)) as ArrayRef, Arc::new(StringArray::from(req)) as ArrayRef]).unwrap();
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(StringArray::from(opt)) as ArrayRef,
+            Arc::new(StringArray::from(req)) as ArrayRef,
+        ],
+    )
+    .unwrap();
     let props = WriterProperties::builder()
         .set_writer_version(version)
         .set_dictionary_page_size_limit(dict_limit)
@@ -67,14 +81,22 @@ fn page_reader_takes_every_chunk_it_can_read() {
         ("snappy2.parquet", WriterVersion::PARQUET_2_0, 1 << 20, Compression::SNAPPY),
         ("zstd.parquet", WriterVersion::PARQUET_2_0, 2048, Compression::ZSTD(ZstdLevel::default())),
         ("lz4raw.parquet", WriterVersion::PARQUET_1_0, 1 << 20, Compression::LZ4_RAW),
-        ("gzip.parquet", WriterVersion::PARQUET_1_0, 1 << 20, Compression::GZIP(Default::default())),
+        (
+            "gzip.parquet",
+            WriterVersion::PARQUET_1_0,
+            1 << 20,
+            Compression::GZIP(Default::default()),
+        ),
     ];
     for (name, version, dict_limit, codec) in cases {
         let p = dir.path().join(name);
         write_opt_req(&p, version, dict_limit, codec);
         let reader = SerializedFileReader::new(File::open(&p).unwrap()).unwrap();
         let md = reader.metadata();
-        let f = Arc::new(crate::table::blob::Blob::open(&crate::table::blob::Location::Local(p.clone()), None).unwrap());
+        let f = Arc::new(
+            crate::table::blob::Blob::open(&crate::table::blob::Location::Local(p.clone()), None)
+                .unwrap(),
+        );
         let len = f.len();
         let mut scratch = Scratch::default();
         let (mut nulls, mut rows, mut refused) = (0, 0, 0);
@@ -82,12 +104,19 @@ fn page_reader_takes_every_chunk_it_can_read() {
             for col in 0..2 {
                 let descr = md.file_metadata().schema_descr().column(col);
                 let mut sink = Rows(0);
-                let got =
-                    count_chunk(ColumnChunk { file: &f, file_len: len, meta: rg.column(col), descr: &descr }, rg.num_rows() as usize, &mut scratch, &mut sink);
+                let got = count_chunk(
+                    ColumnChunk { file: &f, file_len: len, meta: rg.column(col), descr: &descr },
+                    rg.num_rows() as usize,
+                    &mut scratch,
+                    &mut sink,
+                );
                 // A v2 writer falls back to DELTA_BYTE_ARRAY, which the page reader leaves to
                 // Arrow; every other chunk here it must read itself.
                 let Some(got) = got else {
-                    assert!(name.starts_with("fallback2") || name.starts_with("zstd"), "{name}: page reader refused column {col}");
+                    assert!(
+                        name.starts_with("fallback2") || name.starts_with("zstd"),
+                        "{name}: page reader refused column {col}"
+                    );
                     refused += 1;
                     let s = parquet::file::statistics::Statistics::null_count_opt;
                     let st = rg.column(col).statistics().unwrap();
@@ -114,12 +143,25 @@ fn page_reader_takes_every_chunk_it_can_read() {
 fn page_reader_survives_damaged_chunks() {
     let dir = tempfile::tempdir().unwrap();
     let n = 20_000;
-    let vals: Vec<Option<String>> = (0..n).map(|i| if i % 5 == 0 { None } else { Some(format!("v{}", (i * 7919) % 700)) }).collect();
-    for codec in [Compression::SNAPPY, Compression::ZSTD(ZstdLevel::default()), Compression::UNCOMPRESSED] {
+    let vals: Vec<Option<String>> = (0..n)
+        .map(|i| if i % 5 == 0 { None } else { Some(format!("v{}", (i * 7919) % 700)) })
+        .collect();
+    for codec in
+        [Compression::SNAPPY, Compression::ZSTD(ZstdLevel::default()), Compression::UNCOMPRESSED]
+    {
         let p = dir.path().join("d.parquet");
-        let batch = RecordBatch::try_from_iter(vec![("k", Arc::new(StringArray::from(vals.clone())) as ArrayRef)]).unwrap();
-        let props = WriterProperties::builder().set_compression(codec).set_data_page_row_count_limit(2000).set_max_row_group_row_count(Some(10_000)).build();
-        let mut w = ArrowWriter::try_new(File::create(&p).unwrap(), batch.schema(), Some(props)).unwrap();
+        let batch = RecordBatch::try_from_iter(vec![(
+            "k",
+            Arc::new(StringArray::from(vals.clone())) as ArrayRef,
+        )])
+        .unwrap();
+        let props = WriterProperties::builder()
+            .set_compression(codec)
+            .set_data_page_row_count_limit(2000)
+            .set_max_row_group_row_count(Some(10_000))
+            .build();
+        let mut w =
+            ArrowWriter::try_new(File::create(&p).unwrap(), batch.schema(), Some(props)).unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
         let good = std::fs::read(&p).unwrap();
@@ -138,11 +180,20 @@ fn page_reader_survives_damaged_chunks() {
             bad[at] ^= 1 << ((state >> 32) % 8);
             let q = dir.path().join("bad.parquet");
             std::fs::write(&q, &bad).unwrap();
-            let f = Arc::new(crate::table::blob::Blob::open(&crate::table::blob::Location::Local(q.clone()), None).unwrap());
+            let f = Arc::new(
+                crate::table::blob::Blob::open(
+                    &crate::table::blob::Location::Local(q.clone()),
+                    None,
+                )
+                .unwrap(),
+            );
             let mut sink = Rows(0);
-            if let Some(got) =
-                count_chunk(ColumnChunk { file: &f, file_len: bad.len() as u64, meta: c, descr: &descr }, rg.num_rows() as usize, &mut scratch, &mut sink)
-            {
+            if let Some(got) = count_chunk(
+                ColumnChunk { file: &f, file_len: bad.len() as u64, meta: c, descr: &descr },
+                rg.num_rows() as usize,
+                &mut scratch,
+                &mut sink,
+            ) {
                 assert_eq!(got.nulls + sink.0, rg.num_rows() as u64, "{codec:?} byte {at}");
             }
         }

@@ -91,7 +91,11 @@ pub(crate) struct LastFile(Option<(usize, Arc<Blob>, u64)>);
 impl LastFile {
     /// File number `index`, `file`, and its length: the one kept if it is that file, else
     /// opened (and kept instead).
-    pub(crate) fn open(&mut self, index: usize, file: &DataFile) -> crate::Result<(Arc<Blob>, u64)> {
+    pub(crate) fn open(
+        &mut self,
+        index: usize,
+        file: &DataFile,
+    ) -> crate::Result<(Arc<Blob>, u64)> {
         if let Some((i, f, len)) = &self.0 {
             if *i == index {
                 return Ok((f.clone(), *len));
@@ -129,7 +133,11 @@ impl<'a> Dict<'a> {
     }
     /// The values used, with their rows.
     pub(crate) fn used(&self) -> impl Iterator<Item = (&'a [u8], u32)> + '_ {
-        self.offs.iter().zip(self.counts).filter(|(_, n)| **n > 0).map(|(&(a, b), &n)| (&self.bytes[a as usize..b as usize], n))
+        self.offs
+            .iter()
+            .zip(self.counts)
+            .filter(|(_, n)| **n > 0)
+            .map(|(&(a, b), &n)| (&self.bytes[a as usize..b as usize], n))
     }
 }
 
@@ -148,7 +156,9 @@ pub(crate) trait Sink {
 
 /// Whether this path can read the column at all (flat BYTE_ARRAY, optional or required).
 pub(crate) fn eligible(descr: &ColumnDescriptor) -> bool {
-    descr.physical_type() == PhysicalType::BYTE_ARRAY && descr.max_rep_level() == 0 && descr.max_def_level() <= 1
+    descr.physical_type() == PhysicalType::BYTE_ARRAY
+        && descr.max_rep_level() == 0
+        && descr.max_def_level() <= 1
 }
 
 /// The leaf of the top-level column `name` if it is flat (a leaf of its own, not nested).
@@ -176,7 +186,12 @@ pub(crate) struct ColumnChunk<'a> {
 /// Count one column chunk of `rows` rows into `sink`, and return its NULL rows. The sink is
 /// fed only once the whole chunk has been read, so a `None` (the caller falls back to Arrow)
 /// never leaves a partial count behind.
-pub(crate) fn count_chunk(chunk: ColumnChunk, rows: usize, s: &mut Scratch, sink: &mut dyn Sink) -> Option<Counted> {
+pub(crate) fn count_chunk(
+    chunk: ColumnChunk,
+    rows: usize,
+    s: &mut Scratch,
+    sink: &mut dyn Sink,
+) -> Option<Counted> {
     let ColumnChunk { file, file_len, meta, descr } = chunk;
     if !eligible(descr) || rows > u32::MAX as usize {
         return None;
@@ -184,8 +199,15 @@ pub(crate) fn count_chunk(chunk: ColumnChunk, rows: usize, s: &mut Scratch, sink
     s.offs.clear();
     s.counts.clear();
     s.plain.clear();
-    let mut c = Counting { has_def: descr.max_def_level() == 1, have_dict: false, nulls: 0, seen: 0 };
-    let direct = matches!(meta.compression(), Compression::UNCOMPRESSED | Compression::SNAPPY | Compression::ZSTD(_) | Compression::LZ4_RAW);
+    let mut c =
+        Counting { has_def: descr.max_def_level() == 1, have_dict: false, nulls: 0, seen: 0 };
+    let direct = matches!(
+        meta.compression(),
+        Compression::UNCOMPRESSED
+            | Compression::SNAPPY
+            | Compression::ZSTD(_)
+            | Compression::LZ4_RAW
+    );
     let walked = direct && walk_chunk(file, file_len, meta, s, &mut c).is_some();
     if !walked {
         // The parquet crate's page reader: every codec it was built with.
@@ -203,7 +225,11 @@ pub(crate) fn count_chunk(chunk: ColumnChunk, rows: usize, s: &mut Scratch, sink
         return None;
     }
     if !s.offs.is_empty() {
-        sink.dict(&Dict { bytes: &s.dict[..s.dict_len], offs: &s.offs, counts: &s.counts[..s.offs.len()] });
+        sink.dict(&Dict {
+            bytes: &s.dict[..s.dict_len],
+            offs: &s.offs,
+            counts: &s.counts[..s.offs.len()],
+        });
     }
     for (v, n) in s.plain.drain() {
         sink.one(&v, n);
@@ -216,12 +242,24 @@ pub(crate) fn count_chunk(chunk: ColumnChunk, rows: usize, s: &mut Scratch, sink
 /// `mins[page]` rows and its NULL rows go to `Sink::tally` and `Sink::page_nulls`. Only the pages
 /// asked for are read. The sink is fed once all of them have been read; None (nothing fed)
 /// for a codec or page this module does not read itself.
-pub(crate) fn count_pages(chunk: ColumnChunk, spans: &[(u64, u64)], mins: &[u64], s: &mut Scratch, sink: &mut dyn Sink) -> Option<Counted> {
+pub(crate) fn count_pages(
+    chunk: ColumnChunk,
+    spans: &[(u64, u64)],
+    mins: &[u64],
+    s: &mut Scratch,
+    sink: &mut dyn Sink,
+) -> Option<Counted> {
     let ColumnChunk { file, file_len, meta, descr } = chunk;
     if !eligible(descr) || spans.len() > u32::MAX as usize || mins.len() != spans.len() {
         return None;
     }
-    if !matches!(meta.compression(), Compression::UNCOMPRESSED | Compression::SNAPPY | Compression::ZSTD(_) | Compression::LZ4_RAW) {
+    if !matches!(
+        meta.compression(),
+        Compression::UNCOMPRESSED
+            | Compression::SNAPPY
+            | Compression::ZSTD(_)
+            | Compression::LZ4_RAW
+    ) {
         return None;
     }
     s.offs.clear();
@@ -231,7 +269,8 @@ pub(crate) fn count_pages(chunk: ColumnChunk, spans: &[(u64, u64)], mins: &[u64]
     s.unit_plain.clear();
     s.tally.clear();
     s.tally_bytes.clear();
-    let mut c = Counting { has_def: descr.max_def_level() == 1, have_dict: false, nulls: 0, seen: 0 };
+    let mut c =
+        Counting { has_def: descr.max_def_level() == 1, have_dict: false, nulls: 0, seen: 0 };
     let (start, len) = chunk_range(meta, file_len)?;
     let chunk = ChunkAt { file, codec: meta.compression(), start, len };
     let mut buf = std::mem::take(&mut s.chunk);
@@ -257,7 +296,14 @@ impl ChunkAt<'_> {
     /// The dictionary page and the data pages at `spans`, read into `buf`: each page's counts
     /// into the unit's, its values of at least `mins[page]` rows into its tally (see
     /// `page_into_unit`). The NULL rows of each page.
-    fn read_pages(&self, spans: &[(u64, u64)], mins: &[u64], buf: &mut Vec<u8>, s: &mut Scratch, c: &mut Counting) -> Option<Vec<u64>> {
+    fn read_pages(
+        &self,
+        spans: &[(u64, u64)],
+        mins: &[u64],
+        buf: &mut Vec<u8>,
+        s: &mut Scratch,
+        c: &mut Counting,
+    ) -> Option<Vec<u64>> {
         self.dictionary_page(buf, s, c)?;
         s.unit_counts.resize(s.offs.len(), 0);
         let mut page_nulls = Vec::with_capacity(spans.len());
@@ -278,7 +324,9 @@ impl ChunkAt<'_> {
     fn dictionary_page(&self, buf: &mut Vec<u8>, s: &mut Scratch, c: &mut Counting) -> Option<()> {
         let (h, header_len) = read_header(self.file, self.start, self.start + self.len, buf)?;
         if h.kind == thrift::DICTIONARY_PAGE {
-            let n = header_len.checked_add(usize::try_from(h.compressed).ok()?).filter(|&n| n as u64 <= self.len && n <= MAX_PAGE)?;
+            let n = header_len
+                .checked_add(usize::try_from(h.compressed).ok()?)
+                .filter(|&n| n as u64 <= self.len && n <= MAX_PAGE)?;
             buf.resize(n.max(buf.len()), 0);
             read_at(self.file, &mut buf[..n], self.start)?;
             walk_pages(&buf[..n], self.codec, i64::MAX, s, c)?;
@@ -290,7 +338,14 @@ impl ChunkAt<'_> {
     }
 
     /// The data page of `n` bytes (header included) at `at`, counted.
-    fn data_page(&self, at: u64, n: u64, buf: &mut Vec<u8>, s: &mut Scratch, c: &mut Counting) -> Option<()> {
+    fn data_page(
+        &self,
+        at: u64,
+        n: u64,
+        buf: &mut Vec<u8>,
+        s: &mut Scratch,
+        c: &mut Counting,
+    ) -> Option<()> {
         if at < self.start || at.checked_add(n)? > self.start + self.len {
             return None;
         }
@@ -311,7 +366,11 @@ fn page_into_unit(s: &mut Scratch, page: u32, min: u64) -> Option<()> {
         if *n != 0 {
             s.unit_counts[i] += *n as u64;
             if *n as u64 >= min {
-                s.tally.push(PageTally { page, value: TallyValue::Dict(i as u32), rows: *n as u64 });
+                s.tally.push(PageTally {
+                    page,
+                    value: TallyValue::Dict(i as u32),
+                    rows: *n as u64,
+                });
             }
             *n = 0;
         }
@@ -333,7 +392,11 @@ fn feed_pages(s: &mut Scratch, page_nulls: &[u64], sink: &mut dyn Sink) {
     if !s.offs.is_empty() {
         s.counts.clear();
         s.counts.extend(s.unit_counts.iter().map(|&n| u32::try_from(n).unwrap_or(u32::MAX)));
-        sink.dict(&Dict { bytes: &s.dict[..s.dict_len], offs: &s.offs, counts: &s.counts[..s.offs.len()] });
+        sink.dict(&Dict {
+            bytes: &s.dict[..s.dict_len],
+            offs: &s.offs,
+            counts: &s.counts[..s.offs.len()],
+        });
     }
     for (v, n) in s.unit_plain.drain() {
         sink.one(&v, n);
@@ -375,7 +438,14 @@ impl Counting {
     }
 
     /// A v1 data page: definition levels (RLE, with a 4-byte length) then the values.
-    fn data_v1(&mut self, buf: &[u8], n: usize, encoding: i32, def_encoding: i32, s: &mut Scratch) -> Option<()> {
+    fn data_v1(
+        &mut self,
+        buf: &[u8],
+        n: usize,
+        encoding: i32,
+        def_encoding: i32,
+        s: &mut Scratch,
+    ) -> Option<()> {
         let (non_null, values) = if self.has_def {
             if def_encoding != enc::RLE || buf.len() < 4 {
                 return None;
@@ -392,7 +462,14 @@ impl Counting {
     }
 
     /// A v2 data page: the NULL count is in the header, `values` follows the levels.
-    fn data_v2(&mut self, values: &[u8], n: usize, nulls: usize, encoding: i32, s: &mut Scratch) -> Option<()> {
+    fn data_v2(
+        &mut self,
+        values: &[u8],
+        n: usize,
+        nulls: usize,
+        encoding: i32,
+        s: &mut Scratch,
+    ) -> Option<()> {
         if nulls > n {
             return None;
         }
@@ -403,7 +480,13 @@ impl Counting {
 }
 
 /// The parquet crate's page reader over the chunk, into the same counting.
-fn read_pages(file: &Arc<Blob>, meta: &ColumnChunkMetaData, rows: usize, s: &mut Scratch, c: &mut Counting) -> Option<()> {
+fn read_pages(
+    file: &Arc<Blob>,
+    meta: &ColumnChunkMetaData,
+    rows: usize,
+    s: &mut Scratch,
+    c: &mut Counting,
+) -> Option<()> {
     let reader = SerializedPageReader::new(file.clone(), meta, rows, None).ok()?;
     for page in reader {
         match page.ok()? {
@@ -414,14 +497,34 @@ fn read_pages(file: &Arc<Blob>, meta: &ColumnChunkMetaData, rows: usize, s: &mut
                 c.dictionary(s, num_values as usize, enc_number(encoding))?;
             }
             Page::DataPage { buf, num_values, encoding, def_level_encoding, .. } => {
-                c.data_v1(&buf, num_values as usize, enc_number(encoding), enc_number(def_level_encoding), s)?;
+                c.data_v1(
+                    &buf,
+                    num_values as usize,
+                    enc_number(encoding),
+                    enc_number(def_level_encoding),
+                    s,
+                )?;
             }
-            Page::DataPageV2 { buf, num_values, encoding, num_nulls, def_levels_byte_len, rep_levels_byte_len, .. } => {
+            Page::DataPageV2 {
+                buf,
+                num_values,
+                encoding,
+                num_nulls,
+                def_levels_byte_len,
+                rep_levels_byte_len,
+                ..
+            } => {
                 if rep_levels_byte_len != 0 {
                     return None;
                 }
                 let values = buf.get(def_levels_byte_len as usize..)?;
-                c.data_v2(values, num_values as usize, num_nulls as usize, enc_number(encoding), s)?;
+                c.data_v2(
+                    values,
+                    num_values as usize,
+                    num_nulls as usize,
+                    enc_number(encoding),
+                    s,
+                )?;
             }
         }
     }
@@ -432,7 +535,13 @@ fn read_pages(file: &Arc<Blob>, meta: &ColumnChunkMetaData, rows: usize, s: &mut
 const MAX_PAGE: usize = 1 << 30;
 
 /// Read the chunk with one positioned read and walk its pages.
-fn walk_chunk(file: &Blob, file_len: u64, meta: &ColumnChunkMetaData, s: &mut Scratch, c: &mut Counting) -> Option<()> {
+fn walk_chunk(
+    file: &Blob,
+    file_len: u64,
+    meta: &ColumnChunkMetaData,
+    s: &mut Scratch,
+    c: &mut Counting,
+) -> Option<()> {
     let (start, len) = chunk_range(meta, file_len)?;
     if len > MAX_PAGE as u64 {
         return None;
@@ -477,7 +586,12 @@ pub(crate) struct PageSpan {
 /// small positioned read per page; the page bodies are not read). None when the chunk is not
 /// flat, a header does not decode, or the pages do not add up to the chunk's values (the
 /// caller then samples otherwise).
-pub(crate) fn data_pages(file: &Blob, file_len: u64, meta: &ColumnChunkMetaData, descr: &ColumnDescriptor) -> Option<Vec<PageSpan>> {
+pub(crate) fn data_pages(
+    file: &Blob,
+    file_len: u64,
+    meta: &ColumnChunkMetaData,
+    descr: &ColumnDescriptor,
+) -> Option<Vec<PageSpan>> {
     if descr.max_rep_level() != 0 {
         return None;
     }
@@ -492,7 +606,8 @@ pub(crate) fn data_pages(file: &Blob, file_len: u64, meta: &ColumnChunkMetaData,
     let (mut pos, mut values) = (start, 0u64);
     while pos < end && values < total {
         let (h, header_len) = read_header(file, pos, end, &mut buf)?;
-        let page_end = pos.checked_add(header_len as u64)?.checked_add(u64::try_from(h.compressed).ok()?)?;
+        let page_end =
+            pos.checked_add(header_len as u64)?.checked_add(u64::try_from(h.compressed).ok()?)?;
         if page_end > end {
             return None;
         }
@@ -514,8 +629,15 @@ pub(crate) fn data_pages(file: &Blob, file_len: u64, meta: &ColumnChunkMetaData,
 /// The data pages of a chunk (at `chunk` in the file) from its offset index: each page's
 /// place and its rows (the next page's first row, or the chunk's rows, less its own). None
 /// without an index, or with one that does not fit the chunk.
-fn indexed_pages(file: &Blob, meta: &ColumnChunkMetaData, chunk: std::ops::Range<u64>) -> Option<Vec<PageSpan>> {
-    let (at, len) = (u64::try_from(meta.offset_index_offset()?).ok()?, usize::try_from(meta.offset_index_length()?).ok()?);
+fn indexed_pages(
+    file: &Blob,
+    meta: &ColumnChunkMetaData,
+    chunk: std::ops::Range<u64>,
+) -> Option<Vec<PageSpan>> {
+    let (at, len) = (
+        u64::try_from(meta.offset_index_offset()?).ok()?,
+        usize::try_from(meta.offset_index_length()?).ok()?,
+    );
     if len == 0 || len > 1 << 24 {
         return None;
     }
@@ -531,7 +653,8 @@ fn indexed_pages(file: &Blob, meta: &ColumnChunkMetaData, chunk: std::ops::Range
             Some(n) => u64::try_from(n.first_row_index).ok()?,
             None => rows,
         };
-        let (offset, size) = (u64::try_from(p.offset).ok()?, u64::try_from(p.compressed_page_size).ok()?);
+        let (offset, size) =
+            (u64::try_from(p.offset).ok()?, u64::try_from(p.compressed_page_size).ok()?);
         if next <= first || offset < chunk.start || offset.checked_add(size)? > chunk.end {
             return None;
         }
@@ -542,7 +665,12 @@ fn indexed_pages(file: &Blob, meta: &ColumnChunkMetaData, chunk: std::ops::Range
 
 /// The page header at `pos` (of a chunk that ends at `end`), and its length. Most headers fit
 /// in 256 bytes; one with large statistics is read again, longer.
-fn read_header(file: &Blob, pos: u64, end: u64, buf: &mut Vec<u8>) -> Option<(thrift::Header, usize)> {
+fn read_header(
+    file: &Blob,
+    pos: u64,
+    end: u64,
+    buf: &mut Vec<u8>,
+) -> Option<(thrift::Header, usize)> {
     let left = end.checked_sub(pos)?;
     let mut want = 256u64;
     loop {
@@ -562,7 +690,13 @@ fn read_at(file: &Blob, buf: &mut [u8], at: u64) -> Option<()> {
     file.read_at(buf, at).ok()
 }
 
-fn walk_pages(chunk: &[u8], codec: Compression, num_values: i64, s: &mut Scratch, c: &mut Counting) -> Option<()> {
+fn walk_pages(
+    chunk: &[u8],
+    codec: Compression,
+    num_values: i64,
+    s: &mut Scratch,
+    c: &mut Counting,
+) -> Option<()> {
     let mut pos = 0usize;
     let mut values_read = 0i64;
     let mut page = std::mem::take(&mut s.page);
@@ -570,7 +704,8 @@ fn walk_pages(chunk: &[u8], codec: Compression, num_values: i64, s: &mut Scratch
         while pos < chunk.len() && values_read < num_values {
             let (h, header_len) = thrift::page_header(&chunk[pos..])?;
             let body_start = pos + header_len;
-            let body = chunk.get(body_start..body_start.checked_add(usize::try_from(h.compressed).ok()?)?)?;
+            let body = chunk
+                .get(body_start..body_start.checked_add(usize::try_from(h.compressed).ok()?)?)?;
             pos = body_start + body.len();
             let size = usize::try_from(h.uncompressed).ok()?;
             if size > MAX_PAGE {
@@ -594,14 +729,26 @@ fn walk_pages(chunk: &[u8], codec: Compression, num_values: i64, s: &mut Scratch
                 }
                 thrift::DATA_PAGE_V2 => {
                     let v = h.v2?;
-                    let levels = usize::try_from(v.def_len).ok()?.checked_add(usize::try_from(v.rep_len).ok()?)?;
+                    let levels = usize::try_from(v.def_len)
+                        .ok()?
+                        .checked_add(usize::try_from(v.rep_len).ok()?)?;
                     if v.rep_len != 0 || levels > body.len() || levels > size {
                         return None;
                     }
                     let rest = &body[levels..];
-                    let values = if v.is_compressed { inflate(codec, rest, size - levels, &mut page)? } else { rest };
+                    let values = if v.is_compressed {
+                        inflate(codec, rest, size - levels, &mut page)?
+                    } else {
+                        rest
+                    };
                     values_read += v.num_values as i64;
-                    c.data_v2(values, usize::try_from(v.num_values).ok()?, usize::try_from(v.num_nulls).ok()?, v.encoding, s)?;
+                    c.data_v2(
+                        values,
+                        usize::try_from(v.num_values).ok()?,
+                        usize::try_from(v.num_nulls).ok()?,
+                        v.encoding,
+                        s,
+                    )?;
                 }
                 thrift::INDEX_PAGE => {}
                 _ => return None,
@@ -614,7 +761,12 @@ fn walk_pages(chunk: &[u8], codec: Compression, num_values: i64, s: &mut Scratch
 }
 
 /// The page body decompressed into `out` (or the body itself when stored uncompressed).
-fn inflate<'a>(codec: Compression, body: &'a [u8], size: usize, out: &'a mut Vec<u8>) -> Option<&'a [u8]> {
+fn inflate<'a>(
+    codec: Compression,
+    body: &'a [u8],
+    size: usize,
+    out: &'a mut Vec<u8>,
+) -> Option<&'a [u8]> {
     if matches!(codec, Compression::UNCOMPRESSED) {
         return (body.len() == size).then_some(body);
     }
@@ -670,7 +822,10 @@ fn values_of(values: &[u8], encoding: i32, n: usize, s: &mut Scratch) -> Option<
             let bw = bw as u32;
             // Padded to 2^width for the fixed-width loads, unless the width is far more than the
             // dictionary needs (then every index is checked instead).
-            if bw <= FIXED_MAX && s.counts.len() < 1 << bw && (1usize << bw) <= (2 * s.offs.len()).max(1 << 12) {
+            if bw <= FIXED_MAX
+                && s.counts.len() < 1 << bw
+                && (1usize << bw) <= (2 * s.offs.len()).max(1 << 12)
+            {
                 s.counts.resize(1 << bw, 0);
             }
             count_indices(data, bw, n, &mut s.counts)
@@ -704,7 +859,9 @@ fn split_plain(buf: &[u8], n: usize, out: &mut Vec<(u32, u32)>) -> Option<()> {
     // value by value waits on each length to find the next).
     let first = u32::from_le_bytes(buf.get(..4)?.try_into().ok()?) as usize;
     let stride = first + 4;
-    if n.checked_mul(stride).is_some_and(|t| t <= buf.len()) && (0..n).all(|i| buf[i * stride..i * stride + 4] == buf[..4]) {
+    if n.checked_mul(stride).is_some_and(|t| t <= buf.len())
+        && (0..n).all(|i| buf[i * stride..i * stride + 4] == buf[..4])
+    {
         out.extend((0..n).map(|i| ((i * stride + 4) as u32, (i * stride + stride) as u32)));
         return Some(());
     }
@@ -789,7 +946,12 @@ fn count_ones_any(data: &[u8], n: usize) -> Option<usize> {
             let full = take / 8;
             let words = chunk[..full].chunks_exact(8);
             let rest = words.remainder();
-            ones += words.map(|w| u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]).count_ones() as usize).sum::<usize>();
+            ones += words
+                .map(|w| {
+                    u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]])
+                        .count_ones() as usize
+                })
+                .sum::<usize>();
             let mut tail = [0u8; 8];
             tail[..rest.len()].copy_from_slice(rest);
             ones += u64::from_le_bytes(tail).count_ones() as usize;
@@ -850,7 +1012,13 @@ const FIXED_MAX: u32 = 24;
 /// 2^bw entries (an index past the dictionary then lands in the padding, which the caller
 /// checks is still zero).
 #[inline]
-fn unpack_count(chunk: &[u8], readable: &[u8], bw: u32, take: usize, counts: &mut [u32]) -> Option<()> {
+fn unpack_count(
+    chunk: &[u8],
+    readable: &[u8],
+    bw: u32,
+    take: usize,
+    counts: &mut [u32],
+) -> Option<()> {
     macro_rules! fixed {
         ($($w:literal)*) => {
             match bw {
@@ -873,7 +1041,12 @@ fn unpack_count(chunk: &[u8], readable: &[u8], bw: u32, take: usize, counts: &mu
 /// Bit-packed values of a width known at compile time: each group of 8 values is `W` bytes,
 /// and each value one unaligned 8-byte load with a constant offset, shift and mask.
 #[inline(always)]
-fn unpack_fixed<const W: usize>(chunk: &[u8], readable: &[u8], take: usize, counts: &mut [u32]) -> Option<()> {
+fn unpack_fixed<const W: usize>(
+    chunk: &[u8],
+    readable: &[u8],
+    take: usize,
+    counts: &mut [u32],
+) -> Option<()> {
     let mask = (1usize << W) - 1;
     let c = counts.get_mut(..1 << W)?;
     // Whole groups whose last load (at byte W - 1 + 7 of the group at most) stays readable.
@@ -883,7 +1056,16 @@ fn unpack_fixed<const W: usize>(chunk: &[u8], readable: &[u8], take: usize, coun
         for i in 0..8 {
             let bit = i * W;
             let at = bit / 8;
-            let w = u64::from_le_bytes([grp[at], grp[at + 1], grp[at + 2], grp[at + 3], grp[at + 4], grp[at + 5], grp[at + 6], grp[at + 7]]);
+            let w = u64::from_le_bytes([
+                grp[at],
+                grp[at + 1],
+                grp[at + 2],
+                grp[at + 3],
+                grp[at + 4],
+                grp[at + 5],
+                grp[at + 6],
+                grp[at + 7],
+            ]);
             let v = (w >> (bit % 8)) as usize & mask;
             c[v] = c[v].wrapping_add(1);
         }
@@ -892,7 +1074,13 @@ fn unpack_fixed<const W: usize>(chunk: &[u8], readable: &[u8], take: usize, coun
 }
 
 /// Values `from..take` of bit-packed `chunk`, read byte by byte into an 8-byte window.
-fn unpack_tail(chunk: &[u8], bw: usize, from: usize, take: usize, counts: &mut [u32]) -> Option<()> {
+fn unpack_tail(
+    chunk: &[u8],
+    bw: usize,
+    from: usize,
+    take: usize,
+    counts: &mut [u32],
+) -> Option<()> {
     let mask: u64 = (1u64 << bw) - 1;
     let mut bit = from * bw;
     for _ in from..take {
@@ -986,7 +1174,11 @@ mod thrift {
                 return Some((0, 0));
             }
             let delta = (b >> 4) as i16;
-            let id = if delta == 0 { i16::try_from(self.zigzag()?).ok()? } else { last.checked_add(delta)? };
+            let id = if delta == 0 {
+                i16::try_from(self.zigzag()?).ok()?
+            } else {
+                last.checked_add(delta)?
+            };
             *last = id;
             Some((id, ty))
         }
@@ -1009,7 +1201,11 @@ mod thrift {
                 }
                 9 | 10 => {
                     let h = self.byte()?;
-                    let n = if h >> 4 == 15 { usize::try_from(self.varint()?).ok()? } else { (h >> 4) as usize };
+                    let n = if h >> 4 == 15 {
+                        usize::try_from(self.varint()?).ok()?
+                    } else {
+                        (h >> 4) as usize
+                    };
                     // Every element takes at least a byte: a longer list cannot be there.
                     if n > self.b.len() - self.p {
                         return None;
@@ -1160,7 +1356,9 @@ mod tests {
         // is partly padding: the fixed-width loads, the tail path and bit-by-bit reads agree.
         for bw in 1..=32u32 {
             let groups = 40usize;
-            let vals: Vec<u64> = (0..groups as u64 * 8).map(|i| (i * 2_654_435_761 + (i >> 3)) & ((1u64 << bw) - 1)).collect();
+            let vals: Vec<u64> = (0..groups as u64 * 8)
+                .map(|i| (i * 2_654_435_761 + (i >> 3)) & ((1u64 << bw) - 1))
+                .collect();
             let mut bits = vec![0u8; groups * bw as usize];
             for (i, v) in vals.iter().enumerate() {
                 for b in 0..bw as usize {
@@ -1180,7 +1378,12 @@ mod tests {
             let len = 1usize << bw.min(20);
             if bw <= 20 {
                 let c = counts_of(&data, bw, take, len).unwrap();
-                let got: HashMap<u64, u32> = c.iter().enumerate().filter(|(_, n)| **n > 0).map(|(i, n)| (i as u64, *n)).collect();
+                let got: HashMap<u64, u32> = c
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(i, n)| (i as u64, *n))
+                    .collect();
                 assert_eq!(got, want, "width {bw}");
             } else {
                 // Indices past a dictionary of 2^20 values are refused.
@@ -1214,7 +1417,9 @@ mod tests {
         assert_eq!((v[0], v[49]), ((4, 6), (49 * 6 + 4, 49 * 6 + 6)));
         assert!(split_plain(&same, 51, &mut v).is_none());
         // Value 40 one byte long: the guess fails there, and the walk finds every value.
-        let odd: Vec<u8> = (0..50u8).flat_map(|i| if i == 40 { vec![1, 0, 0, 0, b'y'] } else { vec![2, 0, 0, 0, b'x', i] }).collect();
+        let odd: Vec<u8> = (0..50u8)
+            .flat_map(|i| if i == 40 { vec![1, 0, 0, 0, b'y'] } else { vec![2, 0, 0, 0, b'x', i] })
+            .collect();
         split_plain(&odd, 50, &mut v).unwrap();
         assert_eq!((v[39], v[40], v[41]), ((39 * 6 + 4, 39 * 6 + 6), (244, 245), (249, 251)));
         assert_eq!(v[49], (odd.len() as u32 - 2, odd.len() as u32));
@@ -1244,7 +1449,9 @@ mod tests {
         // An unknown field holding a map of 2^63 boolean pairs, or a list of 2^31 booleans,
         // is refused at once (it cannot fit), not looped over.
         let mut m = h[..7].to_vec();
-        m.extend_from_slice(&[0x1b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0x11, 0x00]);
+        m.extend_from_slice(&[
+            0x1b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0x11, 0x00,
+        ]);
         let t = std::time::Instant::now();
         assert!(thrift::page_header(&m).is_none());
         let mut l = h[..7].to_vec();
@@ -1258,7 +1465,9 @@ mod tests {
         let mut out = Vec::new();
         assert!(decompress(Compression::UNCOMPRESSED, b"abc", 1 << 29, &mut out).is_none());
         assert!(decompress(Compression::LZ4_RAW, b"abc", 1 << 29, &mut out).is_none());
-        assert!(decompress(Compression::SNAPPY, &[3, 8, b'a', b'b', b'c'], 1 << 29, &mut out).is_none());
+        assert!(
+            decompress(Compression::SNAPPY, &[3, 8, b'a', b'b', b'c'], 1 << 29, &mut out).is_none()
+        );
         assert!(out.capacity() < 1 << 20, "{} bytes allocated", out.capacity());
         assert!(decompress(Compression::UNCOMPRESSED, b"abc", 3, &mut out).is_some());
         assert_eq!(&out[..3], b"abc");

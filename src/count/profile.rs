@@ -23,20 +23,33 @@ use crate::table::Table;
 use crate::value::Value;
 
 /// Count every key of `specs` over `table`.
-pub fn profile(table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Result<Vec<ColumnProfile>> {
+pub fn profile(
+    table: &Table,
+    specs: &[KeySpec],
+    opts: &ProfileOptions,
+) -> Result<Vec<ColumnProfile>> {
     if table.is_held() {
-        return Err(Error::Usage(format!("{}: the table is held by an engine: its counts are made there", table.display)));
+        return Err(Error::Usage(format!(
+            "{}: the table is held by an engine: its counts are made there",
+            table.display
+        )));
     }
     let split = !opts.exact_distinct && opts.top > 0 && opts.top < 200;
     match profile_pass(table, specs, opts, split)? {
         Some(out) => Ok(out),
         // The split count could not prove its top values: count again, every value exactly.
-        None => profile_pass(table, specs, opts, false)?.ok_or_else(|| Error::Internal("exact count left undecided".into())),
+        None => profile_pass(table, specs, opts, false)?
+            .ok_or_else(|| Error::Internal("exact count left undecided".into())),
     }
 }
 
 /// One pass over the table; `None` when a split count (see `split`) could not prove its top.
-fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: bool) -> Result<Option<Vec<ColumnProfile>>> {
+fn profile_pass(
+    table: &Table,
+    specs: &[KeySpec],
+    opts: &ProfileOptions,
+    split: bool,
+) -> Result<Option<Vec<ColumnProfile>>> {
     let budget = opts.memory / specs.len().max(1);
     let mut jobs = Job::for_specs(specs, budget, split);
     let fields = fields_read(specs);
@@ -71,8 +84,15 @@ fn profile_pass(table: &Table, specs: &[KeySpec], opts: &ProfileOptions, split: 
 
 /// Every unit read in parallel, each worker thread into its own `Local`; per unit, per
 /// cluster, per job, its tally.
-fn read_units(reader: &UnitReader, units: &[Unit], want: usize, switch_at: usize) -> Result<Vec<Vec<UnitTally>>> {
-    let locals: Vec<Mutex<Local>> = (0..rayon::current_num_threads().max(1)).map(|_| Mutex::new(Local::new(reader.jobs(), want, switch_at))).collect();
+fn read_units(
+    reader: &UnitReader,
+    units: &[Unit],
+    want: usize,
+    switch_at: usize,
+) -> Result<Vec<Vec<UnitTally>>> {
+    let locals: Vec<Mutex<Local>> = (0..rayon::current_num_threads().max(1))
+        .map(|_| Mutex::new(Local::new(reader.jobs(), want, switch_at)))
+        .collect();
     let stop = std::sync::atomic::AtomicBool::new(false);
     let tallies = std::thread::scope(|scope| {
         // Meanwhile, have the kernel read ahead what the units will read, or the store's
@@ -85,14 +105,22 @@ fn read_units(reader: &UnitReader, units: &[Unit], want: usize, switch_at: usize
             let mut guard = locals[slot].lock().unwrap_or_else(|e| e.into_inner());
             let path = &reader.file(unit).path;
             crate::guard::no_panic(|| reader.read(unit, &mut guard))
-                .map_err(|p| Error::bad_file(path, format!("corrupt data in row group {}: {p}", unit.row_group)))?
+                .map_err(|p| {
+                    Error::bad_file(
+                        path,
+                        format!("corrupt data in row group {}: {p}", unit.row_group),
+                    )
+                })?
                 .map_err(|e| match e {
                     Error::BadFile { .. } => e,
-                    other => Error::bad_file(path, format!("row group {}: {other}", unit.row_group)),
+                    other => {
+                        Error::bad_file(path, format!("row group {}: {other}", unit.row_group))
+                    }
                 })
         };
         let out = if reader.is_remote() {
-            let mut done: Vec<(usize, Result<Vec<Vec<UnitTally>>>)> = units.iter().enumerate().par_bridge().map(|(i, u)| (i, read(u))).collect();
+            let mut done: Vec<(usize, Result<Vec<Vec<UnitTally>>>)> =
+                units.iter().enumerate().par_bridge().map(|(i, u)| (i, read(u))).collect();
             done.sort_by_key(|d| d.0);
             done.into_iter().map(|d| d.1).collect::<Result<Vec<Vec<Vec<UnitTally>>>>>()
         } else {
@@ -110,12 +138,20 @@ fn read_units(reader: &UnitReader, units: &[Unit], want: usize, switch_at: usize
 
 /// The bar of a long count on a terminal: rows read of the rows to read, and for a table in an
 /// object store (whatever its rows) the bytes fetched so far and their rate.
-fn progress_bar(show: bool, total: u64, remote: bool, stats: &std::sync::Arc<crate::stats::RunStats>) -> indicatif::ProgressBar {
+fn progress_bar(
+    show: bool,
+    total: u64,
+    remote: bool,
+    stats: &std::sync::Arc<crate::stats::RunStats>,
+) -> indicatif::ProgressBar {
     use std::io::IsTerminal;
     if !show || !std::io::stderr().is_terminal() || (total < 2_000_000 && !remote) {
         return indicatif::ProgressBar::hidden();
     }
-    let bar = indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr_with_hz(5));
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(total),
+        indicatif::ProgressDrawTarget::stderr_with_hz(5),
+    );
     let template = if remote {
         "{spinner} counting keys {bar:30} {human_pos}/{human_len} rows, {fetched} fetched ({fetch_rate}), eta {eta}"
     } else {
@@ -126,13 +162,19 @@ fn progress_bar(show: bool, total: u64, remote: bool, stats: &std::sync::Arc<cra
         let fetched = move |s: &crate::stats::RunStats| s.io().bytes.saturating_sub(start);
         let (a, b) = (stats.clone(), stats.clone());
         let style = style
-            .with_key("fetched", move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                let _ = w.write_str(&crate::format::human(fetched(&a)));
-            })
-            .with_key("fetch_rate", move |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                let rate = fetched(&b) as f64 / st.elapsed().as_secs_f64().max(0.001);
-                let _ = w.write_str(&format!("{}/s", crate::format::human(rate as u64)));
-            });
+            .with_key(
+                "fetched",
+                move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = w.write_str(&crate::format::human(fetched(&a)));
+                },
+            )
+            .with_key(
+                "fetch_rate",
+                move |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let rate = fetched(&b) as f64 / st.elapsed().as_secs_f64().max(0.001);
+                    let _ = w.write_str(&format!("{}/s", crate::format::human(rate as u64)));
+                },
+            );
         bar.set_style(style);
     }
     bar
@@ -150,20 +192,37 @@ struct Read<'a> {
 impl Read<'_> {
     /// The profile of key `spec` (job `j`) from its counts and `nulls` NULL rows read; `top`
     /// keys shown (0: all).
-    fn column_profile(&self, spec: &KeySpec, j: usize, nulls: u64, counts: Counts, top: usize) -> ColumnProfile {
-        let scale = if self.rows_read == 0 { 1.0 } else { self.rows as f64 / self.rows_read as f64 };
+    fn column_profile(
+        &self,
+        spec: &KeySpec,
+        j: usize,
+        nulls: u64,
+        counts: Counts,
+        top: usize,
+    ) -> ColumnProfile {
+        let scale =
+            if self.rows_read == 0 { 1.0 } else { self.rows as f64 / self.rows_read as f64 };
         let ranked = ranked(counts.top, nulls, spec.columns.len() == 1, top);
         let types = spec.types();
         let tallies: Vec<&UnitTally> = self.tallies.iter().map(|t| &t[j]).collect();
         let top = ranked
             .into_iter()
             .map(|(key, n)| {
-                let share = if self.rows_read == 0 { 0.0 } else { n as f64 / self.rows_read as f64 };
+                let share =
+                    if self.rows_read == 0 { 0.0 } else { n as f64 / self.rows_read as f64 };
                 match self.sample {
-                    None => KeyCount { key, count: n, sample_count: None, share, share_error: None },
+                    None => {
+                        KeyCount { key, count: n, sample_count: None, share, share_error: None }
+                    }
                     Some(info) => {
                         let err = share_error(&key, &types, &tallies, share, info, self.rows_read);
-                        KeyCount { key, count: (n as f64 * scale).round() as u64, sample_count: Some(n), share, share_error: Some(err) }
+                        KeyCount {
+                            key,
+                            count: (n as f64 * scale).round() as u64,
+                            sample_count: Some(n),
+                            share,
+                            share_error: Some(err),
+                        }
                     }
                 }
             })
@@ -191,11 +250,18 @@ impl Read<'_> {
 
 /// The `top` most frequent keys (0: all), NULL among them (a single column's `nulls`): count
 /// descending, NULL before a value of the same count.
-fn ranked(mut keys: Vec<(Vec<Value>, u64)>, nulls: u64, single: bool, top: usize) -> Vec<(Vec<Value>, u64)> {
+fn ranked(
+    mut keys: Vec<(Vec<Value>, u64)>,
+    nulls: u64,
+    single: bool,
+    top: usize,
+) -> Vec<(Vec<Value>, u64)> {
     if single && nulls > 0 {
         keys.push((vec![Value::Null], nulls));
     }
-    keys.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0[0].is_null().cmp(&b.0[0].is_null()).reverse()));
+    keys.sort_by(|a, b| {
+        b.1.cmp(&a.1).then_with(|| a.0[0].is_null().cmp(&b.0[0].is_null()).reverse())
+    });
     if top > 0 {
         keys.truncate(top);
     }

@@ -9,7 +9,9 @@ use std::sync::atomic::Ordering;
 use arrow_array::{ArrayRef, RecordBatch};
 use hashbrown::HashMap;
 use indicatif::ProgressBar;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::ProjectionMask;
 
 use super::batch::{BatchSink, Pend};
@@ -37,7 +39,14 @@ pub(crate) struct UnitReader<'a> {
 
 impl<'a> UnitReader<'a> {
     /// A reader of the top-level `fields` of `table` for `jobs`.
-    pub(crate) fn new(table: &'a Table, fields: &[String], jobs: &'a [Job], tally: bool, walked: Option<&'a str>, bar: &'a ProgressBar) -> Self {
+    pub(crate) fn new(
+        table: &'a Table,
+        fields: &[String],
+        jobs: &'a [Job],
+        tally: bool,
+        walked: Option<&'a str>,
+        bar: &'a ProgressBar,
+    ) -> Self {
         let files = table
             .files
             .iter()
@@ -80,7 +89,11 @@ impl<'a> UnitReader<'a> {
             let mut last: Option<(usize, File)> = None;
             for u in units {
                 if last.as_ref().map(|l| l.0) != Some(u.file) {
-                    let crate::table::blob::Location::Local(path) = &self.table.files[u.file].location else { continue };
+                    let crate::table::blob::Location::Local(path) =
+                        &self.table.files[u.file].location
+                    else {
+                        continue;
+                    };
                     match File::open(path) {
                         Ok(f) => last = Some((u.file, f)),
                         Err(_) => continue,
@@ -102,7 +115,10 @@ impl<'a> UnitReader<'a> {
     /// read as they are drawn.
     fn fetch_ahead(&self, units: &[Unit], stop: &std::sync::atomic::AtomicBool) {
         for u in units.iter().filter(|u| u.spans.is_empty() && u.selection.is_none()) {
-            let crate::table::blob::Location::Remote(object) = &self.table.files[u.file].location else { continue };
+            let crate::table::blob::Location::Remote(object) = &self.table.files[u.file].location
+            else {
+                continue;
+            };
             for range in self.chunks_read(u) {
                 if stop.load(std::sync::atomic::Ordering::Relaxed) {
                     return;
@@ -118,7 +134,11 @@ impl<'a> UnitReader<'a> {
         let (meta, idx) = &self.files[u.file];
         let rg = meta.metadata().row_group(u.row_group);
         let schema = meta.parquet_schema();
-        let leaves = rg.columns().iter().enumerate().filter(|(leaf, _)| idx.contains(&schema.get_column_root_idx(*leaf)));
+        let leaves = rg
+            .columns()
+            .iter()
+            .enumerate()
+            .filter(|(leaf, _)| idx.contains(&schema.get_column_root_idx(*leaf)));
         leaves.map(|(_, c)| crate::table::blob::chunk_range(c)).collect()
     }
 
@@ -176,7 +196,16 @@ impl<'r, 'a> UnitRead<'r, 'a> {
         let table_rows = |rows: u64| if clusters.len() == 1 { unit.rows } else { rows };
         let tallies = clusters
             .iter()
-            .map(|&rows| jobs.iter().map(|_| UnitTally { rows, table_rows: table_rows(rows), nulls: 0, counts: HashMap::new() }).collect())
+            .map(|&rows| {
+                jobs.iter()
+                    .map(|_| UnitTally {
+                        rows,
+                        table_rows: table_rows(rows),
+                        nulls: 0,
+                        counts: HashMap::new(),
+                    })
+                    .collect()
+            })
             .collect();
         let pends = jobs
             .iter()
@@ -185,9 +214,23 @@ impl<'r, 'a> UnitRead<'r, 'a> {
                 Counter::Int(_) | Counter::Bytes(_) => Pend::Local,
             })
             .collect();
-        let dicts = jobs.iter().map(|_| DictTally::new(unit.rows_read() / 5000, reader.tally && clusters.len() > 1)).collect();
+        let dicts = jobs
+            .iter()
+            .map(|_| DictTally::new(unit.rows_read() / 5000, reader.tally && clusters.len() > 1))
+            .collect();
         let (meta, idx) = &reader.files[unit.file];
-        UnitRead { reader, unit, file: reader.file(unit), meta, idx, clusters, tallies, done: vec![false; jobs.len()], pends, dicts }
+        UnitRead {
+            reader,
+            unit,
+            file: reader.file(unit),
+            meta,
+            idx,
+            clusters,
+            tallies,
+            done: vec![false; jobs.len()],
+            pends,
+            dicts,
+        }
     }
 
     /// String and binary keys straight from their pages where the chunk allows it (see
@@ -195,7 +238,9 @@ impl<'r, 'a> UnitRead<'r, 'a> {
     /// all pages.
     fn count_from_pages(&mut self, local: &mut Local) -> Result<()> {
         let paged = !self.unit.spans.is_empty();
-        if !(self.unit.selection.is_none() || paged) || std::env::var_os("SKEWJOIN_ARROW_ONLY").is_some() {
+        if !(self.unit.selection.is_none() || paged)
+            || std::env::var_os("SKEWJOIN_ARROW_ONLY").is_some()
+        {
             return Ok(());
         }
         for (j, job) in self.reader.jobs.iter().enumerate() {
@@ -210,7 +255,13 @@ impl<'r, 'a> UnitRead<'r, 'a> {
 
     /// Job `j`'s chunk (column `field`) counted from its pages: false if it must be read
     /// through Arrow instead.
-    fn chunk_from_pages(&mut self, local: &mut Local, j: usize, field: &str, paged: bool) -> Result<bool> {
+    fn chunk_from_pages(
+        &mut self,
+        local: &mut Local,
+        j: usize,
+        field: &str,
+        paged: bool,
+    ) -> Result<bool> {
         let (unit, file, meta) = (self.unit, self.file, self.meta);
         let schema = meta.parquet_schema();
         let Some(leaf) = flat_leaf(schema, field) else { return Ok(false) };
@@ -219,10 +270,23 @@ impl<'r, 'a> UnitRead<'r, 'a> {
             return Ok(false);
         }
         let (f, file_len) = local.open.open(unit.file, file)?;
-        let chunk = ColumnChunk { file: &f, file_len, meta: meta.metadata().row_group(unit.row_group).column(leaf), descr: &descr };
+        let chunk = ColumnChunk {
+            file: &f,
+            file_len,
+            meta: meta.metadata().row_group(unit.row_group).column(leaf),
+            descr: &descr,
+        };
         let mut scratch = std::mem::take(&mut local.scratch);
         let min = unit.rows / 5000;
-        let mut sink = ChunkSink { local: &mut *local, j, file: unit.file, tallies: &mut self.tallies[..], tally: self.reader.tally, paged, min };
+        let mut sink = ChunkSink {
+            local: &mut *local,
+            j,
+            file: unit.file,
+            tallies: &mut self.tallies[..],
+            tally: self.reader.tally,
+            paged,
+            min,
+        };
         let counted = if paged {
             // A page's values of at least its rows / 5000 are tallied, as Arrow's path does.
             let mins: Vec<u64> = unit.pages.iter().map(|r| r / 5000).collect();
@@ -247,7 +311,8 @@ impl<'r, 'a> UnitRead<'r, 'a> {
         if rest.is_empty() {
             // Only partition columns, or keys already counted from their pages: nothing to read.
             for c in 0..self.clusters.len() {
-                let piece = Piece { cluster: c, rows: self.clusters[c] as usize, batch: None, last: true };
+                let piece =
+                    Piece { cluster: c, rows: self.clusters[c] as usize, batch: None, last: true };
                 self.count_piece(local, &piece)?;
             }
             self.reader.bar.inc(self.unit.rows_read());
@@ -262,16 +327,23 @@ impl<'r, 'a> UnitRead<'r, 'a> {
             while at < batch.num_rows() {
                 if left == 0 {
                     if c + 1 >= self.clusters.len() {
-                        return Err(Error::bad_file(&file.path, format!("row group {}: more rows than selected", unit.row_group)));
+                        return Err(Error::bad_file(
+                            &file.path,
+                            format!("row group {}: more rows than selected", unit.row_group),
+                        ));
                     }
                     c += 1;
                     left = self.clusters[c];
                     continue;
                 }
                 let take = (batch.num_rows() - at).min(usize::try_from(left).unwrap_or(usize::MAX));
-                let part = if take == batch.num_rows() { batch.clone() } else { batch.slice(at, take) };
+                let part =
+                    if take == batch.num_rows() { batch.clone() } else { batch.slice(at, take) };
                 left -= take as u64;
-                self.count_piece(local, &Piece { cluster: c, rows: take, batch: Some(&part), last: left == 0 })?;
+                self.count_piece(
+                    local,
+                    &Piece { cluster: c, rows: take, batch: Some(&part), last: left == 0 },
+                )?;
                 at += take;
             }
             self.reader.bar.inc(batch.num_rows() as u64);
@@ -289,8 +361,12 @@ impl<'r, 'a> UnitRead<'r, 'a> {
                 let name = schema.field(i).name();
                 self.reader.jobs.iter().zip(&self.done).any(|(job, d)| {
                     !*d && match &job.plan {
-                        Plan::Int { field, .. } | Plan::Wide { field } | Plan::Bytes { field } => field == name,
-                        Plan::Encoded { parts } => parts.iter().any(|p| matches!(p, Part::Field(f, _) if f == name)),
+                        Plan::Int { field, .. } | Plan::Wide { field } | Plan::Bytes { field } => {
+                            field == name
+                        }
+                        Plan::Encoded { parts } => {
+                            parts.iter().any(|p| matches!(p, Part::Field(f, _) if f == name))
+                        }
                     }
                 })
             })
@@ -313,7 +389,10 @@ impl<'r, 'a> UnitRead<'r, 'a> {
             .build()
             .map_err(|e| Error::bad_file(&file.path, e))?;
         let (path, g) = (file.path.clone(), self.unit.row_group);
-        Ok(Box::new(reader.map(move |b| b.map_err(|e| Error::bad_file(&path, format!("row group {g}: {e}"))))))
+        Ok(Box::new(
+            reader
+                .map(move |b| b.map_err(|e| Error::bad_file(&path, format!("row group {g}: {e}")))),
+        ))
     }
 
     /// `piece` counted for every job not counted from its pages.
@@ -329,20 +408,30 @@ impl<'r, 'a> UnitRead<'r, 'a> {
     /// Job `j`'s rows of `piece`, by the job's plan.
     fn count_job(&mut self, local: &mut Local, j: usize, piece: &Piece) -> Result<()> {
         let (job, file) = (&self.reader.jobs[j], self.file);
-        let bad = |name: &str, m: String| Error::bad_file(&file.path, format!("column {name}: {m}"));
+        let bad =
+            |name: &str, m: String| Error::bad_file(&file.path, format!("column {name}: {m}"));
         let sink = BatchSink::new(local, j, &mut self.tallies[piece.cluster][j], self.reader.tally);
         match (&job.plan, &job.counter, &mut self.pends[j]) {
-            (Plan::Int { field, ty }, Counter::Int(_), _) => sink.ints(column(piece.batch, field, file)?, *ty, piece.rows).map_err(|m| bad(field, m)),
-            (Plan::Wide { field }, Counter::Wide(c), Pend::Wide(p)) => sink.wide(column(piece.batch, field, file)?, c, p).map_err(|m| bad(field, m)),
-            (Plan::Bytes { field }, Counter::Bytes(_), _) => {
-                sink.strings(column(piece.batch, field, file)?, &mut self.dicts[j], piece.last).map_err(|m| bad(field, m))
+            (Plan::Int { field, ty }, Counter::Int(_), _) => sink
+                .ints(column(piece.batch, field, file)?, *ty, piece.rows)
+                .map_err(|m| bad(field, m)),
+            (Plan::Wide { field }, Counter::Wide(c), Pend::Wide(p)) => {
+                sink.wide(column(piece.batch, field, file)?, c, p).map_err(|m| bad(field, m))
             }
+            (Plan::Bytes { field }, Counter::Bytes(_), _) => sink
+                .strings(column(piece.batch, field, file)?, &mut self.dicts[j], piece.last)
+                .map_err(|m| bad(field, m)),
             (Plan::Encoded { parts }, Counter::Bytes(_), _) => {
                 let mut cols: Vec<Atoms> = Vec::new();
                 for part in parts {
                     cols.push(match part {
-                        Part::Field(name, ty) => Atoms::from_array(column(piece.batch, name, file)?, *ty).map_err(|m| bad(name, m))?,
-                        Part::Partition(i, ty) => Atoms::Const(atom_of(&file.partition_values[*i], *ty)),
+                        Part::Field(name, ty) => {
+                            Atoms::from_array(column(piece.batch, name, file)?, *ty)
+                                .map_err(|m| bad(name, m))?
+                        }
+                        Part::Partition(i, ty) => {
+                            Atoms::Const(atom_of(&file.partition_values[*i], *ty))
+                        }
                     });
                 }
                 sink.encoded(&cols, piece.rows);
@@ -362,7 +451,11 @@ impl<'r, 'a> UnitRead<'r, 'a> {
                 (Counter::Int(_) | Counter::Wide(_), _) => {}
                 (Counter::Bytes(_), _) => {
                     // Whatever is left belongs to the last cluster.
-                    let Some(UnitTally { counts, nulls, .. }) = self.tallies.last_mut().map(|t| &mut t[j]) else { continue };
+                    let Some(UnitTally { counts, nulls, .. }) =
+                        self.tallies.last_mut().map(|t| &mut t[j])
+                    else {
+                        continue;
+                    };
                     self.dicts[j].flush(local, j, nulls, if tally { Some(counts) } else { None });
                 }
             }
@@ -381,12 +474,20 @@ impl<'r, 'a> UnitRead<'r, 'a> {
 
 /// Column `name` of `batch`.
 fn column<'b>(batch: Option<&'b RecordBatch>, name: &str, file: &DataFile) -> Result<&'b ArrayRef> {
-    batch.and_then(|b| b.column_by_name(name)).ok_or_else(|| Error::bad_file(&file.path, format!("column {name} missing")))
+    batch
+        .and_then(|b| b.column_by_name(name))
+        .ok_or_else(|| Error::bad_file(&file.path, format!("column {name} missing")))
 }
 
 /// The metadata of `file` with the type hints of its columns `fields` (see `read_hint`).
 pub(crate) fn hinted_meta(file: &DataFile, fields: &[usize]) -> ArrowReaderMetadata {
     read_hint(&file.meta, fields)
-        .and_then(|schema| ArrowReaderMetadata::try_new(file.meta.metadata().clone(), ArrowReaderOptions::new().with_schema(schema)).ok())
+        .and_then(|schema| {
+            ArrowReaderMetadata::try_new(
+                file.meta.metadata().clone(),
+                ArrowReaderOptions::new().with_schema(schema),
+            )
+            .ok()
+        })
         .unwrap_or_else(|| file.meta.clone())
 }

@@ -135,9 +135,17 @@ fn lookup_for(col: usize, ty: KeyType, keys: &[Vec<Value>]) -> Lookup {
 }
 
 /// Scan `spec` over every row of `table`.
-pub fn scan(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>]) -> Result<PartitionScan> {
+pub fn scan(
+    table: &Table,
+    spec: &KeySpec,
+    partitions: u32,
+    keys: &[Vec<Value>],
+) -> Result<PartitionScan> {
     if table.is_held() {
-        return Err(Error::Usage(format!("{}: the table is held by an engine: its counts are made there", table.display)));
+        return Err(Error::Usage(format!(
+            "{}: the table is held by an engine: its counts are made there",
+            table.display
+        )));
     }
     check_keys(spec, keys)?;
     let (_, parts) = scan_row_groups(table, spec, partitions, keys)?;
@@ -150,16 +158,27 @@ pub fn scan(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>])
 
 /// `scan`, and the same counts for each of Spark's map tasks over the table (`tasks`, as
 /// `map_tasks::map_tasks` gives them; a row group no task reads is left out of those).
-pub fn scan_by_map(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>], tasks: &[MapTask]) -> Result<(PartitionScan, Vec<PartitionScan>)> {
+pub fn scan_by_map(
+    table: &Table,
+    spec: &KeySpec,
+    partitions: u32,
+    keys: &[Vec<Value>],
+    tasks: &[MapTask],
+) -> Result<(PartitionScan, Vec<PartitionScan>)> {
     if table.is_held() {
-        return Err(Error::Usage(format!("{}: a table read by Spark has no map tasks here", table.display)));
+        return Err(Error::Usage(format!(
+            "{}: a table read by Spark has no map tasks here",
+            table.display
+        )));
     }
     check_keys(spec, keys)?;
     let (units, parts) = scan_row_groups(table, spec, partitions, keys)?;
     let n = partitions.max(1);
-    let task_of: HashMap<(usize, usize), usize> = tasks.iter().enumerate().flat_map(|(t, rgs)| rgs.iter().map(move |u| (*u, t))).collect();
+    let task_of: HashMap<(usize, usize), usize> =
+        tasks.iter().enumerate().flat_map(|(t, rgs)| rgs.iter().map(move |u| (*u, t))).collect();
     let mut total = PartitionScan::empty(n, keys.len());
-    let mut per_map: Vec<PartitionScan> = (0..tasks.len()).map(|_| PartitionScan::empty(n, keys.len())).collect();
+    let mut per_map: Vec<PartitionScan> =
+        (0..tasks.len()).map(|_| PartitionScan::empty(n, keys.len())).collect();
     for (u, p) in units.iter().zip(&parts) {
         total.add(p);
         if let Some(&t) = task_of.get(u) {
@@ -172,22 +191,38 @@ pub fn scan_by_map(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<V
 /// The checks on what a scan looks for.
 fn check_keys(spec: &KeySpec, keys: &[Vec<Value>]) -> Result<()> {
     if keys.len() > MAX_LOOKUP {
-        return Err(Error::Usage(format!("at most {MAX_LOOKUP} key values can be looked for in one scan, {} given", keys.len())));
+        return Err(Error::Usage(format!(
+            "at most {MAX_LOOKUP} key values can be looked for in one scan, {} given",
+            keys.len()
+        )));
     }
     if keys.iter().any(|k| k.len() != spec.columns.len() || k.iter().any(Value::is_null)) {
-        return Err(Error::Usage("looked-for keys must be non-NULL and have one value per key column".into()));
+        return Err(Error::Usage(
+            "looked-for keys must be non-NULL and have one value per key column".into(),
+        ));
     }
     Ok(())
 }
 
 /// Every row group of `table`, as (file, row group), and its counts.
-fn scan_row_groups(table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>]) -> Result<(MapTask, Vec<PartitionScan>)> {
+fn scan_row_groups(
+    table: &Table,
+    spec: &KeySpec,
+    partitions: u32,
+    keys: &[Vec<Value>],
+) -> Result<(MapTask, Vec<PartitionScan>)> {
     let scanner = Scanner::new(table, spec, partitions.max(1), keys);
-    let units: Vec<(usize, usize)> =
-        table.files.iter().enumerate().flat_map(|(f, file)| (0..file.meta.metadata().num_row_groups()).map(move |g| (f, g))).collect();
+    let units: Vec<(usize, usize)> = table
+        .files
+        .iter()
+        .enumerate()
+        .flat_map(|(f, file)| (0..file.meta.metadata().num_row_groups()).map(move |g| (f, g)))
+        .collect();
     let parts: Vec<PartitionScan> = units
         .par_iter()
-        .map_init(<(Scratch, LastFile)>::default, |(scratch, last), &(fi, g)| scanner.row_group(fi, g, scratch, last))
+        .map_init(<(Scratch, LastFile)>::default, |(scratch, last), &(fi, g)| {
+            scanner.row_group(fi, g, scratch, last)
+        })
         .collect::<Result<Vec<_>>>()?;
     Ok((units, parts))
 }
@@ -219,7 +254,8 @@ impl<'a> Scanner<'a> {
             (1u64 << keys.len()) - 1
         };
         let types = spec.types();
-        let lookups: Vec<Lookup> = (0..spec.columns.len()).map(|c| lookup_for(c, types[c], keys)).collect();
+        let lookups: Vec<Lookup> =
+            (0..spec.columns.len()).map(|c| lookup_for(c, types[c], keys)).collect();
         let by_pages = spec.columns.len() == 1
             && matches!(spec.columns[0].source, ColumnSource::Data { .. })
             && matches!(types[0], KeyType::String | KeyType::Binary)
@@ -228,7 +264,13 @@ impl<'a> Scanner<'a> {
     }
 
     /// Row group `g` of file number `fi`: from its pages if it can, else through Arrow.
-    fn row_group(&self, fi: usize, g: usize, scratch: &mut Scratch, last: &mut LastFile) -> Result<PartitionScan> {
+    fn row_group(
+        &self,
+        fi: usize,
+        g: usize,
+        scratch: &mut Scratch,
+        last: &mut LastFile,
+    ) -> Result<PartitionScan> {
         let file = &self.table.files[fi];
         let mut out = PartitionScan::empty(self.n, self.keys);
         if let Some(done) = self.count_from_pages(fi, g, scratch, last, &mut out) {
@@ -259,15 +301,31 @@ impl<'a> Scanner<'a> {
 
     /// One batch of `rows` rows of `file` (None: a row group of partition columns only),
     /// hashed column by column, into `out`.
-    fn batch(&self, file: &DataFile, batch: Option<&RecordBatch>, rows: usize, out: &mut PartitionScan) -> Result<()> {
-        let mut hashes = RowHashes { h: vec![SPARK_SEED; rows], null: vec![false; rows], mask: vec![self.all_bits; rows] };
+    fn batch(
+        &self,
+        file: &DataFile,
+        batch: Option<&RecordBatch>,
+        rows: usize,
+        out: &mut PartitionScan,
+    ) -> Result<()> {
+        let mut hashes = RowHashes {
+            h: vec![SPARK_SEED; rows],
+            null: vec![false; rows],
+            mask: vec![self.all_bits; rows],
+        };
         for (c, col) in self.spec.columns.iter().enumerate() {
             match &col.source {
-                ColumnSource::Partition { index } => hashes.partition_value(&self.lookups[c], &file.partition_values[*index]),
+                ColumnSource::Partition { index } => {
+                    hashes.partition_value(&self.lookups[c], &file.partition_values[*index])
+                }
                 ColumnSource::Data { .. } => {
                     let array =
-                        batch.and_then(|b| b.column_by_name(&col.name)).ok_or_else(|| Error::bad_file(&file.path, format!("column {} missing", col.name)))?;
-                    hashes.column(c, &self.lookups[c], array, self.types[c]).map_err(|e| Error::bad_file(&file.path, format!("column {}: {e}", col.name)))?;
+                        batch.and_then(|b| b.column_by_name(&col.name)).ok_or_else(|| {
+                            Error::bad_file(&file.path, format!("column {} missing", col.name))
+                        })?;
+                    hashes.column(c, &self.lookups[c], array, self.types[c]).map_err(|e| {
+                        Error::bad_file(&file.path, format!("column {}: {e}", col.name))
+                    })?;
                 }
             }
         }
@@ -277,7 +335,14 @@ impl<'a> Scanner<'a> {
 
     /// Row group `g` of file number `fi` counted from the pages of its key chunk into `out`;
     /// `None` when the chunk must be read through Arrow instead (nothing was counted then).
-    fn count_from_pages(&self, fi: usize, g: usize, scratch: &mut Scratch, last: &mut LastFile, out: &mut PartitionScan) -> Option<Result<()>> {
+    fn count_from_pages(
+        &self,
+        fi: usize,
+        g: usize,
+        scratch: &mut Scratch,
+        last: &mut LastFile,
+        out: &mut PartitionScan,
+    ) -> Option<Result<()>> {
         if !self.by_pages {
             return None;
         }
@@ -297,7 +362,12 @@ impl<'a> Scanner<'a> {
         let rows = rg.num_rows().max(0) as usize;
         let n = self.n;
         let mut sink = PageRows { n, m, out };
-        let counted = pages::count_chunk(ColumnChunk { file: &f, file_len: len, meta: rg.column(leaf), descr: &descr }, rows, scratch, &mut sink)?;
+        let counted = pages::count_chunk(
+            ColumnChunk { file: &f, file_len: len, meta: rg.column(leaf), descr: &descr },
+            rows,
+            scratch,
+            &mut sink,
+        )?;
         let out = sink.out;
         out.rows += rows as u64;
         out.null_rows += counted.nulls;
@@ -354,7 +424,9 @@ impl RowHashes {
             (_, Value::Null) => 0,
             (Lookup::Bytes(m), Value::Str(s)) => m.get(s.as_bytes()).copied().unwrap_or(0),
             (Lookup::Bytes(m), Value::Binary(b)) => m.get(b.as_slice()).copied().unwrap_or(0),
-            (Lookup::Wide(m), Value::Decimal { unscaled, .. }) => m.get(unscaled).copied().unwrap_or(0),
+            (Lookup::Wide(m), Value::Decimal { unscaled, .. }) => {
+                m.get(unscaled).copied().unwrap_or(0)
+            }
             (Lookup::Int(m), v) => int_key(v).and_then(|k| m.get(&k).copied()).unwrap_or(0),
             _ => 0,
         };
@@ -370,22 +442,44 @@ impl RowHashes {
     }
 
     /// Key column number `c` of type `ty`, matched by `lookup`.
-    fn column(&mut self, c: usize, lookup: &Lookup, array: &ArrayRef, ty: KeyType) -> std::result::Result<(), String> {
+    fn column(
+        &mut self,
+        c: usize,
+        lookup: &Lookup,
+        array: &ArrayRef,
+        ty: KeyType,
+    ) -> std::result::Result<(), String> {
         match lookup {
             // The first key column starts every row from seed 42: a dictionary's values are
             // hashed (and looked up) once each.
-            Lookup::Bytes(m) if c == 0 && matches!(array.data_type(), arrow_schema::DataType::Dictionary(..)) => self.first_dictionary(array, m),
+            Lookup::Bytes(m)
+                if c == 0
+                    && matches!(array.data_type(), arrow_schema::DataType::Dictionary(..)) =>
+            {
+                self.first_dictionary(array, m)
+            }
             Lookup::Bytes(m) => self.bytes(array, m),
             Lookup::Wide(m) => self.wide(array, m, ty),
             Lookup::Int(m) => self.ints(array, m, ty),
         }
     }
 
-    fn first_dictionary(&mut self, array: &ArrayRef, m: &HashMap<Vec<u8>, u64>) -> std::result::Result<(), String> {
+    fn first_dictionary(
+        &mut self,
+        array: &ArrayRef,
+        m: &HashMap<Vec<u8>, u64>,
+    ) -> std::result::Result<(), String> {
         let RowHashes { h, null, mask } = self;
         let dict = array.as_any_dictionary();
         let mut per: Vec<Option<(i32, u64)>> = Vec::with_capacity(dict.values().len());
-        each_bytes(dict.values(), &mut |v| per.push(v.map(|b| (hash_bytes(b, SPARK_SEED), if m.is_empty() { 0 } else { m.get(b).copied().unwrap_or(0) }))))?;
+        each_bytes(dict.values(), &mut |v| {
+            per.push(v.map(|b| {
+                (
+                    hash_bytes(b, SPARK_SEED),
+                    if m.is_empty() { 0 } else { m.get(b).copied().unwrap_or(0) },
+                )
+            }))
+        })?;
         let keys = dict.keys();
         for (row, k) in dict.normalized_keys().into_iter().enumerate() {
             match if keys.is_null(row) { None } else { per.get(k).copied().flatten() } {
@@ -399,7 +493,11 @@ impl RowHashes {
         Ok(())
     }
 
-    fn bytes(&mut self, array: &ArrayRef, m: &HashMap<Vec<u8>, u64>) -> std::result::Result<(), String> {
+    fn bytes(
+        &mut self,
+        array: &ArrayRef,
+        m: &HashMap<Vec<u8>, u64>,
+    ) -> std::result::Result<(), String> {
         let RowHashes { h, null, mask } = self;
         let mut i = 0usize;
         each_bytes(array, &mut |v| {
@@ -414,7 +512,12 @@ impl RowHashes {
         })
     }
 
-    fn wide(&mut self, array: &ArrayRef, m: &HashMap<i128, u64>, ty: KeyType) -> std::result::Result<(), String> {
+    fn wide(
+        &mut self,
+        array: &ArrayRef,
+        m: &HashMap<i128, u64>,
+        ty: KeyType,
+    ) -> std::result::Result<(), String> {
         let RowHashes { h, null, mask } = self;
         let mut i = 0usize;
         each_i128(array, &mut |v| {
@@ -433,7 +536,12 @@ impl RowHashes {
         })
     }
 
-    fn ints(&mut self, array: &ArrayRef, m: &HashMap<i64, u64>, ty: KeyType) -> std::result::Result<(), String> {
+    fn ints(
+        &mut self,
+        array: &ArrayRef,
+        m: &HashMap<i64, u64>,
+        ty: KeyType,
+    ) -> std::result::Result<(), String> {
         let RowHashes { h, null, mask } = self;
         let mut i = 0usize;
         each_i64(array, ty, &mut |v| {

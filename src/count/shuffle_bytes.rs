@@ -56,12 +56,18 @@ pub fn shuffle_bytes(table: &Table, key: &str, columns: Option<&[String]>) -> Op
             break;
         }
         let f = file.open().ok()?;
-        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(f, file.meta.clone()).with_batch_size(4096).with_limit(SAMPLE_ROWS - rows.len());
+        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(f, file.meta.clone())
+            .with_batch_size(4096)
+            .with_limit(SAMPLE_ROWS - rows.len());
         let builder = match columns {
             Some(cols) => {
                 let fields = builder.parquet_schema().root_schema().get_fields();
-                let wanted = |name: &str| name.eq_ignore_ascii_case(key) || cols.iter().any(|c| c.eq_ignore_ascii_case(name));
-                let roots: Vec<usize> = (0..fields.len()).filter(|&i| wanted(fields[i].name())).collect();
+                let wanted = |name: &str| {
+                    name.eq_ignore_ascii_case(key)
+                        || cols.iter().any(|c| c.eq_ignore_ascii_case(name))
+                };
+                let roots: Vec<usize> =
+                    (0..fields.len()).filter(|&i| wanted(fields[i].name())).collect();
                 let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), roots);
                 builder.with_projection(mask)
             }
@@ -87,7 +93,12 @@ pub fn shuffle_bytes(table: &Table, key: &str, columns: Option<&[String]>) -> Op
     let raw_bytes: usize = rows.iter().map(|r| r.2.len()).sum();
     let block_bytes = compressed_per_row(&rest).or(compressed_per_row(&hot))?;
     let hot_block_bytes = compressed_per_row(&hot).unwrap_or(block_bytes);
-    Some(ShuffleBytes { row_bytes: raw_bytes as f64 / rows.len() as f64, block_bytes, hot_block_bytes, sampled_rows: rows.len() as u64 })
+    Some(ShuffleBytes {
+        row_bytes: raw_bytes as f64 / rows.len() as f64,
+        block_bytes,
+        hot_block_bytes,
+        sampled_rows: rows.len() as u64,
+    })
 }
 
 /// A sampled row: the group its key puts it in, its key's bytes, the row as serialized.
@@ -99,7 +110,10 @@ fn compressed_per_row(rows: &[&Row]) -> Option<f64> {
         return None;
     }
     let raw: Vec<u8> = rows.iter().flat_map(|r| r.2.iter().copied()).collect();
-    let compressed: usize = raw.chunks(LZ4_BLOCK).map(|c| lz4_flex::block::compress(c).len().min(c.len()) + LZ4_BLOCK_HEADER).sum();
+    let compressed: usize = raw
+        .chunks(LZ4_BLOCK)
+        .map(|c| lz4_flex::block::compress(c).len().min(c.len()) + LZ4_BLOCK_HEADER)
+        .sum();
     Some(compressed as f64 / rows.len() as f64)
 }
 
@@ -118,10 +132,13 @@ fn add_rows(batch: &RecordBatch, key: &str, out: &mut Vec<Row>) {
                 continue;
             }
             match value(a, i) {
-                Field::Fixed(b) => fixed[slot..slot + b.len().min(8)].copy_from_slice(&b[..b.len().min(8)]),
+                Field::Fixed(b) => {
+                    fixed[slot..slot + b.len().min(8)].copy_from_slice(&b[..b.len().min(8)])
+                }
                 Field::Var(b) => {
                     let offset = (fixed.len() + var.len()) as u64;
-                    fixed[slot..slot + 8].copy_from_slice(&((offset << 32) | b.len() as u64).to_le_bytes());
+                    fixed[slot..slot + 8]
+                        .copy_from_slice(&((offset << 32) | b.len() as u64).to_le_bytes());
                     var.extend_from_slice(&b);
                     var.resize(var.len().div_ceil(8) * 8, 0);
                 }
@@ -130,7 +147,8 @@ fn add_rows(batch: &RecordBatch, key: &str, out: &mut Vec<Row>) {
         let mut row = ((fixed.len() + var.len()) as u32).to_be_bytes().to_vec();
         row.extend(fixed);
         row.extend(var);
-        let key = key_col.map_or_else(|| (i as u64).to_le_bytes().to_vec(), |k| key_bytes(&columns[k], i));
+        let key = key_col
+            .map_or_else(|| (i as u64).to_le_bytes().to_vec(), |k| key_bytes(&columns[k], i));
         let group = foldhash::fast::FixedState::with_seed(42).hash_one(&key) % GROUPS;
         out.push((group, key, row));
     }
@@ -141,8 +159,12 @@ fn plain(a: &ArrayRef) -> ArrayRef {
     match a.data_type() {
         DataType::Dictionary(_, _) => {
             let d = a.as_any_dictionary();
-            let keys =
-                arrow_array::UInt64Array::from_iter(d.normalized_keys().into_iter().enumerate().map(|(i, k)| (!d.keys().is_null(i)).then_some(k as u64)));
+            let keys = arrow_array::UInt64Array::from_iter(
+                d.normalized_keys()
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, k)| (!d.keys().is_null(i)).then_some(k as u64)),
+            );
             arrow_select::take::take(d.values().as_ref(), &keys, None).unwrap_or_else(|_| a.clone())
         }
         _ => a.clone(),
@@ -167,9 +189,16 @@ fn value(a: &ArrayRef, i: usize) -> Field {
         Int8 | UInt8 => fixed_width(1),
         Int16 | UInt16 | Float16 => fixed_width(2),
         Int32 | UInt32 | Float32 | Date32 | Time32(_) => fixed_width(4),
-        Int64 | UInt64 | Float64 | Date64 | Time64(_) | Timestamp(_, _) | Duration(_) => fixed_width(8),
-        Decimal128(p, _) if *p <= 18 => Field::Fixed(a.as_primitive::<arrow_array::types::Decimal128Type>().value(i).to_le_bytes()[..8].to_vec()),
-        Decimal128(_, _) => Field::Var(a.as_primitive::<arrow_array::types::Decimal128Type>().value(i).to_be_bytes().to_vec()),
+        Int64 | UInt64 | Float64 | Date64 | Time64(_) | Timestamp(_, _) | Duration(_) => {
+            fixed_width(8)
+        }
+        Decimal128(p, _) if *p <= 18 => Field::Fixed(
+            a.as_primitive::<arrow_array::types::Decimal128Type>().value(i).to_le_bytes()[..8]
+                .to_vec(),
+        ),
+        Decimal128(_, _) => Field::Var(
+            a.as_primitive::<arrow_array::types::Decimal128Type>().value(i).to_be_bytes().to_vec(),
+        ),
         Utf8 => Field::Var(a.as_string::<i32>().value(i).as_bytes().to_vec()),
         LargeUtf8 => Field::Var(a.as_string::<i64>().value(i).as_bytes().to_vec()),
         Utf8View => Field::Var(a.as_string_view().value(i).as_bytes().to_vec()),
@@ -208,9 +237,17 @@ mod tests {
             arrow_schema::Field::new("k", DataType::Utf8, false),
             arrow_schema::Field::new("v", DataType::Int64, false),
         ]));
-        let batch =
-            RecordBatch::try_new(schema.clone(), vec![Arc::new(arrow_array::StringArray::from(k)), Arc::new(arrow_array::Int64Array::from(v))]).unwrap();
-        let mut w = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&p).unwrap(), schema, None).unwrap();
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(arrow_array::StringArray::from(k)),
+                Arc::new(arrow_array::Int64Array::from(v)),
+            ],
+        )
+        .unwrap();
+        let mut w =
+            parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&p).unwrap(), schema, None)
+                .unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
         let t = Table::open(&[p.to_string_lossy().into_owned()]).unwrap();

@@ -56,7 +56,12 @@ impl SpillFile {
     }
 
     /// Each segment of partition `p`, read into `buf` (reused), handed to `f`.
-    pub(crate) fn each_segment(&self, p: usize, buf: &mut Vec<u8>, mut f: impl FnMut(&[u8])) -> io::Result<()> {
+    pub(crate) fn each_segment(
+        &self,
+        p: usize,
+        buf: &mut Vec<u8>,
+        mut f: impl FnMut(&[u8]),
+    ) -> io::Result<()> {
         for &(at, len) in &self.segments[p] {
             buf.resize(len as usize, 0);
             read_exact_at(&self.file, buf, at)?;

@@ -77,14 +77,28 @@ impl Split {
         if (nth as u64) <= 2 * (t as u64 - 1) {
             return None;
         }
-        Some(Split { t, slack: 0, chunks: 0, credit: HashMap::new(), checked: Vec::new(), hll: Hll::new(), failed: false })
+        Some(Split {
+            t,
+            slack: 0,
+            chunks: 0,
+            credit: HashMap::new(),
+            checked: Vec::new(),
+            hll: Hll::new(),
+            failed: false,
+        })
     }
 
     /// Count one row group's dictionary entries: heavy ones into `buf` (and their credit),
     /// light ones into the HyperLogLog. `file` is the file the row group is in. Returns false
     /// when `buf` refused a key (its arena is full): the caller then treats the column as
     /// overflowed, as `ByteBuf::push` callers do.
-    pub(crate) fn chunk(&mut self, st: &super::stage::State, dict: &super::pages::Dict, file: usize, buf: &mut ByteBuf) -> bool {
+    pub(crate) fn chunk(
+        &mut self,
+        st: &super::stage::State,
+        dict: &super::pages::Dict,
+        file: usize,
+        buf: &mut ByteBuf,
+    ) -> bool {
         if !self.checked.contains(&file) {
             self.checked.push(file);
             let hashes: Vec<u64> = dict.used().map(|(k, _)| key_hash(st, k)).collect();
@@ -253,7 +267,8 @@ mod tests {
     fn start_finds_the_heavy_threshold_by_selection() {
         // 20 hot counts (10,001..10,020) among 980 counts 1..=980, shuffled: the 256th largest
         // is 745, the 20th 10,001 and the 21st 980.
-        let base: Vec<u32> = (1..=980).map(|i| (i * 617) % 980 + 1).chain(10_001..=10_020).collect();
+        let base: Vec<u32> =
+            (1..=980).map(|i| (i * 617) % 980 + 1).chain(10_001..=10_020).collect();
         let shuffled: Vec<u32> = (0..base.len()).map(|i| base[(i * 389) % base.len()]).collect();
         let s = Split::start(&mut shuffled.clone(), 20).expect("20 values far above the threshold");
         assert_eq!(s.t, 745);
@@ -266,7 +281,12 @@ mod tests {
     }
 
     fn bounds(slack: u64, credit: &[(&str, u64)]) -> Bounds {
-        Bounds { slack, credit: credit.iter().map(|(k, c)| (Box::from(k.as_bytes()), *c)).collect(), hll: Hll::new(), failed: false }
+        Bounds {
+            slack,
+            credit: credit.iter().map(|(k, c)| (Box::from(k.as_bytes()), *c)).collect(),
+            hll: Hll::new(),
+            failed: false,
+        }
     }
 
     #[test]

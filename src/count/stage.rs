@@ -186,7 +186,8 @@ impl IntBuf {
         }
         let mut bytes = 0;
         for p in 0..PARTS {
-            let mut t: HashTable<(i64, u64)> = HashTable::with_capacity(self.pairs[p].len() + self.raw[p].len() / 2);
+            let mut t: HashTable<(i64, u64)> =
+                HashTable::with_capacity(self.pairs[p].len() + self.raw[p].len() / 2);
             let mut add = |k: i64, c: u64| add_int(&mut t, st, k, c);
             for k in std::mem::take(&mut self.raw[p]) {
                 add(k, 1);
@@ -208,7 +209,8 @@ impl IntBuf {
             self.pairs[p] = pairs;
         }
         // Mostly distinct keys: compacting again would cost time and save little.
-        self.compact_at = if bytes * 4 > self.bytes * 3 { usize::MAX } else { (bytes * 2).max(COMPACT_AT) };
+        self.compact_at =
+            if bytes * 4 > self.bytes * 3 { usize::MAX } else { (bytes * 2).max(COMPACT_AT) };
         self.bytes = bytes;
     }
 
@@ -231,7 +233,8 @@ impl IntBuf {
         }
         self.bytes = 0;
         let mut buf = Vec::new();
-        let read = (0..PARTS).try_for_each(|p| self.each_spilled(p, &mut buf, |k, n| c.add(&mut pend, k, n)));
+        let read = (0..PARTS)
+            .try_for_each(|p| self.each_spilled(p, &mut buf, |k, n| c.add(&mut pend, k, n)));
         self.spilled = None;
         c.flush(&mut pend);
         read
@@ -239,7 +242,8 @@ impl IntBuf {
 
     /// Bytes of memory the staged keys hold.
     pub(crate) fn held(&self) -> usize {
-        self.raw.iter().map(|v| v.capacity() * 8).sum::<usize>() + self.pairs.iter().map(|v| v.capacity() * 16).sum::<usize>()
+        self.raw.iter().map(|v| v.capacity() * 8).sum::<usize>()
+            + self.pairs.iter().map(|v| v.capacity() * 16).sum::<usize>()
     }
 
     /// Write the staged keys to this thread's spill file, a segment per partition (its raw
@@ -270,7 +274,8 @@ impl IntBuf {
             self.pairs[p] = Vec::new();
         }
         self.spilled = Some(file);
-        self.bytes = self.raw.iter().map(|v| v.len() * 8).sum::<usize>() + self.pairs.iter().map(|v| v.len() * 16).sum::<usize>();
+        self.bytes = self.raw.iter().map(|v| v.len() * 8).sum::<usize>()
+            + self.pairs.iter().map(|v| v.len() * 16).sum::<usize>();
         written
     }
 
@@ -280,7 +285,12 @@ impl IntBuf {
     }
 
     /// Each spilled key of partition `p` with its count; `buf` is reused.
-    fn each_spilled(&self, p: usize, buf: &mut Vec<u8>, mut f: impl FnMut(i64, u64)) -> io::Result<()> {
+    fn each_spilled(
+        &self,
+        p: usize,
+        buf: &mut Vec<u8>,
+        mut f: impl FnMut(i64, u64),
+    ) -> io::Result<()> {
         let Some(file) = &self.spilled else { return Ok(()) };
         file.each_segment(p, buf, |seg| {
             let raw = load64(seg, 0) as usize;
@@ -307,7 +317,13 @@ impl ByteBuf {
     /// Push many keys at once: `key(i)` with count `count(i)` for i in 0..n. The keys are
     /// hashed first, then added to the front table with their slots prefetched. Returns how
     /// many were pushed: fewer than n only where `push` would return false.
-    pub(crate) fn push_many<'k>(&mut self, st: &State, n: usize, key: impl Fn(usize) -> &'k [u8], count: impl Fn(usize) -> u64) -> usize {
+    pub(crate) fn push_many<'k>(
+        &mut self,
+        st: &State,
+        n: usize,
+        key: impl Fn(usize) -> &'k [u8],
+        count: impl Fn(usize) -> u64,
+    ) -> usize {
         let mut done = 0;
         if self.front.on {
             let mut hashes = std::mem::take(&mut self.hashes);
@@ -394,7 +410,9 @@ impl ByteBuf {
 
     /// Bytes of memory the staged keys hold, the front table's included.
     pub(crate) fn held(&self) -> usize {
-        self.arena.iter().map(Vec::capacity).sum::<usize>() + self.ents.iter().map(|v| v.capacity() * 24).sum::<usize>() + self.front.bytes()
+        self.arena.iter().map(Vec::capacity).sum::<usize>()
+            + self.ents.iter().map(|v| v.capacity() * 24).sum::<usize>()
+            + self.front.bytes()
     }
 
     /// Write the partitions' keys to this thread's spill file, a record (hash, count, length,
@@ -424,7 +442,8 @@ impl ByteBuf {
             self.ents[p] = Vec::new();
         }
         self.spilled = Some(file);
-        self.part_bytes = self.arena.iter().map(Vec::len).sum::<usize>() + self.ents.iter().map(|v| v.len() * 24).sum::<usize>();
+        self.part_bytes = self.arena.iter().map(Vec::len).sum::<usize>()
+            + self.ents.iter().map(|v| v.len() * 24).sum::<usize>();
         written
     }
 
@@ -463,11 +482,16 @@ impl ByteBuf {
         for p in 0..PARTS {
             let arena = std::mem::take(&mut self.arena[p]);
             let ents = std::mem::take(&mut self.ents[p]);
-            let mut t: HashTable<(u64, u32, u32, u64)> = HashTable::with_capacity(ents.len() / 4 + 16);
+            let mut t: HashTable<(u64, u32, u32, u64)> =
+                HashTable::with_capacity(ents.len() / 4 + 16);
             let mut new_arena = Vec::new();
             for (h, off, len, c) in ents {
                 let k = &arena[off as usize..(off + len) as usize];
-                match t.entry(h, |e| e.2 == len && &new_arena[e.1 as usize..(e.1 + e.2) as usize] == k, |e| e.0) {
+                match t.entry(
+                    h,
+                    |e| e.2 == len && &new_arena[e.1 as usize..(e.1 + e.2) as usize] == k,
+                    |e| e.0,
+                ) {
                     Entry::Occupied(mut o) => o.get_mut().3 += c,
                     Entry::Vacant(v) => {
                         let o = new_arena.len() as u32;
@@ -480,7 +504,8 @@ impl ByteBuf {
             bytes += new_arena.len() + self.ents[p].len() * 24;
             self.arena[p] = new_arena;
         }
-        self.compact_at = if bytes * 4 > self.part_bytes * 3 { usize::MAX } else { (bytes * 2).max(COMPACT_AT) };
+        self.compact_at =
+            if bytes * 4 > self.part_bytes * 3 { usize::MAX } else { (bytes * 2).max(COMPACT_AT) };
         self.part_bytes = bytes;
     }
 
@@ -541,7 +566,12 @@ struct Slot {
 /// (two folded multiplies, as foldhash hashes short input); a longer one by foldhash.
 #[inline]
 pub(crate) fn key_hash(st: &State, k: &[u8]) -> u64 {
-    const K: [u64; 4] = [0x243f_6a88_85a3_08d3, 0x1319_8a2e_0370_7344, 0xa409_3822_299f_31d0, 0x082e_fa98_ec4e_6c89];
+    const K: [u64; 4] = [
+        0x243f_6a88_85a3_08d3,
+        0x1319_8a2e_0370_7344,
+        0xa409_3822_299f_31d0,
+        0x082e_fa98_ec4e_6c89,
+    ];
     let len = k.len();
     let (lo, hi) = if len > 16 {
         return st.hash_one(k);
@@ -732,7 +762,12 @@ impl Front {
     /// Add many keys (`digests[i]` of `key(i)`, count `count(i)`), each slot prefetched a few
     /// keys ahead so that the cache misses overlap. Returns how many were added: fewer than
     /// all only when the table is full.
-    fn add_batch<'k>(&mut self, digests: &[(u64, [u8; INLINE])], key: impl Fn(usize) -> &'k [u8], count: impl Fn(usize) -> u64) -> usize {
+    fn add_batch<'k>(
+        &mut self,
+        digests: &[(u64, [u8; INLINE])],
+        key: impl Fn(usize) -> &'k [u8],
+        count: impl Fn(usize) -> u64,
+    ) -> usize {
         let n = digests.len();
         if !self.reserve(n) {
             return 0;
@@ -928,7 +963,10 @@ fn add_int(t: &mut HashTable<(i64, u64)>, st: &State, k: i64, c: u64) {
 
 pub(crate) fn count_ints(bufs: &[IntBuf], want: usize) -> io::Result<Counted<i64>> {
     let st = hasher();
-    let mut per: Vec<(Vec<(i64, u64)>, u64)> = (0..PARTS).into_par_iter().map(|p| count_int_part(bufs, p, &st, want)).collect::<io::Result<_>>()?;
+    let mut per: Vec<(Vec<(i64, u64)>, u64)> = (0..PARTS)
+        .into_par_iter()
+        .map(|p| count_int_part(bufs, p, &st, want))
+        .collect::<io::Result<_>>()?;
     // The keys counted by value: no key of theirs is in the partitions.
     let dense: Vec<&Dense> = bufs.iter().filter_map(|b| b.dense.as_ref()).collect();
     per.push(dense::top_and_distinct(&dense, want));
@@ -956,7 +994,12 @@ fn each_int_of_part(bufs: &[IntBuf], p: usize, mut f: impl FnMut(i64, u64)) -> i
 }
 
 /// Partition `p`'s top keys and distinct count.
-fn count_int_part(bufs: &[IntBuf], p: usize, st: &State, want: usize) -> io::Result<(Vec<(i64, u64)>, u64)> {
+fn count_int_part(
+    bufs: &[IntBuf],
+    p: usize,
+    st: &State,
+    want: usize,
+) -> io::Result<(Vec<(i64, u64)>, u64)> {
     let n: usize = bufs.iter().map(|b| b.raw[p].len() + b.pairs[p].len() + b.spilled_keys(p)).sum();
     if n <= SPLIT_PART_AT {
         let mut t: HashTable<(i64, u64)> = HashTable::with_capacity(n / 2 + 16);
@@ -964,7 +1007,8 @@ fn count_int_part(bufs: &[IntBuf], p: usize, st: &State, want: usize) -> io::Res
         let distinct = t.len() as u64;
         return Ok((top_of(t.into_iter(), want), distinct));
     }
-    let mut subs: Vec<Vec<(u64, i64, u64)>> = (0..SUBS).map(|_| Vec::with_capacity(n / SUBS + n / (4 * SUBS))).collect();
+    let mut subs: Vec<Vec<(u64, i64, u64)>> =
+        (0..SUBS).map(|_| Vec::with_capacity(n / SUBS + n / (4 * SUBS))).collect();
     each_int_of_part(bufs, p, |k, c| {
         let h = st.hash_one(k);
         subs[((h >> 40) as usize) & (SUBS - 1)].push((h, k, c));
@@ -999,7 +1043,8 @@ pub(crate) fn count_bytes(bufs: &mut [ByteBuf], want: usize) -> io::Result<Count
             return Ok(Counted { top: Vec::new(), distinct: 0 });
         };
         let mut base = std::mem::take(&mut bufs[big].front);
-        let merged = bufs.iter().enumerate().filter(|&(i, _)| i != big).all(|(_, b)| base.merge(&b.front));
+        let merged =
+            bufs.iter().enumerate().filter(|&(i, _)| i != big).all(|(_, b)| base.merge(&b.front));
         if merged {
             let distinct = base.len as u64;
             let mut top = TopK::new(want);
@@ -1024,8 +1069,11 @@ pub(crate) fn count_bytes(bufs: &mut [ByteBuf], want: usize) -> io::Result<Count
             for b in bufs {
                 b.read_spilled(p, &mut spilled)?;
             }
-            let n: usize = bufs.iter().map(|b| b.ents[p].len()).sum::<usize>() + fronts[p].len() + spilled.len() / 32;
-            let mut t: HashTable<(u64, &[u8], u64)> = HashTable::with_capacity(n.min(1 << 22) / 4 + 16);
+            let n: usize = bufs.iter().map(|b| b.ents[p].len()).sum::<usize>()
+                + fronts[p].len()
+                + spilled.len() / 32;
+            let mut t: HashTable<(u64, &[u8], u64)> =
+                HashTable::with_capacity(n.min(1 << 22) / 4 + 16);
             for b in bufs {
                 let arena = &b.arena[p];
                 for &(h, off, len, c) in &b.ents[p] {
@@ -1037,7 +1085,13 @@ pub(crate) fn count_bytes(bufs: &mut [ByteBuf], want: usize) -> io::Result<Count
             }
             each_record(&spilled, |h, k, c| add_bytes(&mut t, h, k, c));
             let distinct = t.len() as u64;
-            Ok((top_of(t.into_iter().map(|(_, k, c)| (k, c)), want).into_iter().map(|(k, c)| (Box::from(k), c)).collect(), distinct))
+            Ok((
+                top_of(t.into_iter().map(|(_, k, c)| (k, c)), want)
+                    .into_iter()
+                    .map(|(k, c)| (Box::from(k), c))
+                    .collect(),
+                distinct,
+            ))
         })
         .collect::<io::Result<_>>()?;
     let distinct = per.iter().map(|x| x.1).sum();
@@ -1110,7 +1164,11 @@ mod tests {
             assert!(b.push(&st, k.as_bytes(), 1 + (i % 2) as u64));
             b.maybe_compact();
         }
-        assert!(b.bytes() <= COMPACT_AT && b.compact_at == COMPACT_AT, "{} bytes staged", b.bytes());
+        assert!(
+            b.bytes() <= COMPACT_AT && b.compact_at == COMPACT_AT,
+            "{} bytes staged",
+            b.bytes()
+        );
         let c = count_bytes(&mut [b], 1).unwrap();
         assert_eq!(c.distinct, 5000);
         // Odd i weigh 2: title-00001 (80 odd i) is the smallest key with the top count, 160.
@@ -1196,7 +1254,12 @@ mod tests {
         let mut x = ByteBuf::default();
         for round in 0..3u64 {
             for i in 0..(FRONT_MAX as u64 + 1000) {
-                let k = if i % 3 == 0 { format!("a key longer than twelve bytes {}", i % 5000) } else { format!("k{}", i + round * 1_000_000) }.into_bytes();
+                let k = if i % 3 == 0 {
+                    format!("a key longer than twelve bytes {}", i % 5000)
+                } else {
+                    format!("k{}", i + round * 1_000_000)
+                }
+                .into_bytes();
                 assert!(x.push(&st, &k, round + 1));
                 *want.entry(k).or_insert(0) += round + 1;
             }
@@ -1245,7 +1308,12 @@ mod tests {
         let mut a = ByteBuf::default();
         let mut b = ByteBuf::default();
         for i in 0..3000u64 {
-            let k = if i % 3 == 0 { format!("a-long-key-of-more-than-twelve-bytes-{}", i % 700) } else { format!("k{}", i % 900) }.into_bytes();
+            let k = if i % 3 == 0 {
+                format!("a-long-key-of-more-than-twelve-bytes-{}", i % 700)
+            } else {
+                format!("k{}", i % 900)
+            }
+            .into_bytes();
             let (buf, n) = if i % 2 == 0 { (&mut a, 1) } else { (&mut b, 2) };
             assert!(buf.push(&st, &k, n));
             *want.entry(k).or_insert(0) += n;

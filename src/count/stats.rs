@@ -11,7 +11,14 @@ use crate::value::{KeyType, Value};
 /// sample read in the units `tallies`: cluster sampling for whole row groups or pages; for row
 /// selections, the larger of the stratified one within row groups and the spread between the
 /// row groups read.
-pub(crate) fn share_error(key: &[Value], types: &[KeyType], tallies: &[&UnitTally], share: f64, info: &SampleInfo, n: u64) -> f64 {
+pub(crate) fn share_error(
+    key: &[Value],
+    types: &[KeyType],
+    tallies: &[&UnitTally],
+    share: f64,
+    info: &SampleInfo,
+    n: u64,
+) -> f64 {
     let enc = tally_key(key, types);
     // A single-column NULL is tallied apart, as each unit's NULL rows.
     let count_in = |t: &UnitTally| -> f64 {
@@ -50,7 +57,8 @@ impl Spread<'_> {
             return 0.0;
         }
         let nbar = self.n / m as f64;
-        let ss: f64 = units.iter().map(|t| ((self.count_in)(t) - self.share * t.rows as f64).powi(2)).sum();
+        let ss: f64 =
+            units.iter().map(|t| ((self.count_in)(t) - self.share * t.rows as f64).powi(2)).sum();
         t975(m - 1) * (fpc.max(0.0) * ss / (m as f64 - 1.0) / (m as f64 * nbar * nbar)).sqrt()
     }
 
@@ -96,15 +104,17 @@ impl Spread<'_> {
 /// 0.001 of the exact value there).
 fn t975(df: usize) -> f64 {
     const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080,
-        2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
     ];
     match df {
         0 => f64::INFINITY,
         1..=30 => T[df - 1],
         _ => {
             let (z, d) = (1.959964f64, df as f64);
-            z + (z.powi(3) + z) / (4.0 * d) + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * d * d)
+            z + (z.powi(3) + z) / (4.0 * d)
+                + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * d * d)
         }
     }
 }
@@ -116,7 +126,17 @@ mod tests {
     #[test]
     fn student_t_quantiles() {
         // Exact values (R's qt(0.975, df)) and the normal limit.
-        for (df, want) in [(1, 12.7062), (3, 3.1824), (9, 2.2622), (30, 2.0423), (31, 2.0395), (40, 2.0211), (60, 2.0003), (120, 1.9799), (1000, 1.9623)] {
+        for (df, want) in [
+            (1, 12.7062),
+            (3, 3.1824),
+            (9, 2.2622),
+            (30, 2.0423),
+            (31, 2.0395),
+            (40, 2.0211),
+            (60, 2.0003),
+            (120, 1.9799),
+            (1000, 1.9623),
+        ] {
             assert!((t975(df) - want).abs() < 1e-3, "df {df}: {} vs {want}", t975(df));
         }
         assert!(t975(0).is_infinite());

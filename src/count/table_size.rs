@@ -15,7 +15,11 @@ pub struct TableSize {
 impl TableSize {
     pub fn of(table: &Table) -> TableSize {
         if let Some(h) = &table.held {
-            return TableSize { rows: h.rows, disk_bytes: h.disk_bytes, memory_bytes: h.memory_bytes };
+            return TableSize {
+                rows: h.rows,
+                disk_bytes: h.disk_bytes,
+                memory_bytes: h.memory_bytes,
+            };
         }
         let mut s = TableSize { rows: 0, disk_bytes: 0, memory_bytes: 0 };
         for f in &table.files {

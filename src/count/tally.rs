@@ -101,7 +101,14 @@ impl DictTally {
 
     /// Count `array` by dictionary index if it is an Int32 dictionary of strings or binaries;
     /// a batch with a new dictionary first flushes the counts of the old one.
-    pub(crate) fn try_add(&mut self, array: &ArrayRef, local: &mut Local, j: usize, nulls: &mut u64, tally: Option<&mut HashMap<Vec<u8>, u64>>) -> bool {
+    pub(crate) fn try_add(
+        &mut self,
+        array: &ArrayRef,
+        local: &mut Local,
+        j: usize,
+        nulls: &mut u64,
+        tally: Option<&mut HashMap<Vec<u8>, u64>>,
+    ) -> bool {
         let Some(dict) = array.as_dictionary_opt::<Int32Type>() else { return false };
         let values = dict.values();
         let sig = match values.data_type() {
@@ -169,7 +176,11 @@ impl DictTally {
     /// The cluster's values into its sample tally (those of at least `tally_min` rows: only
     /// values above 0.02% of the cluster matter for the error bound of a top value), and its
     /// NULL rows into `nulls`. Without clusters, the unit is one, ended by `flush`.
-    pub(crate) fn end_cluster(&mut self, nulls: &mut u64, mut tally: Option<&mut HashMap<Vec<u8>, u64>>) {
+    pub(crate) fn end_cluster(
+        &mut self,
+        nulls: &mut u64,
+        mut tally: Option<&mut HashMap<Vec<u8>, u64>>,
+    ) {
         let Some(values) = &self.values else { return };
         let counts = if self.clustered { &mut self.cluster } else { &mut self.counts };
         for (i, n) in counts.iter_mut().enumerate() {
@@ -192,7 +203,13 @@ impl DictTally {
     }
 
     /// Everything counted into the thread's keys, and the current cluster as `end_cluster`.
-    pub(crate) fn flush(&mut self, local: &mut Local, j: usize, nulls: &mut u64, tally: Option<&mut HashMap<Vec<u8>, u64>>) {
+    pub(crate) fn flush(
+        &mut self,
+        local: &mut Local,
+        j: usize,
+        nulls: &mut u64,
+        tally: Option<&mut HashMap<Vec<u8>, u64>>,
+    ) {
         if self.values.is_none() {
             return;
         }

@@ -54,7 +54,11 @@ const MIN_RUNS: u64 = 4;
 
 /// The row groups to read, whole or in part, and how they were sampled. `walk`: the first key
 /// column read from the files, whose pages can be the sampling units.
-pub(crate) fn choose_units(table: &Table, opts: &ProfileOptions, walk: Option<&str>) -> (Vec<Unit>, Option<SampleInfo>) {
+pub(crate) fn choose_units(
+    table: &Table,
+    opts: &ProfileOptions,
+    walk: Option<&str>,
+) -> (Vec<Unit>, Option<SampleInfo>) {
     let mut all = every_row_group(table);
     let total: u64 = all.iter().map(|u| u.rows).sum();
     let target = match opts.sample {
@@ -81,7 +85,9 @@ pub(crate) fn choose_units(table: &Table, opts: &ProfileOptions, walk: Option<&s
     // of roughly even size (their headers say where they are and how many rows each holds).
     // The reader skips the other pages without decompressing them; each page read is a
     // sampling unit, as a row group is above.
-    if let Some(picked) = walk.and_then(|name| whole_pages(table, &all, name, target, total, &mut rng)) {
+    if let Some(picked) =
+        walk.and_then(|name| whole_pages(table, &all, name, target, total, &mut rng))
+    {
         return picked;
     }
     row_runs(&all, target, total, &mut rng)
@@ -97,7 +103,14 @@ fn every_row_group(table: &Table) -> Vec<Unit> {
     let mut all = Vec::new();
     for (fi, f) in table.files.iter().enumerate() {
         for (ri, rg) in f.meta.metadata().row_groups().iter().enumerate() {
-            all.push(Unit { file: fi, row_group: ri, rows: rg.num_rows().max(0) as u64, selection: None, pages: Vec::new(), spans: Vec::new() });
+            all.push(Unit {
+                file: fi,
+                row_group: ri,
+                rows: rg.num_rows().max(0) as u64,
+                selection: None,
+                pages: Vec::new(),
+                spans: Vec::new(),
+            });
         }
     }
     all
@@ -113,10 +126,16 @@ fn even(mut sizes: Vec<u64>) -> bool {
 
 /// Whole row groups of `all` drawn at random: as many as hold `target` rows, at least
 /// `MIN_GROUPS`.
-fn whole_row_groups(all: &[Unit], target: u64, total: u64, rng: &mut SmallRng) -> (Vec<Unit>, Option<SampleInfo>) {
+fn whole_row_groups(
+    all: &[Unit],
+    target: u64,
+    total: u64,
+    rng: &mut SmallRng,
+) -> (Vec<Unit>, Option<SampleInfo>) {
     let sizes: Vec<u64> = all.iter().map(|u| u.rows).collect();
     let (take, rows) = draw_clusters(&sizes, target, MIN_GROUPS, rng);
-    let picked: Vec<Unit> = all.iter().zip(&take).filter(|(_, &t)| t).map(|(u, _)| u.clone()).collect();
+    let picked: Vec<Unit> =
+        all.iter().zip(&take).filter(|(_, &t)| t).map(|(u, _)| u.clone()).collect();
     let info = SampleInfo {
         method: "whole row groups".into(),
         rows_read: rows,
@@ -132,7 +151,14 @@ fn whole_row_groups(all: &[Unit], target: u64, total: u64, rng: &mut SmallRng) -
 
 /// Whole pages of column `name` drawn at random from the units `all`: as many as hold `target`
 /// rows, at least `MIN_PAGES`; None unless there are at least 32 pages of roughly even size.
-fn whole_pages(table: &Table, all: &[Unit], name: &str, target: u64, total: u64, rng: &mut SmallRng) -> Option<(Vec<Unit>, Option<SampleInfo>)> {
+fn whole_pages(
+    table: &Table,
+    all: &[Unit],
+    name: &str,
+    target: u64,
+    total: u64,
+    rng: &mut SmallRng,
+) -> Option<(Vec<Unit>, Option<SampleInfo>)> {
     let pages = table_pages(table, all, name)?;
     let sizes: Vec<u64> = pages.iter().flatten().map(|p| p.rows).collect();
     if sizes.len() < 32 || !even(sizes.clone()) {
@@ -156,7 +182,12 @@ fn whole_pages(table: &Table, all: &[Unit], name: &str, target: u64, total: u64,
         }
         if !rows_of.is_empty() {
             let selected = rows_of.iter().sum();
-            picked.push(Unit { selection: Some((RowSelection::from(selectors), selected)), pages: rows_of, spans, ..u.clone() });
+            picked.push(Unit {
+                selection: Some((RowSelection::from(selectors), selected)),
+                pages: rows_of,
+                spans,
+                ..u.clone()
+            });
         }
     }
     let info = SampleInfo {
@@ -175,7 +206,12 @@ fn whole_pages(table: &Table, all: &[Unit], name: &str, target: u64, total: u64,
 /// 512-row runs drawn without replacement from all the runs of the table: as many as hold
 /// the rows asked for, and at least `MIN_RUNS`. Row groups none of whose runs were drawn are
 /// not read.
-fn row_runs(all: &[Unit], target: u64, total: u64, rng: &mut SmallRng) -> (Vec<Unit>, Option<SampleInfo>) {
+fn row_runs(
+    all: &[Unit],
+    target: u64,
+    total: u64,
+    rng: &mut SmallRng,
+) -> (Vec<Unit>, Option<SampleInfo>) {
     let runs_in: Vec<u64> = all.iter().map(|u| u.rows.div_ceil(RUN)).collect();
     let n_runs: u64 = runs_in.iter().sum();
     let want = target.div_ceil(RUN).max(MIN_RUNS).min(n_runs);
@@ -199,7 +235,10 @@ fn row_runs(all: &[Unit], target: u64, total: u64, rng: &mut SmallRng) -> (Vec<U
         first += runs;
         if selected > 0 {
             rows_read += selected;
-            picked.push(Unit { selection: Some((RowSelection::from(selectors), selected)), ..u.clone() });
+            picked.push(Unit {
+                selection: Some((RowSelection::from(selectors), selected)),
+                ..u.clone()
+            });
         }
     }
     let info = SampleInfo {
@@ -254,7 +293,9 @@ fn table_pages(table: &Table, units: &[Unit], name: &str) -> Option<Vec<Vec<Page
             let len = file.len();
             let chunk = f.meta.metadata().row_group(u.row_group).column(leaf);
             // In an object store, only an offset index lists pages for less than the chunk.
-            if matches!(f.location, crate::table::blob::Location::Remote(_)) && chunk.offset_index_offset().is_none() {
+            if matches!(f.location, crate::table::blob::Location::Remote(_))
+                && chunk.offset_index_offset().is_none()
+            {
                 return None;
             }
             let pages = pages::data_pages(&file, len, chunk, &schema.column(leaf))?;

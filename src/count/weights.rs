@@ -80,7 +80,11 @@ impl IntSums {
         let IntSums::Dense { lo, sums, rows, .. } = self else { return };
         *rows += n;
         let (old_lo, old_len) = (*lo as i128, sums.len() as i128);
-        let (mut new_lo, new_hi) = if old_len == 0 { (min as i128, max as i128) } else { (old_lo.min(min as i128), (old_lo + old_len - 1).max(max as i128)) };
+        let (mut new_lo, new_hi) = if old_len == 0 {
+            (min as i128, max as i128)
+        } else {
+            (old_lo.min(min as i128), (old_lo + old_len - 1).max(max as i128))
+        };
         let cap = (2 * *rows as u128 + DENSE_SLACK).min(DENSE_SLOTS) as i128;
         if new_hi - new_lo + 1 > cap {
             let m = self.iter().collect();
@@ -108,7 +112,11 @@ impl IntSums {
     #[inline]
     fn get(&self, v: i64) -> u64 {
         match self {
-            IntSums::Dense { lo, sums, .. } => sums.get((v as i128 - *lo as i128) as usize).copied().filter(|_| v >= *lo).unwrap_or(0),
+            IntSums::Dense { lo, sums, .. } => sums
+                .get((v as i128 - *lo as i128) as usize)
+                .copied()
+                .filter(|_| v >= *lo)
+                .unwrap_or(0),
             IntSums::Hash(m) => m.get(&v).copied().unwrap_or(0),
         }
     }
@@ -123,7 +131,9 @@ impl IntSums {
     /// Each value with rows, and its rows.
     fn iter(&self) -> Box<dyn Iterator<Item = (i64, u64)> + '_> {
         match self {
-            IntSums::Dense { lo, sums, .. } => Box::new(sums.iter().enumerate().filter(|e| *e.1 > 0).map(|(i, &n)| (*lo + i as i64, n))),
+            IntSums::Dense { lo, sums, .. } => Box::new(
+                sums.iter().enumerate().filter(|e| *e.1 > 0).map(|(i, &n)| (*lo + i as i64, n)),
+            ),
             IntSums::Hash(m) => Box::new(m.iter().map(|(&v, &n)| (v, n))),
         }
     }
@@ -160,7 +170,12 @@ impl Sums {
     }
 
     /// Add `weight(row, null)` to each row's value of `cols` (`null`: some column is NULL).
-    pub fn add(&mut self, cols: &[ArrayRef], types: &[KeyType], mut weight: impl FnMut(usize, bool) -> u64) -> std::result::Result<(), String> {
+    pub fn add(
+        &mut self,
+        cols: &[ArrayRef],
+        types: &[KeyType],
+        mut weight: impl FnMut(usize, bool) -> u64,
+    ) -> std::result::Result<(), String> {
         match self {
             Sums::Ints { by_value, null } => {
                 let (mut row, mut min, mut max) = (0, i64::MAX, i64::MIN);
@@ -213,7 +228,9 @@ impl Sums {
                 *null += on;
                 by_value.merge(o);
             }
-            (Sums::Keys(m), Sums::Keys(o)) => o.into_iter().for_each(|(k, n)| *m.entry(k).or_insert(0) += n),
+            (Sums::Keys(m), Sums::Keys(o)) => {
+                o.into_iter().for_each(|(k, n)| *m.entry(k).or_insert(0) += n)
+            }
             // Not of the same columns: both by their encoded keys.
             (_, other) => {
                 let mut m = std::mem::replace(self, Sums::Keys(Matches::new())).into_matches();
@@ -282,7 +299,8 @@ impl Sums {
 
 /// A key type whose values `count::group_keys` encodes as one 8-byte integer.
 fn encodes_as_int(t: KeyType) -> bool {
-    !matches!(t, KeyType::String | KeyType::Binary | KeyType::Void) && !matches!(t, KeyType::Decimal { precision, .. } if precision > 18)
+    !matches!(t, KeyType::String | KeyType::Binary | KeyType::Void)
+        && !matches!(t, KeyType::Decimal { precision, .. } if precision > 18)
 }
 
 /// What a join does to a row of the side whose weight this factor is part of.
@@ -323,7 +341,9 @@ impl Factor {
 impl Factor {
     /// The same factor: the same lookup (not only equal sums), columns and kind.
     fn is(&self, other: &Factor) -> bool {
-        Arc::ptr_eq(&self.matches, &other.matches) && self.columns == other.columns && self.kind == other.kind
+        Arc::ptr_eq(&self.matches, &other.matches)
+            && self.columns == other.columns
+            && self.kind == other.kind
     }
 }
 
@@ -369,7 +389,11 @@ impl WeightMemo {
 
     /// The weights kept for `path` when they are the product of some of `factors`: those
     /// weights, and the factors not in them.
-    pub fn prior(&self, path: &std::path::Path, factors: &[Factor]) -> Option<(Arc<Packed>, Vec<Factor>)> {
+    pub fn prior(
+        &self,
+        path: &std::path::Path,
+        factors: &[Factor],
+    ) -> Option<(Arc<Packed>, Vec<Factor>)> {
         let kept = self.kept();
         let k = kept.get(path)?;
         let mut rest: Vec<Factor> = factors.to_vec();
@@ -386,14 +410,18 @@ impl WeightMemo {
         kept.remove(path);
         let held: usize = kept.values().map(|k| k.weights.bytes()).sum();
         if held + weights.bytes() <= self.budget {
-            kept.insert(path.to_path_buf(), Kept { factors: factors.to_vec(), weights: Arc::new(weights) });
+            kept.insert(
+                path.to_path_buf(),
+                Kept { factors: factors.to_vec(), weights: Arc::new(weights) },
+            );
         }
     }
 
     /// Bytes left for `path`'s weights beside the others'.
     pub fn room(&self, path: &std::path::Path) -> usize {
         let kept = self.kept();
-        let held: usize = kept.iter().filter(|(p, _)| p.as_path() != path).map(|(_, k)| k.weights.bytes()).sum();
+        let held: usize =
+            kept.iter().filter(|(p, _)| p.as_path() != path).map(|(_, k)| k.weights.bytes()).sum();
         self.budget.saturating_sub(held)
     }
 }
@@ -504,9 +532,17 @@ impl RowWeights {
     }
 
     /// `w`, each row's weight so far, times this weight of each row of `batch`.
-    pub fn times(&self, batch: &RecordBatch, mut w: Vec<u64>) -> std::result::Result<Vec<u64>, String> {
+    pub fn times(
+        &self,
+        batch: &RecordBatch,
+        mut w: Vec<u64>,
+    ) -> std::result::Result<Vec<u64>, String> {
         for f in &self.factors {
-            let cols: Vec<ArrayRef> = f.columns.iter().map(|c| column(batch, c)).collect::<std::result::Result<_, _>>()?;
+            let cols: Vec<ArrayRef> = f
+                .columns
+                .iter()
+                .map(|c| column(batch, c))
+                .collect::<std::result::Result<_, _>>()?;
             // A row that an earlier factor dropped is not looked up again.
             let zero: Vec<bool> = w.iter().map(|&x| x == 0).collect();
             f.matches.each_lookup(
@@ -524,7 +560,11 @@ impl RowWeights {
 
 fn column(batch: &RecordBatch, name: &str) -> std::result::Result<ArrayRef, String> {
     let schema = batch.schema();
-    let i = schema.fields().iter().position(|f| f.name().eq_ignore_ascii_case(name)).ok_or_else(|| format!("no column {name}"))?;
+    let i = schema
+        .fields()
+        .iter()
+        .position(|f| f.name().eq_ignore_ascii_case(name))
+        .ok_or_else(|| format!("no column {name}"))?;
     Ok(batch.column(i).clone())
 }
 
@@ -535,7 +575,8 @@ mod tests {
     use arrow_schema::{DataType, Field, Schema};
 
     fn matches(pairs: &[(i64, u64)]) -> Arc<Sums> {
-        let arr: ArrayRef = Arc::new(Int64Array::from(pairs.iter().map(|p| p.0).collect::<Vec<_>>()));
+        let arr: ArrayRef =
+            Arc::new(Int64Array::from(pairs.iter().map(|p| p.0).collect::<Vec<_>>()));
         let mut s = Sums::new(&[KeyType::BigInt]);
         s.add(&[arr], &[KeyType::BigInt], |row, _| pairs[row].1).unwrap();
         Arc::new(s)
@@ -565,14 +606,19 @@ mod tests {
         let mut sums = IntSums::default();
         let mut want: BTreeMap<i64, u64> = BTreeMap::new();
         for (b, vals) in batches.iter().enumerate() {
-            let pairs: Vec<(i64, u64)> = vals.iter().map(|&v| (v, (v.unsigned_abs() % 3) + 1)).collect();
+            let pairs: Vec<(i64, u64)> =
+                vals.iter().map(|&v| (v, (v.unsigned_abs() % 3) + 1)).collect();
             pairs.iter().for_each(|&(v, w)| *want.entry(v).or_default() += w);
             sums.add_all(&pairs, *vals.iter().min().unwrap(), *vals.iter().max().unwrap());
             assert_eq!(matches!(sums, IntSums::Dense { .. }), b < 4, "batch {b}");
             assert_eq!(sums.iter().collect::<BTreeMap<_, _>>(), want, "batch {b}");
             assert_eq!(sums.len(), want.len());
             for v in [-6, -5, 0, 899, 900, 1099, 1100, i64::MIN, i64::MAX, i64::MAX - 1] {
-                assert_eq!(sums.get(v), want.get(&v).copied().unwrap_or(0), "value {v} after batch {b}");
+                assert_eq!(
+                    sums.get(v),
+                    want.get(&v).copied().unwrap_or(0),
+                    "value {v} after batch {b}"
+                );
             }
         }
     }
@@ -598,9 +644,30 @@ mod tests {
     #[test]
     fn sums_by_value_are_the_sums_by_encoded_key() {
         use arrow_array::{Float64Array, Int32Array, StringArray};
-        let ints: ArrayRef = Arc::new(Int32Array::from(vec![Some(1), None, Some(-7), Some(1), None, Some(i32::MAX)]));
-        let floats: ArrayRef = Arc::new(Float64Array::from(vec![Some(0.0), Some(-0.0), Some(f64::NAN), Some(-f64::NAN), None, Some(2.5)]));
-        let strs: ArrayRef = Arc::new(StringArray::from(vec![Some("a"), None, Some("a"), Some("b"), None, Some("a")]));
+        let ints: ArrayRef = Arc::new(Int32Array::from(vec![
+            Some(1),
+            None,
+            Some(-7),
+            Some(1),
+            None,
+            Some(i32::MAX),
+        ]));
+        let floats: ArrayRef = Arc::new(Float64Array::from(vec![
+            Some(0.0),
+            Some(-0.0),
+            Some(f64::NAN),
+            Some(-f64::NAN),
+            None,
+            Some(2.5),
+        ]));
+        let strs: ArrayRef = Arc::new(StringArray::from(vec![
+            Some("a"),
+            None,
+            Some("a"),
+            Some("b"),
+            None,
+            Some("a"),
+        ]));
         for (cols, types) in [
             (vec![ints.clone()], vec![KeyType::Int]),
             (vec![floats.clone()], vec![KeyType::Double]),
@@ -609,14 +676,22 @@ mod tests {
         ] {
             let mut s = Sums::new(&types);
             s.add(&cols, &types, |_, _| 1).unwrap();
-            assert_eq!(matches!(s, Sums::Ints { .. }), types.len() == 1 && types[0] != KeyType::String);
+            assert_eq!(
+                matches!(s, Sums::Ints { .. }),
+                types.len() == 1 && types[0] != KeyType::String
+            );
             let want = by_encoded_key(&cols, &types);
             assert_eq!(s.len(), want.len(), "{types:?}");
             assert_eq!(s.into_matches(), want, "{types:?}");
         }
         // What `add` is told of NULLs, and a weight of 0 adds nothing.
         let mut s = Sums::new(&[KeyType::Int]);
-        s.add(std::slice::from_ref(&ints), &[KeyType::Int], |row, null| if null { 0 } else { row as u64 }).unwrap();
+        s.add(
+            std::slice::from_ref(&ints),
+            &[KeyType::Int],
+            |row, null| if null { 0 } else { row as u64 },
+        )
+        .unwrap();
         let m = s.into_matches();
         // 1: rows 0 and 3 (0 + 3); -7: row 2; MAX: row 5; the NULL rows weigh 0.
         let mut got: Vec<u64> = m.values().copied().collect();
@@ -631,7 +706,12 @@ mod tests {
         let batch = RecordBatch::try_new(schema, vec![x]).unwrap();
         let m = matches(&[(1, 3), (2, 1)]);
         let weigh = |kind| {
-            let f = Factor { columns: vec!["X".into()], types: vec![KeyType::BigInt], matches: m.clone(), kind };
+            let f = Factor {
+                columns: vec!["X".into()],
+                types: vec![KeyType::BigInt],
+                matches: m.clone(),
+                kind,
+            };
             RowWeights { factors: vec![f], ..Default::default() }.of_batch(&batch).unwrap()
         };
         assert_eq!(weigh(FactorKind::Inner), vec![3, 1, 0, 0]);
@@ -640,8 +720,18 @@ mod tests {
         assert_eq!(weigh(FactorKind::Anti), vec![0, 0, 1, 1]);
         let two = RowWeights {
             factors: vec![
-                Factor { columns: vec!["x".into()], types: vec![KeyType::BigInt], matches: m.clone(), kind: FactorKind::Inner },
-                Factor { columns: vec!["x".into()], types: vec![KeyType::BigInt], matches: m.clone(), kind: FactorKind::KeepUnmatched },
+                Factor {
+                    columns: vec!["x".into()],
+                    types: vec![KeyType::BigInt],
+                    matches: m.clone(),
+                    kind: FactorKind::Inner,
+                },
+                Factor {
+                    columns: vec!["x".into()],
+                    types: vec![KeyType::BigInt],
+                    matches: m.clone(),
+                    kind: FactorKind::KeepUnmatched,
+                },
             ],
             ..Default::default()
         };

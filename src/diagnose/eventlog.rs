@@ -47,12 +47,16 @@ fn files_of(path: &Path, stats: &RunStats) -> Result<Vec<PathBuf>> {
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().to_string();
         if let Some(rest) = name.strip_prefix("events_") {
-            let idx = rest.split('_').next().and_then(|n| n.parse::<u64>().ok()).unwrap_or(u64::MAX);
+            let idx =
+                rest.split('_').next().and_then(|n| n.parse::<u64>().ok()).unwrap_or(u64::MAX);
             files.push((idx, e.path()));
         }
     }
     if files.is_empty() {
-        return Err(Error::bad_file(path, "a folder without events_* files: not a rolling Spark event log (eventlog_v2_*)"));
+        return Err(Error::bad_file(
+            path,
+            "a folder without events_* files: not a rolling Spark event log (eventlog_v2_*)",
+        ));
     }
     files.sort();
     Ok(files.into_iter().map(|f| f.1).collect())
@@ -61,13 +65,17 @@ fn files_of(path: &Path, stats: &RunStats) -> Result<Vec<PathBuf>> {
 /// An event log in an object store: the object, or a rolling log's `events_N_*` objects.
 fn remote_files_of(url: &str, stats: &RunStats) -> Result<Vec<PathBuf>> {
     let folder = url.trim_end_matches('/');
-    let mut files: Vec<(u64, String)> = crate::table::store::list_folder(&format!("{folder}/"), stats)?
-        .into_iter()
-        .filter_map(|(name, _)| {
-            let rest = name.strip_prefix("events_")?;
-            Some((rest.split('_').next().and_then(|n| n.parse::<u64>().ok()).unwrap_or(u64::MAX), format!("{folder}/{name}")))
-        })
-        .collect();
+    let mut files: Vec<(u64, String)> =
+        crate::table::store::list_folder(&format!("{folder}/"), stats)?
+            .into_iter()
+            .filter_map(|(name, _)| {
+                let rest = name.strip_prefix("events_")?;
+                Some((
+                    rest.split('_').next().and_then(|n| n.parse::<u64>().ok()).unwrap_or(u64::MAX),
+                    format!("{folder}/{name}"),
+                ))
+            })
+            .collect();
     if files.is_empty() {
         return Ok(vec![PathBuf::from(url)]);
     }
@@ -77,7 +85,11 @@ fn remote_files_of(url: &str, stats: &RunStats) -> Result<Vec<PathBuf>> {
 
 /// The decoded bytes of one log file, as a stream, and the codec its first bytes name. The
 /// file's bytes are counted on `bar` as they are read.
-fn open(file: &Path, bar: &ProgressBar, stats: &Arc<RunStats>) -> Result<(Box<dyn Read>, &'static str)> {
+fn open(
+    file: &Path,
+    bar: &ProgressBar,
+    stats: &Arc<RunStats>,
+) -> Result<(Box<dyn Read>, &'static str)> {
     let text = file.to_string_lossy();
     let local = if crate::table::store::is_remote(&text) {
         crate::table::store::download(&text, stats)?
@@ -88,7 +100,8 @@ fn open(file: &Path, bar: &ProgressBar, stats: &Arc<RunStats>) -> Result<(Box<dy
     let mut raw = std::io::BufReader::with_capacity(1 << 20, bar.wrap_read(local));
     let head = raw.fill_buf().map_err(|source| Error::Io { path: file.to_path_buf(), source })?;
     if head.starts_with(&[0x28, 0xB5, 0x2F, 0xFD]) {
-        let d = zstd::stream::read::Decoder::with_buffer(raw).map_err(|source| Error::Io { path: file.to_path_buf(), source })?;
+        let d = zstd::stream::read::Decoder::with_buffer(raw)
+            .map_err(|source| Error::Io { path: file.to_path_buf(), source })?;
         return Ok((Box::new(d), "zstd"));
     }
     if head.starts_with(b"LZ4Block") {
@@ -163,7 +176,13 @@ fn block_data(r: &mut impl Read, n: usize) -> std::io::Result<Vec<u8>> {
         return Err(corrupt(&format!("a block of {n} bytes announced (a corrupt header)")));
     }
     let mut data = vec![0; n];
-    r.read_exact(&mut data).map_err(|e| if e.kind() == std::io::ErrorKind::UnexpectedEof { corrupt("cut short") } else { e })?;
+    r.read_exact(&mut data).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            corrupt("cut short")
+        } else {
+            e
+        }
+    })?;
     Ok(data)
 }
 
@@ -187,7 +206,9 @@ fn lz4_block(r: &mut impl Read) -> std::io::Result<Option<Vec<u8>>> {
     match h[8] & 0xF0 {
         _ if clen == 0 && dlen == 0 => Ok(Some(Vec::new())),
         0x10 => Ok(Some(data)),
-        0x20 => lz4_flex::block::decompress(&data, dlen).map(Some).map_err(|e| corrupt(&format!("lz4 block: {e}"))),
+        0x20 => lz4_flex::block::decompress(&data, dlen)
+            .map(Some)
+            .map_err(|e| corrupt(&format!("lz4 block: {e}"))),
         t => Err(corrupt(&format!("unknown block type {t:#x}"))),
     }
 }
@@ -201,9 +222,14 @@ fn snappy_chunk(r: &mut impl Read) -> std::io::Result<Option<Vec<u8>>> {
     }
     let data = block_data(r, u32::from_be_bytes(h) as usize)?;
     if snap::raw::decompress_len(&data).is_ok_and(|n| n > MAX_BLOCK) {
-        return Err(corrupt("snappy chunk: a block of more than 64 MiB announced (a corrupt header)"));
+        return Err(corrupt(
+            "snappy chunk: a block of more than 64 MiB announced (a corrupt header)",
+        ));
     }
-    snap::raw::Decoder::new().decompress_vec(&data).map(Some).map_err(|e| corrupt(&format!("snappy chunk: {e}")))
+    snap::raw::Decoder::new()
+        .decompress_vec(&data)
+        .map(Some)
+        .map_err(|e| corrupt(&format!("snappy chunk: {e}")))
 }
 
 /// One chunk of the compress-lzf library's format (Spark's lzf codec): "ZV", a type byte
@@ -222,7 +248,9 @@ fn lzf_chunk(r: &mut impl Read) -> std::io::Result<Option<Vec<u8>>> {
         1 => {
             let d = block_data(r, 2)?;
             let data = block_data(r, n)?;
-            lzf_block(&data, u16::from_be_bytes([d[0], d[1]]) as usize).map(Some).ok_or_else(|| corrupt("lzf chunk: corrupt data"))
+            lzf_block(&data, u16::from_be_bytes([d[0], d[1]]) as usize)
+                .map(Some)
+                .ok_or_else(|| corrupt("lzf chunk: corrupt data"))
         }
         k => Err(corrupt(&format!("unknown chunk type {k}"))),
     }
@@ -268,7 +296,14 @@ const STEP: usize = 8 << 20;
 pub fn read(path: &Path, progress: bool, stats: &Arc<RunStats>) -> Result<Log> {
     let files = files_of(path, stats)?;
     let bar = progress_bar(progress);
-    let mut feed = Feed { app: App::default(), warnings: Vec::new(), file: PathBuf::new(), first_file: true, line: 0, bad: None };
+    let mut feed = Feed {
+        app: App::default(),
+        warnings: Vec::new(),
+        file: PathBuf::new(),
+        first_file: true,
+        line: 0,
+        bad: None,
+    };
     let mut codec = "none";
     for (fi, f) in files.iter().enumerate() {
         feed.start_file(f, fi == 0);
@@ -291,7 +326,8 @@ fn progress_bar(show: bool) -> ProgressBar {
     if !show || !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
-    let bar = ProgressBar::with_draw_target(Some(0), indicatif::ProgressDrawTarget::stderr_with_hz(5));
+    let bar =
+        ProgressBar::with_draw_target(Some(0), indicatif::ProgressDrawTarget::stderr_with_hz(5));
     if let Ok(style) = indicatif::ProgressStyle::with_template(
         "{spinner} reading the event log {bar:30} {binary_bytes}/{binary_total_bytes}, {binary_bytes_per_sec}, eta {eta}",
     ) {
@@ -308,12 +344,23 @@ fn read_lines(mut input: Box<dyn Read>, codec: &str, feed: &mut Feed) -> Result<
         let (n, err) = fill(&mut input, &mut buf, STEP);
         match &err {
             // An uncompressed file that cannot be read is an error, not a log cut short.
-            Some(e) if codec == "none" => return Err(Error::Io { path: feed.file.clone(), source: std::io::Error::new(e.kind(), e.to_string()) }),
-            Some(e) => feed.warnings.push(format!("{}: {codec} stream: {e}; read up to there", feed.file.display())),
+            Some(e) if codec == "none" => {
+                return Err(Error::Io {
+                    path: feed.file.clone(),
+                    source: std::io::Error::new(e.kind(), e.to_string()),
+                })
+            }
+            Some(e) => feed
+                .warnings
+                .push(format!("{}: {codec} stream: {e}; read up to there", feed.file.display())),
             None => {}
         }
         let end = n == 0 || err.is_some();
-        let cut = if end { buf.len() } else { buf.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) };
+        let cut = if end {
+            buf.len()
+        } else {
+            buf.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1)
+        };
         if cut == 0 && !end {
             continue; // one line longer than a step: read on
         }
@@ -321,7 +368,11 @@ fn read_lines(mut input: Box<dyn Read>, codec: &str, feed: &mut Feed) -> Result<
         if !end {
             lines.pop(); // the nothing after the step's last newline
         }
-        let parsed: Vec<Option<Line>> = lines.par_iter().with_min_len(64).map(|l| (!l.trim_ascii().is_empty()).then(|| events::parse(l))).collect();
+        let parsed: Vec<Option<Line>> = lines
+            .par_iter()
+            .with_min_len(64)
+            .map(|l| (!l.trim_ascii().is_empty()).then(|| events::parse(l)))
+            .collect();
         for p in parsed {
             feed.take(p)?;
         }
@@ -387,7 +438,11 @@ impl Feed {
             }
             Line::NotEvent => {
                 self.flush_bad();
-                self.warnings.push(format!("{} line {}: a JSON line without an \"Event\" field, skipped", self.file.display(), self.line));
+                self.warnings.push(format!(
+                    "{} line {}: a JSON line without an \"Event\" field, skipped",
+                    self.file.display(),
+                    self.line
+                ));
             }
             other => {
                 self.flush_bad();
@@ -400,7 +455,8 @@ impl Feed {
     /// A bad line followed by another: it was not the end of the log.
     fn flush_bad(&mut self) {
         if let Some((n, e)) = self.bad.take() {
-            self.warnings.push(format!("{} line {n}: not JSON ({e}), skipped", self.file.display()));
+            self.warnings
+                .push(format!("{} line {n}: not JSON ({e}), skipped", self.file.display()));
         }
     }
 
@@ -442,7 +498,8 @@ mod tests {
         assert_eq!(out, text);
         // Cut inside the second block's header: the first block's bytes, then an error.
         let mut out = Vec::new();
-        let err = Blocks::<&[u8]>::new(&b[..b.len() - 5], lz4_block).read_to_end(&mut out).unwrap_err();
+        let err =
+            Blocks::<&[u8]>::new(&b[..b.len() - 5], lz4_block).read_to_end(&mut out).unwrap_err();
         assert_eq!(err.to_string(), "cut short");
         assert_eq!(out, text);
     }

@@ -83,7 +83,9 @@ pub fn parse(line: &[u8]) -> Line {
 /// A line parsed as a whole JSON value (an event the model reads, or one not written the way
 /// Spark writes them).
 fn of_value(v: Value) -> Line {
-    let Some(kind) = v.get("Event").and_then(|e| e.as_str()).map(kind_of) else { return Line::NotEvent };
+    let Some(kind) = v.get("Event").and_then(|e| e.as_str()).map(kind_of) else {
+        return Line::NotEvent;
+    };
     if kind == "SparkListenerTaskEnd" {
         return match TaskEndEvent::deserialize(&v) {
             Ok(e) => e.into_line(),
@@ -154,7 +156,11 @@ struct Times {
 
 impl Times {
     fn latest(&self) -> Option<i64> {
-        [self.timestamp, self.time, self.completion, self.submission].into_iter().flatten().map(|n| n.0).max()
+        [self.timestamp, self.time, self.completion, self.submission]
+            .into_iter()
+            .flatten()
+            .map(|n| n.0)
+            .max()
     }
 }
 
@@ -253,14 +259,20 @@ impl<'de> Deserialize<'de> for AccumIds {
                 f.write_str("a list of accumulables")
             }
             otherwise_default!(AccumIds);
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<AccumIds, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<AccumIds, A::Error> {
                 let mut ids = Vec::new();
                 while let Some(AccumId(id)) = a.next_element::<AccumId>()? {
                     ids.extend(id);
                 }
                 Ok(AccumIds(ids))
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<AccumIds, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<AccumIds, A::Error> {
                 while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
                 Ok(AccumIds::default())
             }
@@ -282,11 +294,17 @@ impl<'de> Deserialize<'de> for AccumId {
                 f.write_str("an accumulable")
             }
             otherwise_default!(AccumId);
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<AccumId, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<AccumId, A::Error> {
                 while a.next_element::<IgnoredAny>()?.is_some() {}
                 Ok(AccumId::default())
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<AccumId, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<AccumId, A::Error> {
                 let mut id = None;
                 while let Some(IsId(is)) = a.next_key::<IsId>()? {
                     if is {
@@ -383,7 +401,9 @@ struct Metrics {
 }
 
 /// A metrics object, or its zeros when the log wrote null.
-fn or_default<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
+fn or_default<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(
+    d: D,
+) -> Result<T, D::Error> {
     Option::<T>::deserialize(d).map(Option::unwrap_or_default)
 }
 
@@ -431,7 +451,9 @@ impl TaskEndEvent {
     /// The task, as the Spark UI computes its times; a task-end event without its info or
     /// metrics (a task lost with its executor, in old logs) is no task.
     fn into_line(self) -> Line {
-        let (Some(info), Some(m)) = (self.info, self.metrics) else { return Line::Other { time: None } };
+        let (Some(info), Some(m)) = (self.info, self.metrics) else {
+            return Line::Other { time: None };
+        };
         let (launch, finish, getting) = (info.launch.0, info.finish.0, info.getting_result.0);
         let mut task = Task {
             launch,
@@ -459,9 +481,12 @@ impl TaskEndEvent {
             index: info.index.0,
             executor: info.executor.0,
             host: info.host.0,
-            success: !matches!(self.reason, EndReason::Said(false)) && !info.failed.0.unwrap_or(false),
+            success: !matches!(self.reason, EndReason::Said(false))
+                && !info.failed.0.unwrap_or(false),
         };
-        task.scheduler_delay = (task.duration - task.run - task.deserialize - task.result_ser - task.getting_result).max(0);
+        task.scheduler_delay =
+            (task.duration - task.run - task.deserialize - task.result_ser - task.getting_result)
+                .max(0);
         let accums = info.accumulables.0;
         Line::TaskEnd { stage: (self.stage.0, self.attempt.0), task, accums }
     }
@@ -482,7 +507,16 @@ mod tests {
         for l in [typed, reordered] {
             let Line::TaskEnd { stage, task, accums } = l else { panic!("not a task end") };
             assert_eq!(stage, (3, 1));
-            assert_eq!((task.duration, task.run, task.cpu_ms, task.shuffle_read_bytes, task.shuffle_read_records), (4000, 3500, 2000, 15, 3));
+            assert_eq!(
+                (
+                    task.duration,
+                    task.run,
+                    task.cpu_ms,
+                    task.shuffle_read_bytes,
+                    task.shuffle_read_records
+                ),
+                (4000, 3500, 2000, 15, 3)
+            );
             assert_eq!(task.scheduler_delay, 4000 - 3500 - 100 - 1);
             assert!(task.success);
             assert_eq!(accums, vec![7, 8]);
@@ -491,11 +525,22 @@ mod tests {
 
     #[test]
     fn other_kinds_keep_their_time_and_bad_lines_are_told() {
-        let Line::Other { time } = parse(br#"{"Event":"SparkListenerTaskStart","Stage ID":1,"Task Info":{"Launch Time":5}}"#) else { panic!() };
+        let Line::Other { time } = parse(
+            br#"{"Event":"SparkListenerTaskStart","Stage ID":1,"Task Info":{"Launch Time":5}}"#,
+        ) else {
+            panic!()
+        };
         assert_eq!(time, None);
-        let Line::Other { time } = parse(br#"{"Event":"SparkListenerBlockManagerAdded","Timestamp":77}"#) else { panic!() };
+        let Line::Other { time } =
+            parse(br#"{"Event":"SparkListenerBlockManagerAdded","Timestamp":77}"#)
+        else {
+            panic!()
+        };
         assert_eq!(time, Some(77));
-        assert!(matches!(parse(br#"{"Event":"SparkListenerTaskStart","Stage ID":1,"Task In"#), Line::Bad(_)));
+        assert!(matches!(
+            parse(br#"{"Event":"SparkListenerTaskStart","Stage ID":1,"Task In"#),
+            Line::Bad(_)
+        ));
         assert!(matches!(parse(br#"{"a":1}"#), Line::NotEvent));
         assert!(matches!(parse(br#"{"Event":"SparkListenerJobEnd","Job ID":1}"#), Line::Event(_)));
         // Fields of an unexpected type are read leniently, not a reason to drop the task.
@@ -503,8 +548,14 @@ mod tests {
             (r#""JVM GC Time":50"#, r#""JVM GC Time":"50""#),
             (r#""Executor ID":"2""#, r#""Executor ID":2"#),
             (r#""Failed":false"#, r#""Failed":"false""#),
-            (r#""Accumulables":[{"ID":7,"Name":"x","Update":"1","Value":"2"},{"ID":8}]"#, r#""Accumulables":null"#),
-            (r#""Shuffle Write Metrics":{"Shuffle Bytes Written":0,"Shuffle Records Written":0}"#, r#""Shuffle Write Metrics":null"#),
+            (
+                r#""Accumulables":[{"ID":7,"Name":"x","Update":"1","Value":"2"},{"ID":8}]"#,
+                r#""Accumulables":null"#,
+            ),
+            (
+                r#""Shuffle Write Metrics":{"Shuffle Bytes Written":0,"Shuffle Records Written":0}"#,
+                r#""Shuffle Write Metrics":null"#,
+            ),
         ] {
             let odd = END.replace(from, to);
             assert_ne!(odd, END);
@@ -514,7 +565,10 @@ mod tests {
         // A reason written as null or a string is a failure, as Spark would not write it for a
         // success.
         for r in ["null", r#""Success""#, r#"{"Reason":"TaskKilled"}"#] {
-            let odd = END.replace(r#""Task End Reason":{"Reason":"Success"}"#, &format!(r#""Task End Reason":{r}"#));
+            let odd = END.replace(
+                r#""Task End Reason":{"Reason":"Success"}"#,
+                &format!(r#""Task End Reason":{r}"#),
+            );
             let Line::TaskEnd { task, .. } = parse(odd.as_bytes()) else { panic!() };
             assert!(!task.success, "{r}");
         }

@@ -55,7 +55,14 @@ pub struct Finding {
 
 impl Finding {
     /// A finding without a join (every kind but a hot key found in a plan).
-    pub(crate) fn new(kind: Kind, stage_id: Option<i64>, evidence: String, fix: String, cost: String, verify: String) -> Finding {
+    pub(crate) fn new(
+        kind: Kind,
+        stage_id: Option<i64>,
+        evidence: String,
+        fix: String,
+        cost: String,
+        verify: String,
+    ) -> Finding {
         Finding { kind, stage_id, evidence, fix, cost, verify, join: None, next_commands: vec![] }
     }
 }

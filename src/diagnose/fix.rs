@@ -39,7 +39,10 @@ pub struct FixQuery {
 
 /// The hot-key finding whose stage ran a join, and that join.
 pub fn hot_join(d: &Diagnosis) -> Option<(i64, &JoinInfo)> {
-    d.findings.iter().filter(|f| f.kind == Kind::HotKey).find_map(|f| Some((f.stage_id?, f.join.as_ref()?)))
+    d.findings
+        .iter()
+        .filter(|f| f.kind == Kind::HotKey)
+        .find_map(|f| Some((f.stage_id?, f.join.as_ref()?)))
 }
 
 /// Why there is no query to rewrite in `d`, or None when there is one.
@@ -123,12 +126,18 @@ fn stage_scans(app: &App, stage_id: i64) -> Vec<ScanInfo> {
 
 /// Whether `scan` reads the query's table `t` (by its location, or its catalog name).
 fn reads(scan: &ScanInfo, t: &TableRef) -> bool {
-    scan.location.as_deref() == Some(t.table.as_str()) || scan.name.as_deref() == Some(t.table.as_str())
+    scan.location.as_deref() == Some(t.table.as_str())
+        || scan.name.as_deref() == Some(t.table.as_str())
 }
 
 /// Each table of `q` whose scan in the stage's execution has its files-read metrics, against
 /// `now`: the table's name -> (files, bytes) there today.
-pub fn table_checks(app: &App, stage_id: i64, q: &FixQuery, now: &HashMap<String, (u64, u64)>) -> Vec<TableCheck> {
+pub fn table_checks(
+    app: &App,
+    stage_id: i64,
+    q: &FixQuery,
+    now: &HashMap<String, (u64, u64)>,
+) -> Vec<TableCheck> {
     let Some(exec) = execution_of(app, stage_id) else { return Vec::new() };
     let all = stage_scans(app, stage_id);
     let metric = |id: Option<i64>| id.and_then(|id| exec.driver_metrics.get(&id).copied());
@@ -138,8 +147,17 @@ pub fn table_checks(app: &App, stage_id: i64, q: &FixQuery, now: &HashMap<String
             let scan = all.iter().filter(|s| reads(s, t)).min_by_key(|s| s.pruned)?;
             let (files_read, bytes_read) = (metric(scan.files_metric)?, metric(scan.bytes_metric)?);
             let &(files_now, bytes_now) = now.get(&t.name)?;
-            let changed = !scan.pruned && (files_read as u64 != files_now || bytes_read as u64 != bytes_now);
-            Some(TableCheck { name: t.name.clone(), files_read, bytes_read, files_now, bytes_now, pruned: scan.pruned, changed })
+            let changed =
+                !scan.pruned && (files_read as u64 != files_now || bytes_read as u64 != bytes_now);
+            Some(TableCheck {
+                name: t.name.clone(),
+                files_read,
+                bytes_read,
+                files_now,
+                bytes_now,
+                pruned: scan.pruned,
+                changed,
+            })
         })
         .collect()
 }
@@ -175,7 +193,9 @@ fn query_of_text(text: &str, scans: &[ScanInfo]) -> Option<FixQuery> {
 
 /// Whether the plan's `spark_catalog.db.t` is the query's `t`, `db.t` or itself.
 fn same_table(scan: &str, written: &str) -> bool {
-    let parts = |s: &str| s.split('.').map(|p| p.trim_matches('`').to_ascii_lowercase()).collect::<Vec<_>>();
+    let parts = |s: &str| {
+        s.split('.').map(|p| p.trim_matches('`').to_ascii_lowercase()).collect::<Vec<_>>()
+    };
     let (s, w) = (parts(scan), parts(written));
     w.len() <= s.len() && s[s.len() - w.len()..] == w[..]
 }
@@ -185,9 +205,17 @@ fn same_table(scan: &str, written: &str) -> bool {
 /// SQL. Err names what is missing (a side that scans no table, a key that is an expression).
 pub fn rebuild(join: &JoinInfo) -> Result<FixQuery, String> {
     let (Some(lt), Some(rt)) = (&join.left_table, &join.right_table) else {
-        return Err(format!("the {} join's plan does not name the table of each side", join.operator));
+        return Err(format!(
+            "the {} join's plan does not name the table of each side",
+            join.operator
+        ));
     };
-    let keys: Vec<(String, String)> = join.left_keys.iter().zip(&join.right_keys).map(|(l, r)| (attr_name(l), attr_name(r))).collect();
+    let keys: Vec<(String, String)> = join
+        .left_keys
+        .iter()
+        .zip(&join.right_keys)
+        .map(|(l, r)| (attr_name(l), attr_name(r)))
+        .collect();
     if let Some((l, r)) = keys.iter().find(|(l, r)| !plain(l) || !plain(r)) {
         return Err(format!("the join key {l} = {r} is an expression, not a column of each table"));
     }
@@ -195,8 +223,15 @@ pub fn rebuild(join: &JoinInfo) -> Result<FixQuery, String> {
     let right = table_name(rt, Some(&left));
     let (l_from, l_notes) = side_from(&left, "l", &join.left_side);
     let (r_from, r_notes) = side_from(&right, "r", &join.right_side);
-    let on: Vec<String> = keys.iter().map(|(l, r)| format!("l.{} = r.{}", crate::sql::ident(l), crate::sql::ident(r))).collect();
-    let sql = format!("SELECT *\nFROM {l_from}\n{} {r_from} ON {}\n", join_words(&join.join_type), on.join(" AND "));
+    let on: Vec<String> = keys
+        .iter()
+        .map(|(l, r)| format!("l.{} = r.{}", crate::sql::ident(l), crate::sql::ident(r)))
+        .collect();
+    let sql = format!(
+        "SELECT *\nFROM {l_from}\n{} {r_from} ON {}\n",
+        join_words(&join.join_type),
+        on.join(" AND ")
+    );
     let mut notes = vec![
         "the query is rebuilt from the physical plan: the stage's join alone (SELECT *), over the tables its scans read, with the filters the plan applies to each side before it".to_string(),
     ];
@@ -204,7 +239,10 @@ pub fn rebuild(join: &JoinInfo) -> Result<FixQuery, String> {
     Ok(FixQuery {
         sql,
         source: "rebuilt_from_plan",
-        tables: vec![TableRef { name: left, table: lt.clone() }, TableRef { name: right, table: rt.clone() }],
+        tables: vec![
+            TableRef { name: left, table: lt.clone() },
+            TableRef { name: right, table: rt.clone() },
+        ],
         notes,
     })
 }
@@ -233,7 +271,11 @@ fn side_from(table: &str, alias: &str, side: &JoinSide) -> (String, Vec<String>)
     let from = if carried.is_empty() {
         format!("{} {alias}", crate::sql::ident(table))
     } else {
-        format!("(SELECT * FROM {} WHERE {}) {alias}", crate::sql::ident(table), carried.join(" AND "))
+        format!(
+            "(SELECT * FROM {} WHERE {}) {alias}",
+            crate::sql::ident(table),
+            carried.join(" AND ")
+        )
     };
     (from, notes)
 }
@@ -259,9 +301,14 @@ fn join_words(spark_type: &str) -> &'static str {
 fn table_name(table: &str, taken: Option<&str>) -> String {
     let table = table.trim_end_matches('/');
     // A path's file or folder name (without `.parquet`); a catalog name's last part.
-    let last = if table.contains('/') { std::path::Path::new(table).file_stem().and_then(|s| s.to_str()) } else { table.rsplit('.').next() };
+    let last = if table.contains('/') {
+        std::path::Path::new(table).file_stem().and_then(|s| s.to_str())
+    } else {
+        table.rsplit('.').next()
+    };
     let last = last.unwrap_or("t");
-    let mut name: String = last.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    let mut name: String =
+        last.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
     if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
         name.insert(0, 't');
     }
@@ -293,11 +340,19 @@ pub struct StageCheck {
 impl StageCheck {
     /// The stage `stage_id` of `d` against the rewrite's first join.
     pub fn new(d: &Diagnosis, stage_id: i64, r: &Rewritten) -> StageCheck {
-        let summary = d.stages.iter().find(|s| s.stage_id == stage_id).map(|s| &s.task_summary.shuffle_read_records);
+        let summary = d
+            .stages
+            .iter()
+            .find(|s| s.stage_id == stage_id)
+            .map(|s| &s.task_summary.shuffle_read_records);
         let measured = summary.map_or(0, |q| q.max);
-        let join = d.findings.iter().find(|f| f.stage_id == Some(stage_id)).and_then(|f| f.join.as_ref());
+        let join =
+            d.findings.iter().find(|f| f.stage_id == Some(stage_id)).and_then(|f| f.join.as_ref());
         let (before, after, rewritten) = stage_join(r, join);
-        let before_gap = before.as_ref().filter(|_| measured > 0).map(|b| b.max_task_rows as f64 / measured as f64 - 1.0);
+        let before_gap = before
+            .as_ref()
+            .filter(|_| measured > 0)
+            .map(|b| b.max_task_rows as f64 / measured as f64 - 1.0);
         let notes = match before_gap {
             Some(g) if g.abs() > 0.05 => vec![format!(
                 "the largest task as written is predicted {:+.1}% off what the log measured: the tables may have changed since the run, or the query is not all the job did (a rebuilt query has none of its filters); the predicted tasks after are as far off",
@@ -321,7 +376,10 @@ impl StageCheck {
 
 /// The stage's join in the rewrite (the first join whose keys are the stage join's columns;
 /// the first join when none is): its tasks before and after, and whether it was rewritten.
-fn stage_join(r: &Rewritten, join: Option<&JoinInfo>) -> (Option<TaskStats>, Option<TaskStats>, bool) {
+fn stage_join(
+    r: &Rewritten,
+    join: Option<&JoinInfo>,
+) -> (Option<TaskStats>, Option<TaskStats>, bool) {
     let is_it = |text: &str| join.is_some_and(|j| names_keys(text, j));
     let change = r.changes.iter().find(|c| is_it(&c.keys.join(" ")));
     let unchanged = r.unchanged_joins.iter().find(|u| is_it(&u.join));
@@ -395,10 +453,18 @@ pub fn html(r: &FixReport) -> crate::html::Page {
             .collect();
         p.table(&["table", "the job read", "now", ""], &rows);
     }
-    let rows = |t: &Option<TaskStats>| t.as_ref().map(|t| crate::format::fmt_count(t.max_task_rows)).unwrap_or_else(|| "-".into());
+    let rows = |t: &Option<TaskStats>| {
+        t.as_ref().map(|t| crate::format::fmt_count(t.max_task_rows)).unwrap_or_else(|| "-".into())
+    };
     let gap = st.before_gap.map(|g| format!("{:+.1}%", g * 100.0)).unwrap_or_else(|| "-".into());
     p.table(
-        &["stage", "largest task, measured (records)", "as written, predicted (rows)", "gap", "rewritten, predicted (rows)"],
+        &[
+            "stage",
+            "largest task, measured (records)",
+            "as written, predicted (rows)",
+            "gap",
+            "rewritten, predicted (rows)",
+        ],
         &[vec![
             st.stage_id.to_string(),
             crate::format::fmt_count(st.measured_max_task_records.max(0) as u64),
@@ -411,7 +477,9 @@ pub fn html(r: &FixReport) -> crate::html::Page {
     p.heading("Verify");
     match &r.verification {
         Some(v) => crate::verify::html_section(&mut p, v),
-        None => p.para("not run: add --verify to run both queries and compare their rows and tasks"),
+        None => {
+            p.para("not run: add --verify to run both queries and compare their rows and tasks")
+        }
     }
     p
 }
@@ -434,25 +502,49 @@ mod tests {
 
     #[test]
     fn a_join_is_rebuilt_over_the_tables_its_scans_read() {
-        let q = rebuild(&join("LeftOuter", "/data/events_300000.parquet", "/data/titles", "title_id#2", "title_id#10")).unwrap();
+        let q = rebuild(&join(
+            "LeftOuter",
+            "/data/events_300000.parquet",
+            "/data/titles",
+            "title_id#2",
+            "title_id#10",
+        ))
+        .unwrap();
         assert_eq!(q.sql, "SELECT *\nFROM `events_300000` l\nLEFT JOIN `titles` r ON l.`title_id` = r.`title_id`\n");
         assert_eq!(
             q.tables,
             vec![
-                TableRef { name: "events_300000".into(), table: "/data/events_300000.parquet".into() },
+                TableRef {
+                    name: "events_300000".into(),
+                    table: "/data/events_300000.parquet".into()
+                },
                 TableRef { name: "titles".into(), table: "/data/titles".into() }
             ]
         );
-        let self_join = rebuild(&join("LeftAnti", "spark_catalog.db.t", "spark_catalog.db.t", "a#1", "b#2")).unwrap();
-        assert_eq!(self_join.sql, "SELECT *\nFROM `t` l\nLEFT ANTI JOIN `t_2` r ON l.`a` = r.`b`\n");
+        let self_join =
+            rebuild(&join("LeftAnti", "spark_catalog.db.t", "spark_catalog.db.t", "a#1", "b#2"))
+                .unwrap();
+        assert_eq!(
+            self_join.sql,
+            "SELECT *\nFROM `t` l\nLEFT ANTI JOIN `t_2` r ON l.`a` = r.`b`\n"
+        );
         assert_eq!(table_name("/x/2026-01.parquet", None), "t2026_01");
     }
 
     #[test]
     fn a_rebuilt_side_keeps_the_plans_filters_that_read_back_as_sql_and_names_the_rest() {
-        let mut j = join("Inner", "/data/plays.parquet", "/data/titles.parquet", "title_id#0", "title_id#9");
+        let mut j = join(
+            "Inner",
+            "/data/plays.parquet",
+            "/data/titles.parquet",
+            "title_id#0",
+            "title_id#9",
+        );
         j.left_side = JoinSide {
-            filters: vec!["((isnotnull(views#1) AND (views#1 >= 100)) AND (kind#2 = play))".into(), "StartsWith(kind#2, pl)".into()],
+            filters: vec![
+                "((isnotnull(views#1) AND (views#1 >= 100)) AND (kind#2 = play))".into(),
+                "StartsWith(kind#2, pl)".into(),
+            ],
             through: vec![],
             columns: vec!["title_id#0".into(), "views#1".into(), "kind#2".into()],
             schema: "struct<title_id:string,views:int,kind:string>".into(),
@@ -464,17 +556,34 @@ mod tests {
             "SELECT *\nFROM (SELECT * FROM `plays` WHERE `views` IS NOT NULL AND (`views` >= 100) AND (`kind` = 'play')) l\nJOIN `titles` r ON l.`title_id` = r.`title_id`\n"
         );
         assert_eq!(q.notes.len(), 3, "{:?}", q.notes);
-        assert!(q.notes[1].starts_with("l: the plan's condition StartsWith(kind#2, pl) is left out"), "{}", q.notes[1]);
-        assert!(q.notes[2].starts_with("r: the plan passes this side through HashAggregate"), "{}", q.notes[2]);
+        assert!(
+            q.notes[1].starts_with("l: the plan's condition StartsWith(kind#2, pl) is left out"),
+            "{}",
+            q.notes[1]
+        );
+        assert!(
+            q.notes[2].starts_with("r: the plan passes this side through HashAggregate"),
+            "{}",
+            q.notes[2]
+        );
     }
 
     #[test]
     fn sql_text_is_taken_when_each_table_it_names_is_a_scan_of_the_plan() {
         let scans = vec![
-            ScanInfo { name: Some("spark_catalog.sj.events".into()), location: Some("/w/sj.db/events".into()), ..ScanInfo::default() },
-            ScanInfo { name: Some("spark_catalog.sj.titles".into()), location: Some("/w/sj.db/titles".into()), ..ScanInfo::default() },
+            ScanInfo {
+                name: Some("spark_catalog.sj.events".into()),
+                location: Some("/w/sj.db/events".into()),
+                ..ScanInfo::default()
+            },
+            ScanInfo {
+                name: Some("spark_catalog.sj.titles".into()),
+                location: Some("/w/sj.db/titles".into()),
+                ..ScanInfo::default()
+            },
         ];
-        let q = query_of_text("SELECT * FROM sj.events e LEFT JOIN titles t ON e.k = t.k;", &scans).unwrap();
+        let q = query_of_text("SELECT * FROM sj.events e LEFT JOIN titles t ON e.k = t.k;", &scans)
+            .unwrap();
         assert_eq!(q.source, "sql_text");
         assert_eq!(q.sql, "SELECT * FROM sj.events e LEFT JOIN titles t ON e.k = t.k\n");
         assert_eq!(
@@ -484,7 +593,11 @@ mod tests {
         // A call site, a table the plan does not scan, or two statements: not the query.
         assert!(query_of_text("collect at <stdin>:1", &scans).is_none());
         assert!(query_of_text("SELECT * FROM events e JOIN other o ON e.k = o.k", &scans).is_none());
-        assert!(query_of_text("SELECT 1; SELECT * FROM events e JOIN titles t ON e.k = t.k", &scans).is_none());
+        assert!(query_of_text(
+            "SELECT 1; SELECT * FROM events e JOIN titles t ON e.k = t.k",
+            &scans
+        )
+        .is_none());
         assert!(!same_table("spark_catalog.sj.events", "other.events"));
     }
 
@@ -494,7 +607,11 @@ mod tests {
         let r = rewritten_with_before(1200);
         let st = StageCheck::new(&d, 7, &r);
         assert_eq!(st.before_gap.map(|g| (g * 1000.0).round()), Some(200.0));
-        assert!(st.notes[0].starts_with("the largest task as written is predicted +20.0% off"), "{:?}", st.notes);
+        assert!(
+            st.notes[0].starts_with("the largest task as written is predicted +20.0% off"),
+            "{:?}",
+            st.notes
+        );
         let close = StageCheck::new(&d, 7, &rewritten_with_before(1030));
         assert!(close.notes.is_empty());
     }
@@ -542,14 +659,25 @@ mod tests {
     }
 
     fn rewritten_with_before(rows: u64) -> Rewritten {
-        let stats = TaskStats { tasks: 1, max_task_rows: rows, median_task_rows: rows, max_task_bytes: 0, median_task_bytes: 0, shuffled_rows: rows };
+        let stats = TaskStats {
+            tasks: 1,
+            max_task_rows: rows,
+            median_task_rows: rows,
+            max_task_bytes: 0,
+            median_task_bytes: 0,
+            shuffled_rows: rows,
+        };
         Rewritten {
             sql: String::new(),
             joins: vec![],
             changes: vec![],
             unchanged_joins: vec![crate::rewrite::Unchanged {
                 before: Some(stats),
-                ..crate::rewrite::Unchanged::new(String::new(), None, crate::rewrite::LeftAlone::CrossJoin)
+                ..crate::rewrite::Unchanged::new(
+                    String::new(),
+                    None,
+                    crate::rewrite::LeftAlone::CrossJoin,
+                )
             }],
             windows: vec![],
             settings: vec![],
@@ -567,16 +695,38 @@ mod tests {
         let plan = serde_json::json!({"nodeName": "SortMergeJoin", "simpleString": "SortMergeJoin [k#1], [k#1], Inner",
             "children": [scan("a", 10, 11, "[]"), scan("b", 20, 21, "[]"), scan("c", 30, 31, "[(dt#2 = 1)]")]});
         let mut app = App::default();
-        app.stages.insert((7, 0), crate::diagnose::model::Stage { id: 7, job: Some(1), ..Default::default() });
-        app.jobs.insert(1, crate::diagnose::model::Job { id: 1, sql: Some(0), ..Default::default() });
+        app.stages.insert(
+            (7, 0),
+            crate::diagnose::model::Stage { id: 7, job: Some(1), ..Default::default() },
+        );
+        app.jobs
+            .insert(1, crate::diagnose::model::Job { id: 1, sql: Some(0), ..Default::default() });
         let metrics = HashMap::from([(10, 2), (11, 2_000), (20, 1), (21, 500), (30, 1), (31, 90)]);
-        app.sql.insert(0, SqlExecution { plan: Some(plan), driver_metrics: metrics, ..Default::default() });
+        app.sql.insert(
+            0,
+            SqlExecution { plan: Some(plan), driver_metrics: metrics, ..Default::default() },
+        );
         let table = |n: &str| TableRef { name: n.into(), table: format!("/w/{n}") };
-        let q = FixQuery { sql: String::new(), source: "sql_text", tables: vec![table("a"), table("b"), table("c")], notes: vec![] };
-        let now = HashMap::from([("a".to_string(), (2, 2_000)), ("b".to_string(), (2, 900)), ("c".to_string(), (4, 400))]);
+        let q = FixQuery {
+            sql: String::new(),
+            source: "sql_text",
+            tables: vec![table("a"), table("b"), table("c")],
+            notes: vec![],
+        };
+        let now = HashMap::from([
+            ("a".to_string(), (2, 2_000)),
+            ("b".to_string(), (2, 900)),
+            ("c".to_string(), (4, 400)),
+        ]);
         let checks = table_checks(&app, 7, &q, &now);
-        let got: Vec<(&str, i64, u64, bool, bool)> = checks.iter().map(|t| (t.name.as_str(), t.files_read, t.files_now, t.pruned, t.changed)).collect();
-        assert_eq!(got, vec![("a", 2, 2, false, false), ("b", 1, 2, false, true), ("c", 1, 4, true, false)]);
+        let got: Vec<(&str, i64, u64, bool, bool)> = checks
+            .iter()
+            .map(|t| (t.name.as_str(), t.files_read, t.files_now, t.pruned, t.changed))
+            .collect();
+        assert_eq!(
+            got,
+            vec![("a", 2, 2, false, false), ("b", 1, 2, false, true), ("c", 1, 4, true, false)]
+        );
     }
 
     #[test]

@@ -54,7 +54,8 @@ impl std::fmt::Debug for Auth {
 impl Target {
     /// Another application of the same server (a baseline named by its id).
     pub fn other_app(&self, app: &str) -> Target {
-        let auth = self.auth.as_ref().map(|a| Auth { user: a.user.clone(), password: a.password.clone() });
+        let auth =
+            self.auth.as_ref().map(|a| Auth { user: a.user.clone(), password: a.password.clone() });
         Target { base: self.base.clone(), app: Some(app.to_string()), attempt: None, auth }
     }
 }
@@ -64,15 +65,27 @@ pub fn target(url: &str, app: Option<&str>, attempt: Option<&str>) -> Result<Tar
     if app == Some("") || attempt == Some("") {
         return Err(Error::Usage("--app and --attempt need a value".into()));
     }
-    let mut parsed = url::Url::parse(url).map_err(|e| Error::Usage(format!("{}: not a URL: {e}", shown(url))))?;
-    let auth = (!parsed.username().is_empty()).then(|| Auth { user: decode(parsed.username()), password: parsed.password().map(decode) });
+    let mut parsed = url::Url::parse(url)
+        .map_err(|e| Error::Usage(format!("{}: not a URL: {e}", shown(url))))?;
+    let auth = (!parsed.username().is_empty())
+        .then(|| Auth { user: decode(parsed.username()), password: parsed.password().map(decode) });
     let _ = parsed.set_username("");
     let _ = parsed.set_password(None);
     parsed.set_query(None);
     parsed.set_fragment(None);
-    let segments: Vec<String> = parsed.path_segments().into_iter().flatten().filter(|s| !s.is_empty()).map(str::to_string).collect();
+    let segments: Vec<String> = parsed
+        .path_segments()
+        .into_iter()
+        .flatten()
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
     let (prefix, named) = split_path(&segments);
-    let base = format!("{}{}", parsed.origin().ascii_serialization(), prefix.iter().map(|s| format!("/{s}")).collect::<String>());
+    let base = format!(
+        "{}{}",
+        parsed.origin().ascii_serialization(),
+        prefix.iter().map(|s| format!("/{s}")).collect::<String>()
+    );
     let named: Vec<String> = named.iter().map(|s| decode(s)).collect();
     // The URL's attempt belongs to the URL's application, not to another named by --app.
     let url_app = named.first().filter(|n| app.is_none_or(|a| a == n.as_str()));
@@ -80,7 +93,9 @@ pub fn target(url: &str, app: Option<&str>, attempt: Option<&str>) -> Result<Tar
     let app = app.map(str::to_string).or(named.first().cloned());
     let attempt = attempt.map(str::to_string).or(url_attempt.cloned());
     if attempt.is_some() && app.is_none() {
-        return Err(Error::Usage("--attempt names an attempt of an application: give --app too".into()));
+        return Err(Error::Usage(
+            "--attempt names an attempt of an application: give --app too".into(),
+        ));
     }
     Ok(Target { base, app, attempt, auth })
 }
@@ -92,10 +107,14 @@ fn decode(s: &str) -> String {
 
 /// The path's prefix before the API or UI part, and the application and attempt after it.
 fn split_path(segments: &[String]) -> (&[String], &[String]) {
-    let at = |w: &[&str]| segments.windows(w.len()).position(|s| s.iter().zip(w).all(|(a, b)| a == b));
+    let at =
+        |w: &[&str]| segments.windows(w.len()).position(|s| s.iter().zip(w).all(|(a, b)| a == b));
     if let Some(i) = at(&["api", "v1"]) {
         let rest = &segments[i + 2..];
-        return (&segments[..i], if rest.first().map(String::as_str) == Some("applications") { &rest[1..] } else { &[] });
+        return (
+            &segments[..i],
+            if rest.first().map(String::as_str) == Some("applications") { &rest[1..] } else { &[] },
+        );
     }
     if let Some(i) = at(&["history"]) {
         return (&segments[..i], &segments[i + 1..]);
@@ -112,7 +131,9 @@ fn shown(url: &str) -> String {
             u.to_string()
         }
         Err(_) => {
-            let userinfo = regex::Regex::new(r"//[^/@]*@").map(|r| r.replace(url, "//").into_owned()).unwrap_or_default();
+            let userinfo = regex::Regex::new(r"//[^/@]*@")
+                .map(|r| r.replace(url, "//").into_owned())
+                .unwrap_or_default();
             crate::table::store::redact(&userinfo)
         }
     }
@@ -149,7 +170,9 @@ pub struct Listing {
 /// The applications the server knows, newest first as it lists them.
 pub fn list(t: &Target) -> Result<Listing> {
     let apps = get_json(t, &format!("{}/api/v1/applications", t.base))?;
-    let apps = apps.as_array().ok_or_else(|| not_history(t, "the application list is not a JSON array"))?;
+    let apps = apps
+        .as_array()
+        .ok_or_else(|| not_history(t, "the application list is not a JSON array"))?;
     let mut rows = Vec::new();
     for (n, a) in apps.iter().enumerate() {
         let id = text(a, "id");
@@ -158,7 +181,11 @@ pub fn list(t: &Target) -> Result<Listing> {
         let attempt = last.get("attemptId").and_then(Value::as_str).map(str::to_string);
         // An application whose stages the server cannot give (its log gone or unreadable)
         // is listed without its slowest stage.
-        let slowest_stage = if n < LIST_STAGES_OF { slowest_stage(t, &id, attempt.as_deref()).ok().flatten() } else { None };
+        let slowest_stage = if n < LIST_STAGES_OF {
+            slowest_stage(t, &id, attempt.as_deref()).ok().flatten()
+        } else {
+            None
+        };
         rows.push(AppRow {
             name: text(a, "name"),
             attempts: attempts.len(),
@@ -190,7 +217,9 @@ fn slowest_stage(t: &Target, app: &str, attempt: Option<&str>) -> Result<Option<
 /// A time as the REST API writes it (`2026-01-01T02:55:45.865GMT`), in ms since the epoch.
 fn time_of(v: &Value, key: &str) -> Option<i64> {
     let s = v.get(key)?.as_str()?;
-    let t = chrono::NaiveDateTime::parse_from_str(s.trim_end_matches("GMT"), "%Y-%m-%dT%H:%M:%S%.3f").ok()?;
+    let t =
+        chrono::NaiveDateTime::parse_from_str(s.trim_end_matches("GMT"), "%Y-%m-%dT%H:%M:%S%.3f")
+            .ok()?;
     Some(t.and_utc().timestamp_millis())
 }
 
@@ -214,20 +243,36 @@ fn encode(s: &str) -> String {
 /// The event log of the application `t` names (at its attempt, else its last), downloaded
 /// and unpacked into `dir`: the path of the log file or rolling folder in it.
 pub fn fetch_log(t: &Target, dir: &std::path::Path) -> Result<PathBuf> {
-    let app = t.app.as_deref().ok_or_else(|| Error::Internal("fetch_log without an application".into()))?;
+    let app = t
+        .app
+        .as_deref()
+        .ok_or_else(|| Error::Internal("fetch_log without an application".into()))?;
     let about = get_json(t, &app_url(t, app, None))?;
-    let ids: Vec<String> =
-        about.get("attempts").and_then(Value::as_array).into_iter().flatten().filter_map(|a| a.get("attemptId")?.as_str().map(str::to_string)).collect();
+    let ids: Vec<String> = about
+        .get("attempts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.get("attemptId")?.as_str().map(str::to_string))
+        .collect();
     let attempt = match &t.attempt {
         Some(a) if ids.contains(a) => Some(a.clone()),
         Some(a) => {
-            let has = if ids.is_empty() { "no numbered attempts".to_string() } else { format!("attempts {}", ids.join(", ")) };
-            return Err(Error::Usage(format!("{}: application {app} has no attempt {a} (it has {has})", t.base)));
+            let has = if ids.is_empty() {
+                "no numbered attempts".to_string()
+            } else {
+                format!("attempts {}", ids.join(", "))
+            };
+            return Err(Error::Usage(format!(
+                "{}: application {app} has no attempt {a} (it has {has})",
+                t.base
+            )));
         }
         None => ids.first().cloned(),
     };
     let zip = download(t, &format!("{}/logs", app_url(t, app, attempt.as_deref())))?;
-    unpack(zip, dir).map_err(|e| Error::Store { what: format!("{}: the event log of {app}", t.base), msg: e })
+    unpack(zip, dir)
+        .map_err(|e| Error::Store { what: format!("{}: the event log of {app}", t.base), msg: e })
 }
 
 /// Unpack the server's zip into `dir`; the one top-level entry (a file or a rolling folder).
@@ -236,7 +281,9 @@ fn unpack(file: std::fs::File, dir: &std::path::Path) -> std::result::Result<Pat
     let mut top: Vec<PathBuf> = Vec::new();
     for i in 0..zip.len() {
         let mut entry = zip.by_index(i).map_err(|e| format!("a broken zip file ({e})"))?;
-        let Some(name) = entry.enclosed_name() else { return Err(format!("an entry outside the archive ({})", entry.name())) };
+        let Some(name) = entry.enclosed_name() else {
+            return Err(format!("an entry outside the archive ({})", entry.name()));
+        };
         let Some(first) = name.components().next() else { continue };
         let first = dir.join(first);
         if !top.contains(&first) {
@@ -251,7 +298,8 @@ fn unpack(file: std::fs::File, dir: &std::path::Path) -> std::result::Result<Pat
             std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
         }
         let mut f = std::fs::File::create(&out).map_err(|e| e.to_string())?;
-        std::io::copy(&mut entry, &mut f).map_err(|e| format!("a broken zip entry {} ({e})", name.display()))?;
+        std::io::copy(&mut entry, &mut f)
+            .map_err(|e| format!("a broken zip entry {} ({e})", name.display()))?;
     }
     match top.len() {
         1 => Ok(top.remove(0)),
@@ -261,8 +309,15 @@ fn unpack(file: std::fs::File, dir: &std::path::Path) -> std::result::Result<Pat
 }
 
 fn client() -> Result<&'static reqwest::Client> {
-    static CLIENT: std::sync::OnceLock<std::result::Result<reqwest::Client, String>> = std::sync::OnceLock::new();
-    let c = CLIENT.get_or_init(|| reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT).read_timeout(READ_TIMEOUT).build().map_err(|e| e.to_string()));
+    static CLIENT: std::sync::OnceLock<std::result::Result<reqwest::Client, String>> =
+        std::sync::OnceLock::new();
+    let c = CLIENT.get_or_init(|| {
+        reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .read_timeout(READ_TIMEOUT)
+            .build()
+            .map_err(|e| e.to_string())
+    });
     c.as_ref().map_err(|e| Error::Internal(format!("cannot start the HTTP client: {e}")))
 }
 
@@ -278,19 +333,38 @@ async fn get(t: &Target, url: &str) -> Result<reqwest::Response> {
     }
     let status = r.status();
     let body = r.text().await.unwrap_or_default();
-    let said = body.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").chars().take(300).collect::<String>();
+    let said = body
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+        .chars()
+        .take(300)
+        .collect::<String>();
     let msg = if status == reqwest::StatusCode::NOT_FOUND && said.starts_with("no such app") {
         said
     } else {
-        format!("HTTP {}{}", status.as_u16(), if said.is_empty() { String::new() } else { format!(": {said}") })
+        format!(
+            "HTTP {}{}",
+            status.as_u16(),
+            if said.is_empty() { String::new() } else { format!(": {said}") }
+        )
     };
-    Err(Error::Store { what: format!("{} ({})", t.base, url.strip_prefix(&t.base).unwrap_or(url)), msg })
+    Err(Error::Store {
+        what: format!("{} ({})", t.base, url.strip_prefix(&t.base).unwrap_or(url)),
+        msg,
+    })
 }
 
 fn get_json(t: &Target, url: &str) -> Result<Value> {
     crate::table::store::run(async {
         let body = get(t, url).await?.bytes().await.map_err(|e| unreachable(t, &e))?;
-        serde_json::from_slice(&body).map_err(|_| not_history(t, &format!("{} did not answer JSON", url.strip_prefix(&t.base).unwrap_or(url))))
+        serde_json::from_slice(&body).map_err(|_| {
+            not_history(
+                t,
+                &format!("{} did not answer JSON", url.strip_prefix(&t.base).unwrap_or(url)),
+            )
+        })
     })
 }
 
@@ -298,9 +372,11 @@ fn get_json(t: &Target, url: &str) -> Result<Value> {
 fn download(t: &Target, url: &str) -> Result<std::fs::File> {
     crate::table::store::run(async {
         let mut r = get(t, url).await?;
-        let mut f = tempfile::tempfile().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
+        let mut f = tempfile::tempfile()
+            .map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
         while let Some(chunk) = r.chunk().await.map_err(|e| unreachable(t, &e))? {
-            f.write_all(&chunk).map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
+            f.write_all(&chunk)
+                .map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
         }
         f.rewind().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
         Ok(f)
@@ -315,8 +391,15 @@ fn unreachable(t: &Target, e: &reqwest::Error) -> Error {
         cause = s.to_string();
         source = s.source();
     }
-    let msg = if e.is_timeout() { format!("no answer within {} s", READ_TIMEOUT.as_secs()) } else { cause };
-    Error::Store { what: format!("cannot reach the Spark History Server at {}", t.base), msg: crate::table::store::redact(&msg) }
+    let msg = if e.is_timeout() {
+        format!("no answer within {} s", READ_TIMEOUT.as_secs())
+    } else {
+        cause
+    };
+    Error::Store {
+        what: format!("cannot reach the Spark History Server at {}", t.base),
+        msg: crate::table::store::redact(&msg),
+    }
 }
 
 fn not_history(t: &Target, why: &str) -> Error {
@@ -343,8 +426,12 @@ mod tests {
         assert!(!shown("http://alice:hunter2pw@h:99999/").contains("hunter2pw"));
         let t = target("http://h:18080/history/app-1/2/jobs/", None, None).unwrap();
         assert_eq!((t.app.as_deref(), t.attempt.as_deref()), (Some("app-1"), Some("2")));
-        let t = target("https://gw/spark/api/v1/applications/application_1_2?x=1", None, None).unwrap();
-        assert_eq!((t.base.as_str(), t.app.as_deref(), t.attempt), ("https://gw/spark", Some("application_1_2"), None));
+        let t =
+            target("https://gw/spark/api/v1/applications/application_1_2?x=1", None, None).unwrap();
+        assert_eq!(
+            (t.base.as_str(), t.app.as_deref(), t.attempt),
+            ("https://gw/spark", Some("application_1_2"), None)
+        );
         let t = target("http://h:18080/history/app-1/jobs/", Some("other"), Some("3")).unwrap();
         assert_eq!((t.app.as_deref(), t.attempt.as_deref()), (Some("other"), Some("3")));
         assert!(target("http://h:18080", None, Some("1")).is_err());

@@ -35,7 +35,12 @@ struct Idle {
 impl Idle {
     fn of(app: &App) -> Option<Idle> {
         let (start, end) = app.span()?;
-        let tasks = union(app.stages.values().flat_map(|s| s.tasks.iter().map(|t| (t.launch, t.finish))).collect());
+        let tasks = union(
+            app.stages
+                .values()
+                .flat_map(|s| s.tasks.iter().map(|t| (t.launch, t.finish)))
+                .collect(),
+        );
         let idle = complement(&tasks, start, end);
         let busy = union(queries_and_jobs(app, end));
         let inside = intersect(&idle, &busy);
@@ -46,7 +51,8 @@ impl Idle {
     /// The numbers of one kind of stretch, and whether its longest one is material.
     fn numbers(&self, spans: &Spans, what: &str) -> (String, bool, i64) {
         let total: i64 = spans.iter().map(|(a, b)| b - a).sum();
-        let longest = spans.iter().copied().max_by_key(|(a, b)| b - a).unwrap_or((self.start, self.start));
+        let longest =
+            spans.iter().copied().max_by_key(|(a, b)| b - a).unwrap_or((self.start, self.start));
         let long_ms = longest.1 - longest.0;
         let numbers = format!(
             "{what} no task ran for {} of the {} wall clock ({}); the longest stretch {} from {} after the start",
@@ -63,7 +69,8 @@ impl Idle {
 /// Each SQL query's and job's interval (one still running at the end of the log runs to `end`).
 fn queries_and_jobs(app: &App, end: i64) -> Spans {
     let sql = app.sql.values().filter_map(|q| q.start.map(|s| (s, q.end.unwrap_or(end))));
-    let jobs = app.jobs.values().filter_map(|j| j.submitted.map(|s| (s, j.completed.unwrap_or(end))));
+    let jobs =
+        app.jobs.values().filter_map(|j| j.submitted.map(|s| (s, j.completed.unwrap_or(end))));
     sql.chain(jobs).filter(|(a, b)| b > a).collect()
 }
 
@@ -118,7 +125,17 @@ fn intersect(x: &Spans, y: &Spans) -> Spans {
 /// driver's own time).
 pub(super) fn checks(app: &App) -> Vec<(Check, Option<Finding>)> {
     let Some(idle) = Idle::of(app) else {
-        let none = |kind| (Check { kind, stage_id: None, confirmed: false, numbers: "no times in the log".into() }, None);
+        let none = |kind| {
+            (
+                Check {
+                    kind,
+                    stage_id: None,
+                    confirmed: false,
+                    numbers: "no times in the log".into(),
+                },
+                None,
+            )
+        };
         return vec![none(Kind::PlanningGap), none(Kind::DriverTime)];
     };
     vec![planning_gap(&idle), driver_time(&idle)]
@@ -159,6 +176,9 @@ mod tests {
         assert_eq!(union(vec![(5, 7), (0, 2), (1, 3), (7, 9)]), vec![(0, 3), (5, 9)]);
         assert_eq!(complement(&vec![(2, 3), (5, 9)], 0, 10), vec![(0, 2), (3, 5), (9, 10)]);
         assert_eq!(complement(&vec![], 0, 10), vec![(0, 10)]);
-        assert_eq!(intersect(&vec![(0, 2), (3, 5), (9, 10)], &vec![(1, 4), (8, 20)]), vec![(1, 2), (3, 4), (9, 10)]);
+        assert_eq!(
+            intersect(&vec![(0, 2), (3, 5), (9, 10)], &vec![(1, 4), (8, 20)]),
+            vec![(1, 2), (3, 4), (9, 10)]
+        );
     }
 }

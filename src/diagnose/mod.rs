@@ -105,7 +105,9 @@ fn picture(app: &App, all: &[StageReport], app_ms: i64, slow: Option<&StageRepor
         let mut ok: Vec<&Task> = st.tasks.iter().filter(|t| t.success).collect();
         ok.sort_by_key(|t| t.index);
         let shuffle = ok.iter().any(|t| t.shuffle_read_records > 0);
-        let read = |t: &Task| (if shuffle { t.shuffle_read_records } else { t.input_records }).max(0) as u64;
+        let read = |t: &Task| {
+            (if shuffle { t.shuffle_read_records } else { t.input_records }).max(0) as u64
+        };
         SlowStage {
             stage_id: st.id,
             reads: if shuffle { "shuffle records" } else { "input records" },
@@ -149,7 +151,11 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { min_stage_ms: MIN_STAGE_MS, progress: false, stats: crate::stats::RunStats::new() }
+        Options {
+            min_stage_ms: MIN_STAGE_MS,
+            progress: false,
+            stats: crate::stats::RunStats::new(),
+        }
     }
 }
 
@@ -161,7 +167,11 @@ pub fn diagnose(path: &Path, baseline: Option<&Path>, opts: &Options) -> Result<
 }
 
 /// `diagnose` of a log already read (`fix` reads the job's settings from the same one).
-pub fn diagnose_log(ev: &eventlog::Log, baseline: Option<&Path>, opts: &Options) -> Result<Diagnosis> {
+pub fn diagnose_log(
+    ev: &eventlog::Log,
+    baseline: Option<&Path>,
+    opts: &Options,
+) -> Result<Diagnosis> {
     let app = &ev.app;
     let mut warnings = ev.warnings.clone();
     let base = match baseline {
@@ -194,11 +204,23 @@ pub fn diagnose_log(ev: &eventlog::Log, baseline: Option<&Path>, opts: &Options)
         verdicts.add(c);
     }
     let Verdicts { checks, findings, .. } = verdicts;
-    let memory = top.first().map(|s| memory_text(s, findings.iter().find(|f| f.stage_id == Some(s.stage_id)).map(|f| f.kind)));
+    let memory = top.first().map(|s| {
+        memory_text(s, findings.iter().find(|f| f.stage_id == Some(s.stage_id)).map(|f| f.kind))
+    });
     let picture = picture(app, &all, app_ms, top.first());
     let stages: Vec<StageReport> = all.into_iter().take(10).collect();
     let baseline = base.as_ref().map(|b| app_summary(&b.app, b));
-    Ok(Diagnosis { app: app_sum, locate, stages, checks, findings, memory, baseline, warnings, picture })
+    Ok(Diagnosis {
+        app: app_sum,
+        locate,
+        stages,
+        checks,
+        findings,
+        memory,
+        baseline,
+        warnings,
+        picture,
+    })
 }
 
 /// The warnings for a log whose application or stages did not finish.
@@ -207,7 +229,8 @@ fn unfinished_warnings(app: &App) -> Vec<String> {
     if app.end.is_none() {
         warnings.push("no application end event: the application was still running, crashed, or the log is cut short; times run to the last event".into());
     }
-    let running: Vec<&Stage> = app.stages.values().filter(|s| s.completed.is_none() && !s.tasks.is_empty()).collect();
+    let running: Vec<&Stage> =
+        app.stages.values().filter(|s| s.completed.is_none() && !s.tasks.is_empty()).collect();
     if !running.is_empty() {
         warnings.push(format!(
             "{} stage(s) never completed in the log ({}); their tasks are counted up to the last one that finished",
@@ -227,8 +250,17 @@ fn app_summary(a: &App, e: &eventlog::Log) -> AppSummary {
         jobs: a.jobs.len(),
         stages: a.stages.len(),
         tasks: a.stages.values().map(|s| s.tasks.len()).sum(),
-        slots: a.executors.iter().filter(|x| x.removed.is_none()).map(|x| x.cores).sum::<i64>().max(a.executors.iter().map(|x| x.cores).max().unwrap_or(0)),
-        shuffle_partitions: a.properties.get("spark.sql.shuffle.partitions").and_then(|x| x.parse().ok()),
+        slots: a
+            .executors
+            .iter()
+            .filter(|x| x.removed.is_none())
+            .map(|x| x.cores)
+            .sum::<i64>()
+            .max(a.executors.iter().map(|x| x.cores).max().unwrap_or(0)),
+        shuffle_partitions: a
+            .properties
+            .get("spark.sql.shuffle.partitions")
+            .and_then(|x| x.parse().ok()),
         codec: e.codec.to_string(),
         files: e.files.len(),
     }
@@ -236,8 +268,12 @@ fn app_summary(a: &App, e: &eventlog::Log) -> AppSummary {
 
 /// Every stage that ran or completed, the longest first (ties by stage ID).
 fn stage_reports(app: &App, app_ms: i64, active_ms: i64) -> Vec<StageReport> {
-    let mut all: Vec<StageReport> =
-        app.stages.values().filter(|s| !s.tasks.is_empty() || s.completed.is_some()).map(|s| stage_report(app, s, app_ms, active_ms)).collect();
+    let mut all: Vec<StageReport> = app
+        .stages
+        .values()
+        .filter(|s| !s.tasks.is_empty() || s.completed.is_some())
+        .map(|s| stage_report(app, s, app_ms, active_ms))
+        .collect();
     all.sort_by(|a, b| b.duration_ms.cmp(&a.duration_ms).then(a.stage_id.cmp(&b.stage_id)));
     all
 }
@@ -248,7 +284,9 @@ fn stage_reports(app: &App, app_ms: i64, active_ms: i64) -> Vec<StageReport> {
 fn worth_diagnosing(all: &[StageReport]) -> Vec<StageReport> {
     let material = all.iter().filter(|s| s.active_share >= MIN_STAGE_SHARE);
     let mut top: Vec<StageReport> = material.clone().take(3).cloned().collect();
-    let shuffled = material.skip(3).filter(|s| s.task_summary.shuffle_read_bytes.max > 0 || s.task_summary.shuffle_read_records.max > 0);
+    let shuffled = material.skip(3).filter(|s| {
+        s.task_summary.shuffle_read_bytes.max > 0 || s.task_summary.shuffle_read_records.max > 0
+    });
     top.extend(shuffled.take(2).cloned());
     if top.is_empty() {
         top.extend(all.first().cloned());
@@ -279,7 +317,11 @@ fn locate_text(all: &[StageReport], app_ms: i64, active: i64) -> String {
     let Some(first) = all.first() else { return "no stage ran".into() };
     let of_active = ratio(first.duration_ms, active);
     let top3: f64 = all.iter().take(3).map(|s| ratio(s.duration_ms, active)).sum();
-    let idle = if active < app_ms { format!("; stages ran during {} of the {} wall clock", fmt_ms(active), fmt_ms(app_ms)) } else { String::new() };
+    let idle = if active < app_ms {
+        format!("; stages ran during {} of the {} wall clock", fmt_ms(active), fmt_ms(app_ms))
+    } else {
+        String::new()
+    };
     if first.share >= 0.5 || of_active >= 0.5 {
         format!(
             "stage {} ({}) owns the time: {}, {} of the {} wall clock and {} of the time stages ran{idle}",
@@ -336,7 +378,11 @@ fn memory_text(s: &StageReport, cause: Option<Kind>) -> String {
             human_i64(q.shuffle_read_bytes.median)
         )
     } else {
-        format!("{} read by the largest task against a median of {}", human_i64(q.input_bytes.max), human_i64(q.input_bytes.median))
+        format!(
+            "{} read by the largest task against a median of {}",
+            human_i64(q.input_bytes.max),
+            human_i64(q.input_bytes.median)
+        )
     };
     let mut o = format!(
         "more executor memory for stage {}: {changes}; it would not change the rows each task processes ({reads}), the bytes shuffled ({} read, {} written), or the task count ({})",

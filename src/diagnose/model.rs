@@ -133,7 +133,11 @@ fn s(v: &Value, k: &str) -> String {
 }
 
 fn accum_ids(v: &Value) -> impl Iterator<Item = i64> + '_ {
-    v.get("Accumulables").and_then(|a| a.as_array()).into_iter().flatten().filter_map(|a| a.get("ID").and_then(|x| x.as_i64()))
+    v.get("Accumulables")
+        .and_then(|a| a.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.get("ID").and_then(|x| x.as_i64()))
 }
 
 /// A property map: Spark writes `Properties` and `Spark Properties` as JSON objects (older
@@ -143,13 +147,19 @@ fn props(v: Option<&Value>) -> HashMap<String, String> {
     match v {
         Some(Value::Object(m)) => {
             for (k, x) in m {
-                out.insert(k.clone(), x.as_str().map(str::to_string).unwrap_or_else(|| x.to_string()));
+                out.insert(
+                    k.clone(),
+                    x.as_str().map(str::to_string).unwrap_or_else(|| x.to_string()),
+                );
             }
         }
         Some(Value::Array(a)) => {
             for p in a {
                 if let Some([k, x]) = p.as_array().map(|v| v.as_slice()) {
-                    out.insert(k.as_str().unwrap_or("").to_string(), x.as_str().unwrap_or("").to_string());
+                    out.insert(
+                        k.as_str().unwrap_or("").to_string(),
+                        x.as_str().unwrap_or("").to_string(),
+                    );
                 }
             }
         }
@@ -213,14 +223,19 @@ impl App {
     /// Take one event into the application; events of other kinds are ignored.
     fn apply(&mut self, e: &Value) {
         match kind_of(e.get("Event").and_then(|x| x.as_str()).unwrap_or("")) {
-            "SparkListenerLogStart" => self.spark_version = e.get("Spark Version").and_then(|x| x.as_str()).map(str::to_string),
+            "SparkListenerLogStart" => {
+                self.spark_version =
+                    e.get("Spark Version").and_then(|x| x.as_str()).map(str::to_string)
+            }
             "SparkListenerApplicationStart" => {
                 self.name = s(e, "App Name");
                 self.id = s(e, "App ID");
                 self.start = oi(e, "Timestamp");
             }
             "SparkListenerApplicationEnd" => self.end = oi(e, "Timestamp"),
-            "SparkListenerEnvironmentUpdate" => self.properties.extend(props(e.get("Spark Properties"))),
+            "SparkListenerEnvironmentUpdate" => {
+                self.properties.extend(props(e.get("Spark Properties")))
+            }
             "SparkListenerExecutorAdded" => self.executor_added(e),
             "SparkListenerExecutorRemoved" => self.executor_removed(e),
             "SparkListenerJobStart" => self.job_start(e),
@@ -251,12 +266,18 @@ impl App {
 
     fn executor_added(&mut self, e: &Value) {
         let info = e.get("Executor Info").cloned().unwrap_or_default();
-        self.executors.push(Executor { id: s(e, "Executor ID"), cores: i(&info, "Total Cores"), added: i(e, "Timestamp"), removed: None });
+        self.executors.push(Executor {
+            id: s(e, "Executor ID"),
+            cores: i(&info, "Total Cores"),
+            added: i(e, "Timestamp"),
+            removed: None,
+        });
     }
 
     fn executor_removed(&mut self, e: &Value) {
         let id = s(e, "Executor ID");
-        if let Some(x) = self.executors.iter_mut().rev().find(|x| x.id == id && x.removed.is_none()) {
+        if let Some(x) = self.executors.iter_mut().rev().find(|x| x.id == id && x.removed.is_none())
+        {
             x.removed = oi(e, "Timestamp");
         }
     }
@@ -264,7 +285,13 @@ impl App {
     fn job_start(&mut self, e: &Value) {
         let id = i(e, "Job ID");
         let p = props(e.get("Properties"));
-        let stages: Vec<i64> = e.get("Stage IDs").and_then(|x| x.as_array()).into_iter().flatten().filter_map(|x| x.as_i64()).collect();
+        let stages: Vec<i64> = e
+            .get("Stage IDs")
+            .and_then(|x| x.as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|x| x.as_i64())
+            .collect();
         for &st in &stages {
             self.stage_job.insert(st, id);
         }
@@ -298,7 +325,10 @@ impl App {
         if let Some(info) = e.get("Stage Info") {
             let ids: Vec<i64> = accum_ids(info).collect();
             let (sub, done) = (oi(info, "Submission Time"), oi(info, "Completion Time"));
-            let failure = info.get("Failure Reason").and_then(|x| x.as_str()).map(|x| x.lines().next().unwrap_or("").to_string());
+            let failure = info
+                .get("Failure Reason")
+                .and_then(|x| x.as_str())
+                .map(|x| x.lines().next().unwrap_or("").to_string());
             let st = stage_entry(self, info);
             st.submitted = sub.or(st.submitted);
             st.completed = done;
@@ -343,7 +373,12 @@ impl App {
 
     /// Executor cores (task slots) alive at time `t`; all executors when the log has no times.
     pub fn slots_at(&self, t: i64) -> i64 {
-        let n: i64 = self.executors.iter().filter(|e| e.added <= t && e.removed.is_none_or(|r| r >= t)).map(|e| e.cores).sum();
+        let n: i64 = self
+            .executors
+            .iter()
+            .filter(|e| e.added <= t && e.removed.is_none_or(|r| r >= t))
+            .map(|e| e.cores)
+            .sum();
         if n > 0 {
             n
         } else {

@@ -95,7 +95,11 @@ fn simple(n: &Value) -> &str {
 }
 
 fn metric_ids(n: &Value) -> impl Iterator<Item = i64> + '_ {
-    n.get("metrics").and_then(|m| m.as_array()).into_iter().flatten().filter_map(|m| m.get("accumulatorId").and_then(|x| x.as_i64()))
+    n.get("metrics")
+        .and_then(|m| m.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.get("accumulatorId").and_then(|x| x.as_i64()))
 }
 
 fn walk<'a>(n: &'a Value, out: &mut Vec<&'a Value>) {
@@ -113,7 +117,12 @@ pub fn python_udf(plan: &Value) -> Option<String> {
     walk(plan, &mut all);
     all.iter()
         .map(|n| name(n))
-        .find(|n| n.contains("EvalPython") || n.contains("FlatMapGroupsInPandas") || n.contains("MapInPandas") || n.contains("PythonUDF"))
+        .find(|n| {
+            n.contains("EvalPython")
+                || n.contains("FlatMapGroupsInPandas")
+                || n.contains("MapInPandas")
+                || n.contains("PythonUDF")
+        })
         .map(str::to_string)
 }
 
@@ -122,12 +131,14 @@ pub fn python_udf(plan: &Value) -> Option<String> {
 pub fn join_of_stage(plan: &Value, accums: &HashSet<i64>) -> Option<JoinInfo> {
     let mut all = Vec::new();
     walk(plan, &mut all);
-    let joins: Vec<&Value> = all.into_iter().filter(|n| JOINS.iter().any(|j| name(n).starts_with(j))).collect();
+    let joins: Vec<&Value> =
+        all.into_iter().filter(|n| JOINS.iter().any(|j| name(n).starts_with(j))).collect();
     let hit = joins.iter().find(|n| metric_ids(n).any(|id| accums.contains(&id))).copied();
     let node = match hit {
         Some(n) => n,
         None => {
-            let shuffled: Vec<&&Value> = joins.iter().filter(|n| !name(n).starts_with("Broadcast")).collect();
+            let shuffled: Vec<&&Value> =
+                joins.iter().filter(|n| !name(n).starts_with("Broadcast")).collect();
             if shuffled.len() == 1 {
                 shuffled[0]
             } else {
@@ -197,10 +208,16 @@ fn parse_join(node: &Value) -> Option<JoinInfo> {
     let (left_keys, rest) = bracket_list(rest)?;
     let rest = rest.trim_start().strip_prefix(',').unwrap_or(rest);
     let (right_keys, rest) = bracket_list(rest)?;
-    let join_type =
-        rest.trim_start().trim_start_matches(',').split(|c: char| c == ',' || c.is_whitespace()).find(|x| !x.is_empty()).unwrap_or("Inner").to_string();
+    let join_type = rest
+        .trim_start()
+        .trim_start_matches(',')
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .find(|x| !x.is_empty())
+        .unwrap_or("Inner")
+        .to_string();
     let kids: Vec<&Value> = children(node).collect();
-    let scan = |side: usize, keys: &[String]| kids.get(side).and_then(|c| Some((*c, scan_for(c, keys)?)));
+    let scan =
+        |side: usize, keys: &[String]| kids.get(side).and_then(|c| Some((*c, scan_for(c, keys)?)));
     let (l, r) = (scan(0, &left_keys), scan(1, &right_keys));
     Some(JoinInfo {
         left_table: l.and_then(|(_, s)| table_of_scan(s)),
@@ -224,7 +241,9 @@ fn scan_for<'a>(side: &'a Value, keys: &[String]) -> Option<&'a Value> {
     scans
         .iter()
         .find(|n| scan_output(n).iter().any(|o| o == first))
-        .or_else(|| scans.iter().find(|n| scan_output(n).iter().any(|o| attr_name(o) == attr_name(first))))
+        .or_else(|| {
+            scans.iter().find(|n| scan_output(n).iter().any(|o| attr_name(o) == attr_name(first)))
+        })
         .or(if scans.len() == 1 { scans.first() } else { None })
         .copied()
 }
@@ -294,11 +313,21 @@ pub fn scans(plan: &Value) -> Vec<ScanInfo> {
         .filter(|n| is_scan(n))
         .map(|n| {
             let parts: Vec<&str> = name(n).split_whitespace().collect();
-            let location = table_of_scan(n).filter(|t| parts.len() < 3 || *t != parts[2..].join(" "));
+            let location =
+                table_of_scan(n).filter(|t| parts.len() < 3 || *t != parts[2..].join(" "));
             let metric = |m: &str| {
-                n.get("metrics").and_then(|x| x.as_array())?.iter().find(|x| x.get("name").and_then(|v| v.as_str()) == Some(m))?.get("accumulatorId")?.as_i64()
+                n.get("metrics")
+                    .and_then(|x| x.as_array())?
+                    .iter()
+                    .find(|x| x.get("name").and_then(|v| v.as_str()) == Some(m))?
+                    .get("accumulatorId")?
+                    .as_i64()
             };
-            let filters = n.get("metadata").and_then(|m| m.get("PartitionFilters")).and_then(|x| x.as_str()).unwrap_or("[]");
+            let filters = n
+                .get("metadata")
+                .and_then(|m| m.get("PartitionFilters"))
+                .and_then(|x| x.as_str())
+                .unwrap_or("[]");
             ScanInfo {
                 name: (parts.len() >= 3).then(|| parts[2..].join(" ")),
                 location,
@@ -311,10 +340,15 @@ pub fn scans(plan: &Value) -> Vec<ScanInfo> {
 }
 
 fn table_of_scan(n: &Value) -> Option<String> {
-    let loc = n.get("metadata").and_then(|m| m.get("Location")).and_then(|x| x.as_str()).map(str::to_string).or_else(|| {
-        let s = simple(n);
-        s.find("Location: ").map(|i| s[i + 10..].to_string())
-    });
+    let loc = n
+        .get("metadata")
+        .and_then(|m| m.get("Location"))
+        .and_then(|x| x.as_str())
+        .map(str::to_string)
+        .or_else(|| {
+            let s = simple(n);
+            s.find("Location: ").map(|i| s[i + 10..].to_string())
+        });
     if let Some(loc) = loc {
         if let Some(i) = loc.find('[') {
             let inner = &loc[i + 1..];
@@ -348,12 +382,21 @@ mod tests {
             {"nodeName": "Scan parquet spark_catalog.default.titles", "simpleString": "FileScan parquet spark_catalog.default.titles[title_id#5,name#6] Batched: true", "children": []}
         ]});
         let j = join_of_stage(&plan, &HashSet::from([77])).unwrap();
-        assert_eq!((j.operator.as_str(), j.join_type.as_str(), j.how()), ("SortMergeJoin", "LeftOuter", "left"));
+        assert_eq!(
+            (j.operator.as_str(), j.join_type.as_str(), j.how()),
+            ("SortMergeJoin", "LeftOuter", "left")
+        );
         assert_eq!(j.left_keys, vec!["title_id#1"]);
         assert_eq!(j.left_table.as_deref(), Some("/data/events.parquet"));
         assert_eq!(j.right_table.as_deref(), Some("spark_catalog.default.titles"));
         assert_eq!(attr_name("event_id#0L"), "event_id");
-        assert_eq!(j.left_side, JoinSide { columns: vec!["event_id#0L".into(), "title_id#1".into()], ..JoinSide::default() });
+        assert_eq!(
+            j.left_side,
+            JoinSide {
+                columns: vec!["event_id#0L".into(), "title_id#1".into()],
+                ..JoinSide::default()
+            }
+        );
     }
 
     #[test]
@@ -371,9 +414,18 @@ mod tests {
             {"nodeName": "HashAggregate", "simpleString": "HashAggregate(keys=[k#5], functions=[])", "children": [scan("db.b", "k#5", "[]")]}
         ]});
         let j = join_of_stage(&plan, &HashSet::new()).unwrap();
-        assert_eq!(j.left_side.filters, vec!["(isnotnull(k#1) AND (v#2 >= 100))", "(dt#3 = 2026-10-01)"]);
-        assert_eq!((j.left_side.schema.as_str(), j.left_side.through.len()), ("struct<k:string,v:int>", 0));
-        assert_eq!((j.right_side.filters.len(), j.right_side.through.clone()), (0, vec!["HashAggregate".to_string()]));
+        assert_eq!(
+            j.left_side.filters,
+            vec!["(isnotnull(k#1) AND (v#2 >= 100))", "(dt#3 = 2026-10-01)"]
+        );
+        assert_eq!(
+            (j.left_side.schema.as_str(), j.left_side.through.len()),
+            ("struct<k:string,v:int>", 0)
+        );
+        assert_eq!(
+            (j.right_side.filters.len(), j.right_side.through.clone()),
+            (0, vec!["HashAggregate".to_string()])
+        );
         assert_eq!(j.right_table.as_deref(), Some("/d/t"));
     }
 }

@@ -62,10 +62,24 @@ fn push_headline(o: &mut String, d: &Diagnosis) {
 fn push_locate(o: &mut String, d: &Diagnosis) {
     o.push_str("\n1. Locate\n");
     o.push_str(&format!("   {}\n", d.locate));
-    let mut t = table(&["stage", "duration", "share", "tasks", "waves", "shuffle read", "input", "spill (disk)", "name"]);
+    let mut t = table(&[
+        "stage",
+        "duration",
+        "share",
+        "tasks",
+        "waves",
+        "shuffle read",
+        "input",
+        "spill (disk)",
+        "name",
+    ]);
     for s in d.stages.iter().take(6) {
         t.add_row(vec![
-            format!("{}{}", s.stage_id, if s.attempt > 0 { format!(".{}", s.attempt) } else { String::new() }),
+            format!(
+                "{}{}",
+                s.stage_id,
+                if s.attempt > 0 { format!(".{}", s.attempt) } else { String::new() }
+            ),
             fmt_ms(s.duration_ms),
             pct(s.share),
             s.tasks.to_string(),
@@ -99,7 +113,11 @@ fn push_measure(o: &mut String, d: &Diagnosis) {
             "   stage {}: {} tasks{} on {} cores ({:.1} waves), {}\n",
             s.stage_id,
             s.tasks,
-            if s.failed_tasks > 0 { format!(" (+{} failed)", s.failed_tasks) } else { String::new() },
+            if s.failed_tasks > 0 {
+                format!(" (+{} failed)", s.failed_tasks)
+            } else {
+                String::new()
+            },
             s.slots,
             s.waves,
             fmt_ms(s.duration_ms)
@@ -120,13 +138,19 @@ fn task_line(d: &Diagnosis, stage_id: i64) -> Option<String> {
         return None;
     }
     let reads: Vec<u64> = tasks.iter().map(|t| t.1).collect();
-    Some(format!("   {what} per task, task 0 to {}: {}\n", tasks.len() - 1, crate::html::sparkline(&reads, 60)))
+    Some(format!(
+        "   {what} per task, task 0 to {}: {}\n",
+        tasks.len() - 1,
+        crate::html::sparkline(&reads, 60)
+    ))
 }
 
 /// The Spark UI's summary metrics table: one row per metric, min to max.
 fn quantile_table(ts: &TaskSummary) -> Table {
     let mut t = table(&["per task", "min", "25th", "median", "75th", "max"]);
-    let row = |name: &str, q: &Quantiles, f: &dyn Fn(i64) -> String| vec![name.to_string(), f(q.min), f(q.p25), f(q.median), f(q.p75), f(q.max)];
+    let row = |name: &str, q: &Quantiles, f: &dyn Fn(i64) -> String| {
+        vec![name.to_string(), f(q.min), f(q.p25), f(q.median), f(q.p75), f(q.max)]
+    };
     let n = |v: i64| crate::format::fmt_count(v.max(0) as u64);
     t.add_row(row("duration", &ts.duration_ms, &fmt_ms));
     t.add_row(row("run time", &ts.run_ms, &fmt_ms));
@@ -144,7 +168,12 @@ fn quantile_table(ts: &TaskSummary) -> Table {
 fn push_diagnose(o: &mut String, d: &Diagnosis) {
     o.push_str("\n3. Diagnose (suspects in the order they are cheapest to check)\n");
     for c in &d.checks {
-        o.push_str(&format!("   [{}] {}: {}\n", if c.confirmed { "x" } else { " " }, c.kind.as_str(), c.numbers));
+        o.push_str(&format!(
+            "   [{}] {}: {}\n",
+            if c.confirmed { "x" } else { " " },
+            c.kind.as_str(),
+            c.numbers
+        ));
     }
     if d.findings.is_empty() {
         o.push_str("   none of the usual suspects is confirmed by the numbers above\n");
@@ -155,7 +184,12 @@ fn push_diagnose(o: &mut String, d: &Diagnosis) {
 fn push_fix(o: &mut String, d: &Diagnosis) {
     o.push_str("\n4. Fix\n");
     for f in &d.findings {
-        o.push_str(&format!("   {}{}: {}\n", f.kind.as_str(), f.stage_id.map(|s| format!(" (stage {s})")).unwrap_or_default(), f.fix));
+        o.push_str(&format!(
+            "   {}{}: {}\n",
+            f.kind.as_str(),
+            f.stage_id.map(|s| format!(" (stage {s})")).unwrap_or_default(),
+            f.fix
+        ));
         o.push_str(&format!("     cost: {}\n", f.cost));
         if let Some(j) = &f.join {
             o.push_str(&format!(
@@ -190,7 +224,8 @@ fn push_verify(o: &mut String, d: &Diagnosis) {
 
 /// A History Server's applications, newest first, each with its slowest stage.
 pub fn listing_text(l: &super::history::Listing) -> String {
-    let mut o = format!("skewjoin diagnose {}: {} application(s)\n", l.server, l.applications.len());
+    let mut o =
+        format!("skewjoin diagnose {}: {} application(s)\n", l.server, l.applications.len());
     let mut t = table(&["application", "attempt", "name", "duration", "slowest stage"]);
     for a in &l.applications {
         let attempt = match (&a.attempt, a.attempts) {
@@ -201,7 +236,14 @@ pub fn listing_text(l: &super::history::Listing) -> String {
         let slowest = a
             .slowest_stage
             .as_ref()
-            .map(|s| format!("stage {} ({}): {}", s.stage_id, one_line(&s.name, 40), fmt_ms(s.duration_ms)))
+            .map(|s| {
+                format!(
+                    "stage {} ({}): {}",
+                    s.stage_id,
+                    one_line(&s.name, 40),
+                    fmt_ms(s.duration_ms)
+                )
+            })
             .unwrap_or_else(|| "-".into());
         let duration = if a.completed { fmt_ms(a.duration_ms) } else { "running".into() };
         t.add_row(vec![a.id.clone(), attempt, one_line(&a.name, 40), duration, slowest]);
@@ -227,7 +269,11 @@ pub fn listing_json(l: &super::history::Listing) -> String {
 pub fn html(d: &Diagnosis) -> crate::html::Page {
     use crate::html::{histogram, timeline, Bars, Page, Span};
     let a = &d.app;
-    let mut p = Page::new(&format!("skewjoin diagnose: {} ({})", if a.name.is_empty() { "?" } else { &a.name }, a.id));
+    let mut p = Page::new(&format!(
+        "skewjoin diagnose: {} ({})",
+        if a.name.is_empty() { "?" } else { &a.name },
+        a.id
+    ));
     p.para(&format!(
         "{} wall clock, {} job(s), {} stage(s), {} tasks, {} executor cores{}",
         fmt_ms(a.duration_ms),
@@ -248,7 +294,10 @@ pub fn html(d: &Diagnosis) -> crate::html::Page {
         .stages
         .iter()
         .map(|(id, attempt, name, a, b)| Span {
-            label: format!("stage {id}{}: {name}", if *attempt > 0 { format!(".{attempt}") } else { String::new() }),
+            label: format!(
+                "stage {id}{}: {name}",
+                if *attempt > 0 { format!(".{attempt}") } else { String::new() }
+            ),
             start_ms: *a,
             end_ms: *b,
             marked: Some(*id) == slow_id,
@@ -260,8 +309,21 @@ pub fn html(d: &Diagnosis) -> crate::html::Page {
         let reads: Vec<u64> = tasks.iter().map(|t| t.1).collect();
         let durations: Vec<i64> = tasks.iter().map(|t| t.0).collect();
         let max_at = reads.iter().enumerate().max_by_key(|x| x.1).map(|x| x.0);
-        let marks = max_at.filter(|&i| reads[i] > 0).map(|i| vec![(i, "the largest".to_string())]).unwrap_or_default();
-        p.svg(Bars { title: &format!("{what} per task of stage {id}, in task index order"), item: "task", unit: what, values: &reads, marks, top: None }.svg());
+        let marks = max_at
+            .filter(|&i| reads[i] > 0)
+            .map(|i| vec![(i, "the largest".to_string())])
+            .unwrap_or_default();
+        p.svg(
+            Bars {
+                title: &format!("{what} per task of stage {id}, in task index order"),
+                item: "task",
+                unit: what,
+                values: &reads,
+                marks,
+                top: None,
+            }
+            .svg(),
+        );
         p.svg(histogram(&format!("task durations of stage {id}"), &durations));
         if let Some(s) = d.stages.iter().find(|s| s.stage_id == *id) {
             p.comfy(&quantile_table(&s.task_summary));
@@ -272,8 +334,21 @@ pub fn html(d: &Diagnosis) -> crate::html::Page {
         p.para("no finding: no cause was confirmed on a stage that matters");
     }
     for f in &d.findings {
-        let title = format!("{}{}", f.kind.as_str(), f.stage_id.map(|s| format!(" (stage {s})")).unwrap_or_default());
-        p.note(true, &title, &[f.evidence.clone(), format!("fix: {}", f.fix), format!("cost: {}", f.cost), format!("verify: {}", f.verify)]);
+        let title = format!(
+            "{}{}",
+            f.kind.as_str(),
+            f.stage_id.map(|s| format!(" (stage {s})")).unwrap_or_default()
+        );
+        p.note(
+            true,
+            &title,
+            &[
+                f.evidence.clone(),
+                format!("fix: {}", f.fix),
+                format!("cost: {}", f.cost),
+                format!("verify: {}", f.verify),
+            ],
+        );
         for c in &f.next_commands {
             p.pre(c);
         }
@@ -282,7 +357,11 @@ pub fn html(d: &Diagnosis) -> crate::html::Page {
     for c in &d.checks {
         p.note(
             c.confirmed,
-            &format!("{}{}", c.kind.as_str(), c.stage_id.map(|s| format!(" (stage {s})")).unwrap_or_default()),
+            &format!(
+                "{}{}",
+                c.kind.as_str(),
+                c.stage_id.map(|s| format!(" (stage {s})")).unwrap_or_default()
+            ),
             std::slice::from_ref(&c.numbers),
         );
     }

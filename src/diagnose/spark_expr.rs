@@ -22,11 +22,14 @@ pub fn conjuncts(cond: &str) -> Vec<String> {
 
 /// Column name -> Spark type name, from a scan's `ReadSchema: struct<a:int,b:string>`.
 pub fn read_schema(schema: &str) -> HashMap<String, String> {
-    let inner = schema.trim().strip_prefix("struct<").and_then(|s| s.strip_suffix('>')).unwrap_or("");
+    let inner =
+        schema.trim().strip_prefix("struct<").and_then(|s| s.strip_suffix('>')).unwrap_or("");
     fields(inner)
         .into_iter()
         .filter_map(|f| f.split_once(':'))
-        .map(|(n, t)| (n.trim().trim_matches('`').to_ascii_lowercase(), t.trim().to_ascii_lowercase()))
+        .map(|(n, t)| {
+            (n.trim().trim_matches('`').to_ascii_lowercase(), t.trim().to_ascii_lowercase())
+        })
         .collect()
 }
 
@@ -65,16 +68,28 @@ pub fn to_sql(cond: &str, columns: &[String], types: &HashMap<String, String>) -
     }
     let (l, op, r) = binary(e)?;
     match op {
-        "AND" | "OR" => Some(format!("({} {op} {})", to_sql(l, columns, types)?, to_sql(r, columns, types)?)),
+        "AND" | "OR" => {
+            Some(format!("({} {op} {})", to_sql(l, columns, types)?, to_sql(r, columns, types)?))
+        }
         _ => comparison(l, op, r, columns, types),
     }
 }
 
-fn comparison(l: &str, op: &str, r: &str, columns: &[String], types: &HashMap<String, String>) -> Option<String> {
+fn comparison(
+    l: &str,
+    op: &str,
+    r: &str,
+    columns: &[String],
+    types: &HashMap<String, String>,
+) -> Option<String> {
     match (column(l, columns), column(r, columns)) {
         (Some((_, a)), Some((_, b))) => Some(format!("({a} {op} {b})")),
-        (Some((name, a)), None) => Some(format!("({a} {op} {})", literal(r, types.get(&name).map(String::as_str))?)),
-        (None, Some((name, b))) => Some(format!("({} {op} {b})", literal(l, types.get(&name).map(String::as_str))?)),
+        (Some((name, a)), None) => {
+            Some(format!("({a} {op} {})", literal(r, types.get(&name).map(String::as_str))?))
+        }
+        (None, Some((name, b))) => {
+            Some(format!("({} {op} {b})", literal(l, types.get(&name).map(String::as_str))?))
+        }
         (None, None) => None,
     }
 }
@@ -142,10 +157,17 @@ fn column(e: &str, columns: &[String]) -> Option<(String, String)> {
 /// two ways or that Spark prints inexactly (timestamps, binary, nested types).
 fn literal(text: &str, column_type: Option<&str>) -> Option<String> {
     let t = column_type?;
-    let number = || text.parse::<f64>().ok().filter(|x| x.is_finite() && !text.contains(['e', 'E', '+'])).map(|_| text.to_string());
+    let number = || {
+        text.parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && !text.contains(['e', 'E', '+']))
+            .map(|_| text.to_string())
+    };
     match t {
         "string" => plausible_string(text).then(|| crate::sql::string_literal(text)),
-        "tinyint" | "smallint" | "int" | "bigint" | "byte" | "short" | "integer" | "long" => text.parse::<i64>().ok().map(|_| text.to_string()),
+        "tinyint" | "smallint" | "int" | "bigint" | "byte" | "short" | "integer" | "long" => {
+            text.parse::<i64>().ok().map(|_| text.to_string())
+        }
         "double" => number().map(|n| format!("CAST({} AS DOUBLE)", crate::sql::string_literal(&n))),
         "float" => number().map(|n| format!("CAST({} AS FLOAT)", crate::sql::string_literal(&n))),
         t if t.starts_with("decimal") => number(),
@@ -158,12 +180,19 @@ fn literal(text: &str, column_type: Option<&str>) -> Option<String> {
 /// A string as Spark prints it can hold what the plan's own syntax uses: refuse the texts that
 /// could be a cut-off piece of a longer condition.
 fn plausible_string(text: &str) -> bool {
-    !text.starts_with(' ') && !text.ends_with(' ') && !text.contains(['(', ')', '#']) && !text.contains(" AND ") && !text.contains(" OR ")
+    !text.starts_with(' ')
+        && !text.ends_with(' ')
+        && !text.contains(['(', ')', '#'])
+        && !text.contains(" AND ")
+        && !text.contains(" OR ")
 }
 
 fn is_date(s: &str) -> bool {
     let b = s.as_bytes();
-    b.len() == 10 && b[4] == b'-' && b[7] == b'-' && s.chars().enumerate().all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+    b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && s.chars().enumerate().all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
 }
 
 #[cfg(test)]
@@ -171,8 +200,15 @@ mod tests {
     use super::*;
 
     fn cols() -> (Vec<String>, HashMap<String, String>) {
-        let columns = ["title_id#18", "views#19", "kind#20", "day#21", "score#22", "ts#23"].map(String::from).to_vec();
-        (columns, read_schema("struct<title_id:string,views:int,kind:string,day:date,score:double,ts:timestamp>"))
+        let columns = ["title_id#18", "views#19", "kind#20", "day#21", "score#22", "ts#23"]
+            .map(String::from)
+            .to_vec();
+        (
+            columns,
+            read_schema(
+                "struct<title_id:string,views:int,kind:string,day:date,score:double,ts:timestamp>",
+            ),
+        )
     }
 
     #[test]
@@ -183,9 +219,15 @@ mod tests {
         assert_eq!(parts, vec!["isnotnull(views#19)", "(views#19 >= 100)", "(kind#20 = play)"]);
         let sql: Vec<String> = parts.iter().map(|p| to_sql(p, &c, &t).unwrap()).collect();
         assert_eq!(sql, vec!["`views` IS NOT NULL", "(`views` >= 100)", "(`kind` = 'play')"]);
-        assert_eq!(to_sql("(day#21 >= 2026-10-15)", &c, &t).unwrap(), "(`day` >= DATE '2026-10-15')");
+        assert_eq!(
+            to_sql("(day#21 >= 2026-10-15)", &c, &t).unwrap(),
+            "(`day` >= DATE '2026-10-15')"
+        );
         assert_eq!(to_sql("NOT (kind#20 = it's)", &c, &t).unwrap(), "NOT ((`kind` = 'it\\'s'))");
-        assert_eq!(to_sql("((views#19 < 5) OR (score#22 > 0.5))", &c, &t).unwrap(), "((`views` < 5) OR (`score` > CAST('0.5' AS DOUBLE)))");
+        assert_eq!(
+            to_sql("((views#19 < 5) OR (score#22 > 0.5))", &c, &t).unwrap(),
+            "((`views` < 5) OR (`score` > CAST('0.5' AS DOUBLE)))"
+        );
         assert_eq!(to_sql("(100 < views#19)", &c, &t).unwrap(), "(100 < `views`)");
     }
 

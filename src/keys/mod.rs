@@ -81,7 +81,11 @@ pub struct KeysOptions {
     pub hot_factor: f64,
 }
 
-pub fn report(profiles: Vec<ColumnProfile>, classifier: &Classifier, opts: &KeysOptions) -> KeysReport {
+pub fn report(
+    profiles: Vec<ColumnProfile>,
+    classifier: &Classifier,
+    opts: &KeysOptions,
+) -> KeysReport {
     let columns = profiles.into_iter().map(|p| column_report(p, classifier, opts)).collect();
     KeysReport { columns }
 }
@@ -98,7 +102,10 @@ fn key_display(key: &[Value], types: &[crate::value::KeyType]) -> String {
     if key.len() == 1 {
         key[0].display(types[0])
     } else {
-        format!("({})", key.iter().zip(types).map(|(v, t)| v.display(*t)).collect::<Vec<_>>().join(", "))
+        format!(
+            "({})",
+            key.iter().zip(types).map(|(v, t)| v.display(*t)).collect::<Vec<_>>().join(", ")
+        )
     }
 }
 
@@ -159,7 +166,13 @@ fn verdict(top: &[TopValue], p: &ColumnProfile, even: f64, opts: &KeysOptions) -
     );
     let mut details = Vec::new();
     if p.rows == 0 {
-        return Verdict { even_task_rows: 0.0, hot_factor: opts.hot_factor, hot: vec![], text: "empty table: nothing to count".into(), details };
+        return Verdict {
+            even_task_rows: 0.0,
+            hot_factor: opts.hot_factor,
+            hot: vec![],
+            text: "empty table: nothing to count".into(),
+            details,
+        };
     }
     let text = if hot.is_empty() {
         match top.first() {
@@ -197,10 +210,20 @@ fn verdict(top: &[TopValue], p: &ColumnProfile, even: f64, opts: &KeysOptions) -
         }
         for (part, (rows, vals)) in by_part {
             if vals.len() > 1 {
-                details.push(format!("{} share Spark partition {part}: {} rows in one task", vals.join(" and "), fmt_count(rows)));
+                details.push(format!(
+                    "{} share Spark partition {part}: {} rows in one task",
+                    vals.join(" and "),
+                    fmt_count(rows)
+                ));
             }
         }
         format!("{} hot value{} ({rule})", hot.len(), if hot.len() == 1 { "" } else { "s" })
     };
-    Verdict { even_task_rows: even, hot_factor: opts.hot_factor, hot: hot.iter().map(|t| t.value.clone()).collect(), text, details }
+    Verdict {
+        even_task_rows: even,
+        hot_factor: opts.hot_factor,
+        hot: hot.iter().map(|t| t.value.clone()).collect(),
+        text,
+        details,
+    }
 }

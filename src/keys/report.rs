@@ -53,7 +53,10 @@ fn column_heading(c: &ColumnReport) -> String {
     if let Some(s) = &c.sample {
         head.push_str(&sample_line(c, s));
     } else if c.count_error > 0 {
-        head.push_str(&format!("\nmemory bound reached: counts are lower bounds, each at most {} rows below the truth", fmt_count(c.count_error)));
+        head.push_str(&format!(
+            "\nmemory bound reached: counts are lower bounds, each at most {} rows below the truth",
+            fmt_count(c.count_error)
+        ));
     }
     head
 }
@@ -105,7 +108,12 @@ fn top_values_table(c: &ColumnReport) -> Table {
     header.extend(["class", "partition", "reason"]);
     t.set_header(header);
     for (i, v) in c.top.iter().enumerate() {
-        let mut row = vec![(i + 1).to_string(), truncate(&v.display, 40), fmt_count(v.count), fmt_share(v.share)];
+        let mut row = vec![
+            (i + 1).to_string(),
+            truncate(&v.display, 40),
+            fmt_count(v.count),
+            fmt_share(v.share),
+        ];
         if sampled {
             row.push(v.share_error.map(fmt_share).unwrap_or_default());
         }
@@ -141,7 +149,19 @@ fn truncate(s: &str, n: usize) -> String {
 
 fn keys_csv(report: &KeysReport) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
-    let _ = w.write_record(["column", "rank", "value", "count", "share", "share_error", "class", "hot", "spark_partition", "spark_hash", "reason"]);
+    let _ = w.write_record([
+        "column",
+        "rank",
+        "value",
+        "count",
+        "share",
+        "share_error",
+        "class",
+        "hot",
+        "spark_partition",
+        "spark_hash",
+        "reason",
+    ]);
     for c in &report.columns {
         for (i, v) in c.top.iter().enumerate() {
             let value = match &v.value {

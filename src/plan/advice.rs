@@ -11,7 +11,12 @@ const LARGE_MEDIAN_TASK: u64 = 500 << 20;
 /// The task size more partitions should aim for (bytes).
 const TARGET_TASK: u64 = 128 << 20;
 
-pub(crate) fn next_step(before: &TaskStats, before_tasks: &[Task], partitions: u32, hot_factor: f64) -> String {
+pub(crate) fn next_step(
+    before: &TaskStats,
+    before_tasks: &[Task],
+    partitions: u32,
+    hot_factor: f64,
+) -> String {
     if before.median_task_bytes > LARGE_MEDIAN_TASK {
         let total: u64 = before_tasks.iter().map(|t| t.1 as u64).sum();
         let want = (total / TARGET_TASK).max(partitions as u64 + 1);

@@ -126,14 +126,18 @@ impl AqeActions {
             })
             .collect();
         if parts.is_empty() {
-            let thr: Vec<String> = self.skew_threshold_bytes.iter().flatten().map(|t| human(*t)).collect();
+            let thr: Vec<String> =
+                self.skew_threshold_bytes.iter().flatten().map(|t| human(*t)).collect();
             parts.push(match thr.len() {
                 0 => "AQE splits no partition (skew splits are off, or this join type lets it split neither side)".to_string(),
                 _ => format!("AQE splits no partition (none over its skew threshold of {})", thr.join(" / ")),
             });
         }
         match self.coalesced_into {
-            Some(n) => parts.push(format!("coalesces the rest into {n} tasks of about {}", human(self.coalesce_target_bytes))),
+            Some(n) => parts.push(format!(
+                "coalesces the rest into {n} tasks of about {}",
+                human(self.coalesce_target_bytes)
+            )),
             None => parts.push("coalesces nothing".into()),
         }
         format!("{}: {} tasks", parts.join("; "), self.tasks)
@@ -148,14 +152,23 @@ pub struct AqeStage {
 }
 
 /// The join stage of `how` over these two shuffles under `aqe`, on a cluster of `cores`.
-pub fn stage(left: &ShuffleSide, right: &ShuffleSide, partitions: u32, how: JoinType, aqe: &Aqe, cores: u32) -> AqeStage {
+pub fn stage(
+    left: &ShuffleSide,
+    right: &ShuffleSide,
+    partitions: u32,
+    how: JoinType,
+    aqe: &Aqe,
+    cores: u32,
+) -> AqeStage {
     let n = partitions.max(1) as usize;
     let sides = [left, right];
     let rows = [left.partition_rows(n), right.partition_rows(n)];
     let blocks = [0, 1].map(|s| reported_blocks(sides[s], n));
-    let bytes: [Vec<u64>; 2] = [0, 1].map(|s| (0..n).map(|p| blocks[s].iter().map(|m| m[p]).sum()).collect());
+    let bytes: [Vec<u64>; 2] =
+        [0, 1].map(|s| (0..n).map(|p| blocks[s].iter().map(|m| m[p]).sum()).collect());
     // Spark's data size counts each row's bytes, not the 4-byte length the shuffle writes.
-    let data_size = [0, 1].map(|s| (rows[s].iter().sum::<u64>() as f64 * (sides[s].row_bytes - 4.0).max(0.0)) as u64);
+    let data_size = [0, 1]
+        .map(|s| (rows[s].iter().sum::<u64>() as f64 * (sides[s].row_bytes - 4.0).max(0.0)) as u64);
     if let Some(b) = runtime_broadcast(&bytes, data_size, how, aqe) {
         return broadcast_stage(sides[1 - b as usize], partitions, b, aqe, cores, &bytes);
     }
@@ -173,8 +186,10 @@ pub fn stage(left: &ShuffleSide, right: &ShuffleSide, partitions: u32, how: Join
     }
     let total: u64 = bytes.iter().flatten().sum();
     let target = coalesce_target(total, aqe, cores);
-    let ranges = if aqe.coalesce { coalesced(&units, &bytes, target, aqe.min_partition_size) } else { None };
-    let coalesced_into = ranges.as_ref().map(|r| r.iter().filter(|x| matches!(x, Spec::Range(..))).count() as u32);
+    let ranges =
+        if aqe.coalesce { coalesced(&units, &bytes, target, aqe.min_partition_size) } else { None };
+    let coalesced_into =
+        ranges.as_ref().map(|r| r.iter().filter(|x| matches!(x, Spec::Range(..))).count() as u32);
     let specs = ranges.unwrap_or_else(|| uncoalesced(&units));
     let tasks: Vec<Task> = specs.iter().map(|sp| sp.task(sides, &rows)).collect();
     let actions = AqeActions {
@@ -199,8 +214,10 @@ fn reported_blocks(side: &ShuffleSide, n: usize) -> Vec<Vec<u64>> {
             if n <= HIGHLY_COMPRESSED_OVER {
                 return raw.into_iter().map(log_rounded).collect();
             }
-            let small: Vec<u64> = raw.iter().copied().filter(|b| *b > 0 && *b < ACCURATE_BLOCK).collect();
-            let avg = if small.is_empty() { 0 } else { small.iter().sum::<u64>() / small.len() as u64 };
+            let small: Vec<u64> =
+                raw.iter().copied().filter(|b| *b > 0 && *b < ACCURATE_BLOCK).collect();
+            let avg =
+                if small.is_empty() { 0 } else { small.iter().sum::<u64>() / small.len() as u64 };
             raw.into_iter()
                 .map(|b| {
                     if b == 0 {
@@ -254,12 +271,20 @@ enum Spec {
 
 impl Spec {
     fn task(&self, sides: [&ShuffleSide; 2], rows: &[Vec<u64>; 2]) -> Task {
-        let whole = |s: &ShuffleSide, a: usize, b: usize| -> f64 { s.bytes.iter().map(|m| m[a..b].iter().sum::<f64>()).sum() };
+        let whole = |s: &ShuffleSide, a: usize, b: usize| -> f64 {
+            s.bytes.iter().map(|m| m[a..b].iter().sum::<f64>()).sum()
+        };
         let part = |s: &ShuffleSide, p: usize, (a, b): (usize, usize)| -> (u64, f64) {
-            (s.maps[a..b].iter().map(|m| m.get(p).copied().unwrap_or(0)).sum(), s.bytes[a..b].iter().map(|m| m.get(p).copied().unwrap_or(0.0)).sum())
+            (
+                s.maps[a..b].iter().map(|m| m.get(p).copied().unwrap_or(0)).sum(),
+                s.bytes[a..b].iter().map(|m| m.get(p).copied().unwrap_or(0.0)).sum(),
+            )
         };
         match *self {
-            Spec::Range(a, b) => (rows[0][a..b].iter().sum::<u64>() + rows[1][a..b].iter().sum::<u64>(), whole(sides[0], a, b) + whole(sides[1], a, b)),
+            Spec::Range(a, b) => (
+                rows[0][a..b].iter().sum::<u64>() + rows[1][a..b].iter().sum::<u64>(),
+                whole(sides[0], a, b) + whole(sides[1], a, b),
+            ),
             Spec::Piece { partition, left, right } => {
                 let (l, r) = (part(sides[0], partition, left), part(sides[1], partition, right));
                 (l.0 + r.0, l.1 + r.1)
@@ -288,7 +313,12 @@ fn uncoalesced(units: &[Unit]) -> Vec<Spec> {
 /// Spark's `coalescePartitions`: the runs of partitions that are not split coalesced (both
 /// sides' bytes together), the split ones kept as they are; None when that makes no fewer
 /// tasks than there were.
-fn coalesced(units: &[Unit], bytes: &[Vec<u64>; 2], target: u64, min_size: u64) -> Option<Vec<Spec>> {
+fn coalesced(
+    units: &[Unit],
+    bytes: &[Vec<u64>; 2],
+    target: u64,
+    min_size: u64,
+) -> Option<Vec<Spec>> {
     let before = uncoalesced(units);
     let size = |p: usize| bytes[0][p] + bytes[1][p];
     let any_split = units.iter().any(Unit::is_split);
@@ -297,7 +327,11 @@ fn coalesced(units: &[Unit], bytes: &[Vec<u64>; 2], target: u64, min_size: u64) 
     let close = |from: Option<usize>, to: usize, out: &mut Vec<Spec>| {
         if let Some(a) = from {
             let sizes: Vec<u64> = (a..to).map(size).collect();
-            out.extend(coalesce(&sizes, target, min_size, any_split).into_iter().map(|(x, y)| Spec::Range(a + x, a + y)));
+            out.extend(
+                coalesce(&sizes, target, min_size, any_split)
+                    .into_iter()
+                    .map(|(x, y)| Spec::Range(a + x, a + y)),
+            );
         }
     };
     for u in units {
@@ -323,7 +357,12 @@ pub fn coalesce_target(total: u64, aqe: &Aqe, cores: u32) -> u64 {
 /// next partition would take it past `target`; a range under `min_size` is packed with the
 /// range before (when that is smaller than the next partition) or with what follows. An
 /// all-empty run makes one range, or none when `allow_empty` (a run between skewed ones).
-pub fn coalesce(sizes: &[u64], target: u64, min_size: u64, allow_empty: bool) -> Vec<(usize, usize)> {
+pub fn coalesce(
+    sizes: &[u64],
+    target: u64,
+    min_size: u64,
+    allow_empty: bool,
+) -> Vec<(usize, usize)> {
     let mut out: Vec<(usize, usize)> = Vec::new();
     let (mut coalesced, mut split, mut latest) = (0u64, 0usize, 0u64);
     for (i, &cur) in sizes.iter().enumerate() {
@@ -392,7 +431,13 @@ impl Skew {
 
     /// Side `s`'s map ranges for partition `p` (`blocks`: per map task, its reported bytes
     /// per partition): several when it is skewed and its map outputs make more than one split.
-    fn splits(&self, blocks: &[Vec<u64>], s: usize, p: usize, bytes: &[u64]) -> Vec<(usize, usize)> {
+    fn splits(
+        &self,
+        blocks: &[Vec<u64>],
+        s: usize,
+        p: usize,
+        bytes: &[u64],
+    ) -> Vec<(usize, usize)> {
         let all = vec![(0, blocks.len())];
         match self.threshold[s] {
             Some(t) if bytes[p] > t => {
@@ -401,7 +446,11 @@ impl Skew {
                 if starts.len() < 2 {
                     return all;
                 }
-                starts.iter().enumerate().map(|(i, &a)| (a, starts.get(i + 1).copied().unwrap_or(sizes.len()))).collect()
+                starts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &a)| (a, starts.get(i + 1).copied().unwrap_or(sizes.len())))
+                    .collect()
             }
             _ => all,
         }
@@ -464,7 +513,14 @@ pub fn can_split(how: JoinType, side: Side) -> bool {
     }
 }
 
-fn skewed_partition(side: &ShuffleSide, s: usize, p: usize, rows: u64, bytes: u64, spec: &[(usize, usize)]) -> SkewedPartition {
+fn skewed_partition(
+    side: &ShuffleSide,
+    s: usize,
+    p: usize,
+    rows: u64,
+    bytes: u64,
+    spec: &[(usize, usize)],
+) -> SkewedPartition {
     let map_rows = side.map_rows(p);
     let largest = spec.iter().map(|&(a, b)| map_rows[a..b].iter().sum::<u64>()).max().unwrap_or(0);
     SkewedPartition {
@@ -481,7 +537,12 @@ fn skewed_partition(side: &ShuffleSide, s: usize, p: usize, rows: u64, bytes: u6
 /// The side AQE broadcasts once the shuffles have run: one the join may broadcast whose rows
 /// (`data_size`, uncompressed) are under AQE's threshold, unless fewer than a fifth of its
 /// partitions hold rows; the smaller when both qualify.
-fn runtime_broadcast(bytes: &[Vec<u64>; 2], data_size: [u64; 2], how: JoinType, aqe: &Aqe) -> Option<Side> {
+fn runtime_broadcast(
+    bytes: &[Vec<u64>; 2],
+    data_size: [u64; 2],
+    how: JoinType,
+    aqe: &Aqe,
+) -> Option<Side> {
     if aqe.broadcast_threshold == 0 {
         return None;
     }
@@ -500,7 +561,14 @@ fn runtime_broadcast(bytes: &[Vec<u64>; 2], data_size: [u64; 2], how: JoinType, 
 /// The join as a broadcast hash join over `stream`'s shuffle output read where it was
 /// written: as many tasks as the coalesced partitions would have been, each map output cut
 /// into equal runs of partitions (or, with fewer tasks than map outputs, runs of map outputs).
-fn broadcast_stage(stream: &ShuffleSide, partitions: u32, built: Side, aqe: &Aqe, cores: u32, bytes: &[Vec<u64>; 2]) -> AqeStage {
+fn broadcast_stage(
+    stream: &ShuffleSide,
+    partitions: u32,
+    built: Side,
+    aqe: &Aqe,
+    cores: u32,
+    bytes: &[Vec<u64>; 2],
+) -> AqeStage {
     let n = partitions.max(1) as usize;
     // The stream side's read is coalesced on its own (a broadcast join parts the coalescing
     // groups), with the cores shared between the two sides' shuffles by their bytes.
@@ -509,18 +577,40 @@ fn broadcast_stage(stream: &ShuffleSide, partitions: u32, built: Side, aqe: &Aqe
     let (mine, all): (u64, u64) = (sizes.iter().sum(), bytes.iter().flatten().sum());
     let share = ((f64::from(cores) * mine as f64 / all.max(1) as f64).round() as u32).max(1);
     let target = coalesce_target(mine, aqe, share);
-    let expected = if aqe.coalesce { coalesce(&sizes, target, aqe.min_partition_size, false).len() } else { n };
+    let expected = if aqe.coalesce {
+        coalesce(&sizes, target, aqe.min_partition_size, false).len()
+    } else {
+        n
+    };
     let maps = stream.maps.len().max(1);
     let tasks: Vec<Task> = if expected >= maps {
         let per = expected / maps;
         (0..stream.maps.len())
-            .flat_map(|m| equal_runs(n, per).into_iter().map(move |(a, b)| (stream.maps[m][a..b].iter().sum(), stream.bytes[m][a..b].iter().sum())))
+            .flat_map(|m| {
+                equal_runs(n, per).into_iter().map(move |(a, b)| {
+                    (stream.maps[m][a..b].iter().sum(), stream.bytes[m][a..b].iter().sum())
+                })
+            })
             .collect()
     } else {
-        equal_runs(maps, expected).into_iter().map(|(a, b)| (stream.maps[a..b].iter().flatten().sum(), stream.bytes[a..b].iter().flatten().sum())).collect()
+        equal_runs(maps, expected)
+            .into_iter()
+            .map(|(a, b)| {
+                (
+                    stream.maps[a..b].iter().flatten().sum(),
+                    stream.bytes[a..b].iter().flatten().sum(),
+                )
+            })
+            .collect()
     };
     AqeStage {
-        actions: AqeActions { partitions, tasks: tasks.len() as u32, coalesce_target_bytes: target, broadcast: Some(built), ..Default::default() },
+        actions: AqeActions {
+            partitions,
+            tasks: tasks.len() as u32,
+            coalesce_target_bytes: target,
+            broadcast: Some(built),
+            ..Default::default()
+        },
         tasks,
     }
 }
@@ -574,7 +664,10 @@ mod tests {
         let s = stage(&l, &r, 8, JoinType::Inner, &aqe(), 2);
         let sk = &s.actions.skewed;
         assert_eq!(sk.len(), 1);
-        assert_eq!((sk[0].partition, sk[0].side, sk[0].splits, sk[0].map_outputs), (3, Side::Left, 4, 4));
+        assert_eq!(
+            (sk[0].partition, sk[0].side, sk[0].splits, sk[0].map_outputs),
+            (3, Side::Left, 4, 4)
+        );
         // Each split: one map's 1,010 rows and the right side's whole partition (20 rows).
         assert_eq!(s.tasks.iter().map(|t| t.0).max(), Some(1030));
     }

@@ -45,7 +45,12 @@ pub fn table_name(name: &str) -> String {
 
 impl JoinSql {
     /// The plain `SELECT * FROM left l JOIN right r ON ...` of two tables.
-    pub fn tables(how: JoinType, left: (&str, &[String], &[String]), right: (&str, &[String], &[String]), key_types: Vec<KeyType>) -> JoinSql {
+    pub fn tables(
+        how: JoinType,
+        left: (&str, &[String], &[String]),
+        right: (&str, &[String], &[String]),
+        key_types: Vec<KeyType>,
+    ) -> JoinSql {
         let mut cols: Vec<String> = left.2.iter().map(|c| format!("l.{}", ident(c))).collect();
         if how.outputs_right() {
             cols.extend(right.2.iter().map(|c| format!("r.{}", ident(c))));
@@ -98,7 +103,11 @@ pub(crate) struct BranchSql<'a> {
 
 impl<'a> BranchSql<'a> {
     /// The keys of the hot keys whose strategy `f` selects.
-    pub fn set_of<'h>(&self, hot: &[&'h HotKey], f: impl Fn(&Strategy) -> bool) -> Vec<&'h [Value]> {
+    pub fn set_of<'h>(
+        &self,
+        hot: &[&'h HotKey],
+        f: impl Fn(&Strategy) -> bool,
+    ) -> Vec<&'h [Value]> {
         hot.iter().filter(|h| f(&h.strategy)).map(|h| h.key.as_slice()).collect()
     }
     pub fn keys(&self, side: Side) -> &[String] {
@@ -120,8 +129,13 @@ impl<'a> BranchSql<'a> {
         }
     }
     pub fn eq(&self, alias: &str, side: Side, key: &[Value]) -> String {
-        let parts: Vec<String> =
-            self.keys(side).iter().zip(key).zip(&self.js.key_types).map(|((c, v), t)| equals(&format!("{alias}.{}", ident(c)), v, *t)).collect();
+        let parts: Vec<String> = self
+            .keys(side)
+            .iter()
+            .zip(key)
+            .zip(&self.js.key_types)
+            .map(|((c, v), t)| equals(&format!("{alias}.{}", ident(c)), v, *t))
+            .collect();
         if parts.len() == 1 {
             parts[0].clone()
         } else {
@@ -132,7 +146,11 @@ impl<'a> BranchSql<'a> {
     pub fn in_set(&self, alias: &str, side: Side, set: &[&[Value]]) -> String {
         if self.keys(side).len() == 1 {
             let c = format!("{alias}.{}", ident(&self.keys(side)[0]));
-            let lits: Vec<String> = set.iter().filter(|k| !k[0].is_nan()).map(|k| literal(&k[0], self.js.key_types[0])).collect();
+            let lits: Vec<String> = set
+                .iter()
+                .filter(|k| !k[0].is_nan())
+                .map(|k| literal(&k[0], self.js.key_types[0]))
+                .collect();
             let in_list = (!lits.is_empty()).then(|| format!("{c} IN ({})", lits.join(", ")));
             let nan = set.iter().any(|k| k[0].is_nan()).then(|| format!("isnan({c})"));
             match (in_list, nan) {
@@ -141,11 +159,15 @@ impl<'a> BranchSql<'a> {
                 (None, None) => "FALSE".into(),
             }
         } else {
-            format!("({})", set.iter().map(|k| self.eq(alias, side, k)).collect::<Vec<_>>().join(" OR "))
+            format!(
+                "({})",
+                set.iter().map(|k| self.eq(alias, side, k)).collect::<Vec<_>>().join(" OR ")
+            )
         }
     }
     pub fn is_null(&self, alias: &str, side: Side) -> String {
-        let p: Vec<String> = self.keys(side).iter().map(|c| format!("{alias}.{} IS NULL", ident(c))).collect();
+        let p: Vec<String> =
+            self.keys(side).iter().map(|c| format!("{alias}.{} IS NULL", ident(c))).collect();
         if p.len() == 1 {
             p[0].clone()
         } else {
@@ -153,17 +175,31 @@ impl<'a> BranchSql<'a> {
         }
     }
     pub fn not_null(&self, alias: &str, side: Side) -> String {
-        self.keys(side).iter().map(|c| format!("{alias}.{} IS NOT NULL", ident(c))).collect::<Vec<_>>().join(" AND ")
+        self.keys(side)
+            .iter()
+            .map(|c| format!("{alias}.{} IS NOT NULL", ident(c)))
+            .collect::<Vec<_>>()
+            .join(" AND ")
     }
     pub fn on(&self) -> String {
         let (l, r) = (&self.js.left_alias, &self.js.right_alias);
-        self.js.left_keys.iter().zip(&self.js.right_keys).map(|(a, b)| format!("{l}.{} = {r}.{}", ident(a), ident(b))).collect::<Vec<_>>().join(" AND ")
+        self.js
+            .left_keys
+            .iter()
+            .zip(&self.js.right_keys)
+            .map(|(a, b)| format!("{l}.{} = {r}.{}", ident(a), ident(b)))
+            .collect::<Vec<_>>()
+            .join(" AND ")
     }
     /// `(SELECT * FROM source __sj_t WHERE pred) alias`, or `source alias` without a predicate.
     pub fn filtered(&self, side: Side, pred: Option<String>) -> String {
         match pred {
             None => format!("{} {}", self.table(side), self.alias(side)),
-            Some(p) => format!("(SELECT * FROM {} {ROWS} WHERE {p}) {}", self.table(side), self.alias(side)),
+            Some(p) => format!(
+                "(SELECT * FROM {} {ROWS} WHERE {p}) {}",
+                self.table(side),
+                self.alias(side)
+            ),
         }
     }
     pub fn hint(aliases: &[&str]) -> String {
@@ -174,23 +210,43 @@ impl<'a> BranchSql<'a> {
         }
     }
     /// A join of two inputs with the join's output columns (and its extra ON predicates).
-    pub fn join(&self, how: JoinType, hint: &[Side], l: String, r: String, extra_on: &str) -> String {
+    pub fn join(
+        &self,
+        how: JoinType,
+        hint: &[Side],
+        l: String,
+        r: String,
+        extra_on: &str,
+    ) -> String {
         let hint: Vec<&str> = hint.iter().map(|s| self.alias(*s)).collect();
         let hint = match (&self.js.shuffle_hint, hint.is_empty()) {
             (Some(shuffle), true) => format!("/*+ {shuffle} */ "),
             _ => Self::hint(&hint),
         };
         let extra = self.js.extra_on.as_ref().map(|e| format!(" AND ({e})")).unwrap_or_default();
-        format!("SELECT {hint}{} FROM {l} {} {r} ON {}{extra}{extra_on}", self.js.select_list, how.sql(), self.on())
+        format!(
+            "SELECT {hint}{} FROM {l} {} {r} ON {}{extra}{extra_on}",
+            self.js.select_list,
+            how.sql(),
+            self.on()
+        )
     }
     /// A padding join: no extra predicates (one side is empty).
     pub fn pad_join(&self, how: JoinType, hint: Side, l: String, r: String) -> String {
-        format!("SELECT {}{} FROM {l} {} {r} ON {}", Self::hint(&[self.alias(hint)]), self.js.select_list, how.sql(), self.on())
+        format!(
+            "SELECT {}{} FROM {l} {} {r} ON {}",
+            Self::hint(&[self.alias(hint)]),
+            self.js.select_list,
+            how.sql(),
+            self.on()
+        )
     }
     /// Rows of `side` (already chosen by `input`) padded with NULLs for the other side, with no
     /// shuffle: an outer join against an empty, broadcast other side.
     pub fn padded(&self, side: Side, input: String) -> String {
-        let empty = |s: Side| format!("(SELECT * FROM {} {ROWS} WHERE FALSE) {}", self.table(s), self.alias(s));
+        let empty = |s: Side| {
+            format!("(SELECT * FROM {} {ROWS} WHERE FALSE) {}", self.table(s), self.alias(s))
+        };
         if !self.js.how.outputs_right() {
             // Semi and anti joins output the left columns only.
             return format!("SELECT {} FROM {input}", self.js.select_list);

@@ -29,7 +29,8 @@ pub struct Rates {
 
 /// The rates `bench/cost_calibration.py` measured on Spark 3.5 in local mode on a 2-core
 /// machine (docs/cost-model.md).
-pub const MEASURED: Rates = Rates { task_s: 0.027, join_row_s: 0.84e-6, scan_row_s: 0.55e-6, stage_s: 0.2 };
+pub const MEASURED: Rates =
+    Rates { task_s: 0.027, join_row_s: 0.84e-6, scan_row_s: 0.55e-6, stage_s: 0.2 };
 
 /// One stage's predicted time.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -44,7 +45,11 @@ pub fn stage(tasks: &[Task], slots: u32, r: &Rates) -> StageTime {
     let each = |t: &Task| r.task_s + t.0 as f64 * r.join_row_s;
     let largest = tasks.iter().map(each).fold(0.0, f64::max);
     let total: f64 = tasks.iter().map(each).sum();
-    StageTime { seconds: r.stage_s + largest.max(total / f64::from(slots.max(1))), largest_task_seconds: largest, tasks: tasks.len() as u32 }
+    StageTime {
+        seconds: r.stage_s + largest.max(total / f64::from(slots.max(1))),
+        largest_task_seconds: largest,
+        tasks: tasks.len() as u32,
+    }
 }
 
 /// The time of scanning `rows` rows into a shuffle (or a broadcast) on `slots` cores.
@@ -81,7 +86,14 @@ impl JoinCost {
 
 /// The join's cost before and after: `inputs` rows of each side, the tasks of each, and the
 /// rows the rewrite's extra branches read again.
-pub fn join(inputs: [u64; 2], before: &[Task], after: &[Task], read_again: u64, slots: u32, r: &Rates) -> JoinCost {
+pub fn join(
+    inputs: [u64; 2],
+    before: &[Task],
+    after: &[Task],
+    read_again: u64,
+    slots: u32,
+    r: &Rates,
+) -> JoinCost {
     // Both inputs' map stages share the slots.
     let scans = scan(inputs[0] + inputs[1], slots, r);
     let (b, a) = (stage(before, slots, r), stage(after, slots, r));

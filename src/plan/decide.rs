@@ -11,7 +11,10 @@ use super::measure::{Measured, SideMeasure};
 use super::strategy::{self, broadcast_side, null_bypass, salt, KeyFacts};
 use super::tasks::{JoinStage, TaskStats};
 use super::verdict::{self, Verdict};
-use super::{advice, cost, display_key, emit_sql, hot, AqeEffect, HotKey, HotSide, JoinSql, JoinType, Plan, PlanOptions, Side, SideReport, Strategy};
+use super::{
+    advice, cost, display_key, emit_sql, hot, AqeEffect, HotKey, HotSide, JoinSql, JoinType, Plan,
+    PlanOptions, Side, SideReport, Strategy,
+};
 use crate::classify::{Class, Classifier};
 use crate::error::Result;
 use crate::format::{fmt_count, fmt_share, human};
@@ -21,22 +24,34 @@ pub fn decide(m: &Measured, classifier: &Classifier, opts: &PlanOptions) -> Resu
     let how = opts.how;
     let stage = JoinStage::new(m, how);
     // Hot keys are found on the shuffle partitions, before AQE regroups them into tasks.
-    let partition_tasks = stage.tasks(&m.left.scan.partition_rows, &m.right.scan.partition_rows, [false, false]);
+    let partition_tasks =
+        stage.tasks(&m.left.scan.partition_rows, &m.right.scan.partition_rows, [false, false]);
     let partition_stats = TaskStats::of(&partition_tasks, m.partitions as usize);
     let found = hot::find(m, &stage, &partition_tasks, opts.hot_factor);
-    let [left, right] = [side_report(&m.left, Side::Left, how), side_report(&m.right, Side::Right, how)];
+    let [left, right] =
+        [side_report(&m.left, Side::Left, how), side_report(&m.right, Side::Right, how)];
     let notes = notes(&[(&m.left, &left, Side::Left), (&m.right, &right, Side::Right)], opts);
     let mut hot_keys = null_keys(m, &stage, &found, classifier, how);
     let mut warnings = Vec::new();
-    hot_keys.extend(hot_values(m, &found.keys, classifier, opts, partition_stats.median_task_rows.max(1) as f64, &mut warnings));
+    hot_keys.extend(hot_values(
+        m,
+        &found.keys,
+        classifier,
+        opts,
+        partition_stats.median_task_rows.max(1) as f64,
+        &mut warnings,
+    ));
     // A hint that asks for a shuffle (MERGE, SHUFFLE_HASH) rules out broadcasting a side whole.
     let whole = if opts.shuffle_hint.is_some() { 0 } else { opts.broadcast_threshold };
     let broadcast_side = broadcast_side::choose(how, &hot_keys, [&left, &right], whole);
     let run = Run::new(m, &stage, opts);
     let before = run.before(&partition_tasks);
     let after = if broadcast_side.is_some() { RunStage::default() } else { run.after(&hot_keys) };
-    let next = hot_keys.is_empty().then(|| advice::next_step(&partition_stats, &partition_tasks, m.partitions, opts.hot_factor));
-    let spark_broadcasts = spark_broadcasts(how, [&left, &right], opts.broadcast_threshold).filter(|_| opts.shuffle_hint.is_none());
+    let next = hot_keys.is_empty().then(|| {
+        advice::next_step(&partition_stats, &partition_tasks, m.partitions, opts.hot_factor)
+    });
+    let spark_broadcasts = spark_broadcasts(how, [&left, &right], opts.broadcast_threshold)
+        .filter(|_| opts.shuffle_hint.is_none());
     let mut plan = Plan {
         how,
         shuffle_partitions: m.partitions,
@@ -76,18 +91,32 @@ pub fn decide(m: &Measured, classifier: &Classifier, opts: &PlanOptions) -> Resu
 
 /// The cost of the plan against the join as written, and the choice; a join left as written
 /// keeps its tasks before as its tasks after.
-fn judge(plan: &mut Plan, m: &Measured, run: &Run, [before, after]: [&RunStage; 2], opts: &PlanOptions) {
+fn judge(
+    plan: &mut Plan,
+    m: &Measured,
+    run: &Run,
+    [before, after]: [&RunStage; 2],
+    opts: &PlanOptions,
+) {
     let branches = plan.sql.matches("UNION ALL").count() as u64;
     let inputs = [m.left.scan.rows, m.right.scan.rows];
     let read_again = branches * (inputs[0] + inputs[1]);
-    let mut c = cost::join(inputs, &before.tasks, &after.tasks, read_again, run.slots, &cost::MEASURED);
+    let mut c =
+        cost::join(inputs, &before.tasks, &after.tasks, read_again, run.slots, &cost::MEASURED);
     c.add_broadcast_join(broadcast_rows(plan, m), &cost::MEASURED);
     let aqe = match &before.aqe {
-        Some(a) if a.broadcast.is_some() => verdict::AqeDoes::Broadcasts(a.broadcast.map_or(0, |s| inputs[s as usize])),
+        Some(a) if a.broadcast.is_some() => {
+            verdict::AqeDoes::Broadcasts(a.broadcast.map_or(0, |s| inputs[s as usize]))
+        }
         Some(a) if splits_a_hot_partition(a, plan, m) => verdict::AqeDoes::Splits,
         _ => verdict::AqeDoes::Nothing,
     };
-    plan.decision = verdict::choose(&c, opts.min_gain, aqe, [plan.before.max_task_rows, plan.after.max_task_rows]);
+    plan.decision = verdict::choose(
+        &c,
+        opts.min_gain,
+        aqe,
+        [plan.before.max_task_rows, plan.after.max_task_rows],
+    );
     plan.cost = Some(c);
     if !plan.decision.rewrites() {
         plan.after = plan.before.clone();
@@ -102,7 +131,9 @@ fn judge(plan: &mut Plan, m: &Measured, run: &Run, [before, after]: [&RunStage; 
 /// were assumed, as for the rows of earlier joins, Spark may have no shuffle there to split).
 fn splits_a_hot_partition(a: &AqeActions, plan: &Plan, m: &Measured) -> bool {
     let counted = |side: Side| matches!(m.side(side).maps, super::measure::MapOutputs::Counted(_));
-    a.skewed.iter().any(|k| counted(k.side) && plan.hot_keys.iter().any(|h| h.spark_partition == k.partition))
+    a.skewed
+        .iter()
+        .any(|k| counted(k.side) && plan.hot_keys.iter().any(|h| h.spark_partition == k.partition))
 }
 
 /// The rows the rewrite joins in its broadcast branches: every row of the side streamed past a
@@ -113,7 +144,9 @@ fn broadcast_rows(plan: &Plan, m: &Measured) -> u64 {
     }
     plan.hot_keys
         .iter()
-        .filter(|h| h.strategy.moves() && !matches!(h.strategy, Strategy::Salt { .. } | Strategy::Drop))
+        .filter(|h| {
+            h.strategy.moves() && !matches!(h.strategy, Strategy::Salt { .. } | Strategy::Drop)
+        })
         .map(|h| h.left_rows + h.right_rows)
         .sum()
 }
@@ -155,7 +188,11 @@ impl<'a> Run<'a> {
         // Without a core count, a cluster that runs every partition at once.
         let slots = opts.cores.unwrap_or(m.partitions).max(1);
         // A hint that asks for a shuffle is kept when AQE plans again: no run-time broadcast.
-        let aqe = if opts.shuffle_hint.is_some() { crate::settings::Aqe { broadcast_threshold: 0, ..opts.aqe } } else { opts.aqe };
+        let aqe = if opts.shuffle_hint.is_some() {
+            crate::settings::Aqe { broadcast_threshold: 0, ..opts.aqe }
+        } else {
+            opts.aqe
+        };
         Run { m, stage, opts, slots, aqe }
     }
 
@@ -164,18 +201,34 @@ impl<'a> Run<'a> {
     fn before(&self, partition_tasks: &[super::tasks::Task]) -> RunStage {
         let m = self.m;
         if self.opts.aqe.enabled {
-            let s = self.stage.under_aqe(m, self.opts.how, &[], [false, false], &self.aqe, self.slots);
-            return RunStage { main: s.tasks.len(), tasks: s.tasks, partition_tasks: Vec::new(), aqe: Some(s.actions) };
+            let s =
+                self.stage.under_aqe(m, self.opts.how, &[], [false, false], &self.aqe, self.slots);
+            return RunStage {
+                main: s.tasks.len(),
+                tasks: s.tasks,
+                partition_tasks: Vec::new(),
+                aqe: Some(s.actions),
+            };
         }
-        RunStage { main: m.partitions as usize, tasks: partition_tasks.to_vec(), partition_tasks: Vec::new(), aqe: None }
+        RunStage {
+            main: m.partitions as usize,
+            tasks: partition_tasks.to_vec(),
+            partition_tasks: Vec::new(),
+            aqe: None,
+        }
     }
 
     /// The tasks after the plan: the rest without the moved keys and the bypassed NULLs, plus
     /// one task per salted piece (its own shuffle; under AQE, coalesced as AQE would).
     fn after(&self, hot: &[HotKey]) -> RunStage {
         let m = self.m;
-        let moved: Vec<bool> = m.candidates.iter().map(|k| hot.iter().any(|h| &h.key == k && h.strategy.moves())).collect();
-        let bypassed = [null_bypass::bypasses(hot, Side::Left), null_bypass::bypasses(hot, Side::Right)];
+        let moved: Vec<bool> = m
+            .candidates
+            .iter()
+            .map(|k| hot.iter().any(|h| &h.key == k && h.strategy.moves()))
+            .collect();
+        let bypassed =
+            [null_bypass::bypasses(hot, Side::Left), null_bypass::bypasses(hot, Side::Right)];
         let pieces = |rates: [f64; 2]| -> Vec<super::tasks::Task> {
             let mut salted = BTreeMap::new();
             for h in hot {
@@ -188,22 +241,45 @@ impl<'a> Run<'a> {
         let mut partition_tasks = self.stage.tasks(&lrest, &rrest, bypassed);
         partition_tasks.extend(pieces([self.stage.left_bpr, self.stage.right_bpr]));
         if self.opts.aqe.enabled {
-            return self.after_aqe(&moved, bypassed, pieces([m.left.shuffle_rates().1, m.right.shuffle_rates().1]), partition_tasks);
+            return self.after_aqe(
+                &moved,
+                bypassed,
+                pieces([m.left.shuffle_rates().1, m.right.shuffle_rates().1]),
+                partition_tasks,
+            );
         }
-        RunStage { tasks: partition_tasks.clone(), partition_tasks, main: m.partitions as usize, aqe: None }
+        RunStage {
+            tasks: partition_tasks.clone(),
+            partition_tasks,
+            main: m.partitions as usize,
+            aqe: None,
+        }
     }
 }
 
 impl Run<'_> {
     /// The stage after under AQE: the rest's join and the salted pieces' join are coalesced
     /// apart (two children of a UNION), the cores shared between them by their bytes.
-    fn after_aqe(&self, moved: &[bool], bypassed: [bool; 2], pieces: Vec<super::tasks::Task>, partition_tasks: Vec<super::tasks::Task>) -> RunStage {
+    fn after_aqe(
+        &self,
+        moved: &[bool],
+        bypassed: [bool; 2],
+        pieces: Vec<super::tasks::Task>,
+        partition_tasks: Vec<super::tasks::Task>,
+    ) -> RunStage {
         let (m, aqe) = (self.m, &self.aqe);
         let first = self.stage.under_aqe(m, self.opts.how, moved, bypassed, aqe, self.slots);
         let rest_bytes: f64 = first.tasks.iter().map(|t| t.1).sum();
         let piece_bytes: f64 = pieces.iter().map(|t| t.1).sum();
-        let share = |b: f64| ((f64::from(self.slots) * b / (rest_bytes + piece_bytes).max(1.0)).round() as u32).max(1);
-        let s = if pieces.is_empty() { first } else { self.stage.under_aqe(m, self.opts.how, moved, bypassed, aqe, share(rest_bytes)) };
+        let share = |b: f64| {
+            ((f64::from(self.slots) * b / (rest_bytes + piece_bytes).max(1.0)).round() as u32)
+                .max(1)
+        };
+        let s = if pieces.is_empty() {
+            first
+        } else {
+            self.stage.under_aqe(m, self.opts.how, moved, bypassed, aqe, share(rest_bytes))
+        };
         let main = s.tasks.len();
         let mut tasks = s.tasks;
         tasks.extend(coalesced_pieces(&pieces, aqe, share(piece_bytes)));
@@ -213,7 +289,11 @@ impl Run<'_> {
 
 /// The salted pieces' join as AQE coalesces its shuffle: pieces (in partition order) grouped
 /// into tasks of about the coalescing target.
-fn coalesced_pieces(pieces: &[super::tasks::Task], aqe: &crate::settings::Aqe, slots: u32) -> Vec<super::tasks::Task> {
+fn coalesced_pieces(
+    pieces: &[super::tasks::Task],
+    aqe: &crate::settings::Aqe,
+    slots: u32,
+) -> Vec<super::tasks::Task> {
     if !aqe.coalesce || pieces.is_empty() {
         return pieces.to_vec();
     }
@@ -257,7 +337,11 @@ fn side_report(s: &SideMeasure, side: Side, how: JoinType) -> SideReport {
 fn counted_note(name: &str, f: &super::measure::SideFilter) -> String {
     let (out, of) = (fmt_count(f.rows_out), fmt_count(f.rows_in));
     if let Some(joins) = &f.joins {
-        let kept = if f.conditions.is_empty() { String::new() } else { format!(" where {}", f.conditions) };
+        let kept = if f.conditions.is_empty() {
+            String::new()
+        } else {
+            format!(" where {}", f.conditions)
+        };
         let nulls = match f.outer_nulls {
             0 => String::new(),
             n => format!("; {} of them have a NULL key: rows a left join before matched to nothing on the key's side", fmt_count(n)),
@@ -299,7 +383,9 @@ fn notes(sides: &[(&SideMeasure, &SideReport, Side)], opts: &PlanOptions) -> Vec
                 how.as_str()
             ));
         }
-        if let (true, Some(hint)) = (how.may_broadcast(*side) && rep.disk_bytes <= thr, &opts.shuffle_hint) {
+        if let (true, Some(hint)) =
+            (how.may_broadcast(*side) && rep.disk_bytes <= thr, &opts.shuffle_hint)
+        {
             notes.push(format!(
                 "{} is {} on disk, under the {} broadcast threshold, but the query's hint {hint} has Spark shuffle it: the tasks below are of that shuffle",
                 rep.name,
@@ -319,11 +405,26 @@ fn notes(sides: &[(&SideMeasure, &SideReport, Side)], opts: &PlanOptions) -> Vec
 }
 
 /// The NULL keys found hot, one per side: they bypass the join.
-fn null_keys(m: &Measured, stage: &JoinStage, found: &hot::HotSet, classifier: &Classifier, how: JoinType) -> Vec<HotKey> {
+fn null_keys(
+    m: &Measured,
+    stage: &JoinStage,
+    found: &hot::HotSet,
+    classifier: &Classifier,
+    how: JoinType,
+) -> Vec<HotKey> {
     [Side::Left, Side::Right]
         .into_iter()
         .filter(|s| found.nulls[*s as usize])
-        .map(|side| null_bypass::hot_key(m, side, how, classifier, stage.null_rows_in(side, m), hot::null_max(m, side)))
+        .map(|side| {
+            null_bypass::hot_key(
+                m,
+                side,
+                how,
+                classifier,
+                stage.null_rows_in(side, m),
+                hot::null_max(m, side),
+            )
+        })
         .collect()
 }
 
@@ -334,12 +435,21 @@ fn bytes(rows: u64, per_row: f64) -> u64 {
 /// The hot candidates, each with its strategy; a junk key joined as demand gets a warning.
 /// Salted keys share the partitions, so the keys are chosen for twice: first to count those
 /// that salt, then with that count.
-fn hot_values(m: &Measured, hot: &[bool], classifier: &Classifier, opts: &PlanOptions, median: f64, warnings: &mut Vec<String>) -> Vec<HotKey> {
+fn hot_values(
+    m: &Measured,
+    hot: &[bool],
+    classifier: &Classifier,
+    opts: &PlanOptions,
+    median: f64,
+    warnings: &mut Vec<String>,
+) -> Vec<HotKey> {
     let bpr = [m.left.bytes_per_row(), m.right.bytes_per_row()];
     let (types, names) = (&m.left.key_types, &m.left.keys);
     let rows_of = |i: usize| [m.left.scan.key_rows[i], m.right.scan.key_rows[i]];
-    let keys: Vec<(usize, crate::classify::Classification)> =
-        (0..m.candidates.len()).filter(|i| hot[*i]).map(|i| (i, classifier.classify_key(&m.candidates[i], types, names))).collect();
+    let keys: Vec<(usize, crate::classify::Classification)> = (0..m.candidates.len())
+        .filter(|i| hot[*i])
+        .map(|i| (i, classifier.classify_key(&m.candidates[i], types, names)))
+        .collect();
     let facts = |i: usize, class: Class| {
         let rows = rows_of(i);
         KeyFacts {
@@ -354,12 +464,21 @@ fn hot_values(m: &Measured, hot: &[bool], classifier: &Classifier, opts: &PlanOp
             partitions: m.partitions,
         }
     };
-    let salted = keys.iter().filter(|(i, c)| matches!(strategy::choose(&facts(*i, c.class), &mut salt::Salting::new(1)).0, Strategy::Salt { .. })).count();
+    let salted = keys
+        .iter()
+        .filter(|(i, c)| {
+            matches!(
+                strategy::choose(&facts(*i, c.class), &mut salt::Salting::new(1)).0,
+                Strategy::Salt { .. }
+            )
+        })
+        .count();
     let mut salting = salt::Salting::new(salted as u32);
     let mut out = Vec::new();
     for (i, c) in keys {
         let (strategy, why) = strategy::choose(&facts(i, c.class), &mut salting);
-        let h = hot_key(m, &m.candidates[i], rows_of(i), opts.hot_factor * median, c, strategy, why);
+        let h =
+            hot_key(m, &m.candidates[i], rows_of(i), opts.hot_factor * median, c, strategy, why);
         if h.class == Class::Junk && !opts.drop_junk {
             warnings.push(junk_warning(&h, m));
         }
@@ -385,9 +504,14 @@ fn hot_key(
     } else {
         HotSide::Right
     };
-    let (rows, of, other) = if lr >= rr { (lr, m.left.scan.rows, rr) } else { (rr, m.right.scan.rows, lr) };
+    let (rows, of, other) =
+        if lr >= rr { (lr, m.left.scan.rows, rr) } else { (rr, m.right.scan.rows, lr) };
     HotKey {
-        value: if key.len() == 1 { key[0].to_json(types[0]) } else { Json::Array(key.iter().zip(types).map(|(v, t)| v.to_json(*t)).collect()) },
+        value: if key.len() == 1 {
+            key[0].to_json(types[0])
+        } else {
+            Json::Array(key.iter().zip(types).map(|(v, t)| v.to_json(*t)).collect())
+        },
         key: key.to_vec(),
         display: display_key(key, types),
         side,
@@ -418,7 +542,12 @@ fn junk_warning(h: &HotKey, m: &Measured) -> String {
 /// The join as SQL over the two tables by name.
 fn join_sql(m: &Measured, how: JoinType) -> JoinSql {
     let (l, r) = (&m.left, &m.right);
-    let mut js = JoinSql::tables(how, (&l.name, &l.keys, &l.columns), (&r.name, &r.keys, &r.columns), l.key_types.clone());
+    let mut js = JoinSql::tables(
+        how,
+        (&l.name, &l.keys, &l.columns),
+        (&r.name, &r.keys, &r.columns),
+        l.key_types.clone(),
+    );
     js.left_hashable = l.hashable.clone();
     js.right_hashable = r.hashable.clone();
     js

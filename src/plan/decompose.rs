@@ -29,7 +29,10 @@ pub(crate) fn is_safe(decomposed: bool, opts: &PlanOptions) -> bool {
 }
 
 fn is_decomposed(s: &Strategy) -> bool {
-    matches!(s, Strategy::BroadcastSlice { decomposed: true, .. } | Strategy::Salt { decomposed: true, .. })
+    matches!(
+        s,
+        Strategy::BroadcastSlice { decomposed: true, .. } | Strategy::Salt { decomposed: true, .. }
+    )
 }
 
 /// The unmatched rows of every kept side for the decomposed keys, one branch per kept side.
@@ -38,14 +41,23 @@ pub(crate) fn branches(g: &BranchSql, hot: &[&HotKey]) -> Vec<String> {
     if set.is_empty() {
         return vec![];
     }
-    [Side::Left, Side::Right].into_iter().filter(|s| g.js.how.preserves(*s)).map(|side| g.padded(side, unmatched(g, side, &set))).collect()
+    [Side::Left, Side::Right]
+        .into_iter()
+        .filter(|s| g.js.how.preserves(*s))
+        .map(|side| g.padded(side, unmatched(g, side, &set)))
+        .collect()
 }
 
 /// Rows of `side` whose key is in `set` and has no row on the other side.
 fn unmatched(g: &BranchSql, side: Side, set: &[&[Value]]) -> String {
     let other = side.other();
     let dk: Vec<String> = g.keys(other).iter().map(|c| ident(c)).collect();
-    let mut on: Vec<String> = g.keys(side).iter().zip(g.keys(other)).map(|(a, b)| format!("{ROWS}.{} = {DISTINCT_KEYS}.{}", ident(a), ident(b))).collect();
+    let mut on: Vec<String> = g
+        .keys(side)
+        .iter()
+        .zip(g.keys(other))
+        .map(|(a, b)| format!("{ROWS}.{} = {DISTINCT_KEYS}.{}", ident(a), ident(b)))
+        .collect();
     let mut other_rows = g.in_set(SOURCE_ROWS, other, set);
     match &g.js.extra_on_side {
         Some(e) if e.side == other => other_rows = format!("{other_rows} AND ({})", e.on_u),

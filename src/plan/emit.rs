@@ -20,7 +20,11 @@ pub fn emit_sql(js: &JoinSql, plan: &Plan) -> Result<String> {
         None => BRANCH_ORDER.iter().flat_map(|branches| branches(&g, &hot)).collect(),
     };
     let text = branches.join("\nUNION ALL\n");
-    let q =
-        parse_query(&text).map_err(|e| crate::Error::Internal(format!("the generated SQL does not parse ({e}): {}", crate::format::one_line(&text, 200))))?;
+    let q = parse_query(&text).map_err(|e| {
+        crate::Error::Internal(format!(
+            "the generated SQL does not parse ({e}): {}",
+            crate::format::one_line(&text, 200)
+        ))
+    })?;
     Ok(render_query(&q))
 }

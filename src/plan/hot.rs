@@ -32,7 +32,11 @@ pub(crate) fn find(m: &Measured, stage: &JoinStage, before: &[Task], hot_factor:
     let mut med = TaskStats::of(before, parts as usize).median_task_rows.max(1) as f64;
     for _round in 0..ROUNDS {
         let thr = hot_factor * med;
-        let hot_now = |rows: u64, part: usize| rows > 0 && (rows as f64 > thr || (tasks_now[part].0 as f64 > thr && rows as f64 >= 2.0 * med));
+        let hot_now = |rows: u64, part: usize| {
+            rows > 0
+                && (rows as f64 > thr
+                    || (tasks_now[part].0 as f64 > thr && rows as f64 >= 2.0 * med))
+        };
         let mut changed = false;
         for (i, side) in [Side::Left, Side::Right].into_iter().enumerate() {
             let (np, nrows) = null_max(m, side);
@@ -42,7 +46,12 @@ pub(crate) fn find(m: &Measured, stage: &JoinStage, before: &[Task], hot_factor:
             }
         }
         for (i, key) in m.candidates.iter().enumerate() {
-            if !hot.keys[i] && hot_now(m.left.scan.key_rows[i] + m.right.scan.key_rows[i], spark_partition(key, parts) as usize) {
+            if !hot.keys[i]
+                && hot_now(
+                    m.left.scan.key_rows[i] + m.right.scan.key_rows[i],
+                    spark_partition(key, parts) as usize,
+                )
+            {
                 hot.keys[i] = true;
                 changed = true;
             }

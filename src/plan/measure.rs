@@ -105,7 +105,8 @@ impl SideMeasure {
         bytes_per_row: u64,
     ) -> SideMeasure {
         let scan = scan_counts(counts, partitions, candidates);
-        let columns: Vec<String> = keys.iter().map(|k| k.0.to_string()).chain(std::iter::once("v".to_string())).collect();
+        let columns: Vec<String> =
+            keys.iter().map(|k| k.0.to_string()).chain(std::iter::once("v".to_string())).collect();
         let bytes = scan.rows * bytes_per_row;
         SideMeasure {
             name: name.into(),
@@ -134,7 +135,13 @@ impl Measured {
 
     /// Both sides from their key counts, the candidates chosen as `measure` chooses them from
     /// each side's `top` most frequent values.
-    pub fn from_counts(left: (&str, &[(Vec<Value>, u64)]), right: (&str, &[(Vec<Value>, u64)]), key_type: KeyType, partitions: u32, top: usize) -> Measured {
+    pub fn from_counts(
+        left: (&str, &[(Vec<Value>, u64)]),
+        right: (&str, &[(Vec<Value>, u64)]),
+        key_type: KeyType,
+        partitions: u32,
+        top: usize,
+    ) -> Measured {
         let most = |c: &[(Vec<Value>, u64)]| -> Vec<Vec<Value>> {
             let mut c: Vec<&(Vec<Value>, u64)> = c.iter().collect();
             c.sort_by_key(|x| std::cmp::Reverse(x.1));
@@ -170,11 +177,17 @@ pub fn measure(left: &SideInput, right: &SideInput, opts: &PlanOptions) -> Resul
     check_keys(left, right)?;
     let parts = opts.partitions.max(1);
     let popts = profile_options(opts);
-    let (l, r) = (Counted::of(left, &popts, &*opts.engine)?, Counted::of(right, &popts, &*opts.engine)?);
+    let (l, r) =
+        (Counted::of(left, &popts, &*opts.engine)?, Counted::of(right, &popts, &*opts.engine)?);
     let cands = candidates(&l.top, &r.top);
     let (lscan, rscan) = (l.scan(left, parts, &cands, opts)?, r.scan(right, parts, &cands, opts)?);
     let aqe = opts.aqe.enabled;
-    Ok(Measured { partitions: parts, left: side(left, lscan, l.rows, aqe), right: side(right, rscan, r.rows, aqe), candidates: cands })
+    Ok(Measured {
+        partitions: parts,
+        left: side(left, lscan, l.rows, aqe),
+        right: side(right, rscan, r.rows, aqe),
+        candidates: cands,
+    })
 }
 
 /// One side's counts: of its table (or of the rows that pass its conditions, written out by
@@ -200,25 +213,46 @@ impl Counted {
         // as Spark's estimate for a filtered relation (without statistics) is the relation's.
         let f = filtered(s, engine)?;
         let (t, k) = f_src(s, &f);
-        let top = engine.profile(t, std::slice::from_ref(k), popts)?.remove(0).top.into_iter().map(|kc| kc.key).collect();
+        let top = engine
+            .profile(t, std::slice::from_ref(k), popts)?
+            .remove(0)
+            .top
+            .into_iter()
+            .map(|kc| kc.key)
+            .collect();
         let rows = f.as_ref().map(|f| (f.rows_in, f.rows_out));
         Ok(Counted { source: Source::Table(f), top, rows })
     }
 
     /// Each key value's rows in the joins before, from the key table's rows and their weights.
-    fn weighted(s: &SideInput, w: &crate::count::weights::RowWeights, popts: &ProfileOptions) -> Result<Counted> {
+    fn weighted(
+        s: &SideInput,
+        w: &crate::count::weights::RowWeights,
+        popts: &ProfileOptions,
+    ) -> Result<Counted> {
         let names = s.keys.names();
         let types = s.keys.types();
         let everything = filter::RowFilter::default();
-        let (sums, rows_in) = filter::weighted_counts(s.table, &names, &types, s.filter.as_ref().unwrap_or(&everything), w)?;
+        let (sums, rows_in) = filter::weighted_counts(
+            s.table,
+            &names,
+            &types,
+            s.filter.as_ref().unwrap_or(&everything),
+            w,
+        )?;
         // Each value held costs about as much as one the counter holds.
         if sums.len().saturating_mul(64) > popts.memory {
-            return Err(Error::Usage(format!("{}: {} key values, more than --memory holds, to count through the joins before", s.name, sums.len())));
+            return Err(Error::Usage(format!(
+                "{}: {} key values, more than --memory holds, to count through the joins before",
+                s.name,
+                sums.len()
+            )));
         }
         // In the keys' byte order, so that ties in the top values are broken the same each run.
         let mut sums: Vec<(Vec<u8>, u64)> = sums.into_iter().collect();
         sums.sort_unstable();
-        let mut counts: Vec<(Vec<Value>, u64)> = sums.into_iter().map(|(k, n)| (count::decode_key(&k, &types), n)).collect();
+        let mut counts: Vec<(Vec<Value>, u64)> =
+            sums.into_iter().map(|(k, n)| (count::decode_key(&k, &types), n)).collect();
         if w.null_rows > 0 {
             let nulls = vec![Value::Null; types.len()];
             match counts.iter_mut().find(|(k, _)| *k == nulls) {
@@ -226,7 +260,8 @@ impl Counted {
                 None => counts.push((nulls, w.null_rows)),
             }
         }
-        let mut most: Vec<&(Vec<Value>, u64)> = counts.iter().filter(|(k, _)| !k.iter().any(Value::is_null)).collect();
+        let mut most: Vec<&(Vec<Value>, u64)> =
+            counts.iter().filter(|(k, _)| !k.iter().any(Value::is_null)).collect();
         most.sort_by_key(|b| std::cmp::Reverse(b.1));
         let top = most.into_iter().take(popts.top.max(1)).map(|(k, _)| k.clone()).collect();
         let rows_out = counts.iter().map(|c| c.1).sum();
@@ -235,22 +270,38 @@ impl Counted {
 
     /// Rows per shuffle partition, NULL-keyed rows and the candidates' rows, in all and, with
     /// AQE on, per map task.
-    fn scan(&self, s: &SideInput, parts: u32, cands: &[Vec<Value>], opts: &PlanOptions) -> Result<(PartitionScan, MapOutputs)> {
+    fn scan(
+        &self,
+        s: &SideInput,
+        parts: u32,
+        cands: &[Vec<Value>],
+        opts: &PlanOptions,
+    ) -> Result<(PartitionScan, MapOutputs)> {
         match &self.source {
             Source::Table(f) => {
                 let (t, k) = f_src(s, f);
                 if t.is_held() || s.group_by.is_some() || !opts.aqe.enabled {
                     // A table Spark reads: its files are not known here, so as many map tasks
                     // as partitions (an aggregate's output comes from that many tasks too).
-                    let assumed = if t.is_held() || s.group_by.is_some() { parts } else { t.files.len().max(1) as u32 };
-                    return Ok((opts.engine.scan(t, k, parts, cands)?, MapOutputs::Assumed(assumed)));
+                    let assumed = if t.is_held() || s.group_by.is_some() {
+                        parts
+                    } else {
+                        t.files.len().max(1) as u32
+                    };
+                    return Ok((
+                        opts.engine.scan(t, k, parts, cands)?,
+                        MapOutputs::Assumed(assumed),
+                    ));
                 }
-                let tasks = map_tasks_of(s.table, f.as_ref().map(|f| &f.table), &opts.file_splits());
+                let tasks =
+                    map_tasks_of(s.table, f.as_ref().map(|f| &f.table), &opts.file_splits());
                 let (scan, per_map) = count::scan_by_map(t, k, parts, cands, &tasks)?;
                 Ok((scan, MapOutputs::Counted(per_map)))
             }
             // The rows of the joins before come out of their reduce tasks: as many as partitions.
-            Source::Weighted(counts) => Ok((scan_counts(counts, parts, cands), MapOutputs::Assumed(parts))),
+            Source::Weighted(counts) => {
+                Ok((scan_counts(counts, parts, cands), MapOutputs::Assumed(parts)))
+            }
         }
     }
 }
@@ -258,13 +309,21 @@ impl Counted {
 /// Spark's map tasks over `table`, as row groups of `filtered` (the passing rows' keys written
 /// one file per file of `table`) when the counts are of those: each row group of a filtered
 /// file goes to the task of the row group at the same place in its original file.
-fn map_tasks_of(table: &Table, filtered: Option<&Table>, files: &count::map_tasks::FileSplits) -> Vec<count::map_tasks::MapTask> {
+fn map_tasks_of(
+    table: &Table,
+    filtered: Option<&Table>,
+    files: &count::map_tasks::FileSplits,
+) -> Vec<count::map_tasks::MapTask> {
     let tasks = count::map_tasks::map_tasks(table, files);
     let Some(f) = filtered else { return tasks };
-    let task_of: std::collections::HashMap<(usize, usize), usize> = tasks.iter().enumerate().flat_map(|(t, rgs)| rgs.iter().map(move |u| (*u, t))).collect();
+    let task_of: std::collections::HashMap<(usize, usize), usize> =
+        tasks.iter().enumerate().flat_map(|(t, rgs)| rgs.iter().map(move |u| (*u, t))).collect();
     let mut out = vec![Vec::new(); tasks.len()];
     for (fi, file) in f.files.iter().enumerate().filter(|(fi, _)| *fi < table.files.len()) {
-        let (n, orig) = (file.meta.metadata().num_row_groups(), table.files[fi].meta.metadata().num_row_groups());
+        let (n, orig) = (
+            file.meta.metadata().num_row_groups(),
+            table.files[fi].meta.metadata().num_row_groups(),
+        );
         for g in 0..n {
             let at = (fi, (g * orig) / n.max(1));
             if let Some(&t) = task_of.get(&at) {
@@ -277,9 +336,19 @@ fn map_tasks_of(table: &Table, filtered: Option<&Table>, files: &count::map_task
 
 /// The partition scan of keys given with their rows (a NULL in any key column makes a
 /// NULL-keyed row, sent where Spark's hash of the other columns sends it).
-fn scan_counts(counts: &[(Vec<Value>, u64)], partitions: u32, candidates: &[Vec<Value>]) -> PartitionScan {
+fn scan_counts(
+    counts: &[(Vec<Value>, u64)],
+    partitions: u32,
+    candidates: &[Vec<Value>],
+) -> PartitionScan {
     let n = partitions.max(1) as usize;
-    let mut scan = PartitionScan { rows: 0, null_rows: 0, null_partition_rows: vec![0; n], partition_rows: vec![0; n], key_rows: vec![0; candidates.len()] };
+    let mut scan = PartitionScan {
+        rows: 0,
+        null_rows: 0,
+        null_partition_rows: vec![0; n],
+        partition_rows: vec![0; n],
+        key_rows: vec![0; candidates.len()],
+    };
     for (key, rows) in counts {
         let part = spark_partition(key, n as u32) as usize;
         scan.rows += rows;
@@ -299,7 +368,10 @@ fn scan_counts(counts: &[(Vec<Value>, u64)], partitions: u32, candidates: &[Vec<
 /// Read one table for a window or an aggregate over its keys (or the rows of the joins it is
 /// in, `input.through`): the candidates from its most frequent values, its exact partition
 /// scan for them, and its sizes.
-pub fn measure_one(input: &SideInput, opts: &PlanOptions) -> Result<(Vec<Vec<Value>>, SideMeasure)> {
+pub fn measure_one(
+    input: &SideInput,
+    opts: &PlanOptions,
+) -> Result<(Vec<Vec<Value>>, SideMeasure)> {
     let parts = opts.partitions.max(1);
     let popts = profile_options(opts);
     let c = Counted::of(input, &popts, &*opts.engine)?;
@@ -314,7 +386,14 @@ fn filtered(s: &SideInput, engine: &dyn Engine) -> Result<Option<Filtered>> {
         return Ok(None);
     }
     let everything = filter::RowFilter::default();
-    engine.filtered_keys(s.table, &s.keys, s.filter.as_ref().unwrap_or(&everything), s.group_by.as_ref()).map(Some)
+    engine
+        .filtered_keys(
+            s.table,
+            &s.keys,
+            s.filter.as_ref().unwrap_or(&everything),
+            s.group_by.as_ref(),
+        )
+        .map(Some)
 }
 
 /// The table and keys to count: the filtered ones, or the side's own.
@@ -327,7 +406,12 @@ fn f_src<'a>(s: &'a SideInput, f: &'a Option<Filtered>) -> (&'a Table, &'a KeySp
 
 /// `rows`: (rows read, rows counted) when the counts are not of the whole table.
 /// `aqe`: its shuffle bytes are wanted (AQE decides on them).
-fn side(s: &SideInput, (scan, maps): (PartitionScan, MapOutputs), rows: Option<(u64, u64)>, aqe: bool) -> SideMeasure {
+fn side(
+    s: &SideInput,
+    (scan, maps): (PartitionScan, MapOutputs),
+    rows: Option<(u64, u64)>,
+    aqe: bool,
+) -> SideMeasure {
     SideMeasure {
         name: s.name.clone(),
         table: s.table.display.clone(),
@@ -338,7 +422,9 @@ fn side(s: &SideInput, (scan, maps): (PartitionScan, MapOutputs), rows: Option<(
         size: TableSize::of(s.table),
         scan,
         maps,
-        shuffle: s.keys.columns.first().filter(|_| aqe).and_then(|k| count::shuffle_bytes::shuffle_bytes(s.table, &k.name, s.shuffled.as_deref())),
+        shuffle: s.keys.columns.first().filter(|_| aqe).and_then(|k| {
+            count::shuffle_bytes::shuffle_bytes(s.table, &k.name, s.shuffled.as_deref())
+        }),
         filter: rows.map(|(rows_in, rows_out)| SideFilter {
             conditions: s.filter.as_ref().map(|c| c.text()).unwrap_or_default(),
             group_by: s.group_by.as_ref().map(|g| g.names().join(", ")),
@@ -399,13 +485,21 @@ pub fn hashable_columns(t: &Table) -> Vec<String> {
         use arrow_schema::DataType::*;
         match dt {
             Map(_, _) => true,
-            List(f) | LargeList(f) | FixedSizeList(f, _) | ListView(f) | LargeListView(f) => has_map(f.data_type()),
+            List(f) | LargeList(f) | FixedSizeList(f, _) | ListView(f) | LargeListView(f) => {
+                has_map(f.data_type())
+            }
             Struct(fs) => fs.iter().any(|f| has_map(f.data_type())),
             Dictionary(_, v) => has_map(v),
             _ => false,
         }
     }
-    let mut cols: Vec<String> = t.schema().fields().iter().filter(|f| !has_map(f.data_type())).map(|f| f.name().clone()).collect();
+    let mut cols: Vec<String> = t
+        .schema()
+        .fields()
+        .iter()
+        .filter(|f| !has_map(f.data_type()))
+        .map(|f| f.name().clone())
+        .collect();
     cols.extend(t.partitions.iter().map(|p| p.name.clone()));
     cols
 }

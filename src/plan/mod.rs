@@ -33,7 +33,10 @@ pub(crate) use builder::{ROWS as HELPER_T, SOURCE_ROWS as HELPER_U};
 pub use decide::decide;
 pub use emit::emit_sql;
 pub use measure::{hashable_columns, measure, measure_one, Measured, SideFilter, SideMeasure};
-pub use model::{display_key, AqeEffect, HotKey, HotSide, JoinType, KeepReason, Plan, PlanOptions, Side, SideInput, SideReport, Strategy};
+pub use model::{
+    display_key, AqeEffect, HotKey, HotSide, JoinType, KeepReason, Plan, PlanOptions, Side,
+    SideInput, SideReport, Strategy,
+};
 pub use report::{html, json, text};
 pub use strategy::broadcast_side::COMMENT as BROADCAST_SIDE_COMMENT;
 pub use tasks::TaskStats;
@@ -42,6 +45,11 @@ use crate::classify::Classifier;
 use crate::error::Result;
 
 /// Plan the join of `left` and `right`: measure both tables, then decide.
-pub fn plan(left: &SideInput, right: &SideInput, classifier: &Classifier, opts: &PlanOptions) -> Result<Plan> {
+pub fn plan(
+    left: &SideInput,
+    right: &SideInput,
+    classifier: &Classifier,
+    opts: &PlanOptions,
+) -> Result<Plan> {
     decide(&measure(left, right, opts)?, classifier, opts)
 }

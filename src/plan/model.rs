@@ -227,7 +227,10 @@ impl HotSide {
     }
     /// True for `Both` and for the side itself.
     pub fn is(self, side: Side) -> bool {
-        matches!((self, side), (HotSide::Both, _) | (HotSide::Left, Side::Left) | (HotSide::Right, Side::Right))
+        matches!(
+            (self, side),
+            (HotSide::Both, _) | (HotSide::Left, Side::Left) | (HotSide::Right, Side::Right)
+        )
     }
 }
 
@@ -348,7 +351,8 @@ impl Plan {
     /// The plan moves something out of the shuffle: a whole side broadcast, or a hot key with a
     /// strategy other than keeping it.
     pub fn acts(&self) -> bool {
-        let moves = self.broadcast_side.is_some() || self.hot_keys.iter().any(|h| !matches!(h.strategy, Strategy::Keep { .. }));
+        let moves = self.broadcast_side.is_some()
+            || self.hot_keys.iter().any(|h| !matches!(h.strategy, Strategy::Keep { .. }));
         moves
             && !matches!(
                 self.decision,

@@ -28,7 +28,10 @@ pub fn text(plan: &Plan) -> String {
         let _ = writeln!(o, "warning: {w}");
     }
     if plan.results_change {
-        let _ = writeln!(o, "warning: --drop-junk removes rows: the result differs from the original query's");
+        let _ = writeln!(
+            o,
+            "warning: --drop-junk removes rows: the result differs from the original query's"
+        );
     }
     let _ = writeln!(o);
     let _ = writeln!(o, "-- SQL (Spark 3.5 and 4.x)");
@@ -39,8 +42,20 @@ pub fn text(plan: &Plan) -> String {
 /// The join, each side's size, and the notes.
 fn header(o: &mut String, plan: &Plan) {
     let (l, r) = (&plan.left, &plan.right);
-    let on: Vec<String> = l.keys.iter().zip(&r.keys).map(|(a, b)| format!("{}.{a} = {}.{b}", l.name, r.name)).collect();
-    let _ = writeln!(o, "{} {} JOIN {} ON {}", l.name, plan.how.as_str().to_uppercase(), r.name, on.join(" AND "));
+    let on: Vec<String> = l
+        .keys
+        .iter()
+        .zip(&r.keys)
+        .map(|(a, b)| format!("{}.{a} = {}.{b}", l.name, r.name))
+        .collect();
+    let _ = writeln!(
+        o,
+        "{} {} JOIN {} ON {}",
+        l.name,
+        plan.how.as_str().to_uppercase(),
+        r.name,
+        on.join(" AND ")
+    );
     for s in [l, r] {
         let _ = writeln!(
             o,
@@ -65,15 +80,30 @@ fn header(o: &mut String, plan: &Plan) {
 fn before(o: &mut String, plan: &Plan) {
     match &plan.aqe {
         None => {
-            let _ = writeln!(o, "Before: sort-merge join over {} shuffle partitions (AQE off): {}", plan.shuffle_partitions, plan.before.line());
+            let _ = writeln!(
+                o,
+                "Before: sort-merge join over {} shuffle partitions (AQE off): {}",
+                plan.shuffle_partitions,
+                plan.before.line()
+            );
         }
         Some(a) => {
-            let _ = writeln!(o, "Before: {} shuffle partitions, as AQE runs them: {}", plan.shuffle_partitions, plan.before.line());
+            let _ = writeln!(
+                o,
+                "Before: {} shuffle partitions, as AQE runs them: {}",
+                plan.shuffle_partitions,
+                plan.before.line()
+            );
             let _ = writeln!(o, "  {}", a.before.summary());
         }
     }
     if std::io::IsTerminal::is_terminal(&std::io::stdout()) && plan.before_tasks.len() > 1 {
-        let _ = writeln!(o, "  rows per partition, 0 to {}: {}", plan.before_tasks.len() - 1, crate::html::sparkline(&plan.before_tasks, 60));
+        let _ = writeln!(
+            o,
+            "  rows per partition, 0 to {}: {}",
+            plan.before_tasks.len() - 1,
+            crate::html::sparkline(&plan.before_tasks, 60)
+        );
     }
     if plan.sample.is_some() {
         let _ = writeln!(o, "  (hot candidates found from a sample; every count below is exact)");
@@ -137,7 +167,11 @@ fn after(o: &mut String, plan: &Plan) {
         return;
     }
     if after.tasks == 0 {
-        let _ = writeln!(o, "After: no shuffle join (broadcast). largest task {} rows -> no shuffle read", fmt_count(before.max_task_rows));
+        let _ = writeln!(
+            o,
+            "After: no shuffle join (broadcast). largest task {} rows -> no shuffle read",
+            fmt_count(before.max_task_rows)
+        );
         let _ = writeln!(o, "  verify on the real job: the join stage should show a broadcast hash join and no shuffle read for the join");
         return;
     }
@@ -166,11 +200,31 @@ fn after(o: &mut String, plan: &Plan) {
 pub fn html(plan: &Plan) -> crate::html::Page {
     use crate::html::{Bars, Page};
     let (l, r) = (&plan.left, &plan.right);
-    let on: Vec<String> = l.keys.iter().zip(&r.keys).map(|(a, b)| format!("{}.{a} = {}.{b}", l.name, r.name)).collect();
-    let mut p = Page::new(&format!("skewjoin plan: {} {} JOIN {} ON {}", l.name, plan.how.as_str().to_uppercase(), r.name, on.join(" AND ")));
+    let on: Vec<String> = l
+        .keys
+        .iter()
+        .zip(&r.keys)
+        .map(|(a, b)| format!("{}.{a} = {}.{b}", l.name, r.name))
+        .collect();
+    let mut p = Page::new(&format!(
+        "skewjoin plan: {} {} JOIN {} ON {}",
+        l.name,
+        plan.how.as_str().to_uppercase(),
+        r.name,
+        on.join(" AND ")
+    ));
     let sides: Vec<Vec<String>> = [l, r]
         .iter()
-        .map(|s| vec![s.name.clone(), s.table.clone(), fmt_count(s.rows), human(s.disk_bytes), human(s.memory_bytes), fmt_count(s.null_key_rows)])
+        .map(|s| {
+            vec![
+                s.name.clone(),
+                s.table.clone(),
+                fmt_count(s.rows),
+                human(s.disk_bytes),
+                human(s.memory_bytes),
+                fmt_count(s.null_key_rows),
+            ]
+        })
         .collect();
     p.table(&["side", "table", "rows", "on disk", "in memory", "NULL keys"], &sides);
     for n in &plan.notes {
@@ -188,7 +242,10 @@ pub fn html(plan: &Plan) -> crate::html::Page {
     p.heading(&format!("Before: {}", plan.before.line()));
     p.svg(
         Bars {
-            title: &format!("rows per shuffle partition before ({} partitions; hot keys red)", plan.shuffle_partitions),
+            title: &format!(
+                "rows per shuffle partition before ({} partitions; hot keys red)",
+                plan.shuffle_partitions
+            ),
             item: "partition",
             unit: "rows",
             values: &plan.before_tasks,
@@ -225,7 +282,17 @@ pub fn html(plan: &Plan) -> crate::html::Page {
                 plan.shuffle_partitions.saturating_sub(1),
                 if pieces > 0 { format!(", then {pieces} salted pieces") } else { String::new() }
             );
-            p.svg(Bars { title: &title, item: "task", unit: "rows", values: &plan.after_tasks, marks: Vec::new(), top }.svg());
+            p.svg(
+                Bars {
+                    title: &title,
+                    item: "task",
+                    unit: "rows",
+                    values: &plan.after_tasks,
+                    marks: Vec::new(),
+                    top,
+                }
+                .svg(),
+            );
         }
     } else if let Some(n) = &plan.next {
         p.para(n);

@@ -42,7 +42,14 @@ impl TaskStats {
             b.sort_by(|a, b| a.total_cmp(b));
             (r[n / 2], b[n / 2].round() as u64)
         };
-        TaskStats { tasks: tasks.len() as u32, max_task_rows, median_task_rows: m_rows, max_task_bytes, median_task_bytes: m_bytes, shuffled_rows }
+        TaskStats {
+            tasks: tasks.len() as u32,
+            max_task_rows,
+            median_task_rows: m_rows,
+            max_task_bytes,
+            median_task_bytes: m_bytes,
+            shuffled_rows,
+        }
     }
     /// `largest task R rows (B), median r rows (b), N.Nx`, as the reports print a stage.
     pub fn line(&self) -> String {
@@ -77,7 +84,8 @@ impl<'a> JoinStage<'a> {
     pub fn new(m: &'a Measured, how: JoinType) -> JoinStage<'a> {
         let zeros = vec![0u64; m.partitions as usize];
         let nulls_in = |side: Side, sc: &'a crate::count::PartitionScan| -> Option<&'a [u64]> {
-            (!how.spark_drops_nulls(side) && sc.null_rows > 0).then_some(sc.null_partition_rows.as_slice())
+            (!how.spark_drops_nulls(side) && sc.null_rows > 0)
+                .then_some(sc.null_partition_rows.as_slice())
         };
         JoinStage {
             parts: m.partitions,
@@ -104,7 +112,8 @@ impl<'a> JoinStage<'a> {
     /// The tasks for these rows per partition, plus each side's NULL-keyed rows unless
     /// `bypassed` says that side's NULLs skip the join.
     pub fn tasks(&self, left: &[u64], right: &[u64], bypassed: [bool; 2]) -> Vec<Task> {
-        let nulls = |n: &'a [u64], skip: bool| if skip || n.is_empty() { self.zeros.as_slice() } else { n };
+        let nulls =
+            |n: &'a [u64], skip: bool| if skip || n.is_empty() { self.zeros.as_slice() } else { n };
         let (ln, rn) = (nulls(self.left_nulls, bypassed[0]), nulls(self.right_nulls, bypassed[1]));
         (0..self.parts as usize)
             .map(|i| {
@@ -118,7 +127,15 @@ impl<'a> JoinStage<'a> {
 impl JoinStage<'_> {
     /// The stage under AQE: each side's map outputs without the `moved` candidates, its NULL
     /// keys where they enter the shuffle unless `bypassed`.
-    pub fn under_aqe(&self, m: &Measured, how: JoinType, moved: &[bool], bypassed: [bool; 2], aqe: &crate::settings::Aqe, cores: u32) -> AqeStage {
+    pub fn under_aqe(
+        &self,
+        m: &Measured,
+        how: JoinType,
+        moved: &[bool],
+        bypassed: [bool; 2],
+        aqe: &crate::settings::Aqe,
+        cores: u32,
+    ) -> AqeStage {
         let side = |s: Side| {
             let (sm, nulls_enter) = match s {
                 Side::Left => (&m.left, !self.left_nulls.is_empty() && !bypassed[0]),
@@ -133,10 +150,17 @@ impl JoinStage<'_> {
 /// A side's shuffle: per map task, its rows per partition (its keys without the `moved`
 /// candidates, and its NULL keys when they enter the shuffle) and their bytes, the candidates'
 /// rows at the rate of a hot value's rows. Map outputs not counted are taken as spread evenly.
-fn shuffle_side(sm: &SideMeasure, candidates: &[Vec<crate::value::Value>], moved: &[bool], nulls: bool, parts: u32) -> ShuffleSide {
+fn shuffle_side(
+    sm: &SideMeasure,
+    candidates: &[Vec<crate::value::Value>],
+    moved: &[bool],
+    nulls: bool,
+    parts: u32,
+) -> ShuffleSide {
     let (rate, hot_rate, row_bytes) = sm.shuffle_rates();
     // The values the sample found frequent (1% of the rows or more) compress as a hot value's.
-    let frequent: Vec<bool> = sm.scan.key_rows.iter().map(|r| r * 100 >= sm.scan.rows.max(1)).collect();
+    let frequent: Vec<bool> =
+        sm.scan.key_rows.iter().map(|r| r * 100 >= sm.scan.rows.max(1)).collect();
     let of = |sc: &crate::count::PartitionScan| -> (Vec<u64>, Vec<f64>) {
         let mut rows = sc.partition_rows.clone();
         let mut hot = vec![0u64; rows.len()];
@@ -152,14 +176,25 @@ fn shuffle_side(sm: &SideMeasure, candidates: &[Vec<crate::value::Value>], moved
             rows.iter_mut().zip(&sc.null_partition_rows).for_each(|(a, b)| *a += b);
             hot.iter_mut().zip(&sc.null_partition_rows).for_each(|(a, b)| *a += b);
         }
-        let bytes = rows.iter().zip(&hot).map(|(r, h)| (r.saturating_sub(*h)) as f64 * rate + (*h).min(*r) as f64 * hot_rate).collect();
+        let bytes = rows
+            .iter()
+            .zip(&hot)
+            .map(|(r, h)| (r.saturating_sub(*h)) as f64 * rate + (*h).min(*r) as f64 * hot_rate)
+            .collect();
         (rows, bytes)
     };
     let (maps, bytes): (Vec<Vec<u64>>, Vec<Vec<f64>>) = match &sm.maps {
         MapOutputs::Counted(maps) => maps.iter().map(of).unzip(),
         MapOutputs::Assumed(k) => {
             let ((total, tb), k) = (of(&sm.scan), u64::from((*k).max(1)));
-            (0..k).map(|j| (total.iter().map(|r| r / k + u64::from(j < r % k)).collect(), tb.iter().map(|b| b / k as f64).collect())).unzip()
+            (0..k)
+                .map(|j| {
+                    (
+                        total.iter().map(|r| r / k + u64::from(j < r % k)).collect(),
+                        tb.iter().map(|b| b / k as f64).collect(),
+                    )
+                })
+                .unzip()
         }
     };
     ShuffleSide { maps, bytes, row_bytes }

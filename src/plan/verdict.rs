@@ -28,7 +28,12 @@ pub enum Verdict {
     /// partition.
     AqeBroadcastsIt { side_rows: u64, before_seconds: f64, after_seconds: f64 },
     /// AQE splits the hot partitions itself: the rewrite is not faster by the margin.
-    AqeSplitsIt { aqe_largest_task_rows: u64, rewrite_largest_task_rows: u64, before_seconds: f64, after_seconds: f64 },
+    AqeSplitsIt {
+        aqe_largest_task_rows: u64,
+        rewrite_largest_task_rows: u64,
+        before_seconds: f64,
+        after_seconds: f64,
+    },
     /// The largest task is short: the rewrite's extra stages cost as much as it saves.
     NotMaterial { largest_task_seconds: f64, before_seconds: f64, after_seconds: f64 },
     /// The rewrite's extra reads cost more than the task time it saves.
@@ -102,15 +107,26 @@ pub fn choose(cost: &JoinCost, min_gain: Option<f64>, aqe: AqeDoes, largest: [u6
     let (b, a) = (cost.before_seconds, cost.after_seconds);
     match min_gain {
         None => return Verdict::Rewrite { before_seconds: b, after_seconds: a, margin_off: true },
-        Some(g) if a <= b * (1.0 - g) => return Verdict::Rewrite { before_seconds: b, after_seconds: a, margin_off: false },
+        Some(g) if a <= b * (1.0 - g) => {
+            return Verdict::Rewrite { before_seconds: b, after_seconds: a, margin_off: false }
+        }
         Some(_) => {}
     }
     if let AqeDoes::Broadcasts(side_rows) = aqe {
         Verdict::AqeBroadcastsIt { side_rows, before_seconds: b, after_seconds: a }
     } else if aqe == AqeDoes::Splits {
-        Verdict::AqeSplitsIt { aqe_largest_task_rows: largest[0], rewrite_largest_task_rows: largest[1], before_seconds: b, after_seconds: a }
+        Verdict::AqeSplitsIt {
+            aqe_largest_task_rows: largest[0],
+            rewrite_largest_task_rows: largest[1],
+            before_seconds: b,
+            after_seconds: a,
+        }
     } else if cost.before_stage.largest_task_seconds < MATERIAL_SECONDS {
-        Verdict::NotMaterial { largest_task_seconds: cost.before_stage.largest_task_seconds, before_seconds: b, after_seconds: a }
+        Verdict::NotMaterial {
+            largest_task_seconds: cost.before_stage.largest_task_seconds,
+            before_seconds: b,
+            after_seconds: a,
+        }
     } else {
         Verdict::CostsMore { before_seconds: b, after_seconds: a }
     }
@@ -133,14 +149,26 @@ mod tests {
     #[test]
     fn a_rewrite_must_save_the_margin() {
         assert!(choose(&cost(10.0, 7.9, 9.0), Some(0.2), AqeDoes::Nothing, [1, 1]).rewrites());
-        assert_eq!(choose(&cost(10.0, 8.5, 9.0), Some(0.2), AqeDoes::Nothing, [1, 1]).code(), "costs_more");
+        assert_eq!(
+            choose(&cost(10.0, 8.5, 9.0), Some(0.2), AqeDoes::Nothing, [1, 1]).code(),
+            "costs_more"
+        );
         assert!(choose(&cost(10.0, 30.0, 9.0), None, AqeDoes::Nothing, [1, 1]).rewrites());
     }
 
     #[test]
     fn the_reason_names_aqe_then_a_small_task() {
-        assert_eq!(choose(&cost(10.0, 9.0, 9.0), Some(0.2), AqeDoes::Splits, [100, 90]).code(), "aqe_splits_it");
-        assert_eq!(choose(&cost(1.0, 1.2, 0.3), Some(0.2), AqeDoes::Nothing, [100, 90]).code(), "not_material");
-        assert_eq!(choose(&cost(1.0, 1.2, 0.3), Some(0.2), AqeDoes::Broadcasts(100), [100, 90]).code(), "aqe_broadcasts_it");
+        assert_eq!(
+            choose(&cost(10.0, 9.0, 9.0), Some(0.2), AqeDoes::Splits, [100, 90]).code(),
+            "aqe_splits_it"
+        );
+        assert_eq!(
+            choose(&cost(1.0, 1.2, 0.3), Some(0.2), AqeDoes::Nothing, [100, 90]).code(),
+            "not_material"
+        );
+        assert_eq!(
+            choose(&cost(1.0, 1.2, 0.3), Some(0.2), AqeDoes::Broadcasts(100), [100, 90]).code(),
+            "aqe_broadcasts_it"
+        );
     }
 }

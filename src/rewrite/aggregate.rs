@@ -11,7 +11,9 @@ use super::filters::column_of;
 use super::input::{input_of, Input};
 use super::names::lc;
 use super::reason::StageWhy;
-use super::window::{fn_name, joined_input, planned, planned_on_joined_rows, WindowSeen, BROADCAST_RECORDS};
+use super::window::{
+    fn_name, joined_input, planned, planned_on_joined_rows, WindowSeen, BROADCAST_RECORDS,
+};
 use super::{At, Ctx};
 use crate::sql::render_expr;
 use crate::value::KeyType;
@@ -19,7 +21,8 @@ use crate::window::{Shape, WindowPlan};
 
 /// Aggregates that build a list of their group's values.
 /// (`percentile` and `median` keep every value of the group in their buffer, as a list does.)
-const LIST_AGGREGATES: [&str; 5] = ["collect_list", "collect_set", "array_agg", "percentile", "median"];
+const LIST_AGGREGATES: [&str; 5] =
+    ["collect_list", "collect_set", "array_agg", "percentile", "median"];
 
 /// DISTINCT aggregates of more columns than this are not looked at: Spark numbers them in an
 /// order of its own, and each of the n! orders is counted.
@@ -35,12 +38,21 @@ pub(super) fn aggregate(sel: &Select, ctx: &mut Ctx) {
         return;
     }
     let joined = !sel.from[0].joins.is_empty();
-    let inp = if joined { joined_input(&sel.from[0], &keys, ctx).ok() } else { input_of(&sel.from[0].relation, ctx, 0).ok().map(|i| (0, i)) };
-    let Some((root, inp)) = inp.filter(|(_, inp)| keys.iter().all(|k| column_of(k, inp).is_some())) else { return };
+    let inp = if joined {
+        joined_input(&sel.from[0], &keys, ctx).ok()
+    } else {
+        input_of(&sel.from[0].relation, ctx, 0).ok().map(|i| (0, i))
+    };
+    let Some((root, inp)) = inp.filter(|(_, inp)| keys.iter().all(|k| column_of(k, inp).is_some()))
+    else {
+        return;
+    };
     let Some(distinct) = distinct_arguments(sel) else { return };
     let shape = match distinct.len() {
         0 => Shape::Aggregate { lists: builds_lists(sel) },
-        n if n <= MAX_DISTINCT_COLUMNS => Shape::DistinctAggregate { groups: n as u32, regular: has_regular_aggregate(sel) },
+        n if n <= MAX_DISTINCT_COLUMNS => {
+            Shape::DistinctAggregate { groups: n as u32, regular: has_regular_aggregate(sel) }
+        }
         _ => return,
     };
     let mut seen = WindowSeen {
@@ -57,7 +69,9 @@ pub(super) fn aggregate(sel: &Select, ctx: &mut Ctx) {
         Ok((p, notes)) => {
             let per_value = list_argument(sel).and_then(|e| list_bytes_per_value(&e, &inp, ctx));
             seen.plan = Some(match per_value {
-                Some(b) if matches!(shape, Shape::Aggregate { lists: true }) => p.with_list_bytes(b),
+                Some(b) if matches!(shape, Shape::Aggregate { lists: true }) => {
+                    p.with_list_bytes(b)
+                }
                 _ => p,
             });
             seen.notes = notes;
@@ -102,19 +116,34 @@ fn planned_over_joins(
 /// `SELECT DISTINCT` of plain columns.
 fn grouping(sel: &Select) -> Option<(Vec<Expr>, String)> {
     match (&sel.group_by, &sel.distinct) {
-        (GroupByExpr::Expressions(keys, modifiers), _) if !keys.is_empty() && modifiers.is_empty() => {
-            Some((keys.clone(), format!("GROUP BY {}", keys.iter().map(render_expr).collect::<Vec<_>>().join(", "))))
+        (GroupByExpr::Expressions(keys, modifiers), _)
+            if !keys.is_empty() && modifiers.is_empty() =>
+        {
+            Some((
+                keys.clone(),
+                format!("GROUP BY {}", keys.iter().map(render_expr).collect::<Vec<_>>().join(", ")),
+            ))
         }
-        (GroupByExpr::Expressions(keys, _), Some(sqlparser::ast::Distinct::Distinct)) if keys.is_empty() => {
+        (GroupByExpr::Expressions(keys, _), Some(sqlparser::ast::Distinct::Distinct))
+            if keys.is_empty() =>
+        {
             let cols: Vec<Expr> = sel
                 .projection
                 .iter()
                 .map(|i| match i {
-                    SelectItem::UnnamedExpr(e @ (Expr::Identifier(_) | Expr::CompoundIdentifier(_))) => Some(e.clone()),
+                    SelectItem::UnnamedExpr(
+                        e @ (Expr::Identifier(_) | Expr::CompoundIdentifier(_)),
+                    ) => Some(e.clone()),
                     _ => None,
                 })
                 .collect::<Option<_>>()?;
-            Some((cols.clone(), format!("SELECT DISTINCT {}", cols.iter().map(render_expr).collect::<Vec<_>>().join(", "))))
+            Some((
+                cols.clone(),
+                format!(
+                    "SELECT DISTINCT {}",
+                    cols.iter().map(render_expr).collect::<Vec<_>>().join(", ")
+                ),
+            ))
         }
         _ => None,
     }
@@ -161,7 +190,9 @@ fn list_argument(sel: &Select) -> Option<Expr> {
         type Break = ();
         fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
             if let (None, Expr::Function(f)) = (&self.0, e) {
-                if let (true, FunctionArguments::List(l)) = (LIST_AGGREGATES.contains(&fn_name(f).as_str()), &f.args) {
+                if let (true, FunctionArguments::List(l)) =
+                    (LIST_AGGREGATES.contains(&fn_name(f).as_str()), &f.args)
+                {
                     if let [FunctionArg::Unnamed(FunctionArgExpr::Expr(x))] = l.args.as_slice() {
                         self.0 = Some(x.clone());
                     }
@@ -203,7 +234,8 @@ fn has_regular_aggregate(sel: &Select) -> bool {
         type Break = ();
         fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
             let Expr::Function(f) = e else { return ControlFlow::Continue(()) };
-            let distinct = matches!(&f.args, FunctionArguments::List(l) if l.duplicate_treatment.is_some());
+            let distinct =
+                matches!(&f.args, FunctionArguments::List(l) if l.duplicate_treatment.is_some());
             self.0 |= f.over.is_none() && !distinct && AGGREGATES.contains(&fn_name(f).as_str());
             ControlFlow::Continue(())
         }

@@ -12,7 +12,10 @@
 
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{visit_expressions, visit_expressions_mut, Expr, Ident, Query, SetExpr, TableFactor, TableWithJoins};
+use sqlparser::ast::{
+    visit_expressions, visit_expressions_mut, Expr, Ident, Query, SetExpr, TableFactor,
+    TableWithJoins,
+};
 
 use super::condition::join_type;
 use super::input::Input;
@@ -70,11 +73,23 @@ impl Walk<'_> {
 
     /// Each relation of a FROM item, with what its join does to NULL keys on its side.
     fn item(&self, twj: &TableWithJoins, out: &mut Vec<Reading>) -> Option<()> {
-        let first = twj.joins.first().map(|j| join_type(&j.join_operator).map(|x| x.0).ok()).unwrap_or(Some(JoinType::Full));
-        self.relation(&twj.relation, first.is_some_and(|t| matches!(t, JoinType::Inner | JoinType::Semi | JoinType::Right)), out)?;
+        let first = twj
+            .joins
+            .first()
+            .map(|j| join_type(&j.join_operator).map(|x| x.0).ok())
+            .unwrap_or(Some(JoinType::Full));
+        self.relation(
+            &twj.relation,
+            first.is_some_and(|t| matches!(t, JoinType::Inner | JoinType::Semi | JoinType::Right)),
+            out,
+        )?;
         for j in &twj.joins {
             let how = join_type(&j.join_operator).ok()?.0;
-            self.relation(&j.relation, matches!(how, JoinType::Inner | JoinType::Semi | JoinType::Left | JoinType::Anti), out)?;
+            self.relation(
+                &j.relation,
+                matches!(how, JoinType::Inner | JoinType::Semi | JoinType::Left | JoinType::Anti),
+                out,
+            )?;
         }
         Some(())
     }
@@ -87,7 +102,11 @@ impl Walk<'_> {
             return Some(());
         }
         if let SetExpr::Select(s) = &*subquery.body {
-            if let [TableWithJoins { relation: TableFactor::Derived { subquery: inner, alias: Some(a), .. }, joins }] = s.from.as_slice() {
+            if let [TableWithJoins {
+                relation: TableFactor::Derived { subquery: inner, alias: Some(a), .. },
+                joins,
+            }] = s.from.as_slice()
+            {
                 if joins.is_empty() && self.is_source(inner) {
                     out.push(self.reading(&a.name.value, s.selection.as_ref(), drops_nulls)?);
                     return Some(());
@@ -122,7 +141,11 @@ impl Walk<'_> {
         let mut ok = true;
         let _ = visit_expressions_mut(&mut e, |x: &mut Expr| {
             let col = match &*x {
-                Expr::CompoundIdentifier(p) if p.len() == 2 && p[0].value.eq_ignore_ascii_case(alias) => Some(p[1].value.clone()),
+                Expr::CompoundIdentifier(p)
+                    if p.len() == 2 && p[0].value.eq_ignore_ascii_case(alias) =>
+                {
+                    Some(p[1].value.clone())
+                }
                 Expr::Identifier(i) => Some(i.value.clone()),
                 Expr::CompoundIdentifier(_) => None,
                 _ => return ControlFlow::<()>::Continue(()),
@@ -138,7 +161,11 @@ impl Walk<'_> {
 
     /// The member alias and column of the prefix's column `col`.
     fn member_column(&self, col: &str) -> Option<(String, String)> {
-        self.l.quals.iter().find_map(|(alias, m)| m.iter().find(|(_, w)| w.eq_ignore_ascii_case(col)).map(|(orig, _)| (alias.clone(), orig.clone())))
+        self.l.quals.iter().find_map(|(alias, m)| {
+            m.iter()
+                .find(|(_, w)| w.eq_ignore_ascii_case(col))
+                .map(|(orig, _)| (alias.clone(), orig.clone()))
+        })
     }
 }
 

@@ -103,7 +103,12 @@ impl Prefix {
     fn add_member(&mut self, input: Input) -> Vec<usize> {
         let start = self.slots.len();
         for c in &input.columns {
-            self.slots.push(Slot { qual: input.alias.clone(), name: c.clone(), orig: c.clone(), owner: Some(input.alias.clone()) });
+            self.slots.push(Slot {
+                qual: input.alias.clone(),
+                name: c.clone(),
+                orig: c.clone(),
+                owner: Some(input.alias.clone()),
+            });
         }
         let slots: Vec<usize> = (start..self.slots.len()).collect();
         self.members.push(Member { input, slots: slots.clone(), using_first: vec![] });
@@ -136,13 +141,26 @@ impl Prefix {
 
     /// The inputs and joins so far, for the counts of the next join.
     pub fn before(&self) -> Before<'_> {
-        Before { members: self.members.iter().map(|m| m.input.clone()).collect(), links: &self.links, cache: &self.cache }
+        Before {
+            members: self.members.iter().map(|m| m.input.clone()).collect(),
+            links: &self.links,
+            cache: &self.cache,
+        }
     }
 
     /// The first `members` inputs and `links` joins, as they were for a join planned earlier,
     /// with a cache of their own (for counts under other conditions).
-    pub fn before_at<'a>(&'a self, members: usize, links: usize, cache: &'a SentCache) -> Before<'a> {
-        Before { members: self.members[..members].iter().map(|m| m.input.clone()).collect(), links: &self.links[..links], cache }
+    pub fn before_at<'a>(
+        &'a self,
+        members: usize,
+        links: usize,
+        cache: &'a SentCache,
+    ) -> Before<'a> {
+        Before {
+            members: self.members[..members].iter().map(|m| m.input.clone()).collect(),
+            links: &self.links[..links],
+            cache,
+        }
     }
 
     /// The inputs joined so far, in order.
@@ -174,10 +192,29 @@ impl Prefix {
             if qual.eq_ignore_ascii_case(&m.input.alias) {
                 continue;
             }
-            let columns = m.input.columns.iter().zip(&m.slots).map(|(c, &s)| (lc(c), self.slots[s].name.clone())).collect();
-            let mut star: Vec<(String, String)> = m.input.columns.iter().zip(&m.slots).map(|(c, &s)| (self.slots[s].name.clone(), c.clone())).collect();
-            star.sort_by_key(|(_, c)| m.using_first.iter().position(|k| *k == lc(c)).unwrap_or(usize::MAX));
-            out.push(Remap { alias: m.input.alias.clone(), new_alias: qual.clone(), columns, star });
+            let columns = m
+                .input
+                .columns
+                .iter()
+                .zip(&m.slots)
+                .map(|(c, &s)| (lc(c), self.slots[s].name.clone()))
+                .collect();
+            let mut star: Vec<(String, String)> = m
+                .input
+                .columns
+                .iter()
+                .zip(&m.slots)
+                .map(|(c, &s)| (self.slots[s].name.clone(), c.clone()))
+                .collect();
+            star.sort_by_key(|(_, c)| {
+                m.using_first.iter().position(|k| *k == lc(c)).unwrap_or(usize::MAX)
+            });
+            out.push(Remap {
+                alias: m.input.alias.clone(),
+                new_alias: qual.clone(),
+                columns,
+                star,
+            });
         }
         out
     }
@@ -201,7 +238,8 @@ impl Prefix {
         let (wraps, bare) = self.unique_names(right, right_out);
         let mut cur = self.cur.clone();
         crate::sql::fix_literals(&mut cur);
-        let list: Vec<String> = self.slots.iter().zip(&wraps).map(|(s, w)| select_item(&s.qual, &s.name, w)).collect();
+        let list: Vec<String> =
+            self.slots.iter().zip(&wraps).map(|(s, w)| select_item(&s.qual, &s.name, w)).collect();
         let mut base = HashMap::new();
         let mut quals: Vec<(String, HashMap<String, String>)> = Vec::new();
         for m in &self.members {
@@ -222,7 +260,10 @@ impl Prefix {
             columns: wraps,
             base,
             // The counts of a prefix are its base table's: no member's filter applies.
-            filtered: self.members.iter().any(|m| m.input.filtered || m.input.having || !m.input.conditions.is_empty()),
+            filtered: self
+                .members
+                .iter()
+                .any(|m| m.input.filtered || m.input.having || !m.input.conditions.is_empty()),
             conditions: vec![],
             quals,
             bare,
@@ -237,17 +278,27 @@ impl Prefix {
 
     /// A name for each slot, unique in the prefix made one input (and beside the right
     /// input's columns when the join outputs them), and the names of the merged USING keys.
-    fn unique_names(&self, right: &Input, right_out: bool) -> (Vec<String>, HashMap<String, String>) {
+    fn unique_names(
+        &self,
+        right: &Input,
+        right_out: bool,
+    ) -> (Vec<String>, HashMap<String, String>) {
         let mut seen: HashMap<String, usize> = HashMap::new();
         for s in &self.slots {
             *seen.entry(lc(&s.orig)).or_default() += 1;
         }
-        let mut taken: HashSet<String> = if right_out { right.columns.iter().map(|c| lc(c)).collect() } else { Default::default() };
+        let mut taken: HashSet<String> = if right_out {
+            right.columns.iter().map(|c| lc(c)).collect()
+        } else {
+            Default::default()
+        };
         let mut wraps = Vec::new();
         let mut bare = HashMap::new();
         for s in &self.slots {
             // A USING key's merged column keeps the bare name; the columns it merges do not.
-            let mut w = if (s.owner.is_none() || seen[&lc(&s.orig)] == 1) && !taken.contains(&lc(&s.orig)) {
+            let mut w = if (s.owner.is_none() || seen[&lc(&s.orig)] == 1)
+                && !taken.contains(&lc(&s.orig))
+            {
                 s.orig.clone()
             } else {
                 format!("{}__{}", s.owner.as_deref().unwrap_or("using"), s.orig)
@@ -301,7 +352,8 @@ impl Prefix {
             JoinConstraint::Using(cols) => self.star_after_using(how, cols, before, &rslots),
             JoinConstraint::Natural => self.broken = Some(LeftAlone::NaturalBefore),
             _ => {
-                let extra: Vec<(usize, String)> = rslots.iter().map(|&s| (s, self.slots[s].orig.clone())).collect();
+                let extra: Vec<(usize, String)> =
+                    rslots.iter().map(|&s| (s, self.slots[s].orig.clone())).collect();
                 self.star.extend(extra);
             }
         }
@@ -321,7 +373,12 @@ impl Prefix {
 
     /// A join whose right input's columns are not known here (`untraced`, or the prefix is
     /// broken): `*` lists them as `alias.*` after the rest.
-    fn append_unknown(&mut self, right_alias: Option<String>, constraint: &JoinConstraint, untraced: bool) {
+    fn append_unknown(
+        &mut self,
+        right_alias: Option<String>,
+        constraint: &JoinConstraint,
+        untraced: bool,
+    ) {
         match (right_alias, constraint) {
             (Some(a), JoinConstraint::On(_) | JoinConstraint::None) => self.star.push((RAW, a)),
             _ => self.star_ok = false,
@@ -332,16 +389,26 @@ impl Prefix {
     }
 
     /// `*` of `a JOIN b USING (k)`: k (merged), then the rest of a (`before`), then of b.
-    fn star_after_using(&mut self, how: JoinType, cols: &[ObjectName], before: Vec<(usize, String)>, rslots: &[usize]) {
+    fn star_after_using(
+        &mut self,
+        how: JoinType,
+        cols: &[ObjectName],
+        before: Vec<(usize, String)>,
+        rslots: &[usize],
+    ) {
         if how == JoinType::Full {
             self.broken = Some(LeftAlone::FullUsingBefore);
             return;
         }
-        let keys: Vec<String> = cols.iter().filter_map(|c| last_ident(c).map(|i| lc(&i.value))).collect();
+        let keys: Vec<String> =
+            cols.iter().filter_map(|c| last_ident(c).map(|i| lc(&i.value))).collect();
         let mut star = Vec::new();
         for k in &keys {
             let pick = if how == JoinType::Right {
-                rslots.iter().find(|&&s| lc(&self.slots[s].orig) == *k).map(|&s| (s, self.slots[s].orig.clone()))
+                rslots
+                    .iter()
+                    .find(|&&s| lc(&self.slots[s].orig) == *k)
+                    .map(|&s| (s, self.slots[s].orig.clone()))
             } else {
                 before.iter().find(|(i, o)| *i != RAW && lc(o) == *k).cloned()
             };
@@ -356,18 +423,28 @@ impl Prefix {
             star.push((self.slots.len() - 1, out));
         }
         star.extend(before.into_iter().filter(|(_, o)| !keys.contains(&lc(o))));
-        star.extend(rslots.iter().filter(|&&s| !keys.contains(&lc(&self.slots[s].orig))).map(|&s| (s, self.slots[s].orig.clone())));
+        star.extend(
+            rslots
+                .iter()
+                .filter(|&&s| !keys.contains(&lc(&self.slots[s].orig)))
+                .map(|&s| (s, self.slots[s].orig.clone())),
+        );
         self.star = star;
         self.mark_using(&keys);
     }
 
     /// A SEMI or ANTI join USING (k) left as written: `*` lists k first, as Spark does.
     fn using_first(&mut self, cols: &[ObjectName]) {
-        let keys: Vec<String> = cols.iter().filter_map(|c| last_ident(c).map(|i| lc(&i.value))).collect();
+        let keys: Vec<String> =
+            cols.iter().filter_map(|c| last_ident(c).map(|i| lc(&i.value))).collect();
         let slots = &self.slots;
-        self.star.sort_by_key(
-            |(s, o)| if *s != RAW && slots[*s].owner.is_some() { keys.iter().position(|k| *k == lc(o)).unwrap_or(usize::MAX) } else { usize::MAX },
-        );
+        self.star.sort_by_key(|(s, o)| {
+            if *s != RAW && slots[*s].owner.is_some() {
+                keys.iter().position(|k| *k == lc(o)).unwrap_or(usize::MAX)
+            } else {
+                usize::MAX
+            }
+        });
         self.mark_using(&keys);
     }
 
@@ -389,7 +466,12 @@ impl Prefix {
         let before = std::mem::take(&mut self.star);
         let mut merged = Vec::new();
         for k in &j.using {
-            self.slots.push(Slot { qual: j.alias.clone(), name: k.clone(), orig: k.clone(), owner: None });
+            self.slots.push(Slot {
+                qual: j.alias.clone(),
+                name: k.clone(),
+                orig: k.clone(),
+                owner: None,
+            });
             merged.push((self.slots.len() - 1, k.clone()));
         }
         let keys: Vec<String> = j.using.iter().map(|k| lc(k)).collect();

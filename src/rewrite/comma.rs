@@ -10,7 +10,9 @@
 
 use std::collections::HashSet;
 
-use sqlparser::ast::{BinaryOperator, Expr, Join, JoinConstraint, JoinOperator, Select, SelectItem, TableWithJoins};
+use sqlparser::ast::{
+    BinaryOperator, Expr, Join, JoinConstraint, JoinOperator, Select, SelectItem, TableWithJoins,
+};
 
 use super::condition::{conjuncts, join_with};
 use super::input::input_of;
@@ -45,18 +47,25 @@ pub(super) fn explicit_form(sel: &Select, ctx: &Ctx) -> Result<Option<Box<Select
     if let Some(w) = &sel.selection {
         conjuncts(w, &mut cs);
     }
-    let cs: Vec<Conjunct> = cs.into_iter().map(|expr| Conjunct { link: link_of(&expr, &items), expr }).collect();
+    let cs: Vec<Conjunct> =
+        cs.into_iter().map(|expr| Conjunct { link: link_of(&expr, &items), expr }).collect();
     let order = join_order(&items, &cs, sel)?;
     let mut twj = sel.from[order[0]].clone();
     let mut used = vec![false; cs.len()];
     for (n, &j) in order.iter().enumerate().skip(1) {
         let placed = &order[..n];
         if !sel.from[j].joins.is_empty() {
-            return Err(LeftAlone::CommaItemWithJoins(factor_alias(&sel.from[j].relation).unwrap_or_default()));
+            return Err(LeftAlone::CommaItemWithJoins(
+                factor_alias(&sel.from[j].relation).unwrap_or_default(),
+            ));
         }
         let mut on = Vec::new();
         for (i, c) in cs.iter().enumerate() {
-            if !used[i] && c.link.is_some_and(|(a, b)| (a == j && placed.contains(&b)) || (b == j && placed.contains(&a))) {
+            if !used[i]
+                && c.link.is_some_and(|(a, b)| {
+                    (a == j && placed.contains(&b)) || (b == j && placed.contains(&a))
+                })
+            {
                 used[i] = true;
                 on.push(c.expr.clone());
             }
@@ -64,10 +73,14 @@ pub(super) fn explicit_form(sel: &Select, ctx: &Ctx) -> Result<Option<Box<Select
         twj.joins.push(Join {
             relation: sel.from[j].relation.clone(),
             global: false,
-            join_operator: JoinOperator::Join(JoinConstraint::On(join_with(on, BinaryOperator::And))),
+            join_operator: JoinOperator::Join(JoinConstraint::On(join_with(
+                on,
+                BinaryOperator::And,
+            ))),
         });
     }
-    let rest: Vec<Expr> = cs.into_iter().zip(used).filter(|(_, u)| !u).map(|(c, _)| c.expr).collect();
+    let rest: Vec<Expr> =
+        cs.into_iter().zip(used).filter(|(_, u)| !u).map(|(c, _)| c.expr).collect();
     let mut out = sel.clone();
     out.from = vec![twj];
     out.selection = if rest.is_empty() { None } else { Some(join_with(rest, BinaryOperator::And)) };
@@ -92,12 +105,18 @@ fn item_of(twj: &TableWithJoins, ctx: &Ctx) -> Item {
 fn owner(e: &Expr, items: &[Item]) -> Option<usize> {
     let one = |hits: Vec<usize>| if hits.len() == 1 { Some(hits[0]) } else { None };
     match e {
-        Expr::CompoundIdentifier(p) if p.len() == 2 => {
-            one(items.iter().enumerate().filter(|(_, it)| it.aliases.iter().any(|a| a.eq_ignore_ascii_case(&p[0].value))).map(|(i, _)| i).collect())
-        }
-        Expr::Identifier(id) if items.iter().all(|it| it.columns.is_some()) => {
-            one(items.iter().enumerate().filter(|(_, it)| it.columns.as_ref().is_some_and(|c| c.contains(&lc(&id.value)))).map(|(i, _)| i).collect())
-        }
+        Expr::CompoundIdentifier(p) if p.len() == 2 => one(items
+            .iter()
+            .enumerate()
+            .filter(|(_, it)| it.aliases.iter().any(|a| a.eq_ignore_ascii_case(&p[0].value)))
+            .map(|(i, _)| i)
+            .collect()),
+        Expr::Identifier(id) if items.iter().all(|it| it.columns.is_some()) => one(items
+            .iter()
+            .enumerate()
+            .filter(|(_, it)| it.columns.as_ref().is_some_and(|c| c.contains(&lc(&id.value))))
+            .map(|(i, _)| i)
+            .collect()),
         Expr::Nested(inner) => owner(inner, items),
         _ => None,
     }
@@ -106,10 +125,12 @@ fn owner(e: &Expr, items: &[Item]) -> Option<usize> {
 /// `x = y` with x and y columns of two different FROM items.
 fn link_of(e: &Expr, items: &[Item]) -> Option<(usize, usize)> {
     match e {
-        Expr::BinaryOp { left, op: BinaryOperator::Eq, right } => match (owner(left, items), owner(right, items)) {
-            (Some(a), Some(b)) if a != b => Some((a, b)),
-            _ => None,
-        },
+        Expr::BinaryOp { left, op: BinaryOperator::Eq, right } => {
+            match (owner(left, items), owner(right, items)) {
+                (Some(a), Some(b)) if a != b => Some((a, b)),
+                _ => None,
+            }
+        }
         _ => None,
     }
 }
@@ -119,10 +140,18 @@ fn link_of(e: &Expr, items: &[Item]) -> Option<(usize, usize)> {
 fn join_order(items: &[Item], cs: &[Conjunct], sel: &Select) -> Result<Vec<usize>, LeftAlone> {
     let mut order = vec![0];
     while order.len() < items.len() {
-        let linked = |j: usize| cs.iter().any(|c| c.link.is_some_and(|(a, b)| (a == j && order.contains(&b)) || (b == j && order.contains(&a))));
+        let linked = |j: usize| {
+            cs.iter().any(|c| {
+                c.link.is_some_and(|(a, b)| {
+                    (a == j && order.contains(&b)) || (b == j && order.contains(&a))
+                })
+            })
+        };
         let Some(next) = (0..items.len()).find(|j| !order.contains(j) && linked(*j)) else {
             let lone = (0..items.len()).find(|j| !order.contains(j)).unwrap_or(0);
-            return Err(LeftAlone::CommaNoEquality(items[lone].aliases.first().cloned().unwrap_or_default()));
+            return Err(LeftAlone::CommaNoEquality(
+                items[lone].aliases.first().cloned().unwrap_or_default(),
+            ));
         };
         order.push(next);
     }

@@ -17,7 +17,12 @@ pub fn sql_with_comments(r: &Rewritten) -> String {
         change_comments(c, &mut o);
     }
     for u in &r.unchanged_joins {
-        o.push_str(&format!("-- skewjoin: left as written{}: {}: {}\n", place(u.at), one_line(&u.join), one_line(&u.reason.to_string())));
+        o.push_str(&format!(
+            "-- skewjoin: left as written{}: {}: {}\n",
+            place(u.at),
+            one_line(&u.join),
+            one_line(&u.reason.to_string())
+        ));
         in_branches_comment(u, &mut o);
     }
     for w in &r.windows {
@@ -54,7 +59,13 @@ fn in_branches_comment(u: &super::Unchanged, o: &mut String) {
 /// The lines of one change: the join, each hot key and what happens to it, the task sizes,
 /// the warnings and notes.
 fn change_comments(c: &Change, o: &mut String) {
-    o.push_str(&format!("-- skewjoin: {} ({}){} is now the derived table {}\n", one_line(&c.join), c.how.as_str(), place(c.at), c.alias));
+    o.push_str(&format!(
+        "-- skewjoin: {} ({}){} is now the derived table {}\n",
+        one_line(&c.join),
+        c.how.as_str(),
+        place(c.at),
+        c.alias
+    ));
     for h in &c.hot_keys {
         o.push_str(&format!(
             "--   {} [{}]: {} rows ({} of the {} side) {}\n",
@@ -93,16 +104,28 @@ fn change_comments(c: &Change, o: &mut String) {
 
 /// The lines of one window stage: what it is, its hot values, the tasks, the verdict or reason.
 fn window_comments(w: &WindowSeen, o: &mut String) {
-    let head = format!("-- skewjoin: {}{}", one_line(&crate::format::one_line(&w.stage, 160)), place(w.at));
+    let head = format!(
+        "-- skewjoin: {}{}",
+        one_line(&crate::format::one_line(&w.stage, 160)),
+        place(w.at)
+    );
     let Some(p) = &w.plan else {
-        o.push_str(&format!("{head}: not planned: {}\n", one_line(w.reason.as_deref().unwrap_or(""))));
+        o.push_str(&format!(
+            "{head}: not planned: {}\n",
+            one_line(w.reason.as_deref().unwrap_or(""))
+        ));
         return;
     };
     let status = match &w.alias {
         Some(a) => format!("rewritten, each hot value's aggregate in {a}_N"),
         None => "left as written".into(),
     };
-    o.push_str(&format!("{head} ({}, by {} of {}): {status}\n", p.shape.label(), p.keys.join(", "), p.input));
+    o.push_str(&format!(
+        "{head} ({}, by {} of {}): {status}\n",
+        p.shape.label(),
+        p.keys.join(", "),
+        p.input
+    ));
     for h in &p.hot {
         o.push_str(&format!(
             "--   {} [{}]: {} rows ({} of the input), partition {}\n",
@@ -113,12 +136,20 @@ fn window_comments(w: &WindowSeen, o: &mut String) {
             h.spark_partition
         ));
     }
-    let after = p
-        .after
-        .as_ref()
-        .map(|a| format!(" -> {} (median {} -> {})", fmt_count(a.max_task_rows), fmt_count(p.before.median_task_rows), fmt_count(a.median_task_rows)));
+    let after = p.after.as_ref().map(|a| {
+        format!(
+            " -> {} (median {} -> {})",
+            fmt_count(a.max_task_rows),
+            fmt_count(p.before.median_task_rows),
+            fmt_count(a.median_task_rows)
+        )
+    });
     let reduced = matches!(p.verdict, Verdict::GroupLimit | Verdict::PartialAggregation);
-    let what = if reduced { "before Spark's reduction per map task, the largest task would read" } else { "largest task" };
+    let what = if reduced {
+        "before Spark's reduction per map task, the largest task would read"
+    } else {
+        "largest task"
+    };
     o.push_str(&format!(
         "--   {what} {} rows{}\n",
         fmt_count(p.before.max_task_rows),

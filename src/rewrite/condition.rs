@@ -3,7 +3,9 @@
 
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{visit_expressions_mut, BinaryOperator, Expr, Ident, JoinConstraint, JoinOperator, ObjectName};
+use sqlparser::ast::{
+    visit_expressions_mut, BinaryOperator, Expr, Ident, JoinConstraint, JoinOperator, ObjectName,
+};
 
 use super::filters::JoinScope;
 use super::input::Input;
@@ -53,12 +55,25 @@ pub(super) fn join_type(op: &JoinOperator) -> Result<(JoinType, &JoinConstraint)
 }
 
 /// The condition of a join of `l` and `r`, or why it has no keys to plan on.
-pub(super) fn condition_of(op: &JoinOperator, l: &Input, r: &Input) -> Result<Condition, LeftAlone> {
+pub(super) fn condition_of(
+    op: &JoinOperator,
+    l: &Input,
+    r: &Input,
+) -> Result<Condition, LeftAlone> {
     let (how, constraint) = join_type(op)?;
-    if l.alias.eq_ignore_ascii_case(&r.alias) || l.quals.iter().any(|(a, _)| a.eq_ignore_ascii_case(&r.alias)) {
+    if l.alias.eq_ignore_ascii_case(&r.alias)
+        || l.quals.iter().any(|(a, _)| a.eq_ignore_ascii_case(&r.alias))
+    {
         return Err(LeftAlone::SameName);
     }
-    let mut c = Condition { how, keys: Vec::new(), key_text: Vec::new(), extras: Vec::new(), using: false, casts: Vec::new() };
+    let mut c = Condition {
+        how,
+        keys: Vec::new(),
+        key_text: Vec::new(),
+        extras: Vec::new(),
+        using: false,
+        casts: Vec::new(),
+    };
     match constraint {
         JoinConstraint::On(e) => on_keys(e, l, r, &mut c),
         JoinConstraint::Using(cols) => using_keys(cols, l, r, &mut c)?,
@@ -85,7 +100,10 @@ fn keys_on_one_input(c: &mut Condition, l: &Input) {
     let mut order: Vec<usize> = members.iter().flatten().copied().collect();
     order.dedup();
     for m in order {
-        let picks: Option<Vec<String>> = classes.iter().map(|class| class.iter().find(|x| l.member_of(x) == Some(m)).cloned()).collect();
+        let picks: Option<Vec<String>> = classes
+            .iter()
+            .map(|class| class.iter().find(|x| l.member_of(x) == Some(m)).cloned())
+            .collect();
         if let Some(picks) = picks {
             for (key, pick) in c.keys.iter_mut().zip(picks) {
                 key.0 = pick;
@@ -98,7 +116,12 @@ fn keys_on_one_input(c: &mut Condition, l: &Input) {
 /// The condition of a join of `l` and `r`, with the join type Spark runs it as under the WHERE
 /// of `scope` (`filters::spark_join_type`); and, where that differs from the type as written,
 /// the type as written and the condition that made the difference.
-pub(super) fn condition_in_scope(op: &JoinOperator, l: &Input, r: &Input, scope: &JoinScope) -> Result<(Condition, Option<(JoinType, String)>), LeftAlone> {
+pub(super) fn condition_in_scope(
+    op: &JoinOperator,
+    l: &Input,
+    r: &Input,
+    scope: &JoinScope,
+) -> Result<(Condition, Option<(JoinType, String)>), LeftAlone> {
     let mut c = condition_of(op, l, r)?;
     let written = c.how;
     let (how, by) = super::filters::spark_join_type(c.how, scope, l, r);
@@ -119,10 +142,15 @@ fn on_keys(e: &Expr, l: &Input, r: &Input, c: &mut Condition) {
                 _ => [rcast, lcast],
             };
             match (lk, rk) {
-                (Some((Side::Left, a)), Some((Side::Right, b))) | (Some((Side::Right, b)), Some((Side::Left, a))) => {
+                (Some((Side::Left, a)), Some((Side::Right, b)))
+                | (Some((Side::Right, b)), Some((Side::Left, a))) => {
                     c.keys.push((a, b));
                     c.casts.push(casts);
-                    c.key_text.push(format!("{} = {}", crate::sql::render_expr(left), crate::sql::render_expr(right)));
+                    c.key_text.push(format!(
+                        "{} = {}",
+                        crate::sql::render_expr(left),
+                        crate::sql::render_expr(right)
+                    ));
                     continue;
                 }
                 _ => {}
@@ -136,7 +164,9 @@ fn on_keys(e: &Expr, l: &Input, r: &Input, c: &mut Condition) {
 /// `CAST(e AS t)` as `e` and the type it is cast to, as written.
 fn uncast(e: &Expr) -> (&Expr, Option<String>) {
     match e {
-        Expr::Cast { expr, data_type, format: None, .. } => (expr.as_ref(), Some(data_type.to_string())),
+        Expr::Cast { expr, data_type, format: None, .. } => {
+            (expr.as_ref(), Some(data_type.to_string()))
+        }
         Expr::Nested(inner) if matches!(inner.as_ref(), Expr::Cast { .. }) => uncast(inner),
         other => (other, None),
     }
@@ -160,7 +190,12 @@ pub(super) fn cast_hashes_alike(column: crate::value::KeyType, cast: &str) -> bo
 }
 
 /// USING: every column must be on both sides.
-fn using_keys(cols: &[ObjectName], l: &Input, r: &Input, c: &mut Condition) -> Result<(), LeftAlone> {
+fn using_keys(
+    cols: &[ObjectName],
+    l: &Input,
+    r: &Input,
+    c: &mut Condition,
+) -> Result<(), LeftAlone> {
     for col in cols {
         let name = last_ident(col).map(|i| i.value.clone()).unwrap_or_default();
         match (l.column(&name), r.column(&name)) {
@@ -184,7 +219,13 @@ pub(crate) fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
             conjuncts(right, out);
         }
         // `(a AND b)`, `((a = b))`: the parentheses group nothing a conjunct needs.
-        Expr::Nested(inner) if matches!(inner.as_ref(), Expr::BinaryOp { op: BinaryOperator::And | BinaryOperator::Eq, .. } | Expr::Nested(_)) => {
+        Expr::Nested(inner)
+            if matches!(
+                inner.as_ref(),
+                Expr::BinaryOp { op: BinaryOperator::And | BinaryOperator::Eq, .. }
+                    | Expr::Nested(_)
+            ) =>
+        {
             conjuncts(inner, out)
         }
         // `(x AND a) OR (x AND b)`: x, then `(a OR b)`, as Spark's BooleanSimplification
@@ -202,7 +243,14 @@ fn disjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
             disjuncts(left, out);
             disjuncts(right, out);
         }
-        Expr::Nested(inner) if matches!(inner.as_ref(), Expr::BinaryOp { op: BinaryOperator::Or, .. } | Expr::Nested(_)) => disjuncts(inner, out),
+        Expr::Nested(inner)
+            if matches!(
+                inner.as_ref(),
+                Expr::BinaryOp { op: BinaryOperator::Or, .. } | Expr::Nested(_)
+            ) =>
+        {
+            disjuncts(inner, out)
+        }
         other => out.push(other),
     }
 }
@@ -227,18 +275,26 @@ fn or_common(e: &Expr, out: &mut Vec<Expr>) -> bool {
         .collect();
     let mut common: Vec<Expr> = Vec::new();
     for c in &parts[0] {
-        if parts[1..].iter().all(|p| p.iter().any(|x| same_predicate(x, c))) && !common.iter().any(|x| same_predicate(x, c)) {
+        if parts[1..].iter().all(|p| p.iter().any(|x| same_predicate(x, c)))
+            && !common.iter().any(|x| same_predicate(x, c))
+        {
             common.push(c.clone());
         }
     }
     if common.is_empty() {
         return false;
     }
-    let rests: Vec<Vec<Expr>> = parts.into_iter().map(|p| p.into_iter().filter(|x| !common.iter().any(|c| same_predicate(x, c))).collect()).collect();
+    let rests: Vec<Vec<Expr>> = parts
+        .into_iter()
+        .map(|p| p.into_iter().filter(|x| !common.iter().any(|c| same_predicate(x, c))).collect())
+        .collect();
     out.extend(common);
     if rests.iter().all(|r| !r.is_empty()) {
         let branch = |r: Vec<Expr>| Expr::Nested(Box::new(join_with(r, BinaryOperator::And)));
-        out.push(Expr::Nested(Box::new(join_with(rests.into_iter().map(branch).collect(), BinaryOperator::Or))));
+        out.push(Expr::Nested(Box::new(join_with(
+            rests.into_iter().map(branch).collect(),
+            BinaryOperator::Or,
+        ))));
     }
     true
 }
@@ -250,9 +306,10 @@ fn same_predicate(a: &Expr, b: &Expr) -> bool {
         return true;
     }
     match (a, b) {
-        (Expr::BinaryOp { left: l1, op: BinaryOperator::Eq, right: r1 }, Expr::BinaryOp { left: l2, op: BinaryOperator::Eq, right: r2 }) => {
-            text(l1) == text(r2) && text(r1) == text(l2)
-        }
+        (
+            Expr::BinaryOp { left: l1, op: BinaryOperator::Eq, right: r1 },
+            Expr::BinaryOp { left: l2, op: BinaryOperator::Eq, right: r2 },
+        ) => text(l1) == text(r2) && text(r1) == text(l2),
         _ => false,
     }
 }
@@ -260,7 +317,11 @@ fn same_predicate(a: &Expr, b: &Expr) -> bool {
 /// `a op b op c`, left to right (`es` not empty).
 pub(super) fn join_with(mut es: Vec<Expr>, op: BinaryOperator) -> Expr {
     let first = es.remove(0);
-    es.into_iter().fold(first, |acc, e| Expr::BinaryOp { left: Box::new(acc), op: op.clone(), right: Box::new(e) })
+    es.into_iter().fold(first, |acc, e| Expr::BinaryOp {
+        left: Box::new(acc),
+        op: op.clone(),
+        right: Box::new(e),
+    })
 }
 
 /// Which input a column reference belongs to, and its name there.
@@ -291,12 +352,19 @@ fn to_branch_names(e: &mut Expr, l: &Input, r: &Input) {
     }
     let _ = visit_expressions_mut(e, |x: &mut Expr| {
         let to = match &*x {
-            Expr::CompoundIdentifier(p) if p.len() == 2 && !p[0].value.eq_ignore_ascii_case(&r.alias) => l.resolve(Some(&p[0].value), &p[1].value),
+            Expr::CompoundIdentifier(p)
+                if p.len() == 2 && !p[0].value.eq_ignore_ascii_case(&r.alias) =>
+            {
+                l.resolve(Some(&p[0].value), &p[1].value)
+            }
             Expr::Identifier(i) if r.column(&i.value).is_none() => l.resolve(None, &i.value),
             _ => None,
         };
         if let Some(c) = to {
-            *x = Expr::CompoundIdentifier(vec![Ident::with_quote('`', l.alias.clone()), Ident::with_quote('`', c)]);
+            *x = Expr::CompoundIdentifier(vec![
+                Ident::with_quote('`', l.alias.clone()),
+                Ident::with_quote('`', c),
+            ]);
         }
         ControlFlow::<()>::Continue(())
     });
@@ -323,7 +391,10 @@ mod tests {
 
     #[test]
     fn an_equality_in_every_branch_of_an_or_is_a_conjunct() {
-        assert_eq!(split("(p.id = l.pid AND l.q > 1) OR (l.pid = p.id AND p.b = 'x')"), ["p.id = l.pid", "((l.q > 1) OR (p.b = 'x'))"]);
+        assert_eq!(
+            split("(p.id = l.pid AND l.q > 1) OR (l.pid = p.id AND p.b = 'x')"),
+            ["p.id = l.pid", "((l.q > 1) OR (p.b = 'x'))"]
+        );
         // Three branches, one with two more conjuncts, the OR inside an AND.
         assert_eq!(
             split("l.v < 9 AND ((a.k = b.k AND a.x = 1) OR (a.k = b.k AND a.x = 2) OR (a.k = b.k AND a.y = 3 AND b.z = 4))"),
@@ -345,7 +416,13 @@ mod tests {
     /// The joins before, made one input: members s (s_item, qty) and r (r_item).
     fn prefix(equal: &[(&str, &str)]) -> Input {
         let quals = vec![
-            ("s".to_string(), HashMap::from([("s_item".to_string(), "s_item".to_string()), ("qty".to_string(), "qty".to_string())])),
+            (
+                "s".to_string(),
+                HashMap::from([
+                    ("s_item".to_string(), "s_item".to_string()),
+                    ("qty".to_string(), "qty".to_string()),
+                ]),
+            ),
             ("r".to_string(), HashMap::from([("r_item".to_string(), "r_item".to_string())])),
         ];
         let columns = vec!["s_item".to_string(), "qty".to_string(), "r_item".to_string()];
@@ -388,12 +465,24 @@ mod tests {
     fn keys_of_two_inputs_equal_on_every_row_become_one_inputs() {
         let l = prefix(&[("s_item", "r_item")]);
         let k = |a: &str, b: &str| (a.to_string(), b.to_string());
-        assert_eq!(keys_after(&l, &[("s_item", "i_id"), ("r_item", "i_id")]), [k("s_item", "i_id"), k("s_item", "i_id")]);
+        assert_eq!(
+            keys_after(&l, &[("s_item", "i_id"), ("r_item", "i_id")]),
+            [k("s_item", "i_id"), k("s_item", "i_id")]
+        );
         // The first key's input is tried first.
-        assert_eq!(keys_after(&l, &[("r_item", "i_id"), ("s_item", "i_id")]), [k("r_item", "i_id"), k("r_item", "i_id")]);
+        assert_eq!(
+            keys_after(&l, &[("r_item", "i_id"), ("s_item", "i_id")]),
+            [k("r_item", "i_id"), k("r_item", "i_id")]
+        );
         // qty has no equal in r, but r_item has one in s.
-        assert_eq!(keys_after(&l, &[("qty", "i_id"), ("r_item", "i_x")]), [k("qty", "i_id"), k("s_item", "i_x")]);
+        assert_eq!(
+            keys_after(&l, &[("qty", "i_id"), ("r_item", "i_x")]),
+            [k("qty", "i_id"), k("s_item", "i_x")]
+        );
         // Without the equality the keys stay as written (the join is then left with the reason).
-        assert_eq!(keys_after(&prefix(&[]), &[("s_item", "i_id"), ("r_item", "i_id")]), [k("s_item", "i_id"), k("r_item", "i_id")]);
+        assert_eq!(
+            keys_after(&prefix(&[]), &[("s_item", "i_id"), ("r_item", "i_id")]),
+            [k("s_item", "i_id"), k("r_item", "i_id")]
+        );
     }
 }

@@ -13,7 +13,9 @@
 use std::ops::ControlFlow;
 
 use arrow_schema::DataType;
-use sqlparser::ast::{visit_expressions, Expr, Select, SelectItem, SelectItemQualifiedWildcardKind};
+use sqlparser::ast::{
+    visit_expressions, Expr, Select, SelectItem, SelectItemQualifiedWildcardKind,
+};
 
 use super::input::Input;
 use super::names::lc;
@@ -39,7 +41,10 @@ impl Used {
         for item in &sel.projection {
             match item {
                 SelectItem::Wildcard(_) => u.all = true,
-                SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(n), _) => match super::names::last_ident(n) {
+                SelectItem::QualifiedWildcard(
+                    SelectItemQualifiedWildcardKind::ObjectName(n),
+                    _,
+                ) => match super::names::last_ident(n) {
                     Some(i) => u.stars.push(lc(&i.value)),
                     None => u.all = true,
                 },
@@ -50,7 +55,9 @@ impl Used {
         let mut collect = |e: &Expr| {
             match e {
                 Expr::Identifier(i) => u.refs.push((None, lc(&i.value))),
-                Expr::CompoundIdentifier(p) if p.len() >= 2 => u.refs.push((Some(lc(&p[p.len() - 2].value)), lc(&p[p.len() - 1].value))),
+                Expr::CompoundIdentifier(p) if p.len() >= 2 => {
+                    u.refs.push((Some(lc(&p[p.len() - 2].value)), lc(&p[p.len() - 1].value)))
+                }
                 _ => {}
             }
             ControlFlow::<()>::Continue(())
@@ -70,9 +77,12 @@ impl Used {
         inp.columns
             .iter()
             .filter(|c| {
-                self.refs
-                    .iter()
-                    .any(|(q, name)| *name == lc(c) && q.as_deref().is_none_or(|q| q == lc(&inp.alias) || inp.quals.iter().any(|(a, _)| lc(a) == q)))
+                self.refs.iter().any(|(q, name)| {
+                    *name == lc(c)
+                        && q.as_deref().is_none_or(|q| {
+                            q == lc(&inp.alias) || inp.quals.iter().any(|(a, _)| lc(a) == q)
+                        })
+                })
             })
             .cloned()
             .collect()
@@ -159,11 +169,15 @@ fn default_size(dt: &DataType) -> u64 {
         Null | Boolean | Int8 | UInt8 => 1,
         Int16 | UInt16 => 2,
         Int32 | UInt32 | Float16 | Float32 | Date32 => 4,
-        Int64 | UInt64 | Float64 | Date64 | Timestamp(..) | Time32(_) | Time64(_) | Duration(_) => 8,
+        Int64 | UInt64 | Float64 | Date64 | Timestamp(..) | Time32(_) | Time64(_) | Duration(_) => {
+            8
+        }
         Utf8 | LargeUtf8 | Utf8View => 20,
         Binary | LargeBinary | BinaryView | FixedSizeBinary(_) => 100,
         Decimal32(p, _) | Decimal64(p, _) | Decimal128(p, _) | Decimal256(p, _) => decimal_size(*p),
-        List(f) | LargeList(f) | FixedSizeList(f, _) | ListView(f) | LargeListView(f) => default_size(f.data_type()),
+        List(f) | LargeList(f) | FixedSizeList(f, _) | ListView(f) | LargeListView(f) => {
+            default_size(f.data_type())
+        }
         Struct(fs) => fs.iter().map(|f| default_size(f.data_type())).sum(),
         Map(f, _) => default_size(f.data_type()),
         Dictionary(_, v) => default_size(v),
@@ -184,9 +198,21 @@ mod tests {
         assert_eq!(default_size(&DataType::Decimal128(7, 2)), 8);
         assert_eq!(default_size(&DataType::Decimal128(38, 2)), 16);
         // A map's entries are a struct of key and value: Spark's map size is their sum.
-        let entries =
-            Field::new("entries", DataType::Struct(vec![Field::new("k", DataType::Utf8, false), Field::new("v", DataType::Int64, true)].into()), false);
+        let entries = Field::new(
+            "entries",
+            DataType::Struct(
+                vec![
+                    Field::new("k", DataType::Utf8, false),
+                    Field::new("v", DataType::Int64, true),
+                ]
+                .into(),
+            ),
+            false,
+        );
         assert_eq!(default_size(&DataType::Map(Arc::new(entries), false)), 28);
-        assert_eq!(default_size(&DataType::List(Arc::new(Field::new("e", DataType::Float64, true)))), 8);
+        assert_eq!(
+            default_size(&DataType::List(Arc::new(Field::new("e", DataType::Float64, true)))),
+            8
+        );
     }
 }

@@ -43,7 +43,14 @@ pub(super) struct JoinScope<'a> {
 /// The filters of the join of `l` and `r` (`how`), whose key columns are in `ltable` and `rtable`.
 /// `skip`: conjuncts the left input's counts apply through the joins before it. `on`: the
 /// predicates of ON beyond the keys.
-pub(super) fn side_filters(scope: &JoinScope, l: (&Input, &Table, &str), r: (&Input, &Table, &str), how: JoinType, skip: &[Expr], on: &[Expr]) -> SideFilters {
+pub(super) fn side_filters(
+    scope: &JoinScope,
+    l: (&Input, &Table, &str),
+    r: (&Input, &Table, &str),
+    how: JoinType,
+    skip: &[Expr],
+    on: &[Expr],
+) -> SideFilters {
     let mut out = SideFilters::default();
     for (side, (inp, table, tname)) in [(Side::Left, l), (Side::Right, r)] {
         let pushed = !scope.later_outer && pushes_below(how, side);
@@ -52,7 +59,11 @@ pub(super) fn side_filters(scope: &JoinScope, l: (&Input, &Table, &str), r: (&In
         for c in &inp.conditions {
             match check(c, table) {
                 Ok(()) => conds.push(c.clone()),
-                Err(why) => out.unapplied.push(format!("{} (in {}): {why}", crate::sql::render_expr(c), inp.display())),
+                Err(why) => out.unapplied.push(format!(
+                    "{} (in {}): {why}",
+                    crate::sql::render_expr(c),
+                    inp.display()
+                )),
             }
         }
         for c in scope.conjuncts {
@@ -68,8 +79,12 @@ pub(super) fn side_filters(scope: &JoinScope, l: (&Input, &Table, &str), r: (&In
                     }
                     Err(why) => out.unapplied.push(format!("{text}: {why}")),
                 },
-                Some(_) => out.unapplied.push(format!("{text}: Spark applies it after this {} join", how.as_str())),
-                None => out.unapplied.push(format!("{text}: not a condition on {}'s table alone", inp.display())),
+                Some(_) => out
+                    .unapplied
+                    .push(format!("{text}: Spark applies it after this {} join", how.as_str())),
+                None => out
+                    .unapplied
+                    .push(format!("{text}: not a condition on {}'s table alone", inp.display())),
             }
         }
         let f = (!conds.is_empty()).then_some(RowFilter { conditions: conds });
@@ -86,7 +101,14 @@ pub(super) fn side_filters(scope: &JoinScope, l: (&Input, &Table, &str), r: (&In
 /// PushPredicateThroughJoin: both sides of an inner or semi join, the side an outer or anti
 /// join does not keep), on its base table; one the filter cannot compare as Spark does goes to
 /// `unapplied`.
-fn on_filters(on: &[Expr], (inp, table, tname): (&Input, &Table, &str), other: &Input, how: JoinType, side: Side, unapplied: &mut Vec<String>) -> Vec<Expr> {
+fn on_filters(
+    on: &[Expr],
+    (inp, table, tname): (&Input, &Table, &str),
+    other: &Input,
+    how: JoinType,
+    side: Side,
+    unapplied: &mut Vec<String>,
+) -> Vec<Expr> {
     let pushes = match how {
         JoinType::Inner | JoinType::Semi => true,
         JoinType::Left | JoinType::Anti => side == Side::Right,
@@ -100,8 +122,14 @@ fn on_filters(on: &[Expr], (inp, table, tname): (&Input, &Table, &str), other: &
     for c in on.iter().filter(|c| mentions(c, inp) && !mentions(c, other)) {
         match to_base(c, inp, tname).map(|b| check(&b, table).map(|()| b)) {
             Some(Ok(b)) => out.push(b),
-            Some(Err(why)) => unapplied.push(format!("{} (in ON): {why}", crate::sql::render_expr(c))),
-            None => unapplied.push(format!("{} (in ON): not a condition on {}'s table alone", crate::sql::render_expr(c), inp.display())),
+            Some(Err(why)) => {
+                unapplied.push(format!("{} (in ON): {why}", crate::sql::render_expr(c)))
+            }
+            None => unapplied.push(format!(
+                "{} (in ON): not a condition on {}'s table alone",
+                crate::sql::render_expr(c),
+                inp.display()
+            )),
         }
     }
     out
@@ -126,8 +154,12 @@ pub(super) fn rejects_nulls(e: &Expr, inp: &Input) -> bool {
     match e {
         Expr::Nested(x) => rejects_nulls(x, inp),
         Expr::IsNotNull(x) => qualified_column(x, inp),
-        Expr::BinaryOp { left, op: Op::And, right } => rejects_nulls(left, inp) || rejects_nulls(right, inp),
-        Expr::BinaryOp { left, op: Op::Or, right } => rejects_nulls(left, inp) && rejects_nulls(right, inp),
+        Expr::BinaryOp { left, op: Op::And, right } => {
+            rejects_nulls(left, inp) || rejects_nulls(right, inp)
+        }
+        Expr::BinaryOp { left, op: Op::Or, right } => {
+            rejects_nulls(left, inp) && rejects_nulls(right, inp)
+        }
         // NOT of a predicate that is NULL when the column is.
         Expr::UnaryOp { op: sqlparser::ast::UnaryOperator::Not, expr } => null_when_null(expr, inp),
         other => null_when_null(other, inp),
@@ -140,10 +172,15 @@ fn null_when_null(e: &Expr, inp: &Input) -> bool {
     use sqlparser::ast::BinaryOperator as Op;
     match e {
         Expr::Nested(x) => null_when_null(x, inp),
-        Expr::BinaryOp { left, op: Op::Eq | Op::NotEq | Op::Lt | Op::LtEq | Op::Gt | Op::GtEq, right } => {
-            qualified_column(left, inp) || qualified_column(right, inp)
-        }
-        Expr::InList { expr, .. } | Expr::Between { expr, .. } | Expr::Like { expr, .. } | Expr::ILike { expr, .. } => qualified_column(expr, inp),
+        Expr::BinaryOp {
+            left,
+            op: Op::Eq | Op::NotEq | Op::Lt | Op::LtEq | Op::Gt | Op::GtEq,
+            right,
+        } => qualified_column(left, inp) || qualified_column(right, inp),
+        Expr::InList { expr, .. }
+        | Expr::Between { expr, .. }
+        | Expr::Like { expr, .. }
+        | Expr::ILike { expr, .. } => qualified_column(expr, inp),
         _ => false,
     }
 }
@@ -161,11 +198,22 @@ fn qualified_column(x: &Expr, inp: &Input) -> bool {
 /// through a later one (a later inner join on its right side's column, or a WHERE on a later
 /// input) is not: Spark converts it after inferring filters, so its left side's NULL keys
 /// still shuffle, into one task, as a left join's do (Spark 3.5 and 4.x plans).
-pub(super) fn spark_join_type(how: JoinType, scope: &JoinScope, l: &Input, r: &Input) -> (JoinType, Option<String>) {
+pub(super) fn spark_join_type(
+    how: JoinType,
+    scope: &JoinScope,
+    l: &Input,
+    r: &Input,
+) -> (JoinType, Option<String>) {
     if scope.later_outer || !matches!(how, JoinType::Left | JoinType::Right | JoinType::Full) {
         return (how, None);
     }
-    let rejecting = |inp: &Input| scope.conjuncts.iter().find(|c| rejects_nulls(c, inp)).map(|c| format!("WHERE {}", crate::sql::render_expr(c)));
+    let rejecting = |inp: &Input| {
+        scope
+            .conjuncts
+            .iter()
+            .find(|c| rejects_nulls(c, inp))
+            .map(|c| format!("WHERE {}", crate::sql::render_expr(c)))
+    };
     let (on_l, on_r) = (rejecting(l), rejecting(r));
     match (how, on_l, on_r) {
         (JoinType::Left, _, Some(c)) | (JoinType::Right, Some(c), _) => (JoinType::Inner, Some(c)),
@@ -204,10 +252,12 @@ pub(super) fn to_base(e: &Expr, inp: &Input, table: &str) -> Option<Expr> {
     let mut ok = true;
     let _ = visit_expressions_mut(&mut e, |x: &mut Expr| {
         match &*x {
-            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => match column_of(x, inp).and_then(|c| inp.base.get(&lc(&c)).cloned()) {
-                Some((t, b)) if t == table => *x = Expr::Identifier(Ident::new(b)),
-                _ => ok = false,
-            },
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
+                match column_of(x, inp).and_then(|c| inp.base.get(&lc(&c)).cloned()) {
+                    Some((t, b)) if t == table => *x = Expr::Identifier(Ident::new(b)),
+                    _ => ok = false,
+                }
+            }
             Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } => ok = false,
             _ => {}
         }

@@ -41,16 +41,26 @@ pub(super) fn merges(op: &sqlparser::ast::JoinOperator) -> bool {
 }
 
 /// The FROM item with its joins rewritten; `None` when nothing changed.
-pub(super) fn process_from(twj: &TableWithJoins, conjuncts: &[Expr], (used, hints): (&Used, &Hints), ctx: &mut Ctx) -> Result<Option<FromDone>> {
+pub(super) fn process_from(
+    twj: &TableWithJoins,
+    conjuncts: &[Expr],
+    (used, hints): (&Used, &Hints),
+    ctx: &mut Ctx,
+) -> Result<Option<FromDone>> {
     if merges_later(twj) {
         for j in 0..twj.joins.len() {
-            ctx.unchanged.push(Unchanged::new(join_text(twj, j), At::of(&twj.joins[j].relation), LeftAlone::UsingInChain));
+            ctx.unchanged.push(Unchanged::new(
+                join_text(twj, j),
+                At::of(&twj.joins[j].relation),
+                LeftAlone::UsingInChain,
+            ));
         }
         return Ok(None);
     }
     let mut p = Prefix::start(twj, input_of(&twj.relation, ctx, 0).map_err(LeftAlone::LeftInput));
     let (first, first_change) = (ctx.unchanged.len(), ctx.changes.len());
-    let scope_of = |j: usize| JoinScope { conjuncts, later_outer: later_outer(twj, j), used, hints };
+    let scope_of =
+        |j: usize| JoinScope { conjuncts, later_outer: later_outer(twj, j), used, hints };
     let mut earlier = Vec::new();
     for (j, join) in twj.joins.iter().enumerate() {
         let right = input_of(&join.relation, ctx, 0);
@@ -58,9 +68,19 @@ pub(super) fn process_from(twj: &TableWithJoins, conjuncts: &[Expr], (used, hint
         match join_next(&mut p, twj, j, &right, &scope_of(j), ctx)? {
             Step::LeftAlone { why, before, left } => {
                 if let (Some(_), Some(l), Ok(r)) = (&before, left, &right) {
-                    earlier.push(Earlier { unchanged: ctx.unchanged.len(), l: *l, r: r.clone(), j, members, links });
+                    earlier.push(Earlier {
+                        unchanged: ctx.unchanged.len(),
+                        l: *l,
+                        r: r.clone(),
+                        j,
+                        members,
+                        links,
+                    });
                 }
-                ctx.unchanged.push(Unchanged { before, ..Unchanged::new(join_text(twj, j), At::of(&join.relation), why) });
+                ctx.unchanged.push(Unchanged {
+                    before,
+                    ..Unchanged::new(join_text(twj, j), At::of(&join.relation), why)
+                });
                 p.append(join, right.ok());
             }
             // The joins of this chain left as written so far run in its branches: each is
@@ -84,7 +104,9 @@ pub(super) fn process_from(twj: &TableWithJoins, conjuncts: &[Expr], (used, hint
 
 /// Whether a join after the `j`-th of the FROM item is a right or full join.
 fn later_outer(twj: &TableWithJoins, j: usize) -> bool {
-    twj.joins[j + 1..].iter().any(|x| matches!(join_type(&x.join_operator), Ok((JoinType::Right | JoinType::Full, _))))
+    twj.joins[j + 1..]
+        .iter()
+        .any(|x| matches!(join_type(&x.join_operator), Ok((JoinType::Right | JoinType::Full, _))))
 }
 
 /// What became of one join of the chain.
@@ -105,7 +127,14 @@ impl Step {
 
 /// Plan the `j`-th join on the joins before it (`p`) and `right`: rewritten into `p` (its
 /// branches), or the reason it stays as written.
-fn join_next(p: &mut Prefix, twj: &TableWithJoins, j: usize, right: &std::result::Result<Input, Untraced>, scope: &JoinScope, ctx: &mut Ctx) -> Result<Step> {
+fn join_next(
+    p: &mut Prefix,
+    twj: &TableWithJoins,
+    j: usize,
+    right: &std::result::Result<Input, Untraced>,
+    scope: &JoinScope,
+    ctx: &mut Ctx,
+) -> Result<Step> {
     let r = match (&p.broken, right) {
         (Some(why), _) if j == 0 => return Step::alone(why.clone()),
         (Some(why), _) => return Step::alone(LeftAlone::ChainUntraced(Box::new(why.clone()))),
@@ -116,12 +145,16 @@ fn join_next(p: &mut Prefix, twj: &TableWithJoins, j: usize, right: &std::result
     let right_out = join_type(&join.join_operator).map(|x| x.0.outputs_right()).unwrap_or(true);
     let mut l = p.as_input(r, right_out, ctx);
     if l.joined.is_some() {
-        let mut before = TableWithJoins { relation: twj.relation.clone(), joins: twj.joins[..j].to_vec() };
+        let mut before =
+            TableWithJoins { relation: twj.relation.clone(), joins: twj.joins[..j].to_vec() };
         crate::sql::fix_literals(&mut before);
         l.joined = Some(before.to_string().split_whitespace().collect::<Vec<_>>().join(" "));
     }
     let cond = condition_in_scope(&join.join_operator, &l, r, scope).map(|(c, _)| c);
-    let link = cond.as_ref().map_err(|e| e.to_string()).and_then(|c| link_of(join, c, &l, r, p.next_member()));
+    let link = cond
+        .as_ref()
+        .map_err(|e| e.to_string())
+        .and_then(|c| link_of(join, c, &l, r, p.next_member()));
     if let Ok(c) = &cond {
         p.note_equal(c, &l);
     }
@@ -134,13 +167,18 @@ fn join_next(p: &mut Prefix, twj: &TableWithJoins, j: usize, right: &std::result
             p.absorb(&l, r, *joined);
             Ok(Step::Rewritten { branches, readings })
         }
-        Outcome::LeftAlone(why, before) => Ok(Step::LeftAlone { why, before, left: Some(Box::new(l)) }),
+        Outcome::LeftAlone(why, before) => {
+            Ok(Step::LeftAlone { why, before, left: Some(Box::new(l)) })
+        }
     }
 }
 
 /// Every join of a FROM item, left as written, as the counts follow them: for what runs over
 /// the joins' rows (a window). Why one join cannot be followed is kept in its link.
-pub(super) fn chain_as_written(twj: &TableWithJoins, ctx: &Ctx) -> std::result::Result<Prefix, String> {
+pub(super) fn chain_as_written(
+    twj: &TableWithJoins,
+    ctx: &Ctx,
+) -> std::result::Result<Prefix, String> {
     let mut p = Prefix::start(twj, input_of(&twj.relation, ctx, 0).map_err(LeftAlone::LeftInput));
     for join in &twj.joins {
         if let Some(why) = &p.broken {
@@ -150,7 +188,10 @@ pub(super) fn chain_as_written(twj: &TableWithJoins, ctx: &Ctx) -> std::result::
         let right_out = join_type(&join.join_operator).map(|x| x.0.outputs_right()).unwrap_or(true);
         let l = p.as_input_named(&r, right_out, "__sjp".into());
         let cond = condition_of(&join.join_operator, &l, &r);
-        let link = cond.as_ref().map_err(|e| e.to_string()).and_then(|c| link_of(join, c, &l, &r, p.next_member()));
+        let link = cond
+            .as_ref()
+            .map_err(|e| e.to_string())
+            .and_then(|c| link_of(join, c, &l, &r, p.next_member()));
         if let Ok(c) = &cond {
             p.note_equal(c, &l);
         }

@@ -81,7 +81,9 @@ impl HintedJoin {
     fn written(&self) -> Option<&str> {
         match self {
             HintedJoin::None => None,
-            HintedJoin::Broadcast(_, w) | HintedJoin::ReplicateNl(w) | HintedJoin::Shuffled { written: w, .. } => Some(w),
+            HintedJoin::Broadcast(_, w)
+            | HintedJoin::ReplicateNl(w)
+            | HintedJoin::Shuffled { written: w, .. } => Some(w),
         }
     }
 }
@@ -89,7 +91,13 @@ impl HintedJoin {
 impl Hints {
     /// The join strategy hints of `sel`; other hints (REPARTITION, COALESCE...) are not read.
     pub fn of(sel: &Select) -> Hints {
-        Hints(sel.optimizer_hints.iter().filter(|h| h.prefix.is_empty()).flat_map(|h| parse(&h.text)).collect())
+        Hints(
+            sel.optimizer_hints
+                .iter()
+                .filter(|h| h.prefix.is_empty())
+                .flat_map(|h| parse(&h.text))
+                .collect(),
+        )
     }
 
     /// What the hints make of a join of `how` between `l` and `r`.
@@ -110,7 +118,9 @@ impl Hints {
             }
         }
         for side in [Side::Right, Side::Left] {
-            if let Some(h) = asked(Strategy::ShuffleHash, side).filter(|_| buildable(side) || how == JoinType::Full) {
+            if let Some(h) = asked(Strategy::ShuffleHash, side)
+                .filter(|_| buildable(side) || how == JoinType::Full)
+            {
                 return h.shuffled(side);
             }
         }
@@ -182,7 +192,11 @@ fn without(text: &str, moved: &[String]) -> Option<String> {
             items.push(format!("{name}({args})"));
             continue;
         }
-        let kept: Vec<&str> = args.split(',').map(str::trim).filter(|a| !relation_name(a).last().is_some_and(|n| moved.contains(n))).collect();
+        let kept: Vec<&str> = args
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !relation_name(a).last().is_some_and(|n| moved.contains(n)))
+            .collect();
         changed |= kept.len() != args.split(',').count();
         if !kept.is_empty() {
             items.push(format!("{name}({})", kept.join(", ")));
@@ -197,7 +211,8 @@ fn items_of(text: &str) -> Vec<(&str, Option<&str>)> {
     let mut out = Vec::new();
     let mut rest = text.trim();
     while !rest.is_empty() {
-        let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        let end =
+            rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
         if end == 0 {
             rest = rest[rest.chars().next().map_or(1, char::len_utf8)..].trim_start();
             continue;
@@ -222,7 +237,8 @@ fn parse(text: &str) -> Vec<Hint> {
         .into_iter()
         .filter_map(|(name, args)| {
             let args = args?;
-            let names: Vec<Vec<String>> = args.split(',').map(relation_name).filter(|n| !n.is_empty()).collect();
+            let names: Vec<Vec<String>> =
+                args.split(',').map(relation_name).filter(|n| !n.is_empty()).collect();
             let strategy = Strategy::of_name(name).filter(|_| !names.is_empty())?;
             Some(Hint { strategy, written: format!("{name}({args})"), names })
         })
@@ -251,13 +267,20 @@ mod tests {
     }
 
     fn input(alias: &str, source: &str) -> Input {
-        Input { alias: alias.into(), source: source.into(), ..Input::of_columns(vec![], Default::default(), false) }
+        Input {
+            alias: alias.into(),
+            source: source.into(),
+            ..Input::of_columns(vec![], Default::default(), false)
+        }
     }
 
     #[test]
     fn hints_are_read_as_spark_reads_them() {
-        let h = hints("SELECT /*+ MAPJOIN(r), merge(`x`) SHUFFLE_HASH('db.t') REPARTITION(3) */ 1 FROM a");
-        let names: Vec<(Strategy, Vec<Vec<String>>)> = h.0.iter().map(|h| (h.strategy, h.names.clone())).collect();
+        let h = hints(
+            "SELECT /*+ MAPJOIN(r), merge(`x`) SHUFFLE_HASH('db.t') REPARTITION(3) */ 1 FROM a",
+        );
+        let names: Vec<(Strategy, Vec<Vec<String>>)> =
+            h.0.iter().map(|h| (h.strategy, h.names.clone())).collect();
         assert_eq!(
             names,
             vec![
@@ -274,7 +297,10 @@ mod tests {
         let (e, t) = (input("e", "events"), input("t", "titles"));
         assert_eq!(h.on_join(JoinType::Left, &e, &t), HintedJoin::None);
         assert_eq!(h.ignored(JoinType::Left, &e, &t), vec!["BROADCAST(e)".to_string()]);
-        assert_eq!(h.on_join(JoinType::Inner, &e, &t), HintedJoin::Broadcast(Side::Left, "BROADCAST(e)".into()));
+        assert_eq!(
+            h.on_join(JoinType::Inner, &e, &t),
+            HintedJoin::Broadcast(Side::Left, "BROADCAST(e)".into())
+        );
         assert!(h.ignored(JoinType::Inner, &e, &t).is_empty());
     }
 
@@ -282,15 +308,28 @@ mod tests {
     fn broadcast_wins_over_merge_and_merge_over_shuffle_hash() {
         let (e, t) = (input("e", "events"), input("t", "titles"));
         let h = hints("SELECT /*+ SHUFFLE_HASH(t), MERGE(e), BROADCAST(t) */ 1 FROM a");
-        assert_eq!(h.on_join(JoinType::Left, &e, &t), HintedJoin::Broadcast(Side::Right, "BROADCAST(t)".into()));
+        assert_eq!(
+            h.on_join(JoinType::Left, &e, &t),
+            HintedJoin::Broadcast(Side::Right, "BROADCAST(t)".into())
+        );
         let h = hints("SELECT /*+ SHUFFLE_HASH(t), MERGE(e) */ 1 FROM a");
-        assert_eq!(h.on_join(JoinType::Left, &e, &t), HintedJoin::Shuffled { written: "MERGE(e)".into(), name: "MERGE".into(), side: Side::Left });
+        assert_eq!(
+            h.on_join(JoinType::Left, &e, &t),
+            HintedJoin::Shuffled {
+                written: "MERGE(e)".into(),
+                name: "MERGE".into(),
+                side: Side::Left
+            }
+        );
         assert_eq!(h.ignored(JoinType::Left, &e, &t), vec!["SHUFFLE_HASH(t)".to_string()]);
     }
 
     #[test]
     fn names_of_moved_inputs_leave_the_hints() {
-        let q = crate::sql::parse_query("SELECT /*+ BROADCAST(t, d), MERGE(e) REPARTITION(3) */ 1 FROM a").unwrap();
+        let q = crate::sql::parse_query(
+            "SELECT /*+ BROADCAST(t, d), MERGE(e) REPARTITION(3) */ 1 FROM a",
+        )
+        .unwrap();
         let sqlparser::ast::SetExpr::Select(mut s) = *q.body else { unreachable!() };
         drop_moved(&mut s, &["E".to_string(), "t".to_string()]);
         assert_eq!(s.optimizer_hints[0].text, " BROADCAST(d), REPARTITION(3) ");
@@ -307,9 +346,15 @@ mod tests {
     fn a_table_is_named_by_its_alias_or_unaliased_by_its_name() {
         let h = hints("SELECT /*+ BROADCAST(prod.titles) */ 1 FROM a");
         let e = input("e", "events");
-        assert_eq!(h.on_join(JoinType::Inner, &e, &input("titles", "prod.titles")), HintedJoin::Broadcast(Side::Right, "BROADCAST(prod.titles)".into()));
+        assert_eq!(
+            h.on_join(JoinType::Inner, &e, &input("titles", "prod.titles")),
+            HintedJoin::Broadcast(Side::Right, "BROADCAST(prod.titles)".into())
+        );
         assert_eq!(h.on_join(JoinType::Inner, &e, &input("t", "prod.titles")), HintedJoin::None);
         let h = hints("SELECT /*+ BROADCAST(TITLES) */ 1 FROM a");
-        assert_eq!(h.on_join(JoinType::Inner, &e, &input("titles", "prod.titles")), HintedJoin::Broadcast(Side::Right, "BROADCAST(TITLES)".into()));
+        assert_eq!(
+            h.on_join(JoinType::Inner, &e, &input("titles", "prod.titles")),
+            HintedJoin::Broadcast(Side::Right, "BROADCAST(TITLES)".into())
+        );
     }
 }

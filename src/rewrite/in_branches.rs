@@ -58,7 +58,9 @@ pub(super) fn recount<'s>(
         let again = !u.in_branches;
         let Some(written) = u.before.clone() else { continue };
         let after = match readings {
-            Some(rs) if again => largest(rs.iter().map(|rd| under(e, rd, &written, &equal, &scope_of(e.j), twj, p, ctx))),
+            Some(rs) if again => largest(
+                rs.iter().map(|rd| under(e, rd, &written, &equal, &scope_of(e.j), twj, p, ctx)),
+            ),
             _ => None,
         };
         ctx.unchanged[e.unchanged].after = after;
@@ -82,7 +84,11 @@ fn under(
     p: &Prefix,
     ctx: &Ctx,
 ) -> Option<TaskStats> {
-    let mut targets: Vec<String> = if e.l.quals.is_empty() { vec![lc(&e.l.alias)] } else { e.l.quals.iter().map(|(a, _)| lc(a)).collect() };
+    let mut targets: Vec<String> = if e.l.quals.is_empty() {
+        vec![lc(&e.l.alias)]
+    } else {
+        e.l.quals.iter().map(|(a, _)| lc(a)).collect()
+    };
     targets.push(lc(&e.r.alias));
     let mut extra: Vec<Expr> = Vec::new();
     for c in &rd.conditions {
@@ -98,7 +104,8 @@ fn under(
         // The reading filters inputs joined after this join only: it runs on all its rows.
         return Some(written.clone());
     }
-    let conjuncts: Vec<Expr> = scope.conjuncts.iter().cloned().chain(extra.iter().cloned()).collect();
+    let conjuncts: Vec<Expr> =
+        scope.conjuncts.iter().cloned().chain(extra.iter().cloned()).collect();
     let scope = JoinScope { conjuncts: &conjuncts, ..*scope };
     let cache = SentCache::default();
     let before = e.l.joined.is_some().then(|| p.before_at(e.members, e.links, &cache));
@@ -119,12 +126,18 @@ impl Equalities {
         for link in p.links.iter().flatten() {
             let Some(parent) = inputs.get(link.parent) else { continue };
             for (pb, cb) in &link.pairs {
-                let (Some(a), Some(b)) = (column_named(parent, pb), column_named(&link.child, cb)) else { continue };
+                let (Some(a), Some(b)) = (column_named(parent, pb), column_named(&link.child, cb))
+                else {
+                    continue;
+                };
                 let (a, b) = ((lc(&parent.alias), a), (lc(&link.child.alias), b));
                 if link.how == JoinType::Inner {
                     edges.push((b.clone(), a.clone()));
                 }
-                if matches!(link.how, JoinType::Inner | JoinType::Left | JoinType::Semi | JoinType::Anti) {
+                if matches!(
+                    link.how,
+                    JoinType::Inner | JoinType::Left | JoinType::Semi | JoinType::Anti
+                ) {
                     edges.push((a, b));
                 }
             }
@@ -174,7 +187,10 @@ impl Equalities {
 
 /// The column of `inp` whose base column is `base`.
 fn column_named(inp: &Input, base: &str) -> Option<String> {
-    inp.columns.iter().find(|c| inp.base.get(&lc(c)).is_some_and(|(_, b)| b.eq_ignore_ascii_case(base))).map(|c| lc(c))
+    inp.columns
+        .iter()
+        .find(|c| inp.base.get(&lc(c)).is_some_and(|(_, b)| b.eq_ignore_ascii_case(base)))
+        .map(|c| lc(c))
 }
 
 fn as_col(x: &Expr) -> Option<Col> {

@@ -80,10 +80,15 @@ impl Input {
             };
         }
         match qual {
-            Some(q) => self.quals.iter().find(|(a, _)| a.eq_ignore_ascii_case(q)).and_then(|(_, m)| m.get(&lc(col)).cloned()),
+            Some(q) => self
+                .quals
+                .iter()
+                .find(|(a, _)| a.eq_ignore_ascii_case(q))
+                .and_then(|(_, m)| m.get(&lc(col)).cloned()),
             None if self.bare.contains_key(&lc(col)) => self.bare.get(&lc(col)).cloned(),
             None => {
-                let hits: Vec<&String> = self.quals.iter().filter_map(|(_, m)| m.get(&lc(col))).collect();
+                let hits: Vec<&String> =
+                    self.quals.iter().filter_map(|(_, m)| m.get(&lc(col))).collect();
                 if hits.len() == 1 {
                     Some(hits[0].clone())
                 } else {
@@ -109,7 +114,9 @@ impl Input {
         while i < class.len() {
             for (a, b) in &self.equal {
                 for (x, y) in [(a, b), (b, a)] {
-                    if x.eq_ignore_ascii_case(&class[i]) && !class.iter().any(|c| c.eq_ignore_ascii_case(y)) {
+                    if x.eq_ignore_ascii_case(&class[i])
+                        && !class.iter().any(|c| c.eq_ignore_ascii_case(y))
+                    {
                         class.push(y.clone());
                     }
                 }
@@ -130,12 +137,17 @@ impl Input {
 
     /// The base tables of its columns, sorted.
     pub fn base_tables(&self) -> Vec<&str> {
-        let tables: std::collections::BTreeSet<&str> = self.base.values().map(|(t, _)| t.as_str()).collect();
+        let tables: std::collections::BTreeSet<&str> =
+            self.base.values().map(|(t, _)| t.as_str()).collect();
         tables.into_iter().collect()
     }
 
     /// The base table of these key columns, and each key's base column.
-    pub fn key_base(&self, keys: &[String], tables: &HashMap<String, Table>) -> Result<(String, Vec<ResolvedColumn>), LeftAlone> {
+    pub fn key_base(
+        &self,
+        keys: &[String],
+        tables: &HashMap<String, Table>,
+    ) -> Result<(String, Vec<ResolvedColumn>), LeftAlone> {
         let mut table: Option<String> = None;
         let mut cols = Vec::new();
         for k in keys {
@@ -143,7 +155,13 @@ impl Input {
                 return Err(LeftAlone::KeyExpression { key: k.clone(), input: self.alias.clone() });
             };
             match &table {
-                Some(t0) if t0 != t => return Err(LeftAlone::KeysFromTwoTables { input: self.alias.clone(), first: t0.clone(), second: t.clone() }),
+                Some(t0) if t0 != t => {
+                    return Err(LeftAlone::KeysFromTwoTables {
+                        input: self.alias.clone(),
+                        first: t0.clone(),
+                        second: t.clone(),
+                    })
+                }
                 _ => table = Some(t.clone()),
             }
             cols.push(tables[t].resolve(b).map_err(|e| LeftAlone::KeyColumn(e.to_string()))?);
@@ -158,24 +176,35 @@ pub(super) fn input_of(f: &TableFactor, ctx: &Ctx, depth: usize) -> Result<Input
         return Err(Untraced::TooDeep);
     }
     match f {
-        TableFactor::Table { alias: Some(a), .. } if !a.columns.is_empty() => Err(Untraced::AliasWithColumns),
-        TableFactor::Table { sample: Some(_), .. } | TableFactor::Derived { sample: Some(_), .. } => Err(Untraced::Tablesample),
+        TableFactor::Table { alias: Some(a), .. } if !a.columns.is_empty() => {
+            Err(Untraced::AliasWithColumns)
+        }
+        TableFactor::Table { sample: Some(_), .. }
+        | TableFactor::Derived { sample: Some(_), .. } => Err(Untraced::Tablesample),
         TableFactor::Table { version: Some(_), .. } => Err(Untraced::Versioned),
-        TableFactor::Table { partitions, .. } if !partitions.is_empty() => Err(Untraced::ByPartition),
+        TableFactor::Table { partitions, .. } if !partitions.is_empty() => {
+            Err(Untraced::ByPartition)
+        }
         TableFactor::Table { name, alias, args: None, .. } => {
             let last = last_ident(name).ok_or(Untraced::UnreadableName)?;
-            let alias = alias.as_ref().map(|a| a.name.value.clone()).unwrap_or_else(|| last.value.clone());
+            let alias =
+                alias.as_ref().map(|a| a.name.value.clone()).unwrap_or_else(|| last.value.clone());
             if name.0.len() == 1 {
                 if let Some(cte) = ctx.ctes.get(&lc(&last.value)) {
-                    let mut inner = query_input(cte, ctx, depth + 1).map_err(|why| Untraced::InCte { name: last.value.clone(), why: Box::new(why) })?;
+                    let mut inner = query_input(cte, ctx, depth + 1).map_err(|why| {
+                        Untraced::InCte { name: last.value.clone(), why: Box::new(why) }
+                    })?;
                     inner.alias = alias;
                     inner.source = name.to_string();
                     return Ok(inner);
                 }
             }
             let key = lc(&name.to_string().replace('`', ""));
-            let (tname, table) =
-                ctx.tables.get_key_value(&key).or_else(|| ctx.tables.get_key_value(&lc(&last.value))).ok_or_else(|| Untraced::NotGiven(name.to_string()))?;
+            let (tname, table) = ctx
+                .tables
+                .get_key_value(&key)
+                .or_else(|| ctx.tables.get_key_value(&lc(&last.value)))
+                .ok_or_else(|| Untraced::NotGiven(name.to_string()))?;
             let columns = table.column_names();
             let base = columns.iter().map(|c| (lc(c), (tname.clone(), c.clone()))).collect();
             Ok(Input { alias, source: name.to_string(), ..Input::of_columns(columns, base, false) })
@@ -198,12 +227,18 @@ pub(super) fn input_of(f: &TableFactor, ctx: &Ctx, depth: usize) -> Result<Input
 /// groups by columns of the table (`GROUP BY` with aggregates named, `SELECT DISTINCT`).
 fn query_input(q: &Query, ctx: &Ctx, depth: usize) -> Result<Input, Untraced> {
     let SetExpr::Select(s) = q.body.as_ref() else { return Err(Untraced::NotPlainSelect) };
-    if q.with.is_some() || q.limit_clause.is_some() || s.from.len() != 1 || !s.from[0].joins.is_empty() || !s.lateral_views.is_empty() {
+    if q.with.is_some()
+        || q.limit_clause.is_some()
+        || s.from.len() != 1
+        || !s.from[0].joins.is_empty()
+        || !s.lateral_views.is_empty()
+    {
         return Err(Untraced::NotRowsOfOneTable);
     }
     // Joins of the subquery that this rewrite already made a derived table `__sjN`: its rows
     // are those joins', as written.
-    if matches!(&s.from[0].relation, TableFactor::Derived { alias: Some(a), .. } if a.name.value.starts_with("__sj")) {
+    if matches!(&s.from[0].relation, TableFactor::Derived { alias: Some(a), .. } if a.name.value.starts_with("__sj"))
+    {
         return Err(Untraced::NotRowsOfOneTable);
     }
     let inner = input_of(&s.from[0].relation, ctx, depth)?;
@@ -212,7 +247,12 @@ fn query_input(q: &Query, ctx: &Ctx, depth: usize) -> Result<Input, Untraced> {
     // HAVING drops groups the counts keep: they are then an upper bound.
     out.having = inner.having || s.having.is_some();
     out.grouped = match grouping(s, &inner, &out)? {
-        Some(g) if inner.grouped.is_some() => return Err(Untraced::Aggregates(format!("it groups by {} an input that groups", g.join(", ")))),
+        Some(g) if inner.grouped.is_some() => {
+            return Err(Untraced::Aggregates(format!(
+                "it groups by {} an input that groups",
+                g.join(", ")
+            )))
+        }
         Some(g) => Some(g),
         None => inner.grouped.clone(),
     };
@@ -240,22 +280,33 @@ fn grouping(s: &Select, inner: &Input, out: &Input) -> Result<Option<Vec<String>
     use sqlparser::ast::{Distinct, GroupByExpr};
     let exprs = match &s.group_by {
         GroupByExpr::Expressions(e, mods) if mods.is_empty() => e,
-        GroupByExpr::Expressions(..) => return Err(Untraced::Aggregates("ROLLUP, CUBE or GROUPING SETS".into())),
+        GroupByExpr::Expressions(..) => {
+            return Err(Untraced::Aggregates("ROLLUP, CUBE or GROUPING SETS".into()))
+        }
         GroupByExpr::All(_) => return Err(Untraced::Aggregates("GROUP BY ALL".into())),
     };
     match (&s.distinct, exprs.is_empty()) {
         (None, true) => Ok(None),
         (Some(Distinct::Distinct), true) => {
             let cols = out.columns.iter().map(|c| {
-                out.base.get(&lc(c)).map(|(_, b)| b.clone()).ok_or_else(|| Untraced::Aggregates(format!("DISTINCT over {c}, not a column of the table")))
+                out.base.get(&lc(c)).map(|(_, b)| b.clone()).ok_or_else(|| {
+                    Untraced::Aggregates(format!("DISTINCT over {c}, not a column of the table"))
+                })
             });
             cols.collect::<Result<Vec<_>, _>>().map(Some)
         }
         (None, false) => {
-            let base = |e: &Expr| super::filters::column_of(e, inner).and_then(|c| inner.base.get(&lc(&c)).map(|(_, b)| b.clone()));
+            let base = |e: &Expr| {
+                super::filters::column_of(e, inner)
+                    .and_then(|c| inner.base.get(&lc(&c)).map(|(_, b)| b.clone()))
+            };
             exprs
                 .iter()
-                .map(|e| base(e).ok_or_else(|| Untraced::Aggregates(format!("it groups by {e}, not a column of the table"))))
+                .map(|e| {
+                    base(e).ok_or_else(|| {
+                        Untraced::Aggregates(format!("it groups by {e}, not a column of the table"))
+                    })
+                })
                 .collect::<Result<Vec<_>, _>>()
                 .map(Some)
         }
@@ -282,7 +333,9 @@ fn selected_columns(s: &Select, inner: &Input) -> Result<(Vec<String>, BaseColum
             SelectItem::UnnamedExpr(e) => {
                 let name = match e {
                     Expr::Identifier(i) => i.value.clone(),
-                    Expr::CompoundIdentifier(p) => p.last().map(|i| i.value.clone()).unwrap_or_default(),
+                    Expr::CompoundIdentifier(p) => {
+                        p.last().map(|i| i.value.clone()).unwrap_or_default()
+                    }
                     _ => return Err(Untraced::UnnamedExpression),
                 };
                 if let Some(b) = base.get(&lc(&name)) {
@@ -293,7 +346,9 @@ fn selected_columns(s: &Select, inner: &Input) -> Result<(Vec<String>, BaseColum
             SelectItem::ExprWithAlias { expr, alias } => {
                 let src = match expr {
                     Expr::Identifier(i) => Some(i.value.clone()),
-                    Expr::CompoundIdentifier(p) if p.len() == 2 => p.last().map(|i| i.value.clone()),
+                    Expr::CompoundIdentifier(p) if p.len() == 2 => {
+                        p.last().map(|i| i.value.clone())
+                    }
                     _ => None,
                 };
                 // A renamed column still traces; an expression does not (it cannot be a key).

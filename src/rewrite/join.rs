@@ -69,7 +69,15 @@ struct Exposed {
 
 /// Plan the join of `l` and `r` (written as `text`) and rewrite it if the plan moves a key or
 /// broadcasts a side; the change is recorded in `ctx`.
-pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &JoinScope, before: Option<&Before>, ctx: &mut Ctx) -> Result<Outcome> {
+pub(super) fn try_join(
+    l: &Input,
+    r: &Input,
+    join: &Join,
+    text: String,
+    scope: &JoinScope,
+    before: Option<&Before>,
+    ctx: &mut Ctx,
+) -> Result<Outcome> {
     let tables = ctx.tables;
     let (cond, as_spark) = match condition_in_scope(&join.join_operator, l, r, scope) {
         Ok(c) => c,
@@ -86,14 +94,19 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
     };
     let shuffle_hint = hinted.shuffle_hint();
     let threshold = ctx.opts.broadcast_threshold;
-    if let (None, Ok(Some(why))) = (&shuffle_hint, spark_broadcasts(cond.how, threshold, (l, r), &sides, scope, None)) {
+    if let (None, Ok(Some(why))) =
+        (&shuffle_hint, spark_broadcasts(cond.how, threshold, (l, r), &sides, scope, None))
+    {
         return Ok(Outcome::LeftAlone(why, None));
     }
-    let Measured { plan: p, filters, chain_why } = match measure((l, r), &cond, &mut sides, scope, before, shuffle_hint.clone(), ctx)? {
-        Ok(m) => m,
-        Err(why) => return Ok(Outcome::LeftAlone(why, None)),
-    };
-    if let (None, Ok(Some(why))) = (&shuffle_hint, spark_broadcasts(cond.how, threshold, (l, r), &sides, scope, Some(&p))) {
+    let Measured { plan: p, filters, chain_why } =
+        match measure((l, r), &cond, &mut sides, scope, before, shuffle_hint.clone(), ctx)? {
+            Ok(m) => m,
+            Err(why) => return Ok(Outcome::LeftAlone(why, None)),
+        };
+    if let (None, Ok(Some(why))) =
+        (&shuffle_hint, spark_broadcasts(cond.how, threshold, (l, r), &sides, scope, Some(&p)))
+    {
         return Ok(Outcome::LeftAlone(why, None));
     }
     if let Some(why) = nothing_to_move(&p) {
@@ -105,7 +118,10 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
     let mut js = join_sql(l, r, &cond, &sides, &exposed.select, ctx);
     // The branches that shuffle keep the hint that asked for it, on the side it named.
     if let HintedJoin::Shuffled { name, side, .. } = &hinted {
-        js.shuffle_hint = Some(format!("{name}({})", if *side == plan::Side::Left { &js.left_alias } else { &js.right_alias }));
+        js.shuffle_hint = Some(format!(
+            "{name}({})",
+            if *side == plan::Side::Left { &js.left_alias } else { &js.right_alias }
+        ));
     }
     let (relation, union) = derived_table(&js, &p, &alias, exposed.above.as_deref())?;
     let branches = count_set(&union.body);
@@ -113,11 +129,18 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
     let added = ctx.growth.added + format!("{relation:#}").len().saturating_sub(text.len());
     if added > ctx.growth.limit(moved) {
         ctx.next_id -= 1;
-        return Ok(Outcome::LeftAlone(LeftAlone::SqlTooLarge { added, limit: ctx.growth.limit(moved), branches }, Some(p.before.clone())));
+        return Ok(Outcome::LeftAlone(
+            LeftAlone::SqlTooLarge { added, limit: ctx.growth.limit(moved), branches },
+            Some(p.before.clone()),
+        ));
     }
     ctx.growth.added = added;
     ctx.growth.hot_keys += moved;
-    let readings = if l.joined.is_some() && branches > 1 { super::branch_rows::readings(&union, l, &cond.left_keys()) } else { None };
+    let readings = if l.joined.is_some() && branches > 1 {
+        super::branch_rows::readings(&union, l, &cond.left_keys())
+    } else {
+        None
+    };
     ctx.changes.push(Change {
         join: text,
         at: super::At::of(&join.relation),
@@ -130,7 +153,15 @@ pub(super) fn try_join(l: &Input, r: &Input, join: &Join, text: String, scope: &
         after: p.after.clone(),
         notes: as_spark
             .into_iter()
-            .chain(notes(&p, (l, r), &sides.left_table, branches, chain_why, filters.unapplied, scope.hints.ignored(cond.how, l, r)))
+            .chain(notes(
+                &p,
+                (l, r),
+                &sides.left_table,
+                branches,
+                chain_why,
+                filters.unapplied,
+                scope.hints.ignored(cond.how, l, r),
+            ))
             .collect(),
         warnings: p.warnings.clone(),
         results_change: p.results_change,
@@ -171,11 +202,20 @@ fn measure(
     shuffle_hint: Option<String>,
     ctx: &Ctx,
 ) -> Result<std::result::Result<Measured, LeftAlone>> {
-    let mut through = before.map(|b| rows_before((&b.members, b.links, b.cache), l, &cond.left_keys(), scope, cond.how, ctx));
+    let mut through = before.map(|b| {
+        rows_before((&b.members, b.links, b.cache), l, &cond.left_keys(), scope, cond.how, ctx)
+    });
     loop {
         let counted = through.as_ref().and_then(|t| t.as_ref().ok());
         let skip = counted.map(|t| t.applied.as_slice()).unwrap_or_default();
-        let filters = side_filters(scope, (l, sides.left.table, &sides.left_table), (r, sides.right.table, &sides.right_table), cond.how, skip, &cond.extras);
+        let filters = side_filters(
+            scope,
+            (l, sides.left.table, &sides.left_table),
+            (r, sides.right.table, &sides.right_table),
+            cond.how,
+            skip,
+            &cond.extras,
+        );
         sides.left.filter = match counted {
             Some(t) => t.filter.clone(),
             None => filters.left.clone(),
@@ -223,18 +263,26 @@ pub(super) fn tasks_in_branch(
         return None;
     }
     let mut sides = trace_sides(l, r, &cond, ctx.tables).ok()?;
-    let m = measure((l, r), &cond, &mut sides, scope, before, hinted.shuffle_hint(), ctx).ok()?.ok()?;
+    let m =
+        measure((l, r), &cond, &mut sides, scope, before, hinted.shuffle_hint(), ctx).ok()?.ok()?;
     let all_applied = extra.iter().all(|c| m.filters.applied.contains(c));
     (m.chain_why.is_none() && all_applied).then_some(m.plan.before)
 }
 
 /// Each side's keys traced to their base table (and the columns a grouped side groups by).
-fn trace_sides<'a>(l: &Input, r: &Input, cond: &Condition, tables: &'a HashMap<String, Table>) -> std::result::Result<Sides<'a>, LeftAlone> {
+fn trace_sides<'a>(
+    l: &Input,
+    r: &Input,
+    cond: &Condition,
+    tables: &'a HashMap<String, Table>,
+) -> std::result::Result<Sides<'a>, LeftAlone> {
     let (left_table, left) = l.key_base(&cond.left_keys(), tables)?;
     let (right_table, right) = r.key_base(&cond.right_keys(), tables)?;
     for (i, [lc, rc]) in cond.casts.iter().enumerate() {
         for (cast, col) in [(lc, &left[i]), (rc, &right[i])] {
-            if let Some(t) = cast.as_ref().filter(|t| !super::condition::cast_hashes_alike(col.key_type, t)) {
+            if let Some(t) =
+                cast.as_ref().filter(|t| !super::condition::cast_hashes_alike(col.key_type, t))
+            {
                 return Err(LeftAlone::KeyTypes(format!(
                     "key {} ({}) is cast to {t} in ON: Spark hashes the cast value, not the column's; cast the key in the data first",
                     col.name,
@@ -246,14 +294,26 @@ fn trace_sides<'a>(l: &Input, r: &Input, cond: &Condition, tables: &'a HashMap<S
     let side = |inp: &Input, t: &str, columns| -> std::result::Result<SideInput<'a>, LeftAlone> {
         let table = &tables[t];
         let group_by = match &inp.grouped {
-            Some(g) => {
-                Some(KeySpec { columns: g.iter().map(|c| table.resolve(c)).collect::<Result<Vec<_>>>().map_err(|e| LeftAlone::KeyColumn(e.to_string()))? })
-            }
+            Some(g) => Some(KeySpec {
+                columns: g
+                    .iter()
+                    .map(|c| table.resolve(c))
+                    .collect::<Result<Vec<_>>>()
+                    .map_err(|e| LeftAlone::KeyColumn(e.to_string()))?,
+            }),
             None => None,
         };
-        Ok(SideInput { group_by, ..SideInput::new(table, KeySpec { columns }, inp.display().to_string()) })
+        Ok(SideInput {
+            group_by,
+            ..SideInput::new(table, KeySpec { columns }, inp.display().to_string())
+        })
     };
-    Ok(Sides { left: side(l, &left_table, left)?, right: side(r, &right_table, right)?, left_table, right_table })
+    Ok(Sides {
+        left: side(l, &left_table, left)?,
+        right: side(r, &right_table, right)?,
+        left_table,
+        right_table,
+    })
 }
 
 /// A join that a hint of the query keeps from shuffling on its key: why it is left alone.
@@ -268,7 +328,13 @@ fn hinted_away(hinted: &HintedJoin, l: &Input, r: &Input) -> Option<LeftAlone> {
     }
 }
 
-fn plan_join(sides: &Sides, cond: &Condition, (l, r): (&Input, &Input), shuffle_hint: Option<String>, ctx: &Ctx) -> Result<Plan> {
+fn plan_join(
+    sides: &Sides,
+    cond: &Condition,
+    (l, r): (&Input, &Input),
+    shuffle_hint: Option<String>,
+    ctx: &Ctx,
+) -> Result<Plan> {
     let mut opts = ctx.opts.clone();
     opts.how = cond.how;
     opts.shuffle_hint = shuffle_hint;
@@ -304,7 +370,12 @@ fn spark_broadcasts(
         candidates.push((side, bytes, pruned, s.name.clone()));
     }
     let best = candidates.into_iter().filter(|c| c.1 <= threshold).min_by_key(|c| c.1);
-    Ok(best.map(|(_, bytes, pruned, input)| LeftAlone::SparkBroadcasts { input, bytes, pruned, threshold }))
+    Ok(best.map(|(_, bytes, pruned, input)| LeftAlone::SparkBroadcasts {
+        input,
+        bytes,
+        pruned,
+        threshold,
+    }))
 }
 
 /// Why a plan that moves no key and broadcasts no side leaves the join alone.
@@ -312,12 +383,17 @@ fn nothing_to_move(p: &Plan) -> Option<LeftAlone> {
     if p.acts() {
         return None;
     }
-    if !matches!(p.decision, plan::verdict::Verdict::NothingToMove | plan::verdict::Verdict::Rewrite { .. }) {
+    if !matches!(
+        p.decision,
+        plan::verdict::Verdict::NothingToMove | plan::verdict::Verdict::Rewrite { .. }
+    ) {
         return Some(LeftAlone::NotFaster(p.decision.clone()));
     }
     Some(match (&p.next, p.hot_keys.is_empty()) {
         (Some(n), _) => LeftAlone::NothingHot(n.clone()),
-        (None, false) => LeftAlone::NoneMovable(p.hot_keys.iter().map(|h| (h.display.clone(), h.why.clone())).collect()),
+        (None, false) => LeftAlone::NoneMovable(
+            p.hot_keys.iter().map(|h| (h.display.clone(), h.why.clone())).collect(),
+        ),
         (None, true) => LeftAlone::NoHotKey,
     })
 }
@@ -327,8 +403,15 @@ fn nothing_to_move(p: &Plan) -> Option<LeftAlone> {
 fn exposed_columns(l: &Input, r: &Input, cond: &Condition) -> Exposed {
     let how = cond.how;
     let dup = |c: &str, other: &Input| other.column(c).is_some();
-    let mut x = Exposed { select: Vec::new(), left: HashMap::new(), right: HashMap::new(), merged: Vec::new(), above: None };
-    let using_keys: Vec<String> = if cond.using { cond.keys.iter().map(|k| lc(&k.0)).collect() } else { vec![] };
+    let mut x = Exposed {
+        select: Vec::new(),
+        left: HashMap::new(),
+        right: HashMap::new(),
+        merged: Vec::new(),
+        above: None,
+    };
+    let using_keys: Vec<String> =
+        if cond.using { cond.keys.iter().map(|k| lc(&k.0)).collect() } else { vec![] };
     // A FULL JOIN USING key is merged above the branches, from the sides' own keys: in a
     // branch where one side is absent (its kept rows padded with NULLs) Spark folds
     // `coalesce(l.k, NULL)` to `l.k`, its alias to the same name is then dropped by
@@ -341,7 +424,10 @@ fn exposed_columns(l: &Input, r: &Input, cond: &Condition) -> Exposed {
             let merged = match how {
                 JoinType::Right => select_item(&r.alias, b, a),
                 JoinType::Full => {
-                    let (la, rb) = (ident(&format!("{}__{}", l.alias, a)), ident(&format!("{}__{}", r.alias, b)));
+                    let (la, rb) = (
+                        ident(&format!("{}__{}", l.alias, a)),
+                        ident(&format!("{}__{}", r.alias, b)),
+                    );
                     above.push(format!("coalesce({la}, {rb}) AS {}", ident(a)));
                     String::new()
                 }
@@ -355,19 +441,31 @@ fn exposed_columns(l: &Input, r: &Input, cond: &Condition) -> Exposed {
         x.above = merge_above.then_some(above);
     }
     for c in &l.columns {
-        let exposed = if (how.outputs_right() && dup(c, r)) || using_keys.contains(&lc(c)) { format!("{}__{}", l.alias, c) } else { c.clone() };
+        let exposed = if (how.outputs_right() && dup(c, r)) || using_keys.contains(&lc(c)) {
+            format!("{}__{}", l.alias, c)
+        } else {
+            c.clone()
+        };
         x.select.push(select_item(&l.alias, c, &exposed));
         x.left.insert(lc(c), exposed);
     }
     if how.outputs_right() {
         for c in &r.columns {
-            let exposed = if dup(c, l) || using_keys.contains(&lc(c)) { format!("{}__{}", r.alias, c) } else { c.clone() };
+            let exposed = if dup(c, l) || using_keys.contains(&lc(c)) {
+                format!("{}__{}", r.alias, c)
+            } else {
+                c.clone()
+            };
             x.select.push(select_item(&r.alias, c, &exposed));
             x.right.insert(lc(c), exposed);
         }
     }
     if let Some(above) = &mut x.above {
-        let names = l.columns.iter().map(|c| &x.left[&lc(c)]).chain(r.columns.iter().map(|c| &x.right[&lc(c)]));
+        let names = l
+            .columns
+            .iter()
+            .map(|c| &x.left[&lc(c)])
+            .chain(r.columns.iter().map(|c| &x.right[&lc(c)]));
         above.extend(names.map(|n| ident(n)));
     }
     x
@@ -375,12 +473,23 @@ fn exposed_columns(l: &Input, r: &Input, cond: &Condition) -> Exposed {
 
 /// The columns of an input that salting may hash (their base column is hashable).
 fn hashable(inp: &Input, ctx: &Ctx) -> Vec<String> {
-    let is_hashable = |(t, b): &(String, String)| ctx.tables.get(t).is_some_and(|t| plan::hashable_columns(t).iter().any(|h| h.eq_ignore_ascii_case(b)));
+    let is_hashable = |(t, b): &(String, String)| {
+        ctx.tables
+            .get(t)
+            .is_some_and(|t| plan::hashable_columns(t).iter().any(|h| h.eq_ignore_ascii_case(b)))
+    };
     inp.columns.iter().filter(|c| inp.base.get(&lc(c)).is_some_and(is_hashable)).cloned().collect()
 }
 
 /// What the planner's SQL needs to know of the join and its inputs.
-fn join_sql(l: &Input, r: &Input, cond: &Condition, sides: &Sides, select: &[String], ctx: &Ctx) -> JoinSql {
+fn join_sql(
+    l: &Input,
+    r: &Input,
+    cond: &Condition,
+    sides: &Sides,
+    select: &[String],
+    ctx: &Ctx,
+) -> JoinSql {
     JoinSql {
         how: cond.how,
         left_source: l.source.clone(),
@@ -388,7 +497,11 @@ fn join_sql(l: &Input, r: &Input, cond: &Condition, sides: &Sides, select: &[Str
         left_alias: ident(&l.alias),
         right_alias: ident(&r.alias),
         select_list: select.join(", "),
-        extra_on: if cond.extras.is_empty() { None } else { Some(cond.extras.iter().map(crate::sql::render_expr).collect::<Vec<_>>().join(" AND ")) },
+        extra_on: if cond.extras.is_empty() {
+            None
+        } else {
+            Some(cond.extras.iter().map(crate::sql::render_expr).collect::<Vec<_>>().join(" AND "))
+        },
         extra_on_side: extras_on_one_side(cond, l, r),
         left_keys: cond.left_keys(),
         right_keys: cond.right_keys(),
@@ -408,7 +521,10 @@ fn extras_on_one_side(cond: &Condition, l: &Input, r: &Input) -> Option<plan::Ex
     if cond.extras.is_empty() {
         return None;
     }
-    let side = match (cond.extras.iter().any(|e| mentions(e, l)), cond.extras.iter().any(|e| mentions(e, r))) {
+    let side = match (
+        cond.extras.iter().any(|e| mentions(e, l)),
+        cond.extras.iter().any(|e| mentions(e, r)),
+    ) {
         (true, false) => plan::Side::Left,
         (false, true) => plan::Side::Right,
         _ => return None,
@@ -419,37 +535,60 @@ fn extras_on_one_side(cond: &Condition, l: &Input, r: &Input) -> Option<plan::Ex
         for e in &cond.extras {
             let mut e = e.clone();
             let mut ok = true;
-            let _ = sqlparser::ast::visit_expressions_mut(&mut e, |x: &mut sqlparser::ast::Expr| {
-                use sqlparser::ast::Expr;
-                match &*x {
-                    Expr::Identifier(_) | Expr::CompoundIdentifier(_) => match column_of(x, inp) {
-                        Some(c) => *x = Expr::CompoundIdentifier(vec![sqlparser::ast::Ident::new(q), sqlparser::ast::Ident::with_quote('`', c)]),
-                        None => ok = false,
-                    },
-                    Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } => ok = false,
-                    _ => {}
-                }
-                std::ops::ControlFlow::<()>::Continue(())
-            });
+            let _ =
+                sqlparser::ast::visit_expressions_mut(&mut e, |x: &mut sqlparser::ast::Expr| {
+                    use sqlparser::ast::Expr;
+                    match &*x {
+                        Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
+                            match column_of(x, inp) {
+                                Some(c) => {
+                                    *x = Expr::CompoundIdentifier(vec![
+                                        sqlparser::ast::Ident::new(q),
+                                        sqlparser::ast::Ident::with_quote('`', c),
+                                    ])
+                                }
+                                None => ok = false,
+                            }
+                        }
+                        Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } => {
+                            ok = false
+                        }
+                        _ => {}
+                    }
+                    std::ops::ControlFlow::<()>::Continue(())
+                });
             ok.then_some(())?;
             out.push(crate::sql::render_expr(&e));
         }
         Some(out.join(" AND "))
     };
-    Some(plan::ExtraOnSide { side, on_u: qualified(plan::HELPER_U)?, on_t: qualified(plan::HELPER_T)? })
+    Some(plan::ExtraOnSide {
+        side,
+        on_u: qualified(plan::HELPER_U)?,
+        on_t: qualified(plan::HELPER_T)?,
+    })
 }
 
 /// The planner's SQL as the derived table `alias`, and its UNION ALL of branches; `above`: a
 /// select list over the branches (a FULL JOIN USING's merged keys).
-fn derived_table(js: &JoinSql, p: &Plan, alias: &str, above: Option<&[String]>) -> Result<(TableFactor, Query)> {
+fn derived_table(
+    js: &JoinSql,
+    p: &Plan,
+    alias: &str,
+    above: Option<&[String]>,
+) -> Result<(TableFactor, Query)> {
     let union = emit_sql(js, p)?;
     let branches = parse_query(&union)?;
     let union = match above {
-        Some(list) => format!("SELECT {} FROM ({union}) AS {}", list.join(", "), ident(&format!("{alias}_u"))),
+        Some(list) => {
+            format!("SELECT {} FROM ({union}) AS {}", list.join(", "), ident(&format!("{alias}_u")))
+        }
         None => union,
     };
     let derived = parse_query(&format!("SELECT * FROM ({union}) AS {}", ident(alias)))?;
-    let SetExpr::Select(mut s) = *derived.body else { return Err(Error::Internal("derived table".into())) };
+    let SetExpr::Select(mut s) = *derived.body else {
+        return Err(Error::Internal("derived table".into()));
+    };
     Ok((s.from.remove(0).relation, branches))
 }
 
@@ -479,7 +618,12 @@ fn notes(
     let counted_through = l.joined.is_some() && chain_why.is_none();
     if let Some(prefix) = &l.joined {
         notes.push(match chain_why {
-            Some(why) => Note::ChainEstimate { prefix: prefix.clone(), table: left_table.to_string(), branches, why },
+            Some(why) => Note::ChainEstimate {
+                prefix: prefix.clone(),
+                table: left_table.to_string(),
+                branches,
+                why,
+            },
             None => Note::ChainCounted { branches },
         });
     }
@@ -488,7 +632,10 @@ fn notes(
     }
     for inp in [l, r] {
         if inp.filtered && !(counted_through && std::ptr::eq(inp, l)) {
-            notes.push(Note::SubqueryFilter { input: inp.display(), tables: inp.base_tables().into_iter().map(String::from).collect() });
+            notes.push(Note::SubqueryFilter {
+                input: inp.display(),
+                tables: inp.base_tables().into_iter().map(String::from).collect(),
+            });
         }
         if inp.having {
             notes.push(Note::Having(inp.display()));

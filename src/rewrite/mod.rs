@@ -139,7 +139,16 @@ impl Unchanged {
             LeftAlone::NotFaster(v) => Some(v.clone()),
             _ => None,
         };
-        Unchanged { join, at, code: reason.code(), reason, before: None, in_branches: false, after: None, decision }
+        Unchanged {
+            join,
+            at,
+            code: reason.code(),
+            reason,
+            before: None,
+            in_branches: false,
+            after: None,
+            decision,
+        }
     }
 }
 
@@ -256,7 +265,12 @@ impl SqlGrowth {
 /// Rewrite `sql` (one query). `tables` maps the names used in the query (lower case) to tables.
 /// Several statements (`;`-separated) are rewritten one by one; INSERT ... SELECT and
 /// CREATE TABLE ... AS SELECT have their query rewritten.
-pub fn rewrite(sql: &str, tables: &HashMap<String, Table>, classifier: &Classifier, opts: &PlanOptions) -> Result<Rewritten> {
+pub fn rewrite(
+    sql: &str,
+    tables: &HashMap<String, Table>,
+    classifier: &Classifier,
+    opts: &PlanOptions,
+) -> Result<Rewritten> {
     let mut stmts = crate::sql::parse(sql)?;
     if stmts.is_empty() {
         return Err(Error::Usage("no SQL statement found".into()));
@@ -272,7 +286,9 @@ pub fn rewrite(sql: &str, tables: &HashMap<String, Table>, classifier: &Classifi
         windows: Vec::new(),
         rank_limits: Vec::new(),
         order_by: Vec::new(),
-        weights: std::sync::Arc::new(crate::count::weights::WeightMemo::new(opts.memory.min(crate::count::STAGE_MEMORY) / 2)),
+        weights: std::sync::Arc::new(crate::count::weights::WeightMemo::new(
+            opts.memory.min(crate::count::STAGE_MEMORY) / 2,
+        )),
         growth: SqlGrowth::default(),
     };
     for stmt in &mut stmts {
@@ -288,12 +304,20 @@ pub fn rewrite(sql: &str, tables: &HashMap<String, Table>, classifier: &Classifi
                     process_query(q, &mut ctx)?;
                 }
             }
-            other => ctx.unchanged.push(Unchanged::new(other.to_string().chars().take(60).collect(), None, LeftAlone::NotAQuery)),
+            other => ctx.unchanged.push(Unchanged::new(
+                other.to_string().chars().take(60).collect(),
+                None,
+                LeftAlone::NotAQuery,
+            )),
         }
     }
     // Nothing rewritten: the query exactly as given, not re-printed.
     let changed = !ctx.changes.is_empty() || ctx.windows.iter().any(|w| w.status == "rewritten");
-    let out = if changed { stmts.iter().map(render).collect::<Vec<_>>().join(";\n\n") } else { sql.to_string() };
+    let out = if changed {
+        stmts.iter().map(render).collect::<Vec<_>>().join(";\n\n")
+    } else {
+        sql.to_string()
+    };
     Ok(Rewritten {
         sql: out,
         joins: seen(&ctx.changes, &ctx.unchanged),
@@ -314,7 +338,10 @@ fn process_query(q: &mut Query, ctx: &mut Ctx) -> Result<()> {
         }
     }
     let order_by = match &q.order_by {
-        Some(sqlparser::ast::OrderBy { kind: sqlparser::ast::OrderByKind::Expressions(es), .. }) => es.iter().map(|e| e.expr.clone()).collect(),
+        Some(sqlparser::ast::OrderBy {
+            kind: sqlparser::ast::OrderByKind::Expressions(es),
+            ..
+        }) => es.iter().map(|e| e.expr.clone()).collect(),
         _ => vec![],
     };
     let saved_order = std::mem::replace(&mut ctx.order_by, order_by);

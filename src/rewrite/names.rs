@@ -1,7 +1,9 @@
 //! Names and small SQL pieces the rewrite reads and builds: the name a FROM item goes by,
 //! select items made from text, a join as the reports show it.
 
-use sqlparser::ast::{Ident, ObjectName, ObjectNamePart, SelectItem, SetExpr, TableFactor, TableWithJoins};
+use sqlparser::ast::{
+    Ident, ObjectName, ObjectNamePart, SelectItem, SetExpr, TableFactor, TableWithJoins,
+};
 
 use crate::error::{Error, Result};
 use crate::sql::{ident, parse_query};
@@ -21,7 +23,10 @@ pub(super) fn last_ident(name: &ObjectName) -> Option<&Ident> {
 /// The name a FROM item goes by: its alias, or the table's name.
 pub(super) fn factor_alias(f: &TableFactor) -> Option<String> {
     match f {
-        TableFactor::Table { name, alias, .. } => alias.as_ref().map(|a| a.name.value.clone()).or_else(|| last_ident(name).map(|i| i.value.clone())),
+        TableFactor::Table { name, alias, .. } => alias
+            .as_ref()
+            .map(|a| a.name.value.clone())
+            .or_else(|| last_ident(name).map(|i| i.value.clone())),
         TableFactor::Derived { alias, .. } => alias.as_ref().map(|a| a.name.value.clone()),
         _ => None,
     }
@@ -39,7 +44,11 @@ pub(super) fn select_item(alias: &str, col: &str, exposed: &str) -> String {
 
 /// `alias.exposed AS original` for each column.
 pub(super) fn star_items(alias: &str, cols: &[(String, String)]) -> Result<Vec<SelectItem>> {
-    cols.iter().map(|(exposed, original)| parse_item(&format!("{}.{} AS {}", ident(alias), ident(exposed), ident(original)))).collect()
+    cols.iter()
+        .map(|(exposed, original)| {
+            parse_item(&format!("{}.{} AS {}", ident(alias), ident(exposed), ident(original)))
+        })
+        .collect()
 }
 
 pub(super) fn parse_item(text: &str) -> Result<SelectItem> {
@@ -61,7 +70,10 @@ pub(super) fn join_text(twj: &TableWithJoins, j: usize) -> String {
         if let sqlparser::ast::TableFactor::Derived { subquery, alias, .. } = f {
             if subquery.to_string().contains("`__sj") {
                 let name = alias.as_ref().map(|a| a.name.value.clone()).unwrap_or_default();
-                *f = crate::sql::table_factor(format!("(subquery, its joins rewritten) {name}").trim_end(), None);
+                *f = crate::sql::table_factor(
+                    format!("(subquery, its joins rewritten) {name}").trim_end(),
+                    None,
+                );
             }
         }
     };

@@ -36,7 +36,13 @@ impl Note {
     /// Whether the note says the counts differ from the rows the join will see (the figures
     /// that `verify` measures may differ from the prediction).
     pub fn on_counts(&self) -> bool {
-        !matches!(self, Note::Plan(_) | Note::ChainCounted { .. } | Note::HintIgnored { .. } | Note::OuterAsSpark { .. })
+        !matches!(
+            self,
+            Note::Plan(_)
+                | Note::ChainCounted { .. }
+                | Note::HintIgnored { .. }
+                | Note::OuterAsSpark { .. }
+        )
     }
 }
 

@@ -67,7 +67,9 @@ fn names_of_set(b: &SetExpr, names: &mut Vec<String>) {
         SetExpr::Select(s) => {
             for twj in &s.from {
                 names.extend(factor_alias(&twj.relation).map(|a| lc(&a)));
-                names.extend(twj.joins.iter().filter_map(|j| factor_alias(&j.relation)).map(|a| lc(&a)));
+                names.extend(
+                    twj.joins.iter().filter_map(|j| factor_alias(&j.relation)).map(|a| lc(&a)),
+                );
             }
         }
         SetExpr::SetOperation { left, right, .. } => {

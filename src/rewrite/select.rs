@@ -5,7 +5,10 @@
 
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{Expr, Query, Select, SelectItem, SelectItemQualifiedWildcardKind, TableFactor, TableWithJoins, Visit, VisitMut, Visitor, VisitorMut};
+use sqlparser::ast::{
+    Expr, Query, Select, SelectItem, SelectItemQualifiedWildcardKind, TableFactor, TableWithJoins,
+    Visit, VisitMut, Visitor, VisitorMut,
+};
 
 use super::comma;
 use super::condition::join_type;
@@ -30,7 +33,8 @@ pub(super) fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Rema
     let limits = super::window::rank_limits(sel);
     let saved_limits = std::mem::replace(&mut ctx.rank_limits, limits);
     for twj in &mut sel.from {
-        let factors = std::iter::once(&mut twj.relation).chain(twj.joins.iter_mut().map(|j| &mut j.relation));
+        let factors =
+            std::iter::once(&mut twj.relation).chain(twj.joins.iter_mut().map(|j| &mut j.relation));
         for f in factors {
             if let TableFactor::Derived { subquery, .. } = f {
                 process_query(subquery, ctx)?;
@@ -40,8 +44,12 @@ pub(super) fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Rema
     ctx.rank_limits = saved_limits;
     // Subqueries in WHERE and the select list (IN, EXISTS, scalar): their joins in their own
     // scope, when they do not refer to this SELECT's FROM.
-    let outer: Vec<String> =
-        sel.from.iter().flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation))).filter_map(factor_alias).collect();
+    let outer: Vec<String> = sel
+        .from
+        .iter()
+        .flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation)))
+        .filter_map(factor_alias)
+        .collect();
     if let Some(w) = &mut sel.selection {
         process_expr_subqueries(w, &outer, ctx)?;
     }
@@ -60,7 +68,10 @@ pub(super) fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Rema
             for c in ctx.changes[changes..].iter_mut().filter(|c| !of_subquery(&c.join)) {
                 c.join.push_str(" (written as a comma join)");
             }
-            let kept_in_where = |u: &Unchanged| matches!(u.reason, LeftAlone::NullAwareAnti | LeftAlone::SubqueryNotJoined(_)) || of_subquery(&u.join);
+            let kept_in_where = |u: &Unchanged| {
+                matches!(u.reason, LeftAlone::NullAwareAnti | LeftAlone::SubqueryNotJoined(_))
+                    || of_subquery(&u.join)
+            };
             for u in ctx.unchanged[unchanged..].iter_mut().filter(|u| !kept_in_where(u)) {
                 u.join.push_str(" (written as a comma join)");
             }
@@ -71,7 +82,8 @@ pub(super) fn process_select(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Rema
         }
         // The comma join stays; each FROM item's own joins are still planned.
         Err(reason) => {
-            let items: Vec<String> = sel.from.iter().map(|twj| join_text(twj, usize::MAX)).collect();
+            let items: Vec<String> =
+                sel.from.iter().map(|twj| join_text(twj, usize::MAX)).collect();
             let at = sel.from.get(1).and_then(|t| At::of(&t.relation));
             ctx.unchanged.push(Unchanged::new(items.join(", "), at, reason));
             with_subquery_joins(sel, ctx)
@@ -100,7 +112,12 @@ fn process_expr_subqueries(e: &mut Expr, outer: &[String], ctx: &mut Ctx) -> Res
             ControlFlow::Continue(())
         }
         fn post_visit_expr(&mut self, x: &mut Expr) -> ControlFlow<Self::Break> {
-            let (Expr::Subquery(q) | Expr::InSubquery { subquery: q, .. } | Expr::Exists { subquery: q, .. }) = x else { return ControlFlow::Continue(()) };
+            let (Expr::Subquery(q)
+            | Expr::InSubquery { subquery: q, .. }
+            | Expr::Exists { subquery: q, .. }) = x
+            else {
+                return ControlFlow::Continue(());
+            };
             if self.depth > 0 || correlated(q, self.outer) {
                 return ControlFlow::Continue(());
             }
@@ -147,7 +164,8 @@ fn correlated(q: &Query, outer: &[String]) -> bool {
 /// form only when a join changed.
 fn with_subquery_joins(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
     let found = subquery::explicit_form(sel, ctx)?;
-    ctx.unchanged.extend(found.left.into_iter().map(|(join, at, reason)| Unchanged::new(join, at, reason)));
+    ctx.unchanged
+        .extend(found.left.into_iter().map(|(join, at, reason)| Unchanged::new(join, at, reason)));
     let Some(mut ex) = found.explicit else { return rewrite_joins(sel, ctx) };
     let (changes, unchanged) = (ctx.changes.len(), ctx.unchanged.len());
     let remaps = rewrite_joins(&mut ex.select, ctx)?;
@@ -200,7 +218,10 @@ fn rewrite_joins(sel: &mut Select, ctx: &mut Ctx) -> Result<Vec<Remap>> {
         });
         for c in ctx.changes.split_off(saved) {
             let before = Some(c.before);
-            ctx.unchanged.push(Unchanged { before, ..Unchanged::new(c.join, c.at, LeftAlone::StarUnlisted) });
+            ctx.unchanged.push(Unchanged {
+                before,
+                ..Unchanged::new(c.join, c.at, LeftAlone::StarUnlisted)
+            });
         }
         return Ok(vec![]);
     }
@@ -225,28 +246,44 @@ fn star_unlisted(sel: &Select, done: &[Done]) -> bool {
         return false;
     }
     done.iter().any(|d| d.2.is_none())
-        || sel.from.iter().enumerate().any(|(fi, twj)| !done.iter().any(|d| d.0 == fi) && twj.joins.iter().any(|j| merges(&j.join_operator)))
+        || sel.from.iter().enumerate().any(|(fi, twj)| {
+            !done.iter().any(|d| d.0 == fi) && twj.joins.iter().any(|j| merges(&j.join_operator))
+        })
 }
 
 /// A bare `alias.col` in the select list keeps its output name (as written) once re-pointed.
 fn keep_output_names(sel: &mut Select, remaps: &[Remap]) {
     for item in sel.projection.iter_mut() {
         if let SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) = item {
-            if parts.len() == 2 && remaps.iter().any(|r| r.alias.eq_ignore_ascii_case(&parts[0].value) && r.columns.contains_key(&lc(&parts[1].value))) {
+            if parts.len() == 2
+                && remaps.iter().any(|r| {
+                    r.alias.eq_ignore_ascii_case(&parts[0].value)
+                        && r.columns.contains_key(&lc(&parts[1].value))
+                })
+            {
                 let alias = parts[1].clone();
-                *item = SelectItem::ExprWithAlias { expr: Expr::CompoundIdentifier(parts.clone()), alias };
+                *item = SelectItem::ExprWithAlias {
+                    expr: Expr::CompoundIdentifier(parts.clone()),
+                    alias,
+                };
             }
         }
     }
 }
 
 /// `*` and `alias.*`: the same columns, under their original names.
-fn expand_stars(sel: &mut Select, remaps: &[Remap], stars: &[(usize, Vec<SelectItem>)]) -> Result<()> {
+fn expand_stars(
+    sel: &mut Select,
+    remaps: &[Remap],
+    stars: &[(usize, Vec<SelectItem>)],
+) -> Result<()> {
     let mut projection = Vec::new();
     for item in std::mem::take(&mut sel.projection) {
         match &item {
             SelectItem::Wildcard(_) => projection.extend(star_of_from(&sel.from, stars)?),
-            SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(name), _) if name.0.len() == 1 => {
+            SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(name), _)
+                if name.0.len() == 1 =>
+            {
                 let q = last_ident(name).map(|i| i.value.clone()).unwrap_or_default();
                 match remaps.iter().find(|r| r.alias.eq_ignore_ascii_case(&q)) {
                     Some(r) => projection.extend(star_items(&r.new_alias, &r.star)?),
@@ -262,7 +299,10 @@ fn expand_stars(sel: &mut Select, remaps: &[Remap], stars: &[(usize, Vec<SelectI
 
 /// `*` over the whole FROM: each rewritten item's listed columns, `alias.*` of the others
 /// (not of the right input of a SEMI or ANTI join, which outputs none).
-fn star_of_from(from: &[TableWithJoins], stars: &[(usize, Vec<SelectItem>)]) -> Result<Vec<SelectItem>> {
+fn star_of_from(
+    from: &[TableWithJoins],
+    stars: &[(usize, Vec<SelectItem>)],
+) -> Result<Vec<SelectItem>> {
     let mut out = Vec::new();
     for (fi, twj) in from.iter().enumerate() {
         if let Some((_, star)) = stars.iter().find(|s| s.0 == fi) {
@@ -273,7 +313,8 @@ fn star_of_from(from: &[TableWithJoins], stars: &[(usize, Vec<SelectItem>)]) -> 
             out.push(parse_item(&format!("{}.*", ident(&a)))?);
         }
         for j in &twj.joins {
-            let outputs_right = !matches!(join_type(&j.join_operator), Ok((JoinType::Semi | JoinType::Anti, _)));
+            let outputs_right =
+                !matches!(join_type(&j.join_operator), Ok((JoinType::Semi | JoinType::Anti, _)));
             if let (Some(a), true) = (factor_alias(&j.relation), outputs_right) {
                 out.push(parse_item(&format!("{}.*", ident(&a)))?);
             }

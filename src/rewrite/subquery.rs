@@ -16,7 +16,8 @@
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    visit_expressions, BinaryOperator, Expr, Ident, Join, JoinConstraint, JoinOperator, Query, Select, SelectItem, SetExpr, TableFactor, TableWithJoins,
+    visit_expressions, BinaryOperator, Expr, Ident, Join, JoinConstraint, JoinOperator, Query,
+    Select, SelectItem, SetExpr, TableFactor, TableWithJoins,
 };
 
 use super::condition::conjuncts;
@@ -70,7 +71,8 @@ impl Outer {
         let factors = std::iter::once(&twj.relation).chain(twj.joins.iter().map(|j| &j.relation));
         let relations = factors
             .filter_map(|f| {
-                let cols = input_of(f, ctx, 0).ok().map(|i| i.columns.iter().map(|c| lc(c)).collect());
+                let cols =
+                    input_of(f, ctx, 0).ok().map(|i| i.columns.iter().map(|c| lc(c)).collect());
                 factor_alias(f).map(|a| (a, cols))
             })
             .collect();
@@ -85,11 +87,18 @@ impl Outer {
     /// one relation has (when every relation's columns are known).
     fn column(&self, e: &Expr) -> Option<(String, String)> {
         match e {
-            Expr::CompoundIdentifier(p) if p.len() == 2 => {
-                self.relations.iter().find(|(a, _)| a.eq_ignore_ascii_case(&p[0].value)).map(|(a, _)| (a.clone(), p[1].value.clone()))
-            }
+            Expr::CompoundIdentifier(p) if p.len() == 2 => self
+                .relations
+                .iter()
+                .find(|(a, _)| a.eq_ignore_ascii_case(&p[0].value))
+                .map(|(a, _)| (a.clone(), p[1].value.clone())),
             Expr::Identifier(i) if self.relations.iter().all(|(_, c)| c.is_some()) => {
-                let hits: Vec<&String> = self.relations.iter().filter(|(_, c)| c.as_ref().is_some_and(|c| c.contains(&lc(&i.value)))).map(|(a, _)| a).collect();
+                let hits: Vec<&String> = self
+                    .relations
+                    .iter()
+                    .filter(|(_, c)| c.as_ref().is_some_and(|c| c.contains(&lc(&i.value))))
+                    .map(|(a, _)| a)
+                    .collect();
                 (hits.len() == 1).then(|| (hits[0].clone(), i.value.clone()))
             }
             Expr::Nested(inner) => self.column(inner),
@@ -112,8 +121,12 @@ pub(super) fn explicit_form(sel: &Select, ctx: &mut Ctx) -> Result<Found> {
         return Ok(found);
     }
     if sel.from.len() != 1 || !sel.lateral_views.is_empty() {
-        let why = || LeftAlone::SubqueryNotJoined("its SELECT has several FROM items or LATERAL VIEW".into());
-        found.left.extend(cs.iter().filter(|c| is_subquery_join(c)).map(|c| (written(c), At::of(c), why())));
+        let why = || {
+            LeftAlone::SubqueryNotJoined("its SELECT has several FROM items or LATERAL VIEW".into())
+        };
+        found.left.extend(
+            cs.iter().filter(|c| is_subquery_join(c)).map(|c| (written(c), At::of(c), why())),
+        );
         return Ok(found);
     }
     let outer = Outer::of(&sel.from[0], ctx);
@@ -134,7 +147,11 @@ pub(super) fn explicit_form(sel: &Select, ctx: &mut Ctx) -> Result<Found> {
     if !joins.is_empty() {
         let mut s = sel.clone();
         s.from[0].joins.extend(joins);
-        s.selection = rest.into_iter().reduce(|a, b| Expr::BinaryOp { left: Box::new(a), op: BinaryOperator::And, right: Box::new(b) });
+        s.selection = rest.into_iter().reduce(|a, b| Expr::BinaryOp {
+            left: Box::new(a),
+            op: BinaryOperator::And,
+            right: Box::new(b),
+        });
         found.explicit = Some(Explicit { select: Box::new(s), added });
     }
     Ok(found)
@@ -167,11 +184,17 @@ fn written(e: &Expr) -> String {
 
 /// The join a conjunct of WHERE is, when it is an IN or EXISTS subquery: the join and how it
 /// was written, or why it stays in WHERE. None for any other conjunct.
-fn as_join(c: &Expr, outer: &Outer, ctx: &mut Ctx) -> Result<Option<std::result::Result<(Join, Written), LeftAlone>>> {
+fn as_join(
+    c: &Expr,
+    outer: &Outer,
+    ctx: &mut Ctx,
+) -> Result<Option<std::result::Result<(Join, Written), LeftAlone>>> {
     let alias = format!("__sq{}", ctx.next_id);
     let made = match c {
         Expr::InSubquery { negated: true, .. } => Err(LeftAlone::NullAwareAnti),
-        Expr::InSubquery { expr, subquery, negated: false } => in_join(expr, subquery, outer, &alias, ctx)?.map(|j| (j, Written::In)),
+        Expr::InSubquery { expr, subquery, negated: false } => {
+            in_join(expr, subquery, outer, &alias, ctx)?.map(|j| (j, Written::In))
+        }
         Expr::Exists { subquery, negated } => {
             let how = if *negated { Written::NotExists } else { Written::Exists };
             exists_join(subquery, *negated, outer, &alias, ctx)?.map(|j| (j, how))
@@ -186,10 +209,20 @@ fn as_join(c: &Expr, outer: &Outer, ctx: &mut Ctx) -> Result<Option<std::result:
 
 /// `x IN (SELECT k FROM ...)`: a left semi join on `x = alias.k`, when x is a column of the FROM
 /// and the subquery traces to a table with every condition its own (not correlated).
-fn in_join(x: &Expr, subquery: &Query, outer: &Outer, alias: &str, ctx: &Ctx) -> Result<std::result::Result<Join, LeftAlone>> {
+fn in_join(
+    x: &Expr,
+    subquery: &Query,
+    outer: &Outer,
+    alias: &str,
+    ctx: &Ctx,
+) -> Result<std::result::Result<Join, LeftAlone>> {
     let not = |why: &str| Ok(Err(LeftAlone::SubqueryNotJoined(why.into())));
-    let Some((oa, oc)) = outer.column(x) else { return not("its left side is not a column of the FROM") };
-    let Some(k) = single_output(subquery) else { return not("the subquery does not select one named column") };
+    let Some((oa, oc)) = outer.column(x) else {
+        return not("its left side is not a column of the FROM");
+    };
+    let Some(k) = single_output(subquery) else {
+        return not("the subquery does not select one named column");
+    };
     let relation = derived(subquery, alias)?;
     match input_of(&relation, ctx, 0) {
         Err(why) => Ok(Err(LeftAlone::SubqueryNotJoined(format!("the subquery: {why}")))),
@@ -200,12 +233,29 @@ fn in_join(x: &Expr, subquery: &Query, outer: &Outer, alias: &str, ctx: &Ctx) ->
 
 /// `EXISTS (SELECT ... FROM t WHERE t.k = x AND <conditions on t>)`: a left semi (anti, for NOT
 /// EXISTS) join on the equalities with the outer query; the other conditions stay inside.
-fn exists_join(subquery: &Query, negated: bool, outer: &Outer, alias: &str, ctx: &Ctx) -> Result<std::result::Result<Join, LeftAlone>> {
+fn exists_join(
+    subquery: &Query,
+    negated: bool,
+    outer: &Outer,
+    alias: &str,
+    ctx: &Ctx,
+) -> Result<std::result::Result<Join, LeftAlone>> {
     let not = |why: &str| Ok(Err(LeftAlone::SubqueryNotJoined(why.into())));
-    let SetExpr::Select(s) = subquery.body.as_ref() else { return not("the subquery is not a plain SELECT") };
-    let plain = subquery.with.is_none() && subquery.limit_clause.is_none() && s.distinct.is_none() && s.having.is_none();
-    let grouped = !matches!(&s.group_by, sqlparser::ast::GroupByExpr::Expressions(e, _) if e.is_empty());
-    if !plain || grouped || s.from.len() != 1 || !s.from[0].joins.is_empty() || !s.lateral_views.is_empty() {
+    let SetExpr::Select(s) = subquery.body.as_ref() else {
+        return not("the subquery is not a plain SELECT");
+    };
+    let plain = subquery.with.is_none()
+        && subquery.limit_clause.is_none()
+        && s.distinct.is_none()
+        && s.having.is_none();
+    let grouped =
+        !matches!(&s.group_by, sqlparser::ast::GroupByExpr::Expressions(e, _) if e.is_empty());
+    if !plain
+        || grouped
+        || s.from.len() != 1
+        || !s.from[0].joins.is_empty()
+        || !s.lateral_views.is_empty()
+    {
         return not("the subquery joins, groups or limits");
     }
     let rel = &s.from[0].relation;
@@ -234,7 +284,10 @@ fn exists_join(subquery: &Query, negated: bool, outer: &Outer, alias: &str, ctx:
     }
     let mut body = format!("SELECT * FROM {}", render_factor(rel));
     if !own.is_empty() {
-        body.push_str(&format!(" WHERE {}", own.iter().map(render_expr).collect::<Vec<_>>().join(" AND ")));
+        body.push_str(&format!(
+            " WHERE {}",
+            own.iter().map(render_expr).collect::<Vec<_>>().join(" AND ")
+        ));
     }
     let relation = derived(&parse_query(&body)?, alias)?;
     semi_or_anti(relation, keys, alias, negated).map(Ok)
@@ -266,9 +319,17 @@ impl Scope<'_> {
     /// A column reference: the subquery's own columns first (SQL resolves names inside out).
     fn resolve(&self, e: &Expr) -> Option<Ref> {
         match e {
-            Expr::CompoundIdentifier(p) if p.len() == 2 && p[0].value.eq_ignore_ascii_case(self.inner_alias) => self.inner.column(&p[1].value).map(Ref::Inner),
+            Expr::CompoundIdentifier(p)
+                if p.len() == 2 && p[0].value.eq_ignore_ascii_case(self.inner_alias) =>
+            {
+                self.inner.column(&p[1].value).map(Ref::Inner)
+            }
             Expr::Nested(inner) => self.resolve(inner),
-            Expr::Identifier(i) => self.inner.column(&i.value).map(Ref::Inner).or_else(|| self.outer.column(e).map(|(a, c)| Ref::Outer(a, c))),
+            Expr::Identifier(i) => self
+                .inner
+                .column(&i.value)
+                .map(Ref::Inner)
+                .or_else(|| self.outer.column(e).map(|(a, c)| Ref::Outer(a, c))),
             other => self.outer.column(other).map(|(a, c)| Ref::Outer(a, c)),
         }
     }
@@ -276,7 +337,8 @@ impl Scope<'_> {
     fn kind(&self, c: &Expr) -> Kind {
         if let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = c {
             match (self.resolve(left), self.resolve(right)) {
-                (Some(Ref::Outer(a, oc)), Some(Ref::Inner(ic))) | (Some(Ref::Inner(ic)), Some(Ref::Outer(a, oc))) => return Kind::Key(a, oc, ic),
+                (Some(Ref::Outer(a, oc)), Some(Ref::Inner(ic)))
+                | (Some(Ref::Inner(ic)), Some(Ref::Outer(a, oc))) => return Kind::Key(a, oc, ic),
                 _ => {}
             }
         }
@@ -319,7 +381,8 @@ fn render_factor(f: &TableFactor) -> String {
 
 /// `(query) AS alias` as a FROM item.
 fn derived(q: &Query, alias: &str) -> Result<TableFactor> {
-    let wrapped = parse_query(&format!("SELECT * FROM ({}) AS {}", render_inline(q), ident(alias)))?;
+    let wrapped =
+        parse_query(&format!("SELECT * FROM ({}) AS {}", render_inline(q), ident(alias)))?;
     match *wrapped.body {
         SetExpr::Select(mut s) if s.from.len() == 1 => Ok(s.from.remove(0).relation),
         _ => Err(Error::Internal("a subquery as a FROM item".into())),
@@ -327,13 +390,36 @@ fn derived(q: &Query, alias: &str) -> Result<TableFactor> {
 }
 
 /// `LEFT SEMI JOIN relation ON outer.col = alias.col AND ...` (LEFT ANTI when `anti`).
-fn semi_or_anti(relation: TableFactor, keys: Vec<(String, String, String)>, alias: &str, anti: bool) -> Result<Join> {
-    let col = |q: &str, c: &str| Expr::CompoundIdentifier(vec![Ident::with_quote('`', q), Ident::with_quote('`', c)]);
+fn semi_or_anti(
+    relation: TableFactor,
+    keys: Vec<(String, String, String)>,
+    alias: &str,
+    anti: bool,
+) -> Result<Join> {
+    let col = |q: &str, c: &str| {
+        Expr::CompoundIdentifier(vec![Ident::with_quote('`', q), Ident::with_quote('`', c)])
+    };
     let on = keys
         .into_iter()
-        .map(|(oa, oc, ic)| Expr::BinaryOp { left: Box::new(col(&oa, &oc)), op: BinaryOperator::Eq, right: Box::new(col(alias, &ic)) })
-        .reduce(|a, b| Expr::BinaryOp { left: Box::new(a), op: BinaryOperator::And, right: Box::new(b) })
+        .map(|(oa, oc, ic)| Expr::BinaryOp {
+            left: Box::new(col(&oa, &oc)),
+            op: BinaryOperator::Eq,
+            right: Box::new(col(alias, &ic)),
+        })
+        .reduce(|a, b| Expr::BinaryOp {
+            left: Box::new(a),
+            op: BinaryOperator::And,
+            right: Box::new(b),
+        })
         .ok_or_else(|| Error::Internal("a subquery join without a key".into()))?;
     let constraint = JoinConstraint::On(on);
-    Ok(Join { relation, global: false, join_operator: if anti { JoinOperator::LeftAnti(constraint) } else { JoinOperator::LeftSemi(constraint) } })
+    Ok(Join {
+        relation,
+        global: false,
+        join_operator: if anti {
+            JoinOperator::LeftAnti(constraint)
+        } else {
+            JoinOperator::LeftSemi(constraint)
+        },
+    })
 }

@@ -55,7 +55,13 @@ pub(super) struct Through {
 
 /// The link a join makes between the prefix `l` (its members in `members`) and `r`, which
 /// becomes member `next` if the join outputs it; or why the counts cannot follow it.
-pub(super) fn link_of(join: &Join, cond: &Condition, l: &Input, r: &Input, next: usize) -> Result<Link, String> {
+pub(super) fn link_of(
+    join: &Join,
+    cond: &Condition,
+    l: &Input,
+    r: &Input,
+    next: usize,
+) -> Result<Link, String> {
     let (_, constraint) = join_type(&join.join_operator).map_err(|e| e.to_string())?;
     // As Spark runs it (an outer join whose NULL-filled rows WHERE drops is an inner one).
     let how = cond.how;
@@ -79,7 +85,14 @@ pub(super) fn link_of(join: &Join, cond: &Condition, l: &Input, r: &Input, next:
         _ => vec![],
     };
     let parent = parent.ok_or("a join before it without keys")?;
-    Ok(Link { parent, child_member: how.outputs_right().then_some(next), child: r.clone(), pairs, how, child_on })
+    Ok(Link {
+        parent,
+        child_member: how.outputs_right().then_some(next),
+        child: r.clone(),
+        pairs,
+        how,
+        child_on,
+    })
 }
 
 /// The conjuncts of ON other than key equalities: each must be on the child's columns alone.
@@ -95,7 +108,12 @@ fn child_conditions(on: &Expr, l: &Input, r: &Input) -> Result<Vec<Expr>, String
         }
         match (on_l, to_base(&c, r, &rtable)) {
             (false, Some(b)) => out.push(b),
-            _ => return Err(format!("the condition {} in ON of a join before it", crate::sql::render_expr(&c))),
+            _ => {
+                return Err(format!(
+                    "the condition {} in ON of a join before it",
+                    crate::sql::render_expr(&c)
+                ))
+            }
         }
     }
     Ok(out)
@@ -122,7 +140,8 @@ pub(super) fn rows_before(
     how: JoinType,
     ctx: &Ctx,
 ) -> Result<Through, String> {
-    let links: Vec<&Link> = links.iter().map(|l| l.as_ref().map_err(Clone::clone)).collect::<Result<_, _>>()?;
+    let links: Vec<&Link> =
+        links.iter().map(|l| l.as_ref().map_err(Clone::clone)).collect::<Result<_, _>>()?;
     let roots: Vec<Option<usize>> = keys.iter().map(|k| l.member_of(k)).collect();
     let root = match roots.first() {
         Some(&Some(r)) if roots.iter().all(|x| *x == Some(r)) => r,
@@ -143,7 +162,8 @@ pub(super) fn rows_of_chain(
     ctx: &Ctx,
     joins: String,
 ) -> Result<Through, String> {
-    let links: Vec<&Link> = links.iter().map(|l| l.as_ref().map_err(Clone::clone)).collect::<Result<_, _>>()?;
+    let links: Vec<&Link> =
+        links.iter().map(|l| l.as_ref().map_err(Clone::clone)).collect::<Result<_, _>>()?;
     rows_at((members, &links, cache), root, true, scope, ctx, joins)
 }
 
@@ -155,7 +175,16 @@ fn rows_at(
     ctx: &Ctx,
     joins: String,
 ) -> Result<Through, String> {
-    let tree = Tree { members, links, scope, pushed, tables: ctx.tables, memory: ctx.opts.memory, cache, weights: &ctx.weights };
+    let tree = Tree {
+        members,
+        links,
+        scope,
+        pushed,
+        tables: ctx.tables,
+        memory: ctx.opts.memory,
+        cache,
+        weights: &ctx.weights,
+    };
     let mut applied = Vec::new();
     let (filter, _) = tree.filter_of(&members[root], &mut applied)?;
     let factors = tree.factors(root, None, &mut applied)?;
@@ -192,7 +221,12 @@ pub(super) struct SentKey {
 
 impl Tree<'_> {
     /// The factors of member `m`'s rows: one per link at `m` except the one it is reached by.
-    fn factors(&self, m: usize, from: Option<usize>, applied: &mut Vec<Expr>) -> Result<Vec<Factor>, String> {
+    fn factors(
+        &self,
+        m: usize,
+        from: Option<usize>,
+        applied: &mut Vec<Expr>,
+    ) -> Result<Vec<Factor>, String> {
         let mut out = Vec::new();
         for (i, link) in self.links.iter().enumerate() {
             if Some(i) == from {
@@ -200,8 +234,16 @@ impl Tree<'_> {
             }
             if link.parent == m {
                 // A left join keeps a row unmatched only where nothing after it drops its side.
-                if link.how == JoinType::Left && self.beyond(link.child_member, i).iter().any(|&b| self.links[b].how != JoinType::Left) {
-                    return Err(format!("a join on the side a {} join before it keeps NULLs for", link.how.as_str()));
+                if link.how == JoinType::Left
+                    && self
+                        .beyond(link.child_member, i)
+                        .iter()
+                        .any(|&b| self.links[b].how != JoinType::Left)
+                {
+                    return Err(format!(
+                        "a join on the side a {} join before it keeps NULLs for",
+                        link.how.as_str()
+                    ));
                 }
                 let kind = match link.how {
                     JoinType::Inner => FactorKind::Inner,
@@ -212,19 +254,37 @@ impl Tree<'_> {
                 let mine: Vec<String> = link.pairs.iter().map(|p| p.0.clone()).collect();
                 let theirs: Vec<String> = link.pairs.iter().map(|p| p.1.clone()).collect();
                 let matches = self.sent(&link.child, link.child_member, i, &theirs, applied)?;
-                out.push(self.factor(&self.members[m], mine, &link.child, &theirs, matches, kind)?);
+                out.push(self.factor(
+                    &self.members[m],
+                    mine,
+                    &link.child,
+                    &theirs,
+                    matches,
+                    kind,
+                )?);
             } else if link.child_member == Some(m) {
                 // The matched rows of a left join whose right side holds the root's rows are
                 // those of an inner join; `unmatched_rows` counts the others.
-                let left_at_root = link.how == JoinType::Left && from.is_none() && self.only_link(m) == Some(i);
+                let left_at_root =
+                    link.how == JoinType::Left && from.is_none() && self.only_link(m) == Some(i);
                 if link.how != JoinType::Inner && !left_at_root {
-                    return Err(format!("its key is on the side a {} join before it keeps NULLs for", link.how.as_str()));
+                    return Err(format!(
+                        "its key is on the side a {} join before it keeps NULLs for",
+                        link.how.as_str()
+                    ));
                 }
                 let mine: Vec<String> = link.pairs.iter().map(|p| p.1.clone()).collect();
                 let theirs: Vec<String> = link.pairs.iter().map(|p| p.0.clone()).collect();
                 let parent = &self.members[link.parent];
                 let matches = self.sent(parent, Some(link.parent), i, &theirs, applied)?;
-                out.push(self.factor(&self.members[m], mine, parent, &theirs, matches, FactorKind::Inner)?);
+                out.push(self.factor(
+                    &self.members[m],
+                    mine,
+                    parent,
+                    &theirs,
+                    matches,
+                    FactorKind::Inner,
+                )?);
             }
         }
         Ok(out)
@@ -232,7 +292,12 @@ impl Tree<'_> {
 
     /// The one link at member `m`, when it has one.
     fn only_link(&self, m: usize) -> Option<usize> {
-        let mut at = self.links.iter().enumerate().filter(|(_, l)| l.parent == m || l.child_member == Some(m)).map(|(i, _)| i);
+        let mut at = self
+            .links
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.parent == m || l.child_member == Some(m))
+            .map(|(i, _)| i);
         match (at.next(), at.next()) {
             (Some(i), None) => Some(i),
             _ => None,
@@ -243,7 +308,9 @@ impl Tree<'_> {
     /// a left join (its one link), the rows of the other side that no root row matches, each
     /// weighted by the joins beyond it (0 otherwise).
     fn unmatched_rows(&self, root: usize, applied: &mut Vec<Expr>) -> Result<u64, String> {
-        let Some(i) = self.only_link(root).filter(|&i| self.links[i].child_member == Some(root) && self.links[i].how == JoinType::Left) else {
+        let Some(i) = self.only_link(root).filter(|&i| {
+            self.links[i].child_member == Some(root) && self.links[i].how == JoinType::Left
+        }) else {
             return Ok(0);
         };
         let link = self.links[i];
@@ -252,18 +319,39 @@ impl Tree<'_> {
         let parent = &self.members[link.parent];
         let root_rows = self.sent(&self.members[root], Some(root), i, &mine, applied)?;
         let mut factors = self.factors(link.parent, Some(i), applied)?;
-        factors.push(self.factor(parent, theirs.clone(), &self.members[root], &mine, root_rows, FactorKind::Anti)?);
+        factors.push(self.factor(
+            parent,
+            theirs.clone(),
+            &self.members[root],
+            &mine,
+            root_rows,
+            FactorKind::Anti,
+        )?);
         let (filter, table) = self.filter_of(parent, applied)?;
         let types = self.types(table, &theirs)?;
-        let weights = RowWeights { factors, memo: Some(self.weights.clone()), ..Default::default() };
-        let (sums, _) = weighted_counts(table, &theirs, &types, &filter, &weights).map_err(|e| e.to_string())?;
+        let weights =
+            RowWeights { factors, memo: Some(self.weights.clone()), ..Default::default() };
+        let (sums, _) = weighted_counts(table, &theirs, &types, &filter, &weights)
+            .map_err(|e| e.to_string())?;
         Ok(sums.values().sum())
     }
 
     /// The rows input `inp` (member `m`, reached by link `via`) brings, per value of `by`.
-    fn sent(&self, inp: &Input, m: Option<usize>, via: usize, by: &[String], applied: &mut Vec<Expr>) -> Result<Arc<Sums>, String> {
+    fn sent(
+        &self,
+        inp: &Input,
+        m: Option<usize>,
+        via: usize,
+        by: &[String],
+        applied: &mut Vec<Expr>,
+    ) -> Result<Arc<Sums>, String> {
         // What an input sends depends on the links beyond it: the same links, the same rows.
-        let key = SentKey { via, from_child: self.links[via].child.alias == inp.alias, beyond: self.beyond(m, via), pushed: self.pushed };
+        let key = SentKey {
+            via,
+            from_child: self.links[via].child.alias == inp.alias,
+            beyond: self.beyond(m, via),
+            pushed: self.pushed,
+        };
         if let Some((matches, conds)) = self.cache.borrow().get(&key) {
             applied.extend(conds.iter().cloned());
             return Ok(matches.clone());
@@ -298,10 +386,21 @@ impl Tree<'_> {
         out
     }
 
-    fn sum_sent(&self, inp: &Input, m: Option<usize>, via: usize, by: &[String], applied: &mut Vec<Expr>) -> Result<Arc<Sums>, String> {
+    fn sum_sent(
+        &self,
+        inp: &Input,
+        m: Option<usize>,
+        via: usize,
+        by: &[String],
+        applied: &mut Vec<Expr>,
+    ) -> Result<Arc<Sums>, String> {
         let (filter, table) = self.filter_of(inp, applied)?;
         let weights = match m {
-            Some(m) => RowWeights { factors: self.factors(m, Some(via), applied)?, memo: Some(self.weights.clone()), ..Default::default() },
+            Some(m) => RowWeights {
+                factors: self.factors(m, Some(via), applied)?,
+                memo: Some(self.weights.clone()),
+                ..Default::default()
+            },
             None => RowWeights::default(),
         };
         let types = self.types(table, by)?;
@@ -314,25 +413,46 @@ impl Tree<'_> {
     }
 
     /// A factor on `inp`'s columns `mine` from `matches` keyed by `other`'s columns `theirs`.
-    fn factor(&self, inp: &Input, mine: Vec<String>, other: &Input, theirs: &[String], matches: Arc<Sums>, kind: FactorKind) -> Result<Factor, String> {
+    fn factor(
+        &self,
+        inp: &Input,
+        mine: Vec<String>,
+        other: &Input,
+        theirs: &[String],
+        matches: Arc<Sums>,
+        kind: FactorKind,
+    ) -> Result<Factor, String> {
         let table = &self.tables[&single_table(inp)?];
         let types = self.types(table, &mine)?;
         let other_types = self.types(&self.tables[&single_table(other)?], theirs)?;
         if types.iter().zip(&other_types).any(|(a, b)| !encodes_alike(*a, *b)) {
-            return Err(format!("join columns of different types between {} and {}", inp.display(), other.display()));
+            return Err(format!(
+                "join columns of different types between {} and {}",
+                inp.display(),
+                other.display()
+            ));
         }
         Ok(Factor { columns: mine, types, matches, kind })
     }
 
     fn types(&self, table: &Table, cols: &[String]) -> Result<Vec<KeyType>, String> {
-        cols.iter().map(|c| table.resolve(c).map(|r| r.key_type).map_err(|e| e.to_string())).collect()
+        cols.iter()
+            .map(|c| table.resolve(c).map(|r| r.key_type).map_err(|e| e.to_string()))
+            .collect()
     }
 
     /// The conditions on `inp`'s rows before the joins (its own WHERE, ON conditions on it
     /// alone, the query's WHERE conjuncts on it alone where Spark pushes them), and its table.
-    fn filter_of(&self, inp: &Input, applied: &mut Vec<Expr>) -> Result<(RowFilter, &Table), String> {
+    fn filter_of(
+        &self,
+        inp: &Input,
+        applied: &mut Vec<Expr>,
+    ) -> Result<(RowFilter, &Table), String> {
         if inp.filtered || inp.having || inp.grouped.is_some() {
-            return Err(format!("{} filters or groups its rows in a way the counts do not follow", inp.display()));
+            return Err(format!(
+                "{} filters or groups its rows in a way the counts do not follow",
+                inp.display()
+            ));
         }
         let tname = single_table(inp)?;
         let table = self.tables.get(&tname).ok_or_else(|| format!("{tname} is not given"))?;
@@ -340,22 +460,30 @@ impl Tree<'_> {
         for l in self.links.iter().filter(|l| l.child.alias == inp.alias) {
             conds.extend(l.child_on.iter().cloned());
         }
-        let nullable = self.links.iter().any(|l| l.how == JoinType::Left && l.child.alias == inp.alias);
+        let nullable =
+            self.links.iter().any(|l| l.how == JoinType::Left && l.child.alias == inp.alias);
         // A semi or anti join's input is not in the SELECT's scope: the WHERE never names it.
-        let hidden = self.links.iter().any(|l| matches!(l.how, JoinType::Semi | JoinType::Anti) && l.child.alias == inp.alias);
+        let hidden = self.links.iter().any(|l| {
+            matches!(l.how, JoinType::Semi | JoinType::Anti) && l.child.alias == inp.alias
+        });
         for c in self.scope.conjuncts.iter().filter(|_| !hidden) {
             let Some(b) = to_base(c, inp, &tname) else { continue };
             if !self.pushed {
                 continue;
             }
             if nullable {
-                return Err(format!("the condition {} on the side of a left join that keeps NULLs", crate::sql::render_expr(c)));
+                return Err(format!(
+                    "the condition {} on the side of a left join that keeps NULLs",
+                    crate::sql::render_expr(c)
+                ));
             }
             conds.push(b);
             applied.push(c.clone());
         }
         for c in &conds {
-            check(c, table).map_err(|why| format!("{} (in {}): {why}", crate::sql::render_expr(c), inp.display()))?;
+            check(c, table).map_err(|why| {
+                format!("{} (in {}): {why}", crate::sql::render_expr(c), inp.display())
+            })?;
         }
         Ok((RowFilter { conditions: conds }, table))
     }
@@ -363,6 +491,8 @@ impl Tree<'_> {
 
 /// Key types whose values `group_keys` encodes alike where Spark joins them.
 fn encodes_alike(a: KeyType, b: KeyType) -> bool {
-    let int = |t: KeyType| matches!(t, KeyType::TinyInt | KeyType::SmallInt | KeyType::Int | KeyType::BigInt);
+    let int = |t: KeyType| {
+        matches!(t, KeyType::TinyInt | KeyType::SmallInt | KeyType::Int | KeyType::BigInt)
+    };
     a == b || (int(a) && int(b))
 }

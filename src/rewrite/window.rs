@@ -19,8 +19,8 @@ use std::ops::ControlFlow;
 
 use serde::Serialize;
 use sqlparser::ast::{
-    Expr, Function, FunctionArguments, GroupByExpr, ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, TableWithJoins, Visit, VisitMut, Visitor,
-    VisitorMut, WindowType,
+    Expr, Function, FunctionArguments, GroupByExpr, ObjectNamePart, OrderByKind, Query, Select,
+    SelectItem, SetExpr, TableWithJoins, Visit, VisitMut, Visitor, VisitorMut, WindowType,
 };
 
 use super::condition::{conjuncts, join_type};
@@ -100,8 +100,21 @@ pub(super) fn process_windows(q: &mut Query, joins_rewritten: bool, ctx: &mut Ct
         super::aggregate::aggregate(sel, ctx);
         return Ok(());
     }
-    let text = fns.iter().map(|w| crate::format::one_line(&w.func.to_string(), usize::MAX)).collect::<Vec<_>>().join(", ");
-    let mut seen = WindowSeen { at: fns[0].at, stage: text, status: "left_as_written", alias: None, plan: None, reason: None, code: None, notes: vec![] };
+    let text = fns
+        .iter()
+        .map(|w| crate::format::one_line(&w.func.to_string(), usize::MAX))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut seen = WindowSeen {
+        at: fns[0].at,
+        stage: text,
+        status: "left_as_written",
+        alias: None,
+        plan: None,
+        reason: None,
+        code: None,
+        notes: vec![],
+    };
     match stage(sel, &fns, joins_rewritten, ctx) {
         Err(why) => seen.left_because(why),
         Ok((p, notes)) => {
@@ -210,9 +223,13 @@ impl Visitor for FnCollector<'_> {
                     at: At::of(e),
                     alias: self.alias.clone(),
                 }),
-                Some(WindowType::NamedWindow(_)) => {
-                    self.out.push(WinFn { func: f.clone(), partition: vec![], ordered: true, at: At::of(e), alias: self.alias.clone() })
-                }
+                Some(WindowType::NamedWindow(_)) => self.out.push(WinFn {
+                    func: f.clone(),
+                    partition: vec![],
+                    ordered: true,
+                    at: At::of(e),
+                    alias: self.alias.clone(),
+                }),
                 None => {}
             }
         }
@@ -230,11 +247,18 @@ pub(super) fn fn_name(f: &Function) -> String {
 /// The shape of the stage: every function an aggregate over the whole partition, a ranking
 /// filtered to a top N by the query around it, or an ordered window.
 fn shape_of(fns: &[WinFn], limits: &[(String, u64)]) -> Shape {
-    if fns.iter().all(|w| !w.ordered && WHOLE_PARTITION_AGGREGATES.contains(&fn_name(&w.func).as_str())) {
+    if fns
+        .iter()
+        .all(|w| !w.ordered && WHOLE_PARTITION_AGGREGATES.contains(&fn_name(&w.func).as_str()))
+    {
         return Shape::WholePartition;
     }
     let rankings = fns.iter().all(|w| w.ordered && RANKINGS.contains(&fn_name(&w.func).as_str()));
-    let limit = fns.iter().filter_map(|w| w.alias.as_ref()).filter_map(|a| limits.iter().find(|l| l.0 == lc(a)).map(|l| l.1)).min();
+    let limit = fns
+        .iter()
+        .filter_map(|w| w.alias.as_ref())
+        .filter_map(|a| limits.iter().find(|l| l.0 == lc(a)).map(|l| l.1))
+        .min();
     match limit {
         Some(n) if rankings && n <= GROUP_LIMIT_THRESHOLD => Shape::TopN { n },
         _ => Shape::Ordered,
@@ -242,7 +266,12 @@ fn shape_of(fns: &[WinFn], limits: &[(String, u64)]) -> Shape {
 }
 
 /// The stage planned, or why it cannot be: one PARTITION BY of columns of one traced input.
-fn stage(sel: &Select, fns: &[WinFn], joins_rewritten: bool, ctx: &Ctx) -> std::result::Result<(WindowPlan, Vec<String>), StageWhy> {
+fn stage(
+    sel: &Select,
+    fns: &[WinFn],
+    joins_rewritten: bool,
+    ctx: &Ctx,
+) -> std::result::Result<(WindowPlan, Vec<String>), StageWhy> {
     let spec = |w: &WinFn| w.partition.iter().map(render_expr).collect::<Vec<_>>();
     if fns.iter().any(|w| spec(w) != spec(&fns[0])) || fns[0].partition.is_empty() {
         return Err(StageWhy::new(
@@ -251,14 +280,23 @@ fn stage(sel: &Select, fns: &[WinFn], joins_rewritten: bool, ctx: &Ctx) -> std::
         ));
     }
     if joins_rewritten || sel.from.len() != 1 {
-        return Err(StageWhy::new("input_is_a_rewritten_join", "the window's input is a comma join or a join rewritten above: not planned"));
+        return Err(StageWhy::new(
+            "input_is_a_rewritten_join",
+            "the window's input is a comma join or a join rewritten above: not planned",
+        ));
     }
-    if !matches!(&sel.group_by, GroupByExpr::Expressions(g, _) if g.is_empty()) || sel.having.is_some() {
-        return Err(StageWhy::new("window_over_groups", "the window runs over the SELECT's groups (GROUP BY), whose rows are not a table's"));
+    if !matches!(&sel.group_by, GroupByExpr::Expressions(g, _) if g.is_empty())
+        || sel.having.is_some()
+    {
+        return Err(StageWhy::new(
+            "window_over_groups",
+            "the window runs over the SELECT's groups (GROUP BY), whose rows are not a table's",
+        ));
     }
     let shape = shape_of(fns, &ctx.rank_limits);
     if sel.from[0].joins.is_empty() {
-        let inp = input_of(&sel.from[0].relation, ctx, 0).map_err(|e| StageWhy::new("input_not_traced", format!("its input: {e}")))?;
+        let inp = input_of(&sel.from[0].relation, ctx, 0)
+            .map_err(|e| StageWhy::new("input_not_traced", format!("its input: {e}")))?;
         return planned(sel, &inp, &fns[0].partition, shape, &[], ctx);
     }
     let (root, inp) = joined_input(&sel.from[0], &fns[0].partition, ctx)?;
@@ -275,7 +313,8 @@ fn stage(sel: &Select, fns: &[WinFn], joins_rewritten: bool, ctx: &Ctx) -> std::
 }
 
 /// What a stage Spark reduces per map task says of its records over joins.
-pub(super) const BROADCAST_RECORDS: &str = "the records assume the joins run in its map tasks (broadcast)";
+pub(super) const BROADCAST_RECORDS: &str =
+    "the records assume the joins run in its map tasks (broadcast)";
 
 /// The stage over `keys` (of input `root` of the SELECT's joins, `inp`) planned on the rows
 /// the joins give, or why the counts cannot follow them. A stage Spark reduces per map task (a
@@ -289,7 +328,8 @@ pub(super) fn planned_on_joined_rows(
     shape: Shape,
     ctx: &Ctx,
 ) -> std::result::Result<(WindowPlan, Vec<String>), String> {
-    let (p, mut notes) = through_joins(sel, root, ctx).and_then(|t| planned_through(sel, inp, keys, shape, t, ctx))?;
+    let (p, mut notes) = through_joins(sel, root, ctx)
+        .and_then(|t| planned_through(sel, inp, keys, shape, t, ctx))?;
     if matches!(shape, Shape::TopN { .. } | Shape::Aggregate { .. }) {
         notes.push(BROADCAST_RECORDS.into());
     }
@@ -316,10 +356,21 @@ fn through_joins(sel: &Select, root: usize, ctx: &Ctx) -> std::result::Result<Th
 }
 
 /// The key's table and its columns for the stage's `keys` (expressions of the SELECT over `inp`).
-fn key_columns(inp: &Input, keys: &[Expr], ctx: &Ctx) -> std::result::Result<(String, Vec<ResolvedColumn>), StageWhy> {
+fn key_columns(
+    inp: &Input,
+    keys: &[Expr],
+    ctx: &Ctx,
+) -> std::result::Result<(String, Vec<ResolvedColumn>), StageWhy> {
     let keys: Vec<String> = keys
         .iter()
-        .map(|e| column_of(e, inp).ok_or_else(|| StageWhy::new("key_not_a_column", format!("{} is not a column of its input", render_expr(e)))))
+        .map(|e| {
+            column_of(e, inp).ok_or_else(|| {
+                StageWhy::new(
+                    "key_not_a_column",
+                    format!("{} is not a column of its input", render_expr(e)),
+                )
+            })
+        })
         .collect::<std::result::Result<_, _>>()?;
     inp.key_base(&keys, ctx.tables).map_err(|e| StageWhy::new("key_not_traced", e.to_string()))
 }
@@ -346,8 +397,13 @@ pub(super) fn planned_through(
     }
     let joins = t.weights.joins.clone();
     let through = Some(std::sync::Arc::new(t.weights));
-    let input = SideInput { filter: t.filter, through, ..SideInput::new(table, KeySpec { columns: cols }, inp.display()) };
-    let p = window::plan(&input, shape, &[], ctx.classifier, ctx.opts).map_err(|e| e.to_string())?;
+    let input = SideInput {
+        filter: t.filter,
+        through,
+        ..SideInput::new(table, KeySpec { columns: cols }, inp.display())
+    };
+    let p =
+        window::plan(&input, shape, &[], ctx.classifier, ctx.opts).map_err(|e| e.to_string())?;
     notes.insert(0, format!("the counts are of the {} rows its joins give ({joins}), computed from each table's counts", crate::format::fmt_count(p.rows)));
     Ok((p, notes))
 }
@@ -355,7 +411,11 @@ pub(super) fn planned_through(
 /// The input of a joined FROM item that holds every key: any input of a chain of inner joins,
 /// or the first input of a chain of inner, left, semi and anti joins (its rows reach the
 /// window, each at least once). Not where an outer join can bring its rows back as NULLs.
-pub(super) fn joined_input(twj: &TableWithJoins, keys: &[Expr], ctx: &Ctx) -> std::result::Result<(usize, Input), StageWhy> {
+pub(super) fn joined_input(
+    twj: &TableWithJoins,
+    keys: &[Expr],
+    ctx: &Ctx,
+) -> std::result::Result<(usize, Input), StageWhy> {
     let kinds: Vec<JoinType> = twj
         .joins
         .iter()
@@ -370,10 +430,17 @@ pub(super) fn joined_input(twj: &TableWithJoins, keys: &[Expr], ctx: &Ctx) -> st
             found.push((i, inp));
         }
     }
-    let [(i, inp)] = <[(usize, Input); 1]>::try_from(found)
-        .map_err(|_| StageWhy::new("key_of_no_single_input", "the window's PARTITION BY is not the columns of one traced input of its joins"))?;
+    let [(i, inp)] = <[(usize, Input); 1]>::try_from(found).map_err(|_| {
+        StageWhy::new(
+            "key_of_no_single_input",
+            "the window's PARTITION BY is not the columns of one traced input of its joins",
+        )
+    })?;
     let inner = kinds.iter().all(|k| *k == JoinType::Inner);
-    let kept = i == 0 && kinds.iter().all(|k| matches!(k, JoinType::Inner | JoinType::Left | JoinType::Semi | JoinType::Anti));
+    let kept = i == 0
+        && kinds.iter().all(|k| {
+            matches!(k, JoinType::Inner | JoinType::Left | JoinType::Semi | JoinType::Anti)
+        });
     if !inner && !kept {
         return Err(StageWhy::new(
             "key_nulled_by_outer_join",
@@ -398,25 +465,49 @@ pub(super) fn planned(
     let table = &ctx.tables[&tname];
     let (filter, notes) = where_filter(sel, inp, &tname, table);
     let group_by = match &inp.grouped {
-        Some(g) => {
-            Some(KeySpec { columns: g.iter().map(|c| table.resolve(c)).collect::<Result<Vec<_>>>().map_err(|e| StageWhy::new("not_counted", e.to_string()))? })
-        }
+        Some(g) => Some(KeySpec {
+            columns: g
+                .iter()
+                .map(|c| table.resolve(c))
+                .collect::<Result<Vec<_>>>()
+                .map_err(|e| StageWhy::new("not_counted", e.to_string()))?,
+        }),
         None => None,
     };
     let distinct = distinct_columns(distinct, inp, &tname, ctx)?;
-    let input = SideInput { filter, group_by, ..SideInput::new(table, KeySpec { columns: cols }, inp.display()) };
-    let p = window::plan(&input, shape, &distinct, ctx.classifier, ctx.opts).map_err(|e| StageWhy::new("not_counted", e.to_string()))?;
+    let input = SideInput {
+        filter,
+        group_by,
+        ..SideInput::new(table, KeySpec { columns: cols }, inp.display())
+    };
+    let p = window::plan(&input, shape, &distinct, ctx.classifier, ctx.opts)
+        .map_err(|e| StageWhy::new("not_counted", e.to_string()))?;
     Ok((p, notes))
 }
 
 /// The DISTINCT aggregates' arguments as columns of the key's table.
-fn distinct_columns(distinct: &[Expr], inp: &Input, tname: &str, ctx: &Ctx) -> std::result::Result<Vec<ResolvedColumn>, StageWhy> {
+fn distinct_columns(
+    distinct: &[Expr],
+    inp: &Input,
+    tname: &str,
+    ctx: &Ctx,
+) -> std::result::Result<Vec<ResolvedColumn>, StageWhy> {
     let mut out = Vec::new();
     for e in distinct {
-        let col = column_of(e, inp).ok_or_else(|| StageWhy::new("key_not_a_column", format!("DISTINCT {} is not a column of its input", render_expr(e))))?;
-        let (t, mut c) = inp.key_base(&[col], ctx.tables).map_err(|e| StageWhy::new("key_not_traced", e.to_string()))?;
+        let col = column_of(e, inp).ok_or_else(|| {
+            StageWhy::new(
+                "key_not_a_column",
+                format!("DISTINCT {} is not a column of its input", render_expr(e)),
+            )
+        })?;
+        let (t, mut c) = inp
+            .key_base(&[col], ctx.tables)
+            .map_err(|e| StageWhy::new("key_not_traced", e.to_string()))?;
         if t != tname {
-            return Err(StageWhy::new("distinct_of_another_table", "a DISTINCT aggregate's column is not of the key's table"));
+            return Err(StageWhy::new(
+                "distinct_of_another_table",
+                "a DISTINCT aggregate's column is not of the key's table",
+            ));
         }
         out.push(c.remove(0));
     }
@@ -425,7 +516,12 @@ fn distinct_columns(distinct: &[Expr], inp: &Input, tname: &str, ctx: &Ctx) -> s
 
 /// The input's own conditions and the SELECT's WHERE conjuncts on its table (Spark filters
 /// before the window), and those the counts cannot apply, with why.
-fn where_filter(sel: &Select, inp: &Input, tname: &str, table: &Table) -> (Option<RowFilter>, Vec<String>) {
+fn where_filter(
+    sel: &Select,
+    inp: &Input,
+    tname: &str,
+    table: &Table,
+) -> (Option<RowFilter>, Vec<String>) {
     let mut parts = Vec::new();
     if let Some(w) = &sel.selection {
         conjuncts(w, &mut parts);
@@ -436,25 +532,51 @@ fn where_filter(sel: &Select, inp: &Input, tname: &str, table: &Table) -> (Optio
     for (text, base) in own.chain(outer) {
         match base.map(|b| check(&b, table).map(|()| b)) {
             Some(Ok(b)) => conds.push(b),
-            Some(Err(why)) => notes.push(format!("{text}: {why}; the counts include the rows it drops")),
-            None => notes.push(format!("{text}: not a condition on {}'s table alone; the counts include the rows it drops", inp.display())),
+            Some(Err(why)) => {
+                notes.push(format!("{text}: {why}; the counts include the rows it drops"))
+            }
+            None => notes.push(format!(
+                "{text}: not a condition on {}'s table alone; the counts include the rows it drops",
+                inp.display()
+            )),
         }
     }
     ((!conds.is_empty()).then_some(RowFilter { conditions: conds }), notes)
 }
 
 /// Whether the rewrite can keep the query's meaning around the SELECT.
-fn rewritable(q: &Query, sel: &Select, fns: &[WinFn], ctx: &Ctx) -> std::result::Result<(), StageWhy> {
-    if sel.distinct.is_some() || sel.top.is_some() || sel.into.is_some() || sel.qualify.is_some() || !sel.named_window.is_empty() {
-        return Err(StageWhy::new("select_clause_kept", "the SELECT has DISTINCT, TOP, INTO, QUALIFY or a WINDOW clause: not rewritten"));
+fn rewritable(
+    q: &Query,
+    sel: &Select,
+    fns: &[WinFn],
+    ctx: &Ctx,
+) -> std::result::Result<(), StageWhy> {
+    if sel.distinct.is_some()
+        || sel.top.is_some()
+        || sel.into.is_some()
+        || sel.qualify.is_some()
+        || !sel.named_window.is_empty()
+    {
+        return Err(StageWhy::new(
+            "select_clause_kept",
+            "the SELECT has DISTINCT, TOP, INTO, QUALIFY or a WINDOW clause: not rewritten",
+        ));
     }
-    if !sel.lateral_views.is_empty() || sel.from.len() != 1 || !sel.cluster_by.is_empty() || !sel.distribute_by.is_empty() || !sel.sort_by.is_empty() {
+    if !sel.lateral_views.is_empty()
+        || sel.from.len() != 1
+        || !sel.cluster_by.is_empty()
+        || !sel.distribute_by.is_empty()
+        || !sel.sort_by.is_empty()
+    {
         return Err(StageWhy::new(
             "select_clause_kept",
             "the SELECT has LATERAL VIEW, several FROM items, CLUSTER BY, DISTRIBUTE BY or SORT BY: not rewritten",
         ));
     }
-    if fns.iter().any(|w| matches!(&w.func.args, FunctionArguments::List(l) if l.duplicate_treatment.is_some()) || w.func.filter.is_some()) {
+    if fns.iter().any(|w| {
+        matches!(&w.func.args, FunctionArguments::List(l) if l.duplicate_treatment.is_some())
+            || w.func.filter.is_some()
+    }) {
         return Err(StageWhy::new("distinct_or_filter_in_window", "a DISTINCT aggregate or a FILTER clause in the window (Spark runs neither): not rewritten"));
     }
     if let Some(f) = nondeterministic(sel, ctx) {
@@ -466,13 +588,20 @@ fn rewritable(q: &Query, sel: &Select, fns: &[WinFn], ctx: &Ctx) -> std::result:
     if columns_of_from(sel, ctx).iter().any(|c| lc(c).starts_with(AGG_COLUMN)) {
         return Err(StageWhy::new("column_name_clash", format!("a column named {AGG_COLUMN}N in the input would clash with the rewrite's: not rewritten")));
     }
-    if sel.projection.iter().any(|i| matches!(i, SelectItem::Wildcard(_))) && sel.from[0].joins.iter().any(|j| merges(&j.join_operator)) {
+    if sel.projection.iter().any(|i| matches!(i, SelectItem::Wildcard(_)))
+        && sel.from[0].joins.iter().any(|j| merges(&j.join_operator))
+    {
         return Err(StageWhy::new("star_over_using_join", "SELECT * over a USING or NATURAL join: its columns cannot be listed in the rewrite's branches"));
     }
-    let star = sel.projection.iter().any(|i| matches!(i, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)));
+    let star = sel
+        .projection
+        .iter()
+        .any(|i| matches!(i, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)));
     let outputs: Vec<String> = sel.projection.iter().filter_map(output_name).collect();
     if let Some(ob) = &q.order_by {
-        let OrderByKind::Expressions(items) = &ob.kind else { return Err(StageWhy::new("order_by_not_an_output", "ORDER BY ALL: not rewritten")) };
+        let OrderByKind::Expressions(items) = &ob.kind else {
+            return Err(StageWhy::new("order_by_not_an_output", "ORDER BY ALL: not rewritten"));
+        };
         for o in items {
             let ok = match &o.expr {
                 Expr::Value(_) => true,
@@ -534,7 +663,12 @@ fn nondeterministic(sel: &Select, ctx: &Ctx) -> Option<String> {
     for twj in &sel.from {
         for f in std::iter::once(&twj.relation).chain(twj.joins.iter().map(|j| &j.relation)) {
             if let sqlparser::ast::TableFactor::Table { name, .. } = f {
-                if let Some(cte) = name.0.last().and_then(|p| p.as_ident()).and_then(|i| ctx.ctes.get(&lc(&i.value))) {
+                if let Some(cte) = name
+                    .0
+                    .last()
+                    .and_then(|p| p.as_ident())
+                    .and_then(|i| ctx.ctes.get(&lc(&i.value)))
+                {
                     let _ = cte.visit(&mut find);
                 }
             }
@@ -545,7 +679,10 @@ fn nondeterministic(sel: &Select, ctx: &Ctx) -> Option<String> {
 
 /// The columns of the SELECT's traced inputs.
 fn columns_of_from(sel: &Select, ctx: &Ctx) -> Vec<String> {
-    let factors = sel.from.iter().flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation)));
+    let factors = sel
+        .from
+        .iter()
+        .flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation)));
     factors.filter_map(|f| input_of(f, ctx, 0).ok()).flat_map(|i| i.columns).collect()
 }
 
@@ -561,7 +698,8 @@ fn output_name(i: &SelectItem) -> Option<String> {
 
 /// The UNION ALL of the rest and one branch per hot value.
 fn rewritten_body(sel: &Select, fns: &[WinFn], p: &WindowPlan, alias: &str) -> Result<SetExpr> {
-    let conds: Vec<String> = p.hot.iter().map(|h| value_condition(&fns[0].partition, &h.key, &p.key_types)).collect();
+    let conds: Vec<String> =
+        p.hot.iter().map(|h| value_condition(&fns[0].partition, &h.key, &p.key_types)).collect();
     let mut branches = vec![rest_branch(sel, &conds)];
     for (i, c) in conds.iter().enumerate() {
         branches.push(hot_branch(sel, fns, c, &format!("{alias}_{}", i + 1))?);
@@ -645,9 +783,16 @@ fn hot_branch(sel: &Select, fns: &[WinFn], cond: &str, agg: &str) -> Result<Stri
 /// `*` over a FROM item as `alias.*` of each input it outputs (not the right input of a semi
 /// or anti join).
 fn stars_of(twj: &TableWithJoins) -> Result<Vec<SelectItem>> {
-    let right_outputs = |j: &sqlparser::ast::Join| !matches!(join_type(&j.join_operator), Ok((JoinType::Semi | JoinType::Anti, _)));
-    let factors = std::iter::once(&twj.relation).chain(twj.joins.iter().filter(|j| right_outputs(j)).map(|j| &j.relation));
-    factors.map(|f| super::names::parse_item(&format!("{}.*", ident(&factor_alias(f).unwrap_or_default())))).collect()
+    let right_outputs = |j: &sqlparser::ast::Join| {
+        !matches!(join_type(&j.join_operator), Ok((JoinType::Semi | JoinType::Anti, _)))
+    };
+    let factors = std::iter::once(&twj.relation)
+        .chain(twj.joins.iter().filter(|j| right_outputs(j)).map(|j| &j.relation));
+    factors
+        .map(|f| {
+            super::names::parse_item(&format!("{}.*", ident(&factor_alias(f).unwrap_or_default())))
+        })
+        .collect()
 }
 
 /// Each window function, in order, replaced by its aggregate's column.
@@ -671,7 +816,10 @@ impl VisitorMut for Replace<'_> {
     fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
         if self.depth == 0 && matches!(e, Expr::Function(f) if f.over.is_some()) {
             *self.n += 1;
-            *e = Expr::CompoundIdentifier(vec![sqlparser::ast::Ident::new(self.agg), sqlparser::ast::Ident::new(format!("{AGG_COLUMN}{}", self.n))]);
+            *e = Expr::CompoundIdentifier(vec![
+                sqlparser::ast::Ident::new(self.agg),
+                sqlparser::ast::Ident::new(format!("{AGG_COLUMN}{}", self.n)),
+            ]);
         }
         ControlFlow::Continue(())
     }

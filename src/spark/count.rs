@@ -26,7 +26,12 @@ impl SparkEngine {
 
     /// The view of a table the session holds.
     fn held<'a>(&self, table: &'a Table) -> Result<&'a Held> {
-        table.held.as_ref().ok_or_else(|| Error::Usage(format!("{}: the Spark engine counts tables its session opened; this one is read here", table.display)))
+        table.held.as_ref().ok_or_else(|| {
+            Error::Usage(format!(
+                "{}: the Spark engine counts tables its session opened; this one is read here",
+                table.display
+            ))
+        })
     }
 }
 
@@ -36,32 +41,65 @@ impl Engine for SparkEngine {
     }
 
     /// Every key of `specs`, counted exactly by Spark.
-    fn profile(&self, table: &Table, specs: &[KeySpec], opts: &ProfileOptions) -> Result<Vec<ColumnProfile>> {
+    fn profile(
+        &self,
+        table: &Table,
+        specs: &[KeySpec],
+        opts: &ProfileOptions,
+    ) -> Result<Vec<ColumnProfile>> {
         if opts.sample.is_some() {
-            return Err(Error::Usage("--sample is for the embedded engine: --engine spark counts every row".into()));
+            return Err(Error::Usage(
+                "--sample is for the embedded engine: --engine spark counts every row".into(),
+            ));
         }
         let held = self.held(table)?;
         specs.iter().map(|spec| profile_one(&self.session, table, held, spec, opts.top)).collect()
     }
 
-    fn scan(&self, table: &Table, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>]) -> Result<PartitionScan> {
+    fn scan(
+        &self,
+        table: &Table,
+        spec: &KeySpec,
+        partitions: u32,
+        keys: &[Vec<Value>],
+    ) -> Result<PartitionScan> {
         scan(&self.session, table, self.held(table)?, spec, partitions, keys)
     }
 
-    fn filtered_keys(&self, table: &Table, keys: &KeySpec, filter: &RowFilter, group_by: Option<&KeySpec>) -> Result<Filtered> {
+    fn filtered_keys(
+        &self,
+        table: &Table,
+        keys: &KeySpec,
+        filter: &RowFilter,
+        group_by: Option<&KeySpec>,
+    ) -> Result<Filtered> {
         filtered(&self.session, table, self.held(table)?, keys, filter, group_by)
     }
 }
 
-fn profile_one(session: &Session, table: &Table, st: &Held, spec: &KeySpec, top: usize) -> Result<ColumnProfile> {
-    let a = session
-        .request(&json!({"op": "profile", "view": st.name, "keys": spec.names(), "top": top}), &format!("counting {} in {}", spec.name(), table.display))?;
+fn profile_one(
+    session: &Session,
+    table: &Table,
+    st: &Held,
+    spec: &KeySpec,
+    top: usize,
+) -> Result<ColumnProfile> {
+    let a = session.request(
+        &json!({"op": "profile", "view": st.name, "keys": spec.names(), "top": top}),
+        &format!("counting {} in {}", spec.name(), table.display),
+    )?;
     let rows = a["rows"].as_u64().unwrap_or(0);
     let types = spec.types();
     let mut counted = Vec::new();
     for t in a["top"].as_array().into_iter().flatten() {
         let count = t["rows"].as_u64().unwrap_or(0);
-        counted.push(KeyCount { key: key(&t["key"], &types)?, count, sample_count: None, share: share(count, rows), share_error: None });
+        counted.push(KeyCount {
+            key: key(&t["key"], &types)?,
+            count,
+            sample_count: None,
+            share: share(count, rows),
+            share_error: None,
+        });
     }
     Ok(ColumnProfile {
         spec: spec.clone(),
@@ -79,12 +117,23 @@ fn profile_one(session: &Session, table: &Table, st: &Held, spec: &KeySpec, top:
 }
 
 /// The rows of every shuffle partition and of each of `keys`, as Spark partitions them.
-fn scan(session: &Session, table: &Table, st: &Held, spec: &KeySpec, partitions: u32, keys: &[Vec<Value>]) -> Result<PartitionScan> {
-    let candidates: Vec<Vec<Json>> = keys.iter().map(|k| k.iter().map(wire::candidate).collect()).collect();
+fn scan(
+    session: &Session,
+    table: &Table,
+    st: &Held,
+    spec: &KeySpec,
+    partitions: u32,
+    keys: &[Vec<Value>],
+) -> Result<PartitionScan> {
+    let candidates: Vec<Vec<Json>> =
+        keys.iter().map(|k| k.iter().map(wire::candidate).collect()).collect();
     let req = json!({"op": "scan", "view": st.name, "keys": spec.names(), "partitions": partitions, "candidates": candidates});
     let a = session.request(&req, &format!("partitioning {} in {}", spec.name(), table.display))?;
     let list = |name: &str, len: usize| -> Result<Vec<u64>> {
-        let v: Vec<u64> = a[name].as_array().map(|x| x.iter().map(|n| n.as_u64().unwrap_or(0)).collect()).unwrap_or_default();
+        let v: Vec<u64> = a[name]
+            .as_array()
+            .map(|x| x.iter().map(|n| n.as_u64().unwrap_or(0)).collect())
+            .unwrap_or_default();
         if v.len() == len {
             Ok(v)
         } else {
@@ -92,7 +141,11 @@ fn scan(session: &Session, table: &Table, st: &Held, spec: &KeySpec, partitions:
         }
     };
     let n = partitions.max(1) as usize;
-    let (partition_rows, null_partition_rows, key_rows) = (list("partition_rows", n)?, list("null_partition_rows", n)?, list("key_rows", keys.len())?);
+    let (partition_rows, null_partition_rows, key_rows) = (
+        list("partition_rows", n)?,
+        list("null_partition_rows", n)?,
+        list("key_rows", keys.len())?,
+    );
     let null_rows: u64 = null_partition_rows.iter().sum();
     let rows = null_rows + partition_rows.iter().sum::<u64>();
     Ok(PartitionScan { rows, null_rows, null_partition_rows, partition_rows, key_rows })
@@ -101,7 +154,14 @@ fn scan(session: &Session, table: &Table, st: &Held, spec: &KeySpec, partitions:
 /// The key columns of the rows that meet `filter` (one row per group with `group_by`), as a
 /// new view: (that table, its keys, rows of the table, rows or groups kept). Spark evaluates
 /// the conditions, so every condition the query has on the table applies.
-fn filtered(session: &Session, table: &Table, st: &Held, keys: &KeySpec, filter: &RowFilter, group_by: Option<&KeySpec>) -> Result<Filtered> {
+fn filtered(
+    session: &Session,
+    table: &Table,
+    st: &Held,
+    keys: &KeySpec,
+    filter: &RowFilter,
+    group_by: Option<&KeySpec>,
+) -> Result<Filtered> {
     let req = json!({
         "op": "filter",
         "of": st.name,
@@ -110,7 +170,10 @@ fn filtered(session: &Session, table: &Table, st: &Held, keys: &KeySpec, filter:
         "group_by": group_by.map(|g| g.names()),
     });
     let a = session.request(&req, &format!("filtering {}", table.display))?;
-    let view = a["view"].as_str().ok_or_else(|| Error::Internal("Spark engine: no view".into()))?.to_string();
+    let view = a["view"]
+        .as_str()
+        .ok_or_else(|| Error::Internal("Spark engine: no view".into()))?
+        .to_string();
     let rows_out = a["rows"].as_u64().unwrap_or(0);
     let fields: Vec<arrow_schema::Field> = keys
         .columns
@@ -118,7 +181,13 @@ fn filtered(session: &Session, table: &Table, st: &Held, keys: &KeySpec, filter:
         .map(|c| st.schema.field_with_name(&c.name).cloned())
         .collect::<std::result::Result<_, _>>()
         .map_err(|e| Error::Internal(e.to_string()))?;
-    let sub = Held { name: view, schema: Arc::new(arrow_schema::Schema::new(fields)), rows: rows_out, disk_bytes: 0, memory_bytes: 0 };
+    let sub = Held {
+        name: view,
+        schema: Arc::new(arrow_schema::Schema::new(fields)),
+        rows: rows_out,
+        disk_bytes: 0,
+        memory_bytes: 0,
+    };
     let t = Table::held(&table.display, sub, &table.stats);
     let columns = keys.names().iter().map(|k| t.resolve(k)).collect::<Result<Vec<_>>>()?;
     Ok(Filtered::held(t, KeySpec { columns }, st.rows, rows_out))
@@ -146,11 +215,16 @@ fn spark_where(filter: &RowFilter, schema: &arrow_schema::Schema) -> String {
 }
 
 fn key(j: &Json, types: &[KeyType]) -> Result<Vec<Value>> {
-    let parts = j.as_array().ok_or_else(|| Error::Internal("Spark engine: a key is not a list".into()))?;
+    let parts =
+        j.as_array().ok_or_else(|| Error::Internal("Spark engine: a key is not a list".into()))?;
     parts
         .iter()
         .zip(types)
-        .map(|(p, t)| wire::value(p, *t).ok_or_else(|| Error::Internal(format!("Spark engine: cannot read {p} as {}", t.spark_name()))))
+        .map(|(p, t)| {
+            wire::value(p, *t).ok_or_else(|| {
+                Error::Internal(format!("Spark engine: cannot read {p} as {}", t.spark_name()))
+            })
+        })
         .collect()
 }
 
@@ -181,7 +255,16 @@ mod tests {
             },
             _ => unreachable!(),
         };
-        let f = RowFilter { conditions: vec![cond("s = 'A' OR s = 'B'"), cond("amt > 100"), cond("`event type` = 'x'")] };
-        assert_eq!(spark_where(&f, &schema), "(`s` = 'A' OR `s` = 'B') AND (`amt` > 100) AND (`event type` = 'x')");
+        let f = RowFilter {
+            conditions: vec![
+                cond("s = 'A' OR s = 'B'"),
+                cond("amt > 100"),
+                cond("`event type` = 'x'"),
+            ],
+        };
+        assert_eq!(
+            spark_where(&f, &schema),
+            "(`s` = 'A' OR `s` = 'B') AND (`amt` > 100) AND (`event type` = 'x')"
+        );
     }
 }

@@ -75,7 +75,11 @@ impl Session {
             .tempfile()
             .and_then(|mut f| f.write_all(include_str!("counter.py").as_bytes()).map(|_| f))
             .map_err(|e| Error::Io { path: dir.clone(), source: e })?;
-        let log = tempfile::Builder::new().prefix("skewjoin-spark-").suffix(".log").tempfile().map_err(|e| Error::Io { path: dir.clone(), source: e })?;
+        let log = tempfile::Builder::new()
+            .prefix("skewjoin-spark-")
+            .suffix(".log")
+            .tempfile()
+            .map_err(|e| Error::Io { path: dir.clone(), source: e })?;
         let stderr = log.reopen().map_err(|e| Error::Io { path: log.path().into(), source: e })?;
         let mut child = Command::new(&opts.python)
             .arg(script.path())
@@ -85,8 +89,14 @@ impl Session {
             .env("PYSPARK_PYTHON", &opts.python)
             .spawn()
             .map_err(|e| Error::Usage(format!("cannot run {} for --engine spark: {e} (pass --python with a Python that has pyspark)", opts.python)))?;
-        let stdin = child.stdin.take().ok_or_else(|| Error::Internal("no stdin for the Spark engine".into()))?;
-        let stdout = child.stdout.take().ok_or_else(|| Error::Internal("no stdout for the Spark engine".into()))?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| Error::Internal("no stdin for the Spark engine".into()))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| Error::Internal("no stdout for the Spark engine".into()))?;
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
@@ -105,16 +115,23 @@ impl Session {
             secret_url: opts.remote.clone(),
             stats: stats.clone(),
         };
-        let conf: serde_json::Map<String, Json> = opts.conf.iter().map(|(k, v)| (k.clone(), Json::String(v.clone()))).collect();
-        let hello = session.ask(&json!({"master": opts.master, "remote": opts.remote, "conf": conf}), "starting Spark")?;
+        let conf: serde_json::Map<String, Json> =
+            opts.conf.iter().map(|(k, v)| (k.clone(), Json::String(v.clone()))).collect();
+        let hello = session.ask(
+            &json!({"master": opts.master, "remote": opts.remote, "conf": conf}),
+            "starting Spark",
+        )?;
         // The script is read by Python before it answers; it can go.
         drop(script);
-        let mut s = session.summary.lock().map_err(|_| Error::Internal("Spark summary lock".into()))?;
+        let mut s =
+            session.summary.lock().map_err(|_| Error::Internal("Spark summary lock".into()))?;
         s.version = hello["version"].as_str().unwrap_or_default().to_string();
         s.app_id = hello["app_id"].as_str().map(str::to_string);
         s.master = match &opts.remote {
             Some(url) => redacted(url),
-            None => hello["master"].as_str().map(str::to_string).unwrap_or_else(|| opts.master.clone()),
+            None => {
+                hello["master"].as_str().map(str::to_string).unwrap_or_else(|| opts.master.clone())
+            }
         };
         s.start_ms = t0.elapsed().as_millis() as u64;
         drop(s);
@@ -148,26 +165,35 @@ impl Session {
     fn ask(&self, req: &Json, what: &str) -> Result<Json> {
         let line = req.to_string() + "\n";
         {
-            let mut stdin = self.stdin.lock().map_err(|_| Error::Internal("Spark engine stdin lock".into()))?;
+            let mut stdin =
+                self.stdin.lock().map_err(|_| Error::Internal("Spark engine stdin lock".into()))?;
             let Some(stdin) = stdin.as_mut() else { return Err(self.died(what)) };
             if stdin.write_all(line.as_bytes()).and_then(|_| stdin.flush()).is_err() {
                 return Err(self.died(what));
             }
         }
-        let rx = self.answers.lock().map_err(|_| Error::Internal("Spark engine stdout lock".into()))?;
+        let rx =
+            self.answers.lock().map_err(|_| Error::Internal("Spark engine stdout lock".into()))?;
         let line = match rx.recv_timeout(self.timeout) {
             Ok(Ok(line)) => line,
             Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => return Err(self.died(what)),
             Err(RecvTimeoutError::Timeout) => {
                 self.kill();
-                return Err(Error::Usage(format!("Spark engine: {what} took longer than --spark-timeout {} s; stopped", self.timeout.as_secs())));
+                return Err(Error::Usage(format!(
+                    "Spark engine: {what} took longer than --spark-timeout {} s; stopped",
+                    self.timeout.as_secs()
+                )));
             }
         };
-        let answer: Json = serde_json::from_str(&line).map_err(|_| Error::Internal(format!("Spark engine: unreadable answer to {what}")))?;
+        let answer: Json = serde_json::from_str(&line)
+            .map_err(|_| Error::Internal(format!("Spark engine: unreadable answer to {what}")))?;
         if answer["ok"].as_bool() == Some(true) {
             Ok(answer)
         } else {
-            Err(Error::Usage(self.without_secret(format!("Spark engine: {what}: {}", answer["error"].as_str().unwrap_or("failed")))))
+            Err(Error::Usage(self.without_secret(format!(
+                "Spark engine: {what}: {}",
+                answer["error"].as_str().unwrap_or("failed")
+            ))))
         }
     }
 
@@ -175,7 +201,10 @@ impl Session {
     fn died(&self, what: &str) -> Error {
         self.kill();
         let log = std::fs::read_to_string(self.log.path()).unwrap_or_default();
-        Error::Usage(self.without_secret(format!("Spark engine: {what}: the Python process ended: {}", last_error_line(&log))))
+        Error::Usage(self.without_secret(format!(
+            "Spark engine: {what}: the Python process ended: {}",
+            last_error_line(&log)
+        )))
     }
 
     /// `msg` with the Connect URL's parameters (a token among them) taken out.
@@ -218,8 +247,13 @@ impl Drop for Session {
 /// `...Exception:` line, else the last line.
 fn last_error_line(log: &str) -> String {
     let lines: Vec<&str> = log.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    let hit = lines.iter().rev().find(|l| l.contains("Error:") || l.contains("Exception:") || l.contains("Error ")).or(lines.last());
-    hit.map(|l| crate::format::one_line(&without_tokens(l), 500)).unwrap_or_else(|| "no output".into())
+    let hit = lines
+        .iter()
+        .rev()
+        .find(|l| l.contains("Error:") || l.contains("Exception:") || l.contains("Error "))
+        .or(lines.last());
+    hit.map(|l| crate::format::one_line(&without_tokens(l), 500))
+        .unwrap_or_else(|| "no output".into())
 }
 
 /// A Spark Connect URL as it may be shown: `sc://HOST:PORT`, without its `/;key=value`
@@ -247,7 +281,10 @@ fn without_tokens(msg: &str) -> String {
         let start = at + i + ";token=".len();
         out.push_str(&msg[at..start]);
         out.push_str("...");
-        at = msg[start..].find(|c: char| c == ';' || c.is_whitespace()).map(|j| start + j).unwrap_or(msg.len());
+        at = msg[start..]
+            .find(|c: char| c == ';' || c.is_whitespace())
+            .map(|j| start + j)
+            .unwrap_or(msg.len());
     }
     out.push_str(&msg[at..]);
     out
@@ -256,11 +293,17 @@ fn without_tokens(msg: &str) -> String {
 /// A Spark Connect URL's server answers on TCP within 10 s, or a one-line error.
 pub fn check_reachable(url: &str) -> Result<()> {
     let shown = redacted(url);
-    let rest = url.strip_prefix("sc://").ok_or_else(|| Error::Usage(format!("--remote {shown}: write sc://HOST:PORT")))?;
+    let rest = url
+        .strip_prefix("sc://")
+        .ok_or_else(|| Error::Usage(format!("--remote {shown}: write sc://HOST:PORT")))?;
     let hostport = rest.split(['/', ';']).next().unwrap_or_default();
-    let hostport = if hostport.contains(':') { hostport.to_string() } else { format!("{hostport}:15002") };
+    let hostport =
+        if hostport.contains(':') { hostport.to_string() } else { format!("{hostport}:15002") };
     use std::net::ToSocketAddrs;
-    let addrs: Vec<_> = hostport.to_socket_addrs().map_err(|e| Error::Usage(format!("--remote {shown}: cannot resolve {hostport}: {e}")))?.collect();
+    let addrs: Vec<_> = hostport
+        .to_socket_addrs()
+        .map_err(|e| Error::Usage(format!("--remote {shown}: cannot resolve {hostport}: {e}")))?
+        .collect();
     let mut last = None;
     for a in addrs {
         match std::net::TcpStream::connect_timeout(&a, Duration::from_secs(10)) {
@@ -268,7 +311,10 @@ pub fn check_reachable(url: &str) -> Result<()> {
             Err(e) => last = Some(e),
         }
     }
-    Err(Error::Usage(format!("Spark Connect server {hostport} is not reachable: {}", last.map(|e| e.to_string()).unwrap_or_else(|| "no address".into()))))
+    Err(Error::Usage(format!(
+        "Spark Connect server {hostport} is not reachable: {}",
+        last.map(|e| e.to_string()).unwrap_or_else(|| "no address".into())
+    )))
 }
 
 #[cfg(test)]
@@ -288,7 +334,10 @@ mod tests {
         let port = l.local_addr().unwrap().port();
         drop(l);
         let e = check_reachable(&format!("sc://127.0.0.1:{port}")).unwrap_err().to_string();
-        assert!(e.starts_with(&format!("Spark Connect server 127.0.0.1:{port} is not reachable")), "{e}");
+        assert!(
+            e.starts_with(&format!("Spark Connect server 127.0.0.1:{port} is not reachable")),
+            "{e}"
+        );
         assert!(check_reachable("http://x").is_err());
     }
 
@@ -296,8 +345,14 @@ mod tests {
     fn a_connect_token_is_never_shown() {
         let url = "sc://spark.example:15002/;token=s3cret;user_id=me";
         assert_eq!(redacted(url), "sc://spark.example:15002");
-        assert_eq!(without_url_secret(&format!("failed to reach {url}"), url), "failed to reach sc://spark.example:15002");
-        assert!(!check_reachable("sc://no-such-host.invalid:1/;token=s3cret").unwrap_err().to_string().contains("s3cret"));
+        assert_eq!(
+            without_url_secret(&format!("failed to reach {url}"), url),
+            "failed to reach sc://spark.example:15002"
+        );
+        assert!(!check_reachable("sc://no-such-host.invalid:1/;token=s3cret")
+            .unwrap_err()
+            .to_string()
+            .contains("s3cret"));
         assert_eq!(without_tokens("at sc://h:1/;token=s3cr"), "at sc://h:1/;token=...");
         assert_eq!(without_tokens("x;TOKEN=a;user_id=b y"), "x;TOKEN=...;user_id=b y");
     }

@@ -30,29 +30,67 @@ pub fn open_name(session: &Arc<Session>, name: &str) -> Result<Table> {
 fn open_as(session: &Arc<Session>, spec: &str, by_name: bool) -> Result<Table> {
     // A path on this machine goes to Spark as an absolute one: a Connect server's working
     // folder is not ours.
-    let path = std::path::absolute(spec).ok().filter(|p| p.exists()).map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|| spec.to_string());
-    let req = if by_name { json!({"op": "open", "name": spec}) } else { json!({"op": "open", "path": path, "format": format_of(spec, session.stats())?}) };
+    let path = std::path::absolute(spec)
+        .ok()
+        .filter(|p| p.exists())
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|| spec.to_string());
+    let req = if by_name {
+        json!({"op": "open", "name": spec})
+    } else {
+        json!({"op": "open", "path": path, "format": format_of(spec, session.stats())?})
+    };
     let a = session.request(&req, &format!("opening {spec}"))?;
-    let view = a["view"].as_str().ok_or_else(|| Error::Internal("Spark engine: no view".into()))?.to_string();
+    let view = a["view"]
+        .as_str()
+        .ok_or_else(|| Error::Internal("Spark engine: no view".into()))?
+        .to_string();
     let fields: Vec<Field> = a["fields"]
         .as_array()
         .map(|fs| {
-            fs.iter().map(|f| Field::new(f["name"].as_str().unwrap_or_default(), wire::arrow_type(f["type"].as_str().unwrap_or_default()), true)).collect()
+            fs.iter()
+                .map(|f| {
+                    Field::new(
+                        f["name"].as_str().unwrap_or_default(),
+                        wire::arrow_type(f["type"].as_str().unwrap_or_default()),
+                        true,
+                    )
+                })
+                .collect()
         })
         .unwrap_or_default();
     let rows = a["rows"].as_u64().unwrap_or(0);
-    let files: Vec<String> = a["files"].as_array().map(|f| f.iter().filter_map(|x| x.as_str().map(str::to_string)).collect()).unwrap_or_default();
-    let size = footer_size(&files, rows)
-        .unwrap_or_else(|| spark_size(spec, rows, (a["size_bytes"].as_u64(), a["size_exact"].as_bool() == Some(true)), session.stats()));
+    let files: Vec<String> = a["files"]
+        .as_array()
+        .map(|f| f.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    let size = footer_size(&files, rows).unwrap_or_else(|| {
+        spark_size(
+            spec,
+            rows,
+            (a["size_bytes"].as_u64(), a["size_exact"].as_bool() == Some(true)),
+            session.stats(),
+        )
+    });
     // The table is known to the session by its temporary view.
-    let held = Held { name: view, schema: Arc::new(Schema::new(fields)), rows: size.rows, disk_bytes: size.disk_bytes, memory_bytes: size.memory_bytes };
+    let held = Held {
+        name: view,
+        schema: Arc::new(Schema::new(fields)),
+        rows: size.rows,
+        disk_bytes: size.disk_bytes,
+        memory_bytes: size.memory_bytes,
+    };
     Ok(Table::held(spec, held, session.stats()))
 }
 
 /// How Spark must read the path: a Delta table as `delta` (never its folder's Parquet files,
 /// which include the removed ones); an Iceberg table is read by its catalog name.
 fn format_of(spec: &str, stats: &RunStats) -> Result<&'static str> {
-    let listed = if crate::table::store::is_remote(spec) { crate::table::store::list_folder(spec, stats).ok() } else { None };
+    let listed = if crate::table::store::is_remote(spec) {
+        crate::table::store::list_folder(spec, stats).ok()
+    } else {
+        None
+    };
     let folder = match &listed {
         Some(keys) => crate::table::delta::Folder::remote(spec, keys),
         None => crate::table::delta::Folder::Local(crate::table::store::local_path(spec)),
@@ -60,7 +98,8 @@ fn format_of(spec: &str, stats: &RunStats) -> Result<&'static str> {
     if folder.is_delta() {
         return Ok("delta");
     }
-    if crate::table::iceberg::metadata_file(spec, listed.as_deref(), stats).ok().flatten().is_some() {
+    if crate::table::iceberg::metadata_file(spec, listed.as_deref(), stats).ok().flatten().is_some()
+    {
         return Err(Error::Usage(format!(
             "{spec}: an Iceberg table: with --engine spark, give the name the Spark catalog knows it by (e.g. --table events=cat.db.events)"
         )));
@@ -76,7 +115,9 @@ pub fn is_catalog_name(spec: &str) -> bool {
     }
     let ident = |p: &str| {
         let p = p.trim_matches('`');
-        !p.is_empty() && p.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-') && !p.starts_with('-')
+        !p.is_empty()
+            && p.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+            && !p.starts_with('-')
     };
     spec.split('.').all(ident) && !spec.ends_with(".parquet")
 }
@@ -87,7 +128,10 @@ fn footer_size(files: &[String], rows: u64) -> Option<TableSize> {
     if files.is_empty() || files.len() > MAX_FOOTERS {
         return None;
     }
-    let local: Vec<String> = files.iter().map(|f| f.strip_prefix("file://").or_else(|| f.strip_prefix("file:")).map(str::to_string)).collect::<Option<_>>()?;
+    let local: Vec<String> = files
+        .iter()
+        .map(|f| f.strip_prefix("file://").or_else(|| f.strip_prefix("file:")).map(str::to_string))
+        .collect::<Option<_>>()?;
     let local: Vec<String> = local.into_iter().map(|p| percent_decode(&p)).collect();
     let t = Table::open(&local).ok()?;
     let size = TableSize::of(&t);
@@ -95,7 +139,12 @@ fn footer_size(files: &[String], rows: u64) -> Option<TableSize> {
 }
 
 /// Spark's `sizeInBytes` for both sizes, with a note that says so.
-fn spark_size(spec: &str, rows: u64, (bytes, exact): (Option<u64>, bool), stats: &RunStats) -> TableSize {
+fn spark_size(
+    spec: &str,
+    rows: u64,
+    (bytes, exact): (Option<u64>, bool),
+    stats: &RunStats,
+) -> TableSize {
     let b = bytes.unwrap_or(0);
     let how = if exact { "" } else { " (as EXPLAIN COST prints it, to 2 or 3 digits)" };
     stats.note(match bytes {

@@ -31,9 +31,14 @@ pub fn arrow_type(spark: &str) -> DataType {
         "void" => DataType::Null,
         _ if t.starts_with("varchar") || t.starts_with("char") => DataType::Utf8,
         _ if t.starts_with("decimal") => decimal(&t),
-        _ if t.starts_with("array") => DataType::List(Arc::new(Field::new("element", DataType::Null, true))),
+        _ if t.starts_with("array") => {
+            DataType::List(Arc::new(Field::new("element", DataType::Null, true)))
+        }
         _ if t.starts_with("map") => {
-            let entries = Fields::from(vec![Field::new("key", DataType::Utf8, false), Field::new("value", DataType::Null, true)]);
+            let entries = Fields::from(vec![
+                Field::new("key", DataType::Utf8, false),
+                Field::new("value", DataType::Null, true),
+            ]);
             DataType::Map(Arc::new(Field::new("entries", DataType::Struct(entries), false)), false)
         }
         _ if t.starts_with("interval") => DataType::Interval(IntervalUnit::MonthDayNano),
@@ -59,7 +64,9 @@ pub fn value(j: &Json, t: KeyType) -> Option<Value> {
     Some(match t {
         KeyType::Void => Value::Null,
         KeyType::Boolean => Value::Bool(j.as_bool()?),
-        KeyType::TinyInt | KeyType::SmallInt | KeyType::Int => Value::Int(i32::try_from(j.as_i64()?).ok()?),
+        KeyType::TinyInt | KeyType::SmallInt | KeyType::Int => {
+            Value::Int(i32::try_from(j.as_i64()?).ok()?)
+        }
         KeyType::BigInt => Value::Long(j.as_i64()?),
         KeyType::Float => Value::Float(j.as_str()?.parse().ok()?),
         KeyType::Double => Value::Double(j.as_str()?.parse().ok()?),
@@ -67,7 +74,9 @@ pub fn value(j: &Json, t: KeyType) -> Option<Value> {
         KeyType::Binary => Value::Binary(unhex(j.as_str()?)?),
         KeyType::Date => Value::Date(i32::try_from(j.as_i64()?).ok()?),
         KeyType::Timestamp { .. } => Value::Timestamp(j.as_i64()?),
-        KeyType::Decimal { precision, scale } => Value::Decimal { unscaled: unscaled(j.as_str()?, scale)?, precision, scale },
+        KeyType::Decimal { precision, scale } => {
+            Value::Decimal { unscaled: unscaled(j.as_str()?, scale)?, precision, scale }
+        }
     })
 }
 
@@ -139,9 +148,18 @@ mod tests {
     #[test]
     fn values_round_trip() {
         let dec = KeyType::Decimal { precision: 10, scale: 2 };
-        assert_eq!(value(&json!("-12.5"), dec), Some(Value::Decimal { unscaled: -1250, precision: 10, scale: 2 }));
-        assert_eq!(value(&json!("0.00"), dec), Some(Value::Decimal { unscaled: 0, precision: 10, scale: 2 }));
-        assert_eq!(candidate(&Value::Decimal { unscaled: -1250, precision: 10, scale: 2 }), json!("-12.50"));
+        assert_eq!(
+            value(&json!("-12.5"), dec),
+            Some(Value::Decimal { unscaled: -1250, precision: 10, scale: 2 })
+        );
+        assert_eq!(
+            value(&json!("0.00"), dec),
+            Some(Value::Decimal { unscaled: 0, precision: 10, scale: 2 })
+        );
+        assert_eq!(
+            candidate(&Value::Decimal { unscaled: -1250, precision: 10, scale: 2 }),
+            json!("-12.50")
+        );
         assert!(value(&json!("NaN"), KeyType::Double).unwrap().is_nan());
         assert_eq!(value(&json!("Infinity"), KeyType::Double), Some(Value::Double(f64::INFINITY)));
         assert_eq!(value(&json!("1.0E10"), KeyType::Double), Some(Value::Double(1e10)));

@@ -66,7 +66,8 @@ impl Blob {
             Location::Remote(object) => {
                 let mut chunks: Vec<Range<u64>> = meta.map(chunk_ranges).unwrap_or_default();
                 chunks.sort_by_key(|r| r.start);
-                let remote = Remote { object: object.clone(), chunks, kept: Mutex::new(Vec::new()) };
+                let remote =
+                    Remote { object: object.clone(), chunks, kept: Mutex::new(Vec::new()) };
                 Ok(Blob { inner: Inner::Remote(remote), len: object.size })
             }
         }
@@ -85,9 +86,18 @@ impl Blob {
         match &self.inner {
             Inner::Local(f) => read_local(f, buf, at),
             Inner::Remote(r) => {
-                let end = at.checked_add(buf.len() as u64).filter(|&e| e <= self.len).ok_or_else(|| {
-                    std::io::Error::new(std::io::ErrorKind::UnexpectedEof, format!("{} bytes at {at} run past the end ({} bytes)", buf.len(), self.len))
-                })?;
+                let end = at.checked_add(buf.len() as u64).filter(|&e| e <= self.len).ok_or_else(
+                    || {
+                        std::io::Error::new(
+                            std::io::ErrorKind::UnexpectedEof,
+                            format!(
+                                "{} bytes at {at} run past the end ({} bytes)",
+                                buf.len(),
+                                self.len
+                            ),
+                        )
+                    },
+                )?;
                 // A small read (a page header, an index) would be a request of its own each:
                 // it fetches the chunk that holds it instead, and the next ones are served
                 // from there.
@@ -126,7 +136,8 @@ fn chunk_ranges(meta: &ParquetMetaData) -> Vec<Range<u64>> {
 /// compressed size. Unlike the parquet crate's `byte_range`, a corrupt footer's negative offset
 /// or size never panics (it reads as 0).
 pub(crate) fn chunk_range(c: &parquet::file::metadata::ColumnChunkMetaData) -> Range<u64> {
-    let start = c.dictionary_page_offset().filter(|&d| d > 0).unwrap_or(c.data_page_offset()).max(0) as u64;
+    let start =
+        c.dictionary_page_offset().filter(|&d| d > 0).unwrap_or(c.data_page_offset()).max(0) as u64;
     start..start.saturating_add(c.compressed_size().max(0) as u64)
 }
 
@@ -140,13 +151,17 @@ impl Remote {
     /// The kept bytes from `start` to the end of the range that holds it.
     fn kept_from(&self, start: u64) -> Option<Bytes> {
         let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        kept.iter().rev().find(|(at, b)| *at <= start && start < at + b.len() as u64).map(|(at, b)| b.slice((start - at) as usize..))
+        kept.iter()
+            .rev()
+            .find(|(at, b)| *at <= start && start < at + b.len() as u64)
+            .map(|(at, b)| b.slice((start - at) as usize..))
     }
 
     /// Fetch `range` (or take it from what was fetched ahead) and keep it.
     fn fetch(&self, range: Range<u64>) -> std::io::Result<Bytes> {
         if let Some((whole, got)) = store::take_ahead(&self.object, &range) {
-            let slice = got.slice((range.start - whole.start) as usize..(range.end - whole.start) as usize);
+            let slice =
+                got.slice((range.start - whole.start) as usize..(range.end - whole.start) as usize);
             self.keep(whole.start, got);
             return Ok(slice);
         }
@@ -154,7 +169,12 @@ impl Remote {
         if got.len() as u64 != range.end - range.start {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
-                format!("{}: asked for {} bytes, got {}", self.object.url, range.end - range.start, got.len()),
+                format!(
+                    "{}: asked for {} bytes, got {}",
+                    self.object.url,
+                    range.end - range.start,
+                    got.len()
+                ),
             ));
         }
         self.keep(range.start, got.clone());
@@ -225,7 +245,10 @@ impl ChunkReader for Blob {
             Inner::Local(f) => Ok(BlobRead::Local(f.get_read(start)?)),
             Inner::Remote(r) => {
                 if start >= self.len {
-                    return Err(parquet::errors::ParquetError::EOF(format!("a read at {start} is past the end ({} bytes)", self.len)));
+                    return Err(parquet::errors::ParquetError::EOF(format!(
+                        "a read at {start} is past the end ({} bytes)",
+                        self.len
+                    )));
                 }
                 // Page headers are read through this: serve them from the chunk being read.
                 let bytes = match r.kept_from(start) {
@@ -233,7 +256,8 @@ impl ChunkReader for Blob {
                     None => {
                         let want = start..(start + 1).min(self.len);
                         let wide = r.widen(want.clone(), self.len);
-                        let wide = if wide == want { start..(start + TAIL).min(self.len) } else { wide };
+                        let wide =
+                            if wide == want { start..(start + TAIL).min(self.len) } else { wide };
                         r.fetch(wide.clone())?.slice((start - wide.start) as usize..)
                     }
                 };
@@ -247,8 +271,12 @@ impl ChunkReader for Blob {
             Inner::Local(f) => f.get_bytes(start, length),
             Inner::Remote(r) => {
                 let end = start.checked_add(length as u64).filter(|&e| e <= self.len);
-                let end =
-                    end.ok_or_else(|| parquet::errors::ParquetError::EOF(format!("{} bytes at {start} run past the end ({} bytes)", length, self.len)))?;
+                let end = end.ok_or_else(|| {
+                    parquet::errors::ParquetError::EOF(format!(
+                        "{} bytes at {start} run past the end ({} bytes)",
+                        length, self.len
+                    ))
+                })?;
                 Ok(r.get(start..end, self.len)?)
             }
         }
@@ -256,6 +284,10 @@ impl ChunkReader for Blob {
 }
 
 /// Open `at` for reading, with the error naming it.
-pub fn open_for(at: &Location, meta: Option<&ParquetMetaData>, display: &std::path::Path) -> Result<Blob> {
+pub fn open_for(
+    at: &Location,
+    meta: Option<&ParquetMetaData>,
+    display: &std::path::Path,
+) -> Result<Blob> {
     Blob::open(at, meta).map_err(|e| crate::Error::Io { path: display.to_path_buf(), source: e })
 }

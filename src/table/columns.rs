@@ -15,7 +15,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Schema};
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::ProjectionMask;
 
 use crate::stats::RunStats;
@@ -76,7 +78,12 @@ pub struct Reads {
 pub fn reads(stats: &RunStats) -> Reads {
     let kept_bytes = kept().bytes as u64;
     let r = stats.chunk_reads();
-    Reads { decoded: r.decoded, decoded_again: r.decoded_again, from_memory: r.from_memory, kept_bytes }
+    Reads {
+        decoded: r.decoded,
+        decoded_again: r.decoded_again,
+        from_memory: r.from_memory,
+        kept_bytes,
+    }
 }
 
 /// The run's reads when it keeps columns (a run that plans joins), else None.
@@ -90,7 +97,12 @@ pub type Batches = Box<dyn Iterator<Item = crate::Result<RecordBatch>> + Send>;
 /// Row group `g` of `file`, its root columns `fields` (indices of `meta`'s Arrow schema, which
 /// gives their types) in batches of `BATCH` rows; the batches' columns in schema order. With
 /// no budget, streamed from the file as they are decoded.
-pub fn row_group(file: &DataFile, meta: &ArrowReaderMetadata, g: usize, fields: &[usize]) -> crate::Result<Batches> {
+pub fn row_group(
+    file: &DataFile,
+    meta: &ArrowReaderMetadata,
+    g: usize,
+    fields: &[usize],
+) -> crate::Result<Batches> {
     let mut fields = fields.to_vec();
     fields.sort_unstable();
     fields.dedup();
@@ -98,17 +110,26 @@ pub fn row_group(file: &DataFile, meta: &ArrowReaderMetadata, g: usize, fields: 
         file.stats.decoded(fields.len() as u64, 0);
         let path = file.path.clone();
         let reader = reader(file, meta, g, &fields)?;
-        return Ok(Box::new(reader.map(move |b| b.map_err(|e| crate::Error::bad_file(&path, format!("row group {g}: {e}"))))));
+        return Ok(Box::new(reader.map(move |b| {
+            b.map_err(|e| crate::Error::bad_file(&path, format!("row group {g}: {e}")))
+        })));
     }
     let schema = meta.schema();
     let file_rows = meta.metadata().file_metadata().num_rows();
-    let key = |f: usize| Key { path: file.path.clone(), file_rows, row_group: g, field: f, data_type: schema.field(f).data_type().clone() };
+    let key = |f: usize| Key {
+        path: file.path.clone(),
+        file_rows,
+        row_group: g,
+        field: f,
+        data_type: schema.field(f).data_type().clone(),
+    };
     let mut got: Vec<Option<Arc<Vec<ArrayRef>>>> = {
         let k = kept();
         fields.iter().map(|&f| k.columns.get(&key(f)).cloned()).collect()
     };
     file.stats.from_memory(got.iter().flatten().count() as u64);
-    let missing: Vec<usize> = fields.iter().zip(&got).filter(|(_, c)| c.is_none()).map(|(&f, _)| f).collect();
+    let missing: Vec<usize> =
+        fields.iter().zip(&got).filter(|(_, c)| c.is_none()).map(|(&f, _)| f).collect();
     if !missing.is_empty() {
         let read = read_columns(file, meta, g, &missing)?;
         let mut read = read.into_iter();
@@ -124,7 +145,12 @@ pub fn row_group(file: &DataFile, meta: &ArrowReaderMetadata, g: usize, fields: 
     Ok(Box::new(batches.into_iter().map(Ok)))
 }
 
-fn reader(file: &DataFile, meta: &ArrowReaderMetadata, g: usize, fields: &[usize]) -> crate::Result<ParquetRecordBatchReader> {
+fn reader(
+    file: &DataFile,
+    meta: &ArrowReaderMetadata,
+    g: usize,
+    fields: &[usize],
+) -> crate::Result<ParquetRecordBatchReader> {
     let f = file.open()?;
     let mask = ProjectionMask::roots(meta.parquet_schema(), fields.iter().copied());
     ParquetRecordBatchReaderBuilder::new_with_metadata(f, meta.clone())
@@ -136,14 +162,23 @@ fn reader(file: &DataFile, meta: &ArrowReaderMetadata, g: usize, fields: &[usize
 }
 
 /// Read `fields` of row group `g`: per field, its arrays of `BATCH` rows.
-fn read_columns(file: &DataFile, meta: &ArrowReaderMetadata, g: usize, fields: &[usize]) -> crate::Result<Vec<Vec<ArrayRef>>> {
+fn read_columns(
+    file: &DataFile,
+    meta: &ArrowReaderMetadata,
+    g: usize,
+    fields: &[usize],
+) -> crate::Result<Vec<Vec<ArrayRef>>> {
     let bad = |e: String| crate::Error::bad_file(&file.path, format!("row group {g}: {e}"));
     let reader = reader(file, meta, g, fields)?;
     let mut out: Vec<Vec<ArrayRef>> = vec![Vec::new(); fields.len()];
     for batch in reader {
         let batch = batch.map_err(|e| bad(e.to_string()))?;
         if batch.num_columns() != fields.len() {
-            return Err(bad(format!("{} columns read for {} asked", batch.num_columns(), fields.len())));
+            return Err(bad(format!(
+                "{} columns read for {} asked",
+                batch.num_columns(),
+                fields.len()
+            )));
         }
         out.iter_mut().zip(batch.columns()).for_each(|(o, c)| o.push(c.clone()));
     }
@@ -165,13 +200,26 @@ fn keep(stats: &RunStats, key: Key, chunks: &Arc<Vec<ArrayRef>>) {
 }
 
 /// The batches of the columns `fields` (in schema order), from each one's arrays.
-fn assemble(schema: &Schema, fields: &[usize], columns: Vec<Arc<Vec<ArrayRef>>>) -> crate::Result<Vec<RecordBatch>> {
-    let projected = Arc::new(schema.project(fields).map_err(|e| crate::Error::Usage(e.to_string()))?);
+fn assemble(
+    schema: &Schema,
+    fields: &[usize],
+    columns: Vec<Arc<Vec<ArrayRef>>>,
+) -> crate::Result<Vec<RecordBatch>> {
+    let projected =
+        Arc::new(schema.project(fields).map_err(|e| crate::Error::Usage(e.to_string()))?);
     let n = columns.first().map_or(0, |c| c.len());
     (0..n)
         .map(|b| {
-            let arrays: Vec<ArrayRef> = columns.iter().map(|c| c.get(b).cloned()).collect::<Option<_>>().unwrap_or_default();
-            RecordBatch::try_new(projected.clone(), arrays).map_err(|e| crate::Error::Usage(format!("columns of one row group read apart do not line up: {e}")))
+            let arrays: Vec<ArrayRef> = columns
+                .iter()
+                .map(|c| c.get(b).cloned())
+                .collect::<Option<_>>()
+                .unwrap_or_default();
+            RecordBatch::try_new(projected.clone(), arrays).map_err(|e| {
+                crate::Error::Usage(format!(
+                    "columns of one row group read apart do not line up: {e}"
+                ))
+            })
         })
         .collect()
 }
@@ -187,21 +235,32 @@ mod tests {
         let path = dir.path().join("t.parquet");
         let n = 150_000;
         let ids = Arc::new(Int64Array::from_iter_values((0..n).map(|i| i % 977))) as ArrayRef;
-        let names = Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("n{}", i % 13)))) as ArrayRef;
+        let names = Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("n{}", i % 13))))
+            as ArrayRef;
         let batch = RecordBatch::try_from_iter([("id", ids), ("name", names)]).unwrap();
-        let mut w = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), None).unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(
+            std::fs::File::create(&path).unwrap(),
+            batch.schema(),
+            None,
+        )
+        .unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
         let table = crate::table::Table::open(&[path.to_string_lossy().into_owned()]).unwrap();
         let file = &table.files[0];
         set_budget(64 << 20);
-        let first: Vec<RecordBatch> = row_group(file, &file.meta, 0, &[0]).unwrap().collect::<crate::Result<_>>().unwrap();
-        let both: Vec<RecordBatch> = row_group(file, &file.meta, 0, &[1, 0]).unwrap().collect::<crate::Result<_>>().unwrap();
+        let first: Vec<RecordBatch> =
+            row_group(file, &file.meta, 0, &[0]).unwrap().collect::<crate::Result<_>>().unwrap();
+        let both: Vec<RecordBatch> =
+            row_group(file, &file.meta, 0, &[1, 0]).unwrap().collect::<crate::Result<_>>().unwrap();
         let after = reads(&table.stats);
         // The id column once from the file and once from memory; the names once from the file:
         // this table's run counts its own reads.
         assert_eq!((after.decoded, after.decoded_again, after.from_memory), (2, 0, 1));
-        assert_eq!(first.iter().map(|b| b.num_rows()).collect::<Vec<_>>(), vec![BATCH, BATCH, n as usize - 2 * BATCH]);
+        assert_eq!(
+            first.iter().map(|b| b.num_rows()).collect::<Vec<_>>(),
+            vec![BATCH, BATCH, n as usize - 2 * BATCH]
+        );
         assert_eq!(both.len(), first.len());
         for (a, b) in first.iter().zip(&both) {
             assert_eq!(b.schema().field(0).name(), "id");

@@ -55,7 +55,12 @@ pub enum Folder {
 impl Folder {
     /// A folder in an object store, from its listing (keys relative to it).
     pub fn remote(url: &str, listed: &[(String, u64)]) -> Folder {
-        let log = listed.iter().filter_map(|(k, _)| k.strip_prefix("_delta_log/")).filter(|n| !n.contains('/')).map(str::to_string).collect();
+        let log = listed
+            .iter()
+            .filter_map(|(k, _)| k.strip_prefix("_delta_log/"))
+            .filter(|n| !n.contains('/'))
+            .map(str::to_string)
+            .collect();
         Folder::Remote(url.to_string(), log)
     }
 
@@ -72,15 +77,22 @@ impl Folder {
         match self {
             Folder::Local(p) => {
                 let dir = p.join("_delta_log");
-                let entries = std::fs::read_dir(&dir).map_err(|e| Error::Io { path: dir.clone(), source: e })?;
-                Ok(entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+                let entries = std::fs::read_dir(&dir)
+                    .map_err(|e| Error::Io { path: dir.clone(), source: e })?;
+                Ok(entries
+                    .filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect())
             }
             Folder::Remote(_, log) => Ok(log.clone()),
         }
     }
 
     fn read_log(&self, name: &str, stats: &RunStats) -> Result<Bytes> {
-        crate::table::store::read_whole(&format!("{}/_delta_log/{name}", self.shown().trim_end_matches('/')), stats)
+        crate::table::store::read_whole(
+            &format!("{}/_delta_log/{name}", self.shown().trim_end_matches('/')),
+            stats,
+        )
     }
 
     fn shown(&self) -> String {
@@ -119,13 +131,26 @@ pub fn snapshot(folder: &Folder, as_of: Option<i64>, stats: &RunStats) -> Result
     let shown = folder.shown();
     let bad = |msg: String| Error::bad_file(format!("{shown}/_delta_log"), msg);
     let log = log_of(&folder.log_files()?);
-    let newest = log.commits.iter().map(|c| c.0).chain(log.checkpoints.keys().copied()).max().ok_or_else(|| bad("no commits".into()))?;
+    let newest = log
+        .commits
+        .iter()
+        .map(|c| c.0)
+        .chain(log.checkpoints.keys().copied())
+        .max()
+        .ok_or_else(|| bad("no commits".into()))?;
     let version = as_of.unwrap_or(newest);
     if version > newest || version < 0 {
-        return Err(Error::Usage(format!("{shown}: --as-of {version}: the table's versions go up to {newest}")));
+        return Err(Error::Usage(format!(
+            "{shown}: --as-of {version}: the table's versions go up to {newest}"
+        )));
     }
     // The newest complete checkpoint at or below the version.
-    let checkpoint = log.checkpoints.iter().filter(|(v, parts)| **v <= version && complete(parts)).map(|(v, _)| *v).max();
+    let checkpoint = log
+        .checkpoints
+        .iter()
+        .filter(|(v, parts)| **v <= version && complete(parts))
+        .map(|(v, _)| *v)
+        .max();
     let mut replay = Replay::default();
     if let Some(v) = checkpoint {
         for part in &log.checkpoints[&v] {
@@ -154,7 +179,8 @@ fn complete(parts: &[String]) -> bool {
     if parts.iter().any(|p| p.ends_with(".checkpoint.parquet")) {
         return true;
     }
-    let total = parts.first().and_then(|p| p.split('.').nth(3)).and_then(|n| n.parse::<usize>().ok());
+    let total =
+        parts.first().and_then(|p| p.split('.').nth(3)).and_then(|n| n.parse::<usize>().ok());
     total.is_some_and(|n| n == parts.len())
 }
 
@@ -174,25 +200,39 @@ impl Replay {
     fn commit(&mut self, bytes: &[u8]) -> std::result::Result<(), String> {
         let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            let action: Json = serde_json::from_str(line).map_err(|e| format!("not a JSON action: {e}"))?;
+            let action: Json =
+                serde_json::from_str(line).map_err(|e| format!("not a JSON action: {e}"))?;
             if let Some(add) = action.get("add") {
-                let path = add.get("path").and_then(Json::as_str).ok_or("an add action without a path")?;
+                let path =
+                    add.get("path").and_then(Json::as_str).ok_or("an add action without a path")?;
                 let size = add.get("size").and_then(Json::as_u64).unwrap_or(0);
                 let values = add
                     .get("partitionValues")
                     .and_then(Json::as_object)
-                    .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().map(str::to_string))).collect())
+                    .map(|m| {
+                        m.iter().map(|(k, v)| (k.clone(), v.as_str().map(str::to_string))).collect()
+                    })
                     .unwrap_or_default();
                 let dv = add.get("deletionVector").is_some_and(|d| !d.is_null());
                 self.files.insert(path.to_string(), Added(size, values, dv));
             } else if let Some(remove) = action.get("remove") {
-                let path = remove.get("path").and_then(Json::as_str).ok_or("a remove action without a path")?;
+                let path = remove
+                    .get("path")
+                    .and_then(Json::as_str)
+                    .ok_or("a remove action without a path")?;
                 self.files.remove(path);
             } else if let Some(meta) = action.get("metaData") {
-                let columns = meta.get("partitionColumns").and_then(Json::as_array).ok_or("metaData without partitionColumns")?;
-                self.partition_columns = columns.iter().filter_map(Json::as_str).map(str::to_string).collect();
+                let columns = meta
+                    .get("partitionColumns")
+                    .and_then(Json::as_array)
+                    .ok_or("metaData without partitionColumns")?;
+                self.partition_columns =
+                    columns.iter().filter_map(Json::as_str).map(str::to_string).collect();
                 self.schema = meta.get("schemaString").and_then(Json::as_str).map(str::to_string);
-                self.column_mapping = meta.pointer("/configuration/delta.columnMapping.mode").and_then(Json::as_str).map(str::to_string);
+                self.column_mapping = meta
+                    .pointer("/configuration/delta.columnMapping.mode")
+                    .and_then(Json::as_str)
+                    .map(str::to_string);
             }
         }
         Ok(())
@@ -201,7 +241,9 @@ impl Replay {
     /// A checkpoint part: its live files (`add`) and the table's metadata.
     fn checkpoint(&mut self, bytes: &Bytes) -> std::result::Result<(), String> {
         use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-        let reader = ParquetRecordBatchReaderBuilder::try_new(bytes.clone()).and_then(|b| b.build()).map_err(|e| e.to_string())?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(bytes.clone())
+            .and_then(|b| b.build())
+            .map_err(|e| e.to_string())?;
         for batch in reader {
             let batch = batch.map_err(|e| e.to_string())?;
             self.checkpoint_adds(&batch)?;
@@ -213,13 +255,20 @@ impl Replay {
     fn checkpoint_adds(&mut self, batch: &RecordBatch) -> std::result::Result<(), String> {
         let Some(add) = struct_column(batch, "add") else { return Ok(()) };
         let path = string_field(add, "path").ok_or("add without path")?;
-        let size = add.column_by_name("size").and_then(|c| c.as_any().downcast_ref::<arrow_array::Int64Array>());
-        let values = add.column_by_name("partitionValues").and_then(|c| c.as_any().downcast_ref::<MapArray>());
+        let size = add
+            .column_by_name("size")
+            .and_then(|c| c.as_any().downcast_ref::<arrow_array::Int64Array>());
+        let values = add
+            .column_by_name("partitionValues")
+            .and_then(|c| c.as_any().downcast_ref::<MapArray>());
         let dv = add.column_by_name("deletionVector");
         for i in (0..add.len()).filter(|&i| add.is_valid(i)) {
             let parts = values.map(|m| map_entries(m, i)).unwrap_or_default();
             let has_dv = dv.is_some_and(|d| d.is_valid(i));
-            self.files.insert(path.value(i).to_string(), Added(size.map_or(0, |s| s.value(i).max(0) as u64), parts, has_dv));
+            self.files.insert(
+                path.value(i).to_string(),
+                Added(size.map_or(0, |s| s.value(i).max(0) as u64), parts, has_dv),
+            );
         }
         Ok(())
     }
@@ -228,12 +277,20 @@ impl Replay {
         let Some(meta) = struct_column(batch, "metaData") else { return Ok(()) };
         let Some(i) = (0..meta.len()).find(|&i| meta.is_valid(i)) else { return Ok(()) };
         self.schema = string_field(meta, "schemaString").map(|s| s.value(i).to_string());
-        if let Some(list) = meta.column_by_name("partitionColumns").and_then(|c| c.as_any().downcast_ref::<ListArray>()) {
+        if let Some(list) = meta
+            .column_by_name("partitionColumns")
+            .and_then(|c| c.as_any().downcast_ref::<ListArray>())
+        {
             let names = list.value(i);
-            let names = names.as_any().downcast_ref::<StringArray>().ok_or("partitionColumns not strings")?;
+            let names = names
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .ok_or("partitionColumns not strings")?;
             self.partition_columns = names.iter().flatten().map(str::to_string).collect();
         }
-        if let Some(conf) = meta.column_by_name("configuration").and_then(|c| c.as_any().downcast_ref::<MapArray>()) {
+        if let Some(conf) =
+            meta.column_by_name("configuration").and_then(|c| c.as_any().downcast_ref::<MapArray>())
+        {
             self.column_mapping = map_entries(conf, i).remove("delta.columnMapping.mode").flatten();
         }
         Ok(())
@@ -251,12 +308,20 @@ impl Replay {
             .map(|(path, Added(size, mut values, dv))| LiveFile {
                 path,
                 size,
-                partition_values: self.partition_columns.iter().map(|c| values.remove(c).flatten()).collect(),
+                partition_values: self
+                    .partition_columns
+                    .iter()
+                    .map(|c| values.remove(c).flatten())
+                    .collect(),
                 deletion_vector: dv,
             })
             .collect();
         files.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(Snapshot { version, partition_columns: self.partition_columns.into_iter().zip(types).collect(), files })
+        Ok(Snapshot {
+            version,
+            partition_columns: self.partition_columns.into_iter().zip(types).collect(),
+            files,
+        })
     }
 }
 
@@ -274,20 +339,30 @@ fn map_entries(m: &MapArray, i: usize) -> HashMap<String, Option<String>> {
         return HashMap::new();
     }
     let entries = m.value(i);
-    let (Some(k), Some(v)) = (entries.column(0).as_any().downcast_ref::<StringArray>(), entries.column(1).as_any().downcast_ref::<StringArray>()) else {
+    let (Some(k), Some(v)) = (
+        entries.column(0).as_any().downcast_ref::<StringArray>(),
+        entries.column(1).as_any().downcast_ref::<StringArray>(),
+    ) else {
         return HashMap::new();
     };
-    (0..k.len()).map(|j| (k.value(j).to_string(), v.is_valid(j).then(|| v.value(j).to_string()))).collect()
+    (0..k.len())
+        .map(|j| (k.value(j).to_string(), v.is_valid(j).then(|| v.value(j).to_string())))
+        .collect()
 }
 
 /// The Spark types of the partition columns, from the schema's JSON.
 fn partition_types(schema: &str, columns: &[String]) -> std::result::Result<Vec<KeyType>, String> {
-    let schema: Json = serde_json::from_str(schema).map_err(|e| format!("schemaString is not JSON: {e}"))?;
-    let fields = schema.get("fields").and_then(Json::as_array).ok_or("schemaString has no fields")?;
+    let schema: Json =
+        serde_json::from_str(schema).map_err(|e| format!("schemaString is not JSON: {e}"))?;
+    let fields =
+        schema.get("fields").and_then(Json::as_array).ok_or("schemaString has no fields")?;
     columns
         .iter()
         .map(|c| {
-            let field = fields.iter().find(|f| f.get("name").and_then(Json::as_str) == Some(c)).ok_or(format!("partition column {c} is not in the schema"))?;
+            let field = fields
+                .iter()
+                .find(|f| f.get("name").and_then(Json::as_str) == Some(c))
+                .ok_or(format!("partition column {c} is not in the schema"))?;
             let t = field.get("type").and_then(Json::as_str).unwrap_or("");
             Ok(match t {
                 "string" => KeyType::String,
@@ -298,7 +373,9 @@ fn partition_types(schema: &str, columns: &[String]) -> std::result::Result<Vec<
                 "double" => KeyType::Double,
                 "boolean" => KeyType::Boolean,
                 "date" => KeyType::Date,
-                other => return Err(format!("partition column {c} is of type {other}, which is not supported as a key here")),
+                other => return Err(format!(
+                    "partition column {c} is of type {other}, which is not supported as a key here"
+                )),
             })
         })
         .collect()
@@ -312,27 +389,64 @@ mod tests {
 
     fn add(path: &str, day: Option<&str>, dv: bool) -> String {
         let day = day.map_or("null".to_string(), |d| format!("\"{d}\""));
-        let dv = if dv { r#","deletionVector":{"storageType":"u","pathOrInlineDv":"ab","offset":1,"sizeInBytes":10,"cardinality":2}"# } else { "" };
-        format!(r#"{{"add":{{"path":"{path}","partitionValues":{{"day":{day}}},"size":10,"modificationTime":1,"dataChange":true{dv}}}}}"#)
+        let dv = if dv {
+            r#","deletionVector":{"storageType":"u","pathOrInlineDv":"ab","offset":1,"sizeInBytes":10,"cardinality":2}"#
+        } else {
+            ""
+        };
+        format!(
+            r#"{{"add":{{"path":"{path}","partitionValues":{{"day":{day}}},"size":10,"modificationTime":1,"dataChange":true{dv}}}}}"#
+        )
     }
 
     #[test]
     fn replay_keeps_added_files_that_were_not_removed() {
         let mut r = Replay::default();
-        r.commit(format!("{META}\n{}\n{}\n", add("day=1/a.parquet", Some("1"), false), add("day=2/b.parquet", None, false)).as_bytes()).unwrap();
-        r.commit(format!("{}\n{{\"remove\":{{\"path\":\"day=1/a.parquet\",\"dataChange\":true}}}}\n", add("day=1/c.parquet", Some("1"), true)).as_bytes())
-            .unwrap();
+        r.commit(
+            format!(
+                "{META}\n{}\n{}\n",
+                add("day=1/a.parquet", Some("1"), false),
+                add("day=2/b.parquet", None, false)
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        r.commit(
+            format!(
+                "{}\n{{\"remove\":{{\"path\":\"day=1/a.parquet\",\"dataChange\":true}}}}\n",
+                add("day=1/c.parquet", Some("1"), true)
+            )
+            .as_bytes(),
+        )
+        .unwrap();
         let s = r.finish(1).unwrap();
         assert_eq!(s.partition_columns, vec![("day".to_string(), KeyType::String)]);
-        let paths: Vec<_> = s.files.iter().map(|f| (f.path.as_str(), f.partition_values.clone(), f.deletion_vector)).collect();
-        assert_eq!(paths, vec![("day=1/c.parquet", vec![Some("1".to_string())], true), ("day=2/b.parquet", vec![None], false)]);
+        let paths: Vec<_> = s
+            .files
+            .iter()
+            .map(|f| (f.path.as_str(), f.partition_values.clone(), f.deletion_vector))
+            .collect();
+        assert_eq!(
+            paths,
+            vec![
+                ("day=1/c.parquet", vec![Some("1".to_string())], true),
+                ("day=2/b.parquet", vec![None], false)
+            ]
+        );
         assert_eq!(s.with_deletion_vectors(), 1);
     }
 
     #[test]
     fn column_mapping_is_refused() {
         let mut r = Replay::default();
-        r.commit(META.replace(r#""configuration":{}"#, r#""configuration":{"delta.columnMapping.mode":"name"}"#).as_bytes()).unwrap();
+        r.commit(
+            META.replace(
+                r#""configuration":{}"#,
+                r#""configuration":{"delta.columnMapping.mode":"name"}"#,
+            )
+            .as_bytes(),
+        )
+        .unwrap();
         assert!(r.finish(0).unwrap_err().contains("column mapping mode 'name'"));
     }
 

@@ -98,15 +98,28 @@ fn candidates(name: &str) -> Vec<Vec<String>> {
 fn lookup(dir: &str, rel: &[String], remote: bool, stats: &RunStats) -> Option<String> {
     let mut cur = dir.trim_end_matches('/').to_string();
     for part in rel {
-        let names = if remote { crate::table::store::children(&cur, stats).ok()? } else { local_children(&cur)? };
-        let name = names.iter().find(|n| *n == part).or_else(|| names.iter().find(|n| n.eq_ignore_ascii_case(part)))?;
+        let names = if remote {
+            crate::table::store::children(&cur, stats).ok()?
+        } else {
+            local_children(&cur)?
+        };
+        let name = names
+            .iter()
+            .find(|n| *n == part)
+            .or_else(|| names.iter().find(|n| n.eq_ignore_ascii_case(part)))?;
         cur = format!("{cur}/{name}");
     }
     Some(cur)
 }
 
 fn local_children(dir: &str) -> Option<Vec<String>> {
-    Some(std::fs::read_dir(dir).ok()?.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+    Some(
+        std::fs::read_dir(dir)
+            .ok()?
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -125,13 +138,24 @@ mod tests {
         std::fs::create_dir_all(d.path().join("sales.db/Orders")).unwrap();
         std::fs::write(d.path().join("items.parquet"), b"").unwrap();
         std::fs::create_dir(d.path().join("users")).unwrap();
-        let names: Vec<String> = ["sales.orders", "items", "default.users", "nope", "other.items"].map(String::from).to_vec();
-        let Found { tables: found, missing } = find(&d.path().to_string_lossy(), &names, &RunStats::default()).unwrap();
-        let rel: Vec<(String, String)> =
-            found.into_iter().map(|(n, p)| (n, Path::new(&p).strip_prefix(d.path()).unwrap().to_string_lossy().into_owned())).collect();
+        let names: Vec<String> = ["sales.orders", "items", "default.users", "nope", "other.items"]
+            .map(String::from)
+            .to_vec();
+        let Found { tables: found, missing } =
+            find(&d.path().to_string_lossy(), &names, &RunStats::default()).unwrap();
+        let rel: Vec<(String, String)> = found
+            .into_iter()
+            .map(|(n, p)| {
+                (n, Path::new(&p).strip_prefix(d.path()).unwrap().to_string_lossy().into_owned())
+            })
+            .collect();
         assert_eq!(
             rel,
-            vec![("sales.orders".into(), "sales.db/Orders".into()), ("items".into(), "items.parquet".into()), ("default.users".into(), "users".into())]
+            vec![
+                ("sales.orders".into(), "sales.db/Orders".into()),
+                ("items".into(), "items.parquet".into()),
+                ("default.users".into(), "users".into())
+            ]
         );
         assert_eq!(missing, vec!["nope", "other.items"]);
     }

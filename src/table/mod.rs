@@ -48,7 +48,9 @@ impl DataFile {
     /// The file's length in bytes (0 when it cannot be read; the footer was read, so it can).
     pub fn byte_len(&self) -> u64 {
         match &self.location {
-            crate::table::blob::Location::Local(p) => std::fs::metadata(p).map(|m| m.len()).unwrap_or(0),
+            crate::table::blob::Location::Local(p) => {
+                std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
+            }
             crate::table::blob::Location::Remote(o) => o.size,
         }
     }
@@ -131,8 +133,11 @@ impl Table {
         for p in paths {
             // A folder in an object store is listed once: the listing tells a Delta or Iceberg
             // table from plain files.
-            let listed =
-                if crate::table::store::is_remote(p) && !p.contains(['*', '?', '[']) { Some(crate::table::store::list_folder(p, stats)?) } else { None };
+            let listed = if crate::table::store::is_remote(p) && !p.contains(['*', '?', '[']) {
+                Some(crate::table::store::list_folder(p, stats)?)
+            } else {
+                None
+            };
             let folder = match &listed {
                 Some(keys) => Folder::remote(p, keys),
                 None => Folder::Local(crate::table::store::local_path(p)),
@@ -141,26 +146,38 @@ impl Table {
                 let (files, types) = delta_files(p, &folder, as_of, stats)?;
                 found.extend(files);
                 declared = Some(types);
-            } else if let Some(metadata) = crate::table::iceberg::metadata_file(p, listed.as_deref(), stats)? {
+            } else if let Some(metadata) =
+                crate::table::iceberg::metadata_file(p, listed.as_deref(), stats)?
+            {
                 found.extend(iceberg_files(p, &metadata, as_of, stats)?);
             } else if as_of.is_some() {
                 return Err(Error::Usage(format!(
                     "{p}: --as-of reads a Delta table version or an Iceberg snapshot, and this is neither (no _delta_log, no metadata/*.metadata.json)"
                 )));
             } else if crate::table::store::is_remote(p) {
-                found.extend(crate::table::store::list(p, listed.as_deref(), stats)?.into_iter().map(|(o, parts)| (Location::Remote(o), parts)));
+                found.extend(
+                    crate::table::store::list(p, listed.as_deref(), stats)?
+                        .into_iter()
+                        .map(|(o, parts)| (Location::Remote(o), parts)),
+                );
             } else {
                 let mut local = Vec::new();
                 find_local(&crate::table::store::local_path(p), p, &mut local)?;
                 found.extend(local.into_iter().map(|(path, parts)| (Location::Local(path), parts)));
             }
         }
-        let found: Vec<FoundFile> = found.into_iter().map(|(l, parts)| (display_path(&l), l, parts)).collect();
+        let found: Vec<FoundFile> =
+            found.into_iter().map(|(l, parts)| (display_path(&l), l, parts)).collect();
         Self::from_files(paths, found, declared, stats)
     }
 
     /// The table of `found` files: (shown as, where, k=v folders).
-    fn from_files(paths: &[String], mut found: Vec<FoundFile>, declared: Option<Vec<KeyType>>, stats: &Arc<RunStats>) -> Result<Table> {
+    fn from_files(
+        paths: &[String],
+        mut found: Vec<FoundFile>,
+        declared: Option<Vec<KeyType>>,
+        stats: &Arc<RunStats>,
+    ) -> Result<Table> {
         if found.is_empty() {
             return Err(Error::NoParquet(paths.join(" ")));
         }
@@ -172,7 +189,13 @@ impl Table {
         for (path, _, parts) in &found {
             let names: Vec<&String> = parts.iter().map(|(k, _)| k).collect();
             if names != part_names.iter().collect::<Vec<_>>() {
-                return Err(Error::bad_file(path, format!("partition folders {:?} differ from {:?} of the other files", names, part_names)));
+                return Err(Error::bad_file(
+                    path,
+                    format!(
+                        "partition folders {:?} differ from {:?} of the other files",
+                        names, part_names
+                    ),
+                ));
             }
         }
         let partitions: Vec<PartitionColumn> = part_names
@@ -181,7 +204,9 @@ impl Table {
             .map(|(i, name)| {
                 let key_type = match declared.as_ref().and_then(|d| d.get(i)) {
                     Some(t) => *t,
-                    None => infer_partition_type(found.iter().map(|(_, _, parts)| parts[i].1.as_str())),
+                    None => {
+                        infer_partition_type(found.iter().map(|(_, _, parts)| parts[i].1.as_str()))
+                    }
                 };
                 PartitionColumn { name: name.clone(), key_type }
             })
@@ -191,7 +216,11 @@ impl Table {
             .into_par_iter()
             .map(|(path, location, parts)| {
                 let meta = read_footer(&path, &location, &[])?;
-                let partition_values = parts.iter().zip(&partitions).map(|((_, raw), col)| parse_partition_value(raw, col.key_type)).collect();
+                let partition_values = parts
+                    .iter()
+                    .zip(&partitions)
+                    .map(|((_, raw), col)| parse_partition_value(raw, col.key_type))
+                    .collect();
                 Ok(DataFile { path, location, partition_values, meta, stats: stats.clone() })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -206,7 +235,13 @@ impl Table {
 
     /// A table an engine holds: its columns and sizes are the engine's.
     pub fn held(display: &str, held: Held, stats: &Arc<RunStats>) -> Table {
-        Table { display: display.to_string(), files: Vec::new(), partitions: Vec::new(), held: Some(held), stats: stats.clone() }
+        Table {
+            display: display.to_string(),
+            files: Vec::new(),
+            partitions: Vec::new(),
+            held: Some(held),
+            stats: stats.clone(),
+        }
     }
 
     /// Whether an engine holds the table (its rows are counted there, not read here).
@@ -230,7 +265,8 @@ impl Table {
 
     /// The names a user can pass as key columns, for error messages.
     pub fn column_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.schema().fields().iter().map(|f| f.name().clone()).collect();
+        let mut names: Vec<String> =
+            self.schema().fields().iter().map(|f| f.name().clone()).collect();
         names.extend(self.partitions.iter().map(|p| p.name.clone()));
         names
     }
@@ -240,46 +276,92 @@ impl Table {
     pub fn resolve(&self, name: &str) -> Result<ResolvedColumn> {
         let name = name.trim().trim_matches('`');
         let schema = self.schema();
-        let find = |pred: &dyn Fn(&str) -> bool| -> Vec<usize> { schema.fields().iter().enumerate().filter(|(_, f)| pred(f.name())).map(|(i, _)| i).collect() };
+        let find = |pred: &dyn Fn(&str) -> bool| -> Vec<usize> {
+            schema
+                .fields()
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| pred(f.name()))
+                .map(|(i, _)| i)
+                .collect()
+        };
         let mut hits = find(&|n| n == name);
         if hits.is_empty() {
             hits = find(&|n| n.eq_ignore_ascii_case(name));
         }
         if hits.len() > 1 {
-            return Err(Error::Column { column: name.into(), msg: "matches several columns that differ only in case".into() });
+            return Err(Error::Column {
+                column: name.into(),
+                msg: "matches several columns that differ only in case".into(),
+            });
         }
         if let Some(&index) = hits.first() {
             let field = schema.field(index);
-            let key_type = key_type_of(field).map_err(|msg| Error::Column { column: field.name().clone(), msg })?;
+            let key_type = key_type_of(field)
+                .map_err(|msg| Error::Column { column: field.name().clone(), msg })?;
             for f in self.files.iter().skip(1) {
                 let other = f.meta.schema();
                 match other.fields().iter().position(|g| g.name() == field.name()) {
-                    None => return Err(Error::bad_file(&f.path, format!("has no column {} (the first file has it)", field.name()))),
+                    None => {
+                        return Err(Error::bad_file(
+                            &f.path,
+                            format!("has no column {} (the first file has it)", field.name()),
+                        ))
+                    }
                     Some(j) => {
-                        let t = key_type_of(other.field(j)).map_err(|msg| Error::Column { column: field.name().clone(), msg })?;
+                        let t = key_type_of(other.field(j))
+                            .map_err(|msg| Error::Column { column: field.name().clone(), msg })?;
                         if t != key_type {
                             return Err(Error::bad_file(
                                 &f.path,
-                                format!("column {} is {} here but {} in {}", field.name(), t.spark_name(), key_type.spark_name(), self.files[0].path.display()),
+                                format!(
+                                    "column {} is {} here but {} in {}",
+                                    field.name(),
+                                    t.spark_name(),
+                                    key_type.spark_name(),
+                                    self.files[0].path.display()
+                                ),
                             ));
                         }
                     }
                 }
             }
             // Every file must also agree on the field's position for the projection.
-            return Ok(ResolvedColumn { name: field.name().clone(), key_type, source: ColumnSource::Data { index } });
+            return Ok(ResolvedColumn {
+                name: field.name().clone(),
+                key_type,
+                source: ColumnSource::Data { index },
+            });
         }
-        if let Some(index) = self.partitions.iter().position(|p| p.name == name || p.name.eq_ignore_ascii_case(name)) {
+        if let Some(index) =
+            self.partitions.iter().position(|p| p.name == name || p.name.eq_ignore_ascii_case(name))
+        {
             let p = &self.partitions[index];
-            return Ok(ResolvedColumn { name: p.name.clone(), key_type: p.key_type, source: ColumnSource::Partition { index } });
+            return Ok(ResolvedColumn {
+                name: p.name.clone(),
+                key_type: p.key_type,
+                source: ColumnSource::Partition { index },
+            });
         }
-        Err(Error::Column { column: name.into(), msg: format!("no such column in {}; available: {}", self.display, self.column_names().join(", ")) })
+        Err(Error::Column {
+            column: name.into(),
+            msg: format!(
+                "no such column in {}; available: {}",
+                self.display,
+                self.column_names().join(", ")
+            ),
+        })
     }
 }
 
 /// The live files of the Delta table at `p` and its partition columns' types; a note says
 /// which version was read, and that counts are upper bounds where deletion vectors hide rows.
-fn delta_files(p: &str, folder: &Folder, as_of: Option<i64>, stats: &Arc<RunStats>) -> Result<(Vec<Located>, Vec<KeyType>)> {
+fn delta_files(
+    p: &str,
+    folder: &Folder,
+    as_of: Option<i64>,
+    stats: &Arc<RunStats>,
+) -> Result<(Vec<Located>, Vec<KeyType>)> {
     let snap = crate::table::delta::snapshot(folder, as_of, stats)?;
     let root = p.trim_end_matches('/');
     let mut out = Vec::with_capacity(snap.files.len());
@@ -290,7 +372,11 @@ fn delta_files(p: &str, folder: &Folder, as_of: Option<i64>, stats: &Arc<RunStat
         } else if rel.contains("://") {
             Location::Local(crate::table::store::local_path(&rel))
         } else if crate::table::store::is_remote(root) {
-            Location::Remote(crate::table::store::object_at(&format!("{root}/{rel}"), f.size, stats)?)
+            Location::Remote(crate::table::store::object_at(
+                &format!("{root}/{rel}"),
+                f.size,
+                stats,
+            )?)
         } else {
             Location::Local(crate::table::store::local_path(root).join(&rel))
         };
@@ -298,11 +384,17 @@ fn delta_files(p: &str, folder: &Folder, as_of: Option<i64>, stats: &Arc<RunStat
             .partition_columns
             .iter()
             .zip(&f.partition_values)
-            .map(|((name, _), v)| (name.clone(), v.clone().filter(|v| !v.is_empty()).unwrap_or_else(|| HIVE_NULL.to_string())))
+            .map(|((name, _), v)| {
+                (
+                    name.clone(),
+                    v.clone().filter(|v| !v.is_empty()).unwrap_or_else(|| HIVE_NULL.to_string()),
+                )
+            })
             .collect();
         out.push((location, parts));
     }
-    let mut note = format!("{root}: Delta table version {}, {} live files", snap.version, snap.files.len());
+    let mut note =
+        format!("{root}: Delta table version {}, {} live files", snap.version, snap.files.len());
     let dv = snap.with_deletion_vectors();
     if dv > 0 {
         note += &format!("; {dv} of them have deletion vectors, whose deleted rows are counted: every count of this table is an upper bound");
@@ -313,7 +405,12 @@ fn delta_files(p: &str, folder: &Folder, as_of: Option<i64>, stats: &Arc<RunStat
 
 /// The data files of the Iceberg table at `p` (snapshot `as_of`, default the current one),
 /// with a note of the snapshot read and of delete files not applied.
-fn iceberg_files(p: &str, metadata: &str, as_of: Option<i64>, stats: &Arc<RunStats>) -> Result<Vec<Located>> {
+fn iceberg_files(
+    p: &str,
+    metadata: &str,
+    as_of: Option<i64>,
+    stats: &Arc<RunStats>,
+) -> Result<Vec<Located>> {
     let snap = crate::table::iceberg::snapshot(metadata, as_of, stats)?;
     let mut out = Vec::with_capacity(snap.files.len());
     for f in &snap.files {
@@ -325,22 +422,36 @@ fn iceberg_files(p: &str, metadata: &str, as_of: Option<i64>, stats: &Arc<RunSta
         out.push((location, HiveParts::new()));
     }
     let name = metadata.rsplit('/').next().unwrap_or(metadata);
-    let mut note = format!("{}: Iceberg table snapshot {} ({name}), {} data files", p.trim_end_matches('/'), snap.snapshot_id, snap.files.len());
+    let mut note = format!(
+        "{}: Iceberg table snapshot {} ({name}), {} data files",
+        p.trim_end_matches('/'),
+        snap.snapshot_id,
+        snap.files.len()
+    );
     if snap.delete_files > 0 {
-        note += &format!("; {} delete files are not applied: every count of this table is an upper bound", snap.delete_files);
+        note += &format!(
+            "; {} delete files are not applied: every count of this table is an upper bound",
+            snap.delete_files
+        );
     }
     stats.note(note);
     Ok(out)
 }
 
 /// The local files of `path` (a file, a folder or a glob; `shown` as the user wrote it).
-fn find_local(path: &Path, shown: &str, found: &mut Vec<(PathBuf, Vec<(String, String)>)>) -> Result<()> {
+fn find_local(
+    path: &Path,
+    shown: &str,
+    found: &mut Vec<(PathBuf, Vec<(String, String)>)>,
+) -> Result<()> {
     let before = found.len();
     let text = path.to_string_lossy();
     if text.contains(['*', '?', '[']) && !path.exists() {
-        let entries = glob::glob(&text).map_err(|e| Error::Usage(format!("bad glob {shown}: {e}")))?;
+        let entries =
+            glob::glob(&text).map_err(|e| Error::Usage(format!("bad glob {shown}: {e}")))?;
         for entry in entries {
-            let path = entry.map_err(|e| Error::Io { path: e.path().to_path_buf(), source: e.into() })?;
+            let path =
+                entry.map_err(|e| Error::Io { path: e.path().to_path_buf(), source: e.into() })?;
             collect(&path, &path, found)?;
         }
         if found.len() == before {
@@ -371,7 +482,11 @@ pub fn field_index(file: &DataFile, name: &str) -> Option<usize> {
 }
 
 /// Collect the Parquet files under `path`, with the `k=v` folders between `root` and each file.
-fn collect(root: &Path, path: &Path, out: &mut Vec<(PathBuf, Vec<(String, String)>)>) -> Result<()> {
+fn collect(
+    root: &Path,
+    path: &Path,
+    out: &mut Vec<(PathBuf, Vec<(String, String)>)>,
+) -> Result<()> {
     let meta = std::fs::metadata(path).map_err(|e| Error::Io { path: path.into(), source: e })?;
     if meta.is_file() {
         // A file named directly is read whatever its name; Hive folders count from the root.
@@ -379,7 +494,10 @@ fn collect(root: &Path, path: &Path, out: &mut Vec<(PathBuf, Vec<(String, String
         out.push((path.to_path_buf(), parts));
         return Ok(());
     }
-    let mut entries: Vec<_> = std::fs::read_dir(path).map_err(|e| Error::Io { path: path.into(), source: e })?.filter_map(|e| e.ok()).collect();
+    let mut entries: Vec<_> = std::fs::read_dir(path)
+        .map_err(|e| Error::Io { path: path.into(), source: e })?
+        .filter_map(|e| e.ok())
+        .collect();
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
         let name = e.file_name().to_string_lossy().into_owned();
@@ -409,9 +527,13 @@ fn infer_partition_type<'a>(values: impl Iterator<Item = &'a str>) -> KeyType {
         KeyType::Int
     } else if vals.iter().all(|v| v.parse::<i64>().is_ok()) {
         KeyType::BigInt
-    } else if vals.iter().all(|v| v.parse::<f64>().is_ok() && !v.chars().any(|c| c.is_alphabetic())) {
+    } else if vals.iter().all(|v| v.parse::<f64>().is_ok() && !v.chars().any(|c| c.is_alphabetic()))
+    {
         KeyType::Double
-    } else if vals.iter().all(|v| v.len() == 10 && chrono::NaiveDate::parse_from_str(v, "%Y-%m-%d").is_ok()) {
+    } else if vals
+        .iter()
+        .all(|v| v.len() == 10 && chrono::NaiveDate::parse_from_str(v, "%Y-%m-%d").is_ok())
+    {
         KeyType::Date
     } else {
         KeyType::String
@@ -423,12 +545,21 @@ fn parse_partition_value(raw: &str, t: KeyType) -> Value {
         return Value::Null;
     }
     match t {
-        KeyType::Int | KeyType::SmallInt | KeyType::TinyInt => raw.parse().map(Value::Int).unwrap_or(Value::Null),
-        KeyType::Boolean => raw.to_ascii_lowercase().parse().map(Value::Bool).unwrap_or(Value::Null),
+        KeyType::Int | KeyType::SmallInt | KeyType::TinyInt => {
+            raw.parse().map(Value::Int).unwrap_or(Value::Null)
+        }
+        KeyType::Boolean => {
+            raw.to_ascii_lowercase().parse().map(Value::Bool).unwrap_or(Value::Null)
+        }
         KeyType::BigInt => raw.parse().map(Value::Long).unwrap_or(Value::Null),
         KeyType::Double => raw.parse().map(Value::Double).unwrap_or(Value::Null),
         KeyType::Date => chrono::NaiveDate::parse_from_str(raw, "%Y-%m-%d")
-            .map(|d| Value::Date((d - chrono::NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default()).num_days() as i32))
+            .map(|d| {
+                Value::Date(
+                    (d - chrono::NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default()).num_days()
+                        as i32,
+                )
+            })
             .unwrap_or(Value::Null),
         _ => Value::Str(raw.to_string()),
     }
@@ -445,17 +576,28 @@ fn read_footer(path: &Path, at: &Location, stats_of: &[usize]) -> Result<ArrowRe
     let file = crate::table::blob::open_for(at, None, path)?;
     let len = file.len();
     if len < 12 {
-        return Err(Error::bad_file(path, format!("not a Parquet file ({len} bytes, too short for a footer)")));
+        return Err(Error::bad_file(
+            path,
+            format!("not a Parquet file ({len} bytes, too short for a footer)"),
+        ));
     }
     // Through the parquet crate's reader: an object's footer is fetched once, with these.
     use parquet::file::reader::ChunkReader;
-    let magic = file.get_bytes(len - 4, 4).map_err(|e| Error::bad_file(path, format!("cannot read: {e}")))?;
+    let magic = file
+        .get_bytes(len - 4, 4)
+        .map_err(|e| Error::bad_file(path, format!("cannot read: {e}")))?;
     let magic = &magic[..];
     if magic == b"PARE" {
-        return Err(Error::bad_file(path, "encrypted Parquet file (encrypted footers are not supported)"));
+        return Err(Error::bad_file(
+            path,
+            "encrypted Parquet file (encrypted footers are not supported)",
+        ));
     }
     if magic != b"PAR1" {
-        return Err(Error::bad_file(path, "not a Parquet file (no PAR1 magic bytes at the end; truncated or another format)"));
+        return Err(Error::bad_file(
+            path,
+            "not a Parquet file (no PAR1 magic bytes at the end; truncated or another format)",
+        ));
     }
     // Statistics are seldom used: skip decoding them (a footer of many row groups is mostly
     // statistics).
@@ -522,10 +664,15 @@ fn data_type_key(dt: &DataType) -> std::result::Result<KeyType, String> {
         DataType::Float32 => KeyType::Float,
         DataType::Float64 => KeyType::Double,
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => KeyType::String,
-        DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => KeyType::Binary,
+        DataType::Binary
+        | DataType::LargeBinary
+        | DataType::BinaryView
+        | DataType::FixedSizeBinary(_) => KeyType::Binary,
         DataType::Date32 | DataType::Date64 => KeyType::Date,
         DataType::Timestamp(_, tz) => KeyType::Timestamp { utc: tz.is_some() },
-        DataType::Decimal32(p, s) | DataType::Decimal64(p, s) | DataType::Decimal128(p, s) => KeyType::Decimal { precision: *p, scale: *s },
+        DataType::Decimal32(p, s) | DataType::Decimal64(p, s) | DataType::Decimal128(p, s) => {
+            KeyType::Decimal { precision: *p, scale: *s }
+        }
         DataType::Decimal256(p, s) => {
             if *p > 38 {
                 return Err(format!("decimal({p},{s}) is wider than Spark's largest decimal(38): Spark cannot read it"));
@@ -533,9 +680,18 @@ fn data_type_key(dt: &DataType) -> std::result::Result<KeyType, String> {
             KeyType::Decimal { precision: *p, scale: *s }
         }
         DataType::Dictionary(_, v) => return data_type_key(v),
-        DataType::Float16 => return Err("float16 (HALF_FLOAT) has no Spark SQL type, so it cannot be a Spark join key".into()),
-        DataType::Time32(_) | DataType::Time64(_) => return Err("TIME has no Spark 3.5 SQL type, so it cannot be a Spark join key".into()),
-        DataType::Duration(_) | DataType::Interval(_) => return Err(format!("{dt} is an interval, not a join key type")),
+        DataType::Float16 => {
+            return Err(
+                "float16 (HALF_FLOAT) has no Spark SQL type, so it cannot be a Spark join key"
+                    .into(),
+            )
+        }
+        DataType::Time32(_) | DataType::Time64(_) => {
+            return Err("TIME has no Spark 3.5 SQL type, so it cannot be a Spark join key".into())
+        }
+        DataType::Duration(_) | DataType::Interval(_) => {
+            return Err(format!("{dt} is an interval, not a join key type"))
+        }
         DataType::List(_)
         | DataType::LargeList(_)
         | DataType::ListView(_)
@@ -544,13 +700,22 @@ fn data_type_key(dt: &DataType) -> std::result::Result<KeyType, String> {
         | DataType::Struct(_)
         | DataType::Map(_, _)
         | DataType::Union(_, _)
-        | DataType::RunEndEncoded(_, _) => return Err(format!("is a nested type ({}); a join key must be a flat column", short_type(dt))),
+        | DataType::RunEndEncoded(_, _) => {
+            return Err(format!(
+                "is a nested type ({}); a join key must be a flat column",
+                short_type(dt)
+            ))
+        }
     })
 }
 
 fn short_type(dt: &DataType) -> &'static str {
     match dt {
-        DataType::List(_) | DataType::LargeList(_) | DataType::ListView(_) | DataType::LargeListView(_) | DataType::FixedSizeList(_, _) => "list",
+        DataType::List(_)
+        | DataType::LargeList(_)
+        | DataType::ListView(_)
+        | DataType::LargeListView(_)
+        | DataType::FixedSizeList(_, _) => "list",
         DataType::Struct(_) => "struct",
         DataType::Map(_, _) => "map",
         DataType::Union(_, _) => "union",
@@ -573,13 +738,19 @@ pub fn read_hint(meta: &ArrowReaderMetadata, columns: &[usize]) -> Option<Schema
             if !columns.contains(&i) {
                 return f.as_ref().clone();
             }
-            let int96 = roots.get(i).is_some_and(|r| r.is_primitive() && r.get_physical_type() == parquet::basic::Type::INT96);
+            let int96 = roots.get(i).is_some_and(|r| {
+                r.is_primitive() && r.get_physical_type() == parquet::basic::Type::INT96
+            });
             let new = match f.data_type() {
-                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Some(DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))),
-                DataType::Binary | DataType::LargeBinary | DataType::BinaryView => {
-                    Some(DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Binary)))
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+                    Some(DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)))
                 }
-                DataType::Timestamp(TimeUnit::Nanosecond, tz) if int96 => Some(DataType::Timestamp(TimeUnit::Microsecond, tz.clone())),
+                DataType::Binary | DataType::LargeBinary | DataType::BinaryView => Some(
+                    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Binary)),
+                ),
+                DataType::Timestamp(TimeUnit::Nanosecond, tz) if int96 => {
+                    Some(DataType::Timestamp(TimeUnit::Microsecond, tz.clone()))
+                }
                 _ => None,
             };
             match new {

@@ -14,7 +14,10 @@ pub fn is_hidden(name: &str) -> bool {
 /// A file name Spark's writers give a Parquet file.
 pub fn looks_like_parquet(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
-    lower.ends_with(".parquet") || lower.ends_with(".parq") || lower.ends_with(".pq") || (lower.starts_with("part-") && !lower.ends_with(".crc"))
+    lower.ends_with(".parquet")
+        || lower.ends_with(".parq")
+        || lower.ends_with(".pq")
+        || (lower.starts_with("part-") && !lower.ends_with(".crc"))
 }
 
 /// The `k=v` folders between `root` and `file`, unescaped.
@@ -41,7 +44,10 @@ pub fn unescape_path(s: &str) -> String {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Some(b) = std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok()) {
+            if let Some(b) = std::str::from_utf8(&bytes[i + 1..i + 3])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+            {
                 out.push(b);
                 i += 3;
                 continue;

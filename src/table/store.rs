@@ -42,13 +42,18 @@ const SCHEMES: [&str; 9] = ["s3", "s3a", "gs", "az", "adl", "azure", "abfs", "ab
 
 /// Whether `table` names an object in a store rather than a local path.
 pub fn is_remote(table: &str) -> bool {
-    table.split_once("://").is_some_and(|(scheme, _)| SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()))
+    table
+        .split_once("://")
+        .is_some_and(|(scheme, _)| SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()))
 }
 
 /// `file:///x/y` as the local path `/x/y`; any other text as it is.
 pub fn local_path(table: &str) -> PathBuf {
     match table.strip_prefix("file://") {
-        Some(rest) => Url::parse(table).ok().and_then(|u| u.to_file_path().ok()).unwrap_or_else(|| PathBuf::from(rest)),
+        Some(rest) => Url::parse(table)
+            .ok()
+            .and_then(|u| u.to_file_path().ok())
+            .unwrap_or_else(|| PathBuf::from(rest)),
         None => PathBuf::from(table),
     }
 }
@@ -56,7 +61,11 @@ pub fn local_path(table: &str) -> PathBuf {
 /// A table's objects: each Parquet object under `root` (an object, a folder or a glob over
 /// keys), with the `k=v` folder names between the folder and the object. `listed`: the
 /// folder's keys (relative) and sizes, when already listed.
-pub fn list(root: &str, listed: Option<&[(String, u64)]>, stats: &Arc<RunStats>) -> Result<Vec<(Arc<Object>, HiveParts)>> {
+pub fn list(
+    root: &str,
+    listed: Option<&[(String, u64)]>,
+    stats: &Arc<RunStats>,
+) -> Result<Vec<(Arc<Object>, HiveParts)>> {
     let (store, url) = store_for(root)?;
     let key = key_of(&url, root)?;
     if key.contains(['*', '?', '[']) {
@@ -76,7 +85,9 @@ pub fn list(root: &str, listed: Option<&[(String, u64)]>, stats: &Arc<RunStats>)
     if out.is_empty() && listed.is_empty() && !key.ends_with('/') {
         // Not a folder: the object itself, read whatever its name.
         let prefix = key.trim_end_matches('/');
-        let meta = block_on(root, || async { count_request(stats, store.head(&ObjectPath::from(prefix)).await) })?;
+        let meta = block_on(root, || async {
+            count_request(stats, store.head(&ObjectPath::from(prefix)).await)
+        })?;
         out.push((object(&store, &url, &meta, stats), Vec::new()));
     }
     if out.is_empty() {
@@ -87,8 +98,15 @@ pub fn list(root: &str, listed: Option<&[(String, u64)]>, stats: &Arc<RunStats>)
 
 /// The objects whose key, or one of whose folders, matches the glob `pattern`; folders are
 /// searched as a folder named directly is.
-fn list_glob(store: &Arc<dyn ObjectStore>, url: &Url, root: &str, pattern: &str, stats: &Arc<RunStats>) -> Result<Vec<(Arc<Object>, HiveParts)>> {
-    let glob = glob::Pattern::new(pattern).map_err(|e| Error::Usage(format!("bad glob {root}: {e}")))?;
+fn list_glob(
+    store: &Arc<dyn ObjectStore>,
+    url: &Url,
+    root: &str,
+    pattern: &str,
+    stats: &Arc<RunStats>,
+) -> Result<Vec<(Arc<Object>, HiveParts)>> {
+    let glob =
+        glob::Pattern::new(pattern).map_err(|e| Error::Usage(format!("bad glob {root}: {e}")))?;
     let fixed = &pattern[..pattern.find(['*', '?', '[']).unwrap_or(0)];
     let prefix = &fixed[..fixed.rfind('/').unwrap_or(0)];
     let mut out = Vec::new();
@@ -114,7 +132,9 @@ fn list_glob(store: &Arc<dyn ObjectStore>, url: &Url, root: &str, pattern: &str,
 fn table_file(rel: &str) -> Option<HiveParts> {
     let mut parts: Vec<&str> = rel.split('/').collect();
     let name = parts.pop()?;
-    if parts.iter().chain([&name]).any(|p| crate::table::names::is_hidden(p)) || !crate::table::names::looks_like_parquet(name) {
+    if parts.iter().chain([&name]).any(|p| crate::table::names::is_hidden(p))
+        || !crate::table::names::looks_like_parquet(name)
+    {
         return None;
     }
     Some(
@@ -122,18 +142,35 @@ fn table_file(rel: &str) -> Option<HiveParts> {
             .iter()
             .filter_map(|p| p.split_once('='))
             .filter(|(k, _)| !k.is_empty())
-            .map(|(k, v)| (crate::table::names::unescape_path(k), crate::table::names::unescape_path(v)))
+            .map(|(k, v)| {
+                (crate::table::names::unescape_path(k), crate::table::names::unescape_path(v))
+            })
             .collect(),
     )
 }
 
-fn object(store: &Arc<dyn ObjectStore>, url: &Url, meta: &object_store::ObjectMeta, stats: &Arc<RunStats>) -> Arc<Object> {
+fn object(
+    store: &Arc<dyn ObjectStore>,
+    url: &Url,
+    meta: &object_store::ObjectMeta,
+    stats: &Arc<RunStats>,
+) -> Arc<Object> {
     let base = format!("{}://{}", url.scheme(), url.authority());
     let url = format!("{base}/{}", meta.location);
-    Arc::new(Object { store: store.clone(), path: meta.location.clone(), size: meta.size, url, stats: stats.clone() })
+    Arc::new(Object {
+        store: store.clone(),
+        path: meta.location.clone(),
+        size: meta.size,
+        url,
+        stats: stats.clone(),
+    })
 }
 
-async fn list_all(store: &Arc<dyn ObjectStore>, prefix: &str, stats: &RunStats) -> Result<Vec<object_store::ObjectMeta>, object_store::Error> {
+async fn list_all(
+    store: &Arc<dyn ObjectStore>,
+    prefix: &str,
+    stats: &RunStats,
+) -> Result<Vec<object_store::ObjectMeta>, object_store::Error> {
     let prefix = (!prefix.is_empty()).then(|| ObjectPath::from(prefix));
     let mut all: Vec<_> = store.list(prefix.as_ref()).try_collect().await?;
     // A listing answers 1,000 objects a request.
@@ -149,7 +186,17 @@ pub fn list_folder(url: &str, stats: &RunStats) -> Result<Vec<(String, u64)>> {
     let listed = block_on(url, || list_all(&store, &prefix, stats))?;
     Ok(listed
         .iter()
-        .map(|m| (m.location.as_ref().strip_prefix(prefix.as_str()).unwrap_or(m.location.as_ref()).trim_start_matches('/').to_string(), m.size))
+        .map(|m| {
+            (
+                m.location
+                    .as_ref()
+                    .strip_prefix(prefix.as_str())
+                    .unwrap_or(m.location.as_ref())
+                    .trim_start_matches('/')
+                    .to_string(),
+                m.size,
+            )
+        })
         .collect())
 }
 
@@ -163,7 +210,11 @@ pub fn children(url: &str, stats: &RunStats) -> Result<Vec<String>> {
         stats.request(0);
         store.list_with_delimiter(prefix.as_ref()).await
     })?;
-    let names = listed.common_prefixes.iter().chain(listed.objects.iter().map(|o| &o.location)).filter_map(|p| p.filename().map(str::to_string));
+    let names = listed
+        .common_prefixes
+        .iter()
+        .chain(listed.objects.iter().map(|o| &o.location))
+        .filter_map(|p| p.filename().map(str::to_string));
     Ok(names.collect())
 }
 
@@ -181,7 +232,9 @@ pub fn read_whole(path: &str, stats: &RunStats) -> Result<Bytes> {
 pub fn get_all(url: &str, stats: &RunStats) -> Result<Bytes> {
     let (store, parsed) = store_for(url)?;
     let path = ObjectPath::from(key_of(&parsed, url)?.as_str());
-    block_on(url, || async { count_request(stats, async { store.get(&path).await?.bytes().await }.await) })
+    block_on(url, || async {
+        count_request(stats, async { store.get(&path).await?.bytes().await }.await)
+    })
 }
 
 /// The object at `url` copied to a temporary file (a large one: an event log), the file's
@@ -193,7 +246,8 @@ pub fn download(url: &str, stats: &Arc<RunStats>) -> Result<std::fs::File> {
     let path = ObjectPath::from(key_of(&parsed, url)?.as_str());
     let size = block_on(url, || async { count_request(stats, store.head(&path).await) })?.size;
     let object = Object { store, url: url.to_string(), path, size, stats: stats.clone() };
-    let mut file = tempfile::tempfile().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
+    let mut file =
+        tempfile::tempfile().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
     copy_into(&object, &mut file, &std::env::temp_dir())?;
     file.rewind().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
     Ok(file)
@@ -201,11 +255,16 @@ pub fn download(url: &str, stats: &Arc<RunStats>) -> Result<std::fs::File> {
 
 /// `object` copied to the new file `to`, in ranges of `DOWNLOAD_PART` bytes (as `download`).
 pub fn download_to(object: &Object, to: &std::path::Path) -> Result<()> {
-    let mut file = std::fs::File::create(to).map_err(|source| Error::Io { path: to.to_path_buf(), source })?;
+    let mut file =
+        std::fs::File::create(to).map_err(|source| Error::Io { path: to.to_path_buf(), source })?;
     copy_into(object, &mut file, to)
 }
 
-fn copy_into(object: &Object, out: &mut impl std::io::Write, shown: &std::path::Path) -> Result<()> {
+fn copy_into(
+    object: &Object,
+    out: &mut impl std::io::Write,
+    shown: &std::path::Path,
+) -> Result<()> {
     let mut at = 0;
     while at < object.size {
         let end = (at + DOWNLOAD_PART).min(object.size);
@@ -232,7 +291,9 @@ pub fn object_at(url: &str, size: u64, stats: &Arc<RunStats>) -> Result<Arc<Obje
 
 /// The bytes `range` of `object`.
 pub fn get_range(object: &Object, range: Range<u64>) -> Result<Bytes> {
-    block_on(&object.url, || async { count_request(&object.stats, object.store.get_range(&object.path, range.clone()).await) })
+    block_on(&object.url, || async {
+        count_request(&object.stats, object.store.get_range(&object.path, range.clone()).await)
+    })
 }
 
 /// Byte ranges fetched ahead of the readers that will ask for them (`fetch_ahead`), each
@@ -278,13 +339,17 @@ pub fn fetch_ahead(object: &Object, range: Range<u64>, stop: &std::sync::atomic:
             return;
         }
         let bytes: u64 = st.waiting.iter().map(|p| p.range.end - p.range.start).sum();
-        if st.waiting.is_empty() || (st.waiting.len() < AHEAD && bytes + (range.end - range.start) <= AHEAD_BYTES) {
+        if st.waiting.is_empty()
+            || (st.waiting.len() < AHEAD && bytes + (range.end - range.start) <= AHEAD_BYTES)
+        {
             break;
         }
-        st = q.room.wait_timeout(st, Duration::from_millis(50)).unwrap_or_else(|e| e.into_inner()).0;
+        st =
+            q.room.wait_timeout(st, Duration::from_millis(50)).unwrap_or_else(|e| e.into_inner()).0;
     }
     let Ok(rt) = runtime() else { return };
-    let (store, path, r, stats) = (object.store.clone(), object.path.clone(), range.clone(), object.stats.clone());
+    let (store, path, r, stats) =
+        (object.store.clone(), object.path.clone(), range.clone(), object.stats.clone());
     let got = rt.spawn(async move { count_request(&stats, store.get_range(&path, r).await) });
     st.claimed.insert((object.url.clone(), range.start));
     st.waiting.push(Pending { url: object.url.clone(), range, got });
@@ -298,13 +363,17 @@ pub fn take_ahead(object: &Object, want: &Range<u64>) -> Option<(Range<u64>, Byt
     let pending = {
         let mut st = q.state.lock().unwrap_or_else(|e| e.into_inner());
         st.claimed.insert((object.url.clone(), want.start));
-        let i = st.waiting.iter().position(|p| p.url == object.url && p.range.start <= want.start && want.end <= p.range.end)?;
+        let i = st.waiting.iter().position(|p| {
+            p.url == object.url && p.range.start <= want.start && want.end <= p.range.end
+        })?;
         let p = st.waiting.remove(i);
         q.room.notify_all();
         p
     };
     match runtime().ok()?.block_on(pending.got) {
-        Ok(Ok(b)) if b.len() as u64 == pending.range.end - pending.range.start => Some((pending.range, b)),
+        Ok(Ok(b)) if b.len() as u64 == pending.range.end - pending.range.start => {
+            Some((pending.range, b))
+        }
         _ => None,
     }
 }
@@ -321,7 +390,10 @@ pub fn end_ahead() {
 }
 
 /// Count one request in the run's statistics, and the bytes of its answer.
-fn count_request<T: Sized + Received>(stats: &RunStats, r: Result<T, object_store::Error>) -> Result<T, object_store::Error> {
+fn count_request<T: Sized + Received>(
+    stats: &RunStats,
+    r: Result<T, object_store::Error>,
+) -> Result<T, object_store::Error> {
     stats.request(r.as_ref().map_or(0, Received::received));
     r
 }
@@ -343,7 +415,10 @@ impl Received for object_store::ObjectMeta {
 /// Run the future `op` makes to completion on the store runtime; its error becomes one line
 /// about `what`. The client retries a request that fails or gets a 5xx answer; an answer whose
 /// body breaks off (a reset or truncated stream) is asked for again here, up to 3 times.
-fn block_on<T, F: std::future::Future<Output = Result<T, object_store::Error>>>(what: &str, op: impl Fn() -> F) -> Result<T> {
+fn block_on<T, F: std::future::Future<Output = Result<T, object_store::Error>>>(
+    what: &str,
+    op: impl Fn() -> F,
+) -> Result<T> {
     let runtime = runtime()?;
     let mut tries = 0;
     loop {
@@ -362,7 +437,10 @@ fn body_broke(e: &object_store::Error) -> bool {
     let mut source: Option<&dyn std::error::Error> = Some(e);
     while let Some(s) = source {
         let text = s.to_string();
-        if text.contains("body error") || text.contains("error decoding response body") || text.contains("IncompleteMessage") {
+        if text.contains("body error")
+            || text.contains("error decoding response body")
+            || text.contains("IncompleteMessage")
+        {
             return true;
         }
         source = s.source();
@@ -378,11 +456,19 @@ pub fn run<T>(fut: impl std::future::Future<Output = Result<T>>) -> Result<T> {
 
 /// The runtime the store clients run on, started on first use.
 fn runtime() -> Result<&'static tokio::runtime::Runtime> {
-    static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> =
+        OnceLock::new();
     let built = RUNTIME.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).thread_name("skewjoin-io").enable_all().build().map_err(|e| e.to_string())
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("skewjoin-io")
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())
     });
-    built.as_ref().map_err(|e| Error::Internal(format!("cannot start the object store client's threads: {e}")))
+    built.as_ref().map_err(|e| {
+        Error::Internal(format!("cannot start the object store client's threads: {e}"))
+    })
 }
 
 /// Per request: the time to connect and the time for the whole answer.
@@ -392,18 +478,26 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// Failed requests (5xx, throttling, resets, timeouts) are retried 4 times, backing off from
 /// 100 ms, for at most 30 s in all; 4xx answers are final.
 fn retry() -> RetryConfig {
-    let backoff = object_store::BackoffConfig { init_backoff: Duration::from_millis(100), max_backoff: Duration::from_secs(5), base: 2.0 };
+    let backoff = object_store::BackoffConfig {
+        init_backoff: Duration::from_millis(100),
+        max_backoff: Duration::from_secs(5),
+        base: 2.0,
+    };
     RetryConfig { backoff, max_retries: 4, retry_timeout: Duration::from_secs(30) }
 }
 
 fn client_options(allow_http: bool) -> ClientOptions {
-    ClientOptions::new().with_connect_timeout(CONNECT_TIMEOUT).with_timeout(REQUEST_TIMEOUT).with_allow_http(allow_http)
+    ClientOptions::new()
+        .with_connect_timeout(CONNECT_TIMEOUT)
+        .with_timeout(REQUEST_TIMEOUT)
+        .with_allow_http(allow_http)
 }
 
 /// The store that holds `table` (one per bucket and run), and the table's URL.
 fn store_for(table: &str) -> Result<(Arc<dyn ObjectStore>, Url)> {
     let url = Url::parse(table).map_err(|e| Error::Usage(format!("{table}: not a URL: {e}")))?;
-    let (scheme, _) = ObjectStoreScheme::parse(&url).map_err(|e| Error::Usage(format!("{table}: {}", one_line(&e.to_string()))))?;
+    let (scheme, _) = ObjectStoreScheme::parse(&url)
+        .map_err(|e| Error::Usage(format!("{table}: {}", one_line(&e.to_string()))))?;
     let bucket = format!("{}://{}", url.scheme(), url.authority());
     // A cache of clients keyed by `scheme://bucket`: a client holds its connection pool and
     // credentials, and counts nothing (a run's requests are counted in its `RunStats`).
@@ -413,15 +507,23 @@ fn store_for(table: &str) -> Result<(Arc<dyn ObjectStore>, Url)> {
         return Ok((s.clone(), url));
     }
     let built: Result<Arc<dyn ObjectStore>, object_store::Error> = match scheme {
-        ObjectStoreScheme::AmazonS3 => s3_builder().with_url(bucket.as_str()).build().map(|s| Arc::new(s) as _),
-        ObjectStoreScheme::GoogleCloudStorage => gcs_builder().with_url(bucket.as_str()).build().map(|s| Arc::new(s) as _),
+        ObjectStoreScheme::AmazonS3 => {
+            s3_builder().with_url(bucket.as_str()).build().map(|s| Arc::new(s) as _)
+        }
+        ObjectStoreScheme::GoogleCloudStorage => {
+            gcs_builder().with_url(bucket.as_str()).build().map(|s| Arc::new(s) as _)
+        }
         ObjectStoreScheme::MicrosoftAzure => object_store::azure::MicrosoftAzureBuilder::from_env()
             .with_url(table)
             .with_client_options(client_options(false))
             .with_retry(retry())
             .build()
             .map(|s| Arc::new(s) as _),
-        _ => return Err(Error::Usage(format!("{table}: tables are read from local paths, s3://, gs:// or az:// URLs"))),
+        _ => {
+            return Err(Error::Usage(format!(
+                "{table}: tables are read from local paths, s3://, gs:// or az:// URLs"
+            )))
+        }
     };
     let store = built.map_err(|e| store_error(table, &e))?;
     stores.insert(bucket, store.clone());
@@ -434,7 +536,9 @@ fn store_for(table: &str) -> Result<(Arc<dyn ObjectStore>, Url)> {
 /// allowed as given.
 fn s3_builder() -> object_store::aws::AmazonS3Builder {
     use object_store::aws::AmazonS3ConfigKey as K;
-    let mut b = object_store::aws::AmazonS3Builder::new().with_client_options(client_options(false)).with_retry(retry());
+    let mut b = object_store::aws::AmazonS3Builder::new()
+        .with_client_options(client_options(false))
+        .with_retry(retry());
     for (key, value) in crate::table::store_profile::profile_settings() {
         b = b.with_config(*key, value);
     }
@@ -450,7 +554,10 @@ fn s3_builder() -> object_store::aws::AmazonS3Builder {
 /// The environment variables named `PREFIX...` that are `object_store` settings of a store
 /// (`AWS_REGION` -> `aws_region`), with their values.
 fn env_settings<K: std::str::FromStr>(prefix: &str) -> Vec<(K, String)> {
-    std::env::vars().filter(|(name, _)| name.starts_with(prefix)).filter_map(|(name, value)| Some((name.to_ascii_lowercase().parse().ok()?, value))).collect()
+    std::env::vars()
+        .filter(|(name, _)| name.starts_with(prefix))
+        .filter_map(|(name, value)| Some((name.to_ascii_lowercase().parse().ok()?, value)))
+        .collect()
 }
 
 /// Google Cloud Storage from the environment: `GOOGLE_*` variables (any `object_store` setting:
@@ -459,14 +566,18 @@ fn env_settings<K: std::str::FromStr>(prefix: &str) -> Vec<(K, String)> {
 /// emulator on the local network, such as fake-gcs-server) is reached as given.
 fn gcs_builder() -> object_store::gcp::GoogleCloudStorageBuilder {
     use object_store::gcp::GoogleConfigKey as K;
-    let mut b = object_store::gcp::GoogleCloudStorageBuilder::new().with_client_options(client_options(false)).with_retry(retry());
+    let mut b = object_store::gcp::GoogleCloudStorageBuilder::new()
+        .with_client_options(client_options(false))
+        .with_retry(retry());
     for (key, value) in env_settings::<K>("GOOGLE_") {
         b = b.with_config(key, value);
     }
     if let Ok(path) = std::env::var("SERVICE_ACCOUNT") {
         b = b.with_config(K::ServiceAccount, path);
     }
-    if b.get_config_value(&K::ServiceAccount).is_some_and(|p| gcs_base_url(&p).is_some_and(|u| u.starts_with("http://"))) {
+    if b.get_config_value(&K::ServiceAccount)
+        .is_some_and(|p| gcs_base_url(&p).is_some_and(|u| u.starts_with("http://")))
+    {
         b = b.with_config(K::Client(object_store::ClientConfigKey::AllowHttp), "true");
     }
     b
@@ -481,7 +592,8 @@ fn gcs_base_url(path: &str) -> Option<String> {
 
 /// The key (path in the bucket) of `table`.
 fn key_of(url: &Url, table: &str) -> Result<String> {
-    let (_, path) = ObjectStoreScheme::parse(url).map_err(|e| Error::Usage(format!("{table}: {}", one_line(&e.to_string()))))?;
+    let (_, path) = ObjectStoreScheme::parse(url)
+        .map_err(|e| Error::Usage(format!("{table}: {}", one_line(&e.to_string()))))?;
     Ok(path.as_ref().to_string())
 }
 
@@ -494,17 +606,32 @@ fn store_error(what: &str, e: &object_store::Error) -> Error {
     let code = answer.as_ref().map_or("", |(c, _)| c.as_str());
     let detail = answer.as_ref().map_or_else(|| said.clone(), |(c, m)| format!("{c}: {m}"));
     let msg = match (e, code) {
-        (object_store::Error::NotFound { .. }, _) | (_, "NoSuchKey" | "BlobNotFound") => "no such object".to_string(),
+        (object_store::Error::NotFound { .. }, _) | (_, "NoSuchKey" | "BlobNotFound") => {
+            "no such object".to_string()
+        }
         (_, "NoSuchBucket") => "no such bucket".to_string(),
         (_, "ContainerNotFound") => "no such container".to_string(),
-        (_, "SignatureDoesNotMatch" | "InvalidAccessKeyId" | "ExpiredToken" | "TokenRefreshRequired" | "InvalidToken" | "AuthenticationFailed") => {
+        (
+            _,
+            "SignatureDoesNotMatch"
+            | "InvalidAccessKeyId"
+            | "ExpiredToken"
+            | "TokenRefreshRequired"
+            | "InvalidToken"
+            | "AuthenticationFailed",
+        ) => {
             format!("the credentials were refused ({detail})")
         }
-        (object_store::Error::Unauthenticated { .. }, _) => format!("the credentials were refused ({detail})"),
-        (object_store::Error::PermissionDenied { .. }, _) | (_, "AccessDenied" | "AuthorizationFailure" | "AuthorizationPermissionMismatch") => {
+        (object_store::Error::Unauthenticated { .. }, _) => {
+            format!("the credentials were refused ({detail})")
+        }
+        (object_store::Error::PermissionDenied { .. }, _)
+        | (_, "AccessDenied" | "AuthorizationFailure" | "AuthorizationPermissionMismatch") => {
             format!("access denied ({detail})")
         }
-        _ if answer.is_some() => format!("the server answered {}{detail}{}", http_status(&said), retries(&said)),
+        _ if answer.is_some() => {
+            format!("the server answered {}{detail}{}", http_status(&said), retries(&said))
+        }
         _ => said,
     };
     Error::Store { what: what.to_string(), msg }
@@ -513,7 +640,8 @@ fn store_error(what: &str, e: &object_store::Error) -> Error {
 /// The HTTP status of a failed request quoted in `said` (`503 Service Unavailable, `), if any.
 fn http_status(said: &str) -> String {
     static RE: OnceLock<regex::Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| regex::Regex::new(r"status code: (\d{3}[A-Za-z ]*)").expect("regex"));
+    let re =
+        RE.get_or_init(|| regex::Regex::new(r"status code: (\d{3}[A-Za-z ]*)").expect("regex"));
     re.captures(said).map(|c| format!("{}, ", c[1].trim())).unwrap_or_default()
 }
 
@@ -542,7 +670,8 @@ fn one_line(s: &str) -> String {
 /// `s` with the values of the environment's secret variables, and signatures in URLs,
 /// replaced by `***`.
 pub fn redact(s: &str) -> String {
-    const SECRET: [&str; 7] = ["SECRET", "TOKEN", "PASSWORD", "ACCOUNT_KEY", "SAS_KEY", "CLIENT_SECRET", "CREDENTIAL"];
+    const SECRET: [&str; 7] =
+        ["SECRET", "TOKEN", "PASSWORD", "ACCOUNT_KEY", "SAS_KEY", "CLIENT_SECRET", "CREDENTIAL"];
     let mut out = s.to_string();
     for (k, v) in std::env::vars() {
         if v.len() >= 6 && SECRET.iter().any(|w| k.to_ascii_uppercase().contains(w)) {
@@ -550,7 +679,13 @@ pub fn redact(s: &str) -> String {
         }
     }
     for (k, v) in crate::table::store_profile::profile_settings() {
-        if v.len() >= 6 && matches!(k, object_store::aws::AmazonS3ConfigKey::SecretAccessKey | object_store::aws::AmazonS3ConfigKey::Token) {
+        if v.len() >= 6
+            && matches!(
+                k,
+                object_store::aws::AmazonS3ConfigKey::SecretAccessKey
+                    | object_store::aws::AmazonS3ConfigKey::Token
+            )
+        {
             out = out.replace(v.as_str(), "***");
         }
     }
@@ -565,7 +700,9 @@ mod tests {
 
     #[test]
     fn remote_schemes_are_told_from_paths() {
-        for t in ["s3://b/k", "S3A://b/k", "gs://b/k", "abfss://c@a.dfs.core.windows.net/k", "az://c/k"] {
+        for t in
+            ["s3://b/k", "S3A://b/k", "gs://b/k", "abfss://c@a.dfs.core.windows.net/k", "az://c/k"]
+        {
             assert!(is_remote(t), "{t}");
         }
         for t in ["/data/t", "data/t.parquet", "file:///data/t", "c:/x", "http://h/k"] {
@@ -577,7 +714,10 @@ mod tests {
 
     #[test]
     fn a_table_folder_keeps_its_parquet_files_and_their_partition_values() {
-        assert_eq!(table_file("dt=2024-01-01/part-0.parquet"), Some(vec![("dt".into(), "2024-01-01".into())]));
+        assert_eq!(
+            table_file("dt=2024-01-01/part-0.parquet"),
+            Some(vec![("dt".into(), "2024-01-01".into())])
+        );
         assert_eq!(table_file("a.parquet"), Some(vec![]));
         assert_eq!(table_file("_delta_log/0.json"), None);
         assert_eq!(table_file("dt=1/_SUCCESS"), None);
@@ -589,13 +729,17 @@ mod tests {
     #[test]
     fn a_servers_error_code_is_said_plainly() {
         let said = "Generic S3 error: GET http://h/b?list-type=2 - 403 Forbidden: <?xml version=\"1.0\"?> <Error><Code>AccessDenied</Code><Message>Access Denied</Message><RequestId>x</RequestId></Error>";
-        assert_eq!(server_answer(said), Some(("AccessDenied".to_string(), "Access Denied".to_string())));
+        assert_eq!(
+            server_answer(said),
+            Some(("AccessDenied".to_string(), "Access Denied".to_string()))
+        );
         assert_eq!(server_answer("connection refused"), None);
     }
 
     #[test]
     fn signatures_in_urls_are_hidden() {
-        let s = redact("GET https://a.blob.core.windows.net/c/k?sv=2020&sig=abcDEF123%3D&se=x failed");
+        let s =
+            redact("GET https://a.blob.core.windows.net/c/k?sv=2020&sig=abcDEF123%3D&se=x failed");
         assert!(!s.contains("abcDEF123"), "{s}");
         let s = redact("https://b.s3.amazonaws.com/k?X-Amz-Signature=deadbeef&X-Amz-Date=1");
         assert!(!s.contains("deadbeef"), "{s}");

@@ -86,10 +86,16 @@ impl AqeDid {
     pub fn line(&self) -> String {
         let mut parts = Vec::new();
         if self.skewed_partitions > 0 {
-            parts.push(format!("split {} skewed partition(s) into {} tasks", self.skewed_partitions, self.skewed_splits));
+            parts.push(format!(
+                "split {} skewed partition(s) into {} tasks",
+                self.skewed_partitions, self.skewed_splits
+            ));
         }
         if self.coalesced_reads > 0 {
-            parts.push(format!("coalesced partitions in {} shuffle read(s) ({} tasks read several)", self.coalesced_reads, self.coalesced_partitions));
+            parts.push(format!(
+                "coalesced partitions in {} shuffle read(s) ({} tasks read several)",
+                self.coalesced_reads, self.coalesced_partitions
+            ));
         }
         parts.push(format!(
             "joins run: {} sort-merge ({} with skew splits), {} broadcast hash, {} shuffled hash",
@@ -102,7 +108,10 @@ impl AqeDid {
 impl RunStats {
     /// The stage that holds the largest shuffle-read task: the join stage when one task owns a key.
     pub fn join_stage(&self) -> Option<&StageStats> {
-        self.stages.iter().filter(|s| s.max_task_records > 0).max_by_key(|s| (s.max_task_records, s.max_task_bytes))
+        self.stages
+            .iter()
+            .filter(|s| s.max_task_records > 0)
+            .max_by_key(|s| (s.max_task_records, s.max_task_bytes))
     }
 }
 
@@ -165,14 +174,27 @@ fn ran_slower(before: &RunStats, after: &RunStats) -> bool {
 fn one_query(sql: &str, what: &str) -> Result<String> {
     let stmts = crate::sql::parse(sql)?;
     match stmts.as_slice() {
-        [sqlparser::ast::Statement::Query(_)] => Ok(sql.trim().trim_end_matches(';').trim().to_string()),
-        [_] => Err(Error::Usage(format!("verify runs one query (a SELECT); the {what} is another kind of statement"))),
-        s => Err(Error::Usage(format!("verify runs one query (a SELECT); the {what} has {} statements", s.len()))),
+        [sqlparser::ast::Statement::Query(_)] => {
+            Ok(sql.trim().trim_end_matches(';').trim().to_string())
+        }
+        [_] => Err(Error::Usage(format!(
+            "verify runs one query (a SELECT); the {what} is another kind of statement"
+        ))),
+        s => Err(Error::Usage(format!(
+            "verify runs one query (a SELECT); the {what} has {} statements",
+            s.len()
+        ))),
     }
 }
 
 /// Run `original` and the rewrite on Spark through pyspark.
-pub fn spark(original: &str, rewritten: &str, r: Option<&Rewritten>, tables: &[(String, String)], opts: &SparkOptions) -> Result<Verification> {
+pub fn spark(
+    original: &str,
+    rewritten: &str,
+    r: Option<&Rewritten>,
+    tables: &[(String, String)],
+    opts: &SparkOptions,
+) -> Result<Verification> {
     let original = one_query(original, "query")?;
     let rewritten = one_query(rewritten, "rewrite")?;
     if let Some(url) = &opts.remote {
@@ -185,8 +207,13 @@ pub fn spark(original: &str, rewritten: &str, r: Option<&Rewritten>, tables: &[(
     if let Some(e) = parsed.error {
         return Err(Error::Usage(crate::spark::without_url_secret(&e, url)));
     }
-    let (mut before, mut after) = (parsed.before.unwrap_or_default(), parsed.after.unwrap_or_default());
-    if opts.conf.iter().any(|(k, v)| k == crate::settings::AQE_ENABLED && v.eq_ignore_ascii_case("false")) {
+    let (mut before, mut after) =
+        (parsed.before.unwrap_or_default(), parsed.after.unwrap_or_default());
+    if opts
+        .conf
+        .iter()
+        .any(|(k, v)| k == crate::settings::AQE_ENABLED && v.eq_ignore_ascii_case("false"))
+    {
         (before.aqe, after.aqe) = (None, None);
     }
     let (predicted_before, predicted_after) = predicted(r);
@@ -229,7 +256,11 @@ fn aqe_predicted(r: Option<&Rewritten>) -> Vec<String> {
         .filter_map(|c| {
             let a = c.aqe.as_ref()?;
             let after = a.after.as_ref().map(|x| x.summary()).unwrap_or_default();
-            Some(format!("predicted for {}: before, {}; after, {after}", crate::format::one_line(&c.join, 80), a.before.summary()))
+            Some(format!(
+                "predicted for {}: before, {}; after, {after}",
+                crate::format::one_line(&c.join, 80),
+                a.before.summary()
+            ))
         })
         .collect()
 }
@@ -241,7 +272,11 @@ type Named = Vec<(String, String)>;
 
 /// Spark registers a temporary view under a one-part name: where a table is named `db.t`, it
 /// becomes the one quoted name `` `db.t` ``, for its view and in both queries.
-fn one_part_views(original: &str, rewritten: &str, tables: &[(String, String)]) -> Result<(String, String, Named)> {
+fn one_part_views(
+    original: &str,
+    rewritten: &str,
+    tables: &[(String, String)],
+) -> Result<(String, String, Named)> {
     if !tables.iter().any(|(n, _)| n.contains('.')) {
         return Ok((original.to_string(), rewritten.to_string(), tables.to_vec()));
     }
@@ -250,17 +285,36 @@ fn one_part_views(original: &str, rewritten: &str, tables: &[(String, String)]) 
         let _ = sqlparser::ast::visit_relations_mut(&mut stmts, |n| {
             if n.0.len() > 1 {
                 let name = polars_sql::name_of(n);
-                *n = sqlparser::ast::ObjectName(vec![sqlparser::ast::ObjectNamePart::Identifier(sqlparser::ast::Ident::with_quote('`', name))]);
+                *n = sqlparser::ast::ObjectName(vec![sqlparser::ast::ObjectNamePart::Identifier(
+                    sqlparser::ast::Ident::with_quote('`', name),
+                )]);
             }
             std::ops::ControlFlow::<()>::Continue(())
         });
         Ok(stmts.iter().map(crate::sql::render).collect::<Vec<_>>().join(";\n"))
     };
-    let views = tables.iter().map(|(n, p)| (if n.contains('.') { crate::sql::ident(&n.to_ascii_lowercase()) } else { n.clone() }, p.clone())).collect();
+    let views = tables
+        .iter()
+        .map(|(n, p)| {
+            (
+                if n.contains('.') {
+                    crate::sql::ident(&n.to_ascii_lowercase())
+                } else {
+                    n.clone()
+                },
+                p.clone(),
+            )
+        })
+        .collect();
     Ok((one_part(original)?, one_part(rewritten)?, views))
 }
 
-fn runner_spec(original: &str, rewritten: &str, tables: &[(String, String)], opts: &SparkOptions) -> serde_json::Value {
+fn runner_spec(
+    original: &str,
+    rewritten: &str,
+    tables: &[(String, String)],
+    opts: &SparkOptions,
+) -> serde_json::Value {
     let digits = (-opts.tolerance.log10()).round().clamp(1.0, 17.0) as i64;
     serde_json::json!({
         "master": opts.master,
@@ -278,7 +332,12 @@ fn runner_spec(original: &str, rewritten: &str, tables: &[(String, String)], opt
 fn run_spark_runner(spec: &serde_json::Value, python: &str) -> Result<RunnerOut> {
     let script = std::env::temp_dir().join(format!("skewjoin-verify-{}.py", std::process::id()));
     std::fs::write(&script, RUNNER).map_err(|e| Error::Io { path: script.clone(), source: e })?;
-    let child = Command::new(python).arg(&script).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+    let child = Command::new(python)
+        .arg(&script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
     let mut child = match child {
         Ok(c) => c,
         Err(e) => {
@@ -289,7 +348,8 @@ fn run_spark_runner(spec: &serde_json::Value, python: &str) -> Result<RunnerOut>
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(spec.to_string().as_bytes());
     }
-    let out = child.wait_with_output().map_err(|e| Error::Usage(format!("the Spark engine failed: {e}")));
+    let out =
+        child.wait_with_output().map_err(|e| Error::Usage(format!("the Spark engine failed: {e}")));
     let _ = std::fs::remove_file(&script);
     runner_answer(&out?, python)
 }
@@ -335,7 +395,9 @@ pub fn polars(
     }
     let mut notes = rewrite_notes(r);
     if sample.is_some() {
-        notes.push("a sample: the rows are compared on the sampled tables, not the full ones".into());
+        notes.push(
+            "a sample: the rows are compared on the sampled tables, not the full ones".into(),
+        );
     }
     let columns_match = run.before.columns == run.after.columns;
     Ok(Verification {
@@ -367,10 +429,13 @@ pub fn polars(
 /// same tasks after, unless it is a join that runs in a rewritten join's branches: then its
 /// tasks counted on the branches' rows, or where they were not, its tasks as written are a
 /// bound: see `rewrite_notes`). None when nothing was rewritten.
-fn predicted(r: Option<&Rewritten>) -> (Option<crate::plan::TaskStats>, Option<crate::plan::TaskStats>) {
+fn predicted(
+    r: Option<&Rewritten>,
+) -> (Option<crate::plan::TaskStats>, Option<crate::plan::TaskStats>) {
     let Some(r) = r.filter(|r| r.changed()) else { return (None, None) };
     let (before, after) = stages(r);
-    let largest = |v: Vec<&crate::plan::TaskStats>| v.into_iter().max_by_key(|t| t.max_task_rows).cloned();
+    let largest =
+        |v: Vec<&crate::plan::TaskStats>| v.into_iter().max_by_key(|t| t.max_task_rows).cloned();
     (largest(before), largest(after))
 }
 
@@ -395,14 +460,21 @@ fn stages(r: &Rewritten) -> (Vec<&crate::plan::TaskStats>, Vec<&crate::plan::Tas
         let Some(p) = &w.plan else { continue };
         // What Spark shuffles: the records after a map-side reduction, where it has one (not
         // predicted for a stage with nothing hot: its rows would overstate them).
-        let reduced = matches!(p.verdict, crate::window::Verdict::PartialAggregation | crate::window::Verdict::GroupLimit);
+        let reduced = matches!(
+            p.verdict,
+            crate::window::Verdict::PartialAggregation | crate::window::Verdict::GroupLimit
+        );
         let written = match &p.records {
             Some(records) => records,
             None if reduced => continue,
             None => &p.before,
         };
         before.push(written);
-        after.push(if w.status == "rewritten" { p.after.as_ref().unwrap_or(written) } else { written });
+        after.push(if w.status == "rewritten" {
+            p.after.as_ref().unwrap_or(written)
+        } else {
+            written
+        });
     }
     (before, after)
 }
@@ -499,16 +571,24 @@ pub fn html_section(p: &mut crate::html::Page, v: &Verification) {
     p.para(engine_heading(v).trim_end());
     p.para(rows_verdict(v).trim_end());
     p.comfy(&tasks_table(v));
-    let stages = [("before", v.measured_before.join_stage()), ("after", v.measured_after.join_stage())];
-    let as_u64 = |s: &StageStats| s.task_records.iter().map(|&r| r.max(0) as u64).collect::<Vec<u64>>();
+    let stages =
+        [("before", v.measured_before.join_stage()), ("after", v.measured_after.join_stage())];
+    let as_u64 =
+        |s: &StageStats| s.task_records.iter().map(|&r| r.max(0) as u64).collect::<Vec<u64>>();
     let top = stages.iter().filter_map(|(_, s)| s.map(|s| s.max_task_records.max(0) as u64)).max();
     for (when, s) in stages {
         let Some(s) = s.filter(|s| !s.task_records.is_empty()) else { continue };
         let values = as_u64(s);
         let largest = values.iter().enumerate().max_by_key(|x| x.1).map(|x| x.0);
         let marks = largest.map(|i| vec![(i, "the largest".to_string())]).unwrap_or_default();
-        let title = format!("{when}: shuffle records per task of stage {} (the join stage), measured", s.stage_id);
-        p.svg(Bars { title: &title, item: "task", unit: "records", values: &values, marks, top }.svg());
+        let title = format!(
+            "{when}: shuffle records per task of stage {} (the join stage), measured",
+            s.stage_id
+        );
+        p.svg(
+            Bars { title: &title, item: "task", unit: "records", values: &values, marks, top }
+                .svg(),
+        );
     }
     for n in &v.notes {
         p.para(&format!("note: {n}"));
@@ -564,16 +644,34 @@ fn rows_verdict(v: &Verification) -> String {
 fn tasks_table(v: &Verification) -> comfy_table::Table {
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::NOTHING);
-    t.set_header(vec!["", "query time", "join stage", "stage time", "largest task (records)", "median task", "max/median", "largest shuffle read", "spill"]);
+    t.set_header(vec![
+        "",
+        "query time",
+        "join stage",
+        "stage time",
+        "largest task (records)",
+        "median task",
+        "max/median",
+        "largest shuffle read",
+        "spill",
+    ]);
     let measured = if v.engine == "spark" { "measured" } else { "polars" };
     if let Some(p) = &v.predicted_before {
         t.add_row(predicted_row("before, predicted", p));
     }
-    t.add_row(measured_row(&format!("before, {measured}"), v.measured_before.join_stage(), v.measured_before.wall_ms));
+    t.add_row(measured_row(
+        &format!("before, {measured}"),
+        v.measured_before.join_stage(),
+        v.measured_before.wall_ms,
+    ));
     if let Some(p) = &v.predicted_after {
         t.add_row(predicted_row("after, predicted", p));
     }
-    t.add_row(measured_row(&format!("after, {measured}"), v.measured_after.join_stage(), v.measured_after.wall_ms));
+    t.add_row(measured_row(
+        &format!("after, {measured}"),
+        v.measured_after.join_stage(),
+        v.measured_after.wall_ms,
+    ));
     t
 }
 

@@ -75,12 +75,16 @@ fn spark_value(v: AnyValue<'_>) -> std::result::Result<Value, String> {
         AnyValue::Binary(b) => Value::Binary(b.to_vec()),
         AnyValue::BinaryOwned(b) => Value::Binary(b),
         AnyValue::Date(d) => Value::Date(d),
-        AnyValue::Datetime(x, tu, _) | AnyValue::DatetimeOwned(x, tu, _) => Value::Timestamp(match tu {
-            TimeUnit::Nanoseconds => x.div_euclid(1000),
-            TimeUnit::Microseconds => x,
-            TimeUnit::Milliseconds => x * 1000,
-        }),
-        AnyValue::Decimal(x, p, s) => Value::Decimal { unscaled: x, precision: p as u8, scale: s as i8 },
+        AnyValue::Datetime(x, tu, _) | AnyValue::DatetimeOwned(x, tu, _) => {
+            Value::Timestamp(match tu {
+                TimeUnit::Nanoseconds => x.div_euclid(1000),
+                TimeUnit::Microseconds => x,
+                TimeUnit::Milliseconds => x * 1000,
+            })
+        }
+        AnyValue::Decimal(x, p, s) => {
+            Value::Decimal { unscaled: x, precision: p as u8, scale: s as i8 }
+        }
         other => return Err(format!("hash() of a {} value", other.dtype())),
     })
 }
@@ -107,7 +111,12 @@ fn hash_udf() -> UserDefinedFunction {
         HASH_FN.into(),
         BaseColumnUdf::new(
             |cols: &mut [Column]| spark_hash_columns(cols),
-            |_: &Schema, fs: &[Field]| Ok(Field::new(fs.first().map(|f| f.name().clone()).unwrap_or_else(|| "hash".into()), DataType::Int32)),
+            |_: &Schema, fs: &[Field]| {
+                Ok(Field::new(
+                    fs.first().map(|f| f.name().clone()).unwrap_or_else(|| "hash".into()),
+                    DataType::Int32,
+                ))
+            },
         ),
     )
 }
@@ -124,25 +133,43 @@ fn partition_lit(v: &Value) -> Expr {
         Value::Binary(b) => lit(b.clone()),
         Value::Date(d) => lit(*d).cast(DataType::Date),
         Value::Timestamp(t) => lit(*t).cast(DataType::Datetime(TimeUnit::Microseconds, None)),
-        Value::Decimal { unscaled, scale, .. } => lit(Value::decimal_string(*unscaled, *scale)).cast(DataType::Float64),
+        Value::Decimal { unscaled, scale, .. } => {
+            lit(Value::decimal_string(*unscaled, *scale)).cast(DataType::Float64)
+        }
     }
 }
 
 /// One table as a LazyFrame: its files (and Hive partition values), names in lower case,
 /// timestamps as UTC wall clocks, and, with a sample, every k-th row. Also the line that says
 /// what was read.
-fn scan(name: &str, table: &Table, sample: Option<Sample>, copies: &std::path::Path) -> Result<(LazyFrame, String)> {
+fn scan(
+    name: &str,
+    table: &Table,
+    sample: Option<Sample>,
+    copies: &std::path::Path,
+) -> Result<(LazyFrame, String)> {
     let (mut lf, copied) = read_files(name, table, copies)?;
     let (cols, decimals) = spark_columns(name, &mut lf)?;
     let rows = table.rows();
     let step = sample_step(rows, sample);
     let what = if step > 1 {
-        lf = lf.with_row_index("__sj_row", None).filter((col("__sj_row") % lit(step as IdxSize)).eq(lit(0 as IdxSize)));
-        format!("{name}: every {step}{} row, {} of {} rows", ordinal_suffix(step), fmt_count(rows.div_ceil(step)), fmt_count(rows))
+        lf = lf
+            .with_row_index("__sj_row", None)
+            .filter((col("__sj_row") % lit(step as IdxSize)).eq(lit(0 as IdxSize)));
+        format!(
+            "{name}: every {step}{} row, {} of {} rows",
+            ordinal_suffix(step),
+            fmt_count(rows.div_ceil(step)),
+            fmt_count(rows)
+        )
     } else {
         format!("{name}: all {} rows", fmt_count(rows))
     };
-    let what = if decimals.is_empty() { what } else { format!("{what} (decimal {} read as double)", decimals.join(", ")) };
+    let what = if decimals.is_empty() {
+        what
+    } else {
+        format!("{what} (decimal {} read as double)", decimals.join(", "))
+    };
     let what = match copied {
         0 => what,
         n => format!(
@@ -163,7 +190,10 @@ fn read_files(name: &str, table: &Table, copies: &std::path::Path) -> Result<(La
     for (i, f) in table.files.iter().enumerate() {
         let path = match &f.location {
             crate::table::blob::Location::Remote(o) => {
-                let to = copies.join(format!("{}-{i}.parquet", name.replace(|c: char| !c.is_ascii_alphanumeric(), "_")));
+                let to = copies.join(format!(
+                    "{}-{i}.parquet",
+                    name.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+                ));
                 crate::table::store::download_to(o, &to)?;
                 copied += 1;
                 to.to_string_lossy().to_string()
@@ -172,9 +202,15 @@ fn read_files(name: &str, table: &Table, copies: &std::path::Path) -> Result<(La
         };
         let mut args = ScanArgsParquet::default();
         args.hive_options.enabled = Some(false);
-        let mut lf = LazyFrame::scan_parquet(PlRefPath::new(path.as_str()), args).map_err(|e| perr(&format!("reading {path}"), e))?;
+        let mut lf = LazyFrame::scan_parquet(PlRefPath::new(path.as_str()), args)
+            .map_err(|e| perr(&format!("reading {path}"), e))?;
         if !table.partitions.is_empty() {
-            let parts: Vec<Expr> = table.partitions.iter().zip(&f.partition_values).map(|(p, v)| partition_lit(v).alias(p.name.as_str())).collect();
+            let parts: Vec<Expr> = table
+                .partitions
+                .iter()
+                .zip(&f.partition_values)
+                .map(|(p, v)| partition_lit(v).alias(p.name.as_str()))
+                .collect();
             lf = lf.with_columns(parts);
         }
         frames.push(lf);
@@ -182,7 +218,9 @@ fn read_files(name: &str, table: &Table, copies: &std::path::Path) -> Result<(La
     let lf = match frames.len() {
         0 => return Err(Error::Usage(format!("table {name}: no files"))),
         1 => frames.remove(0),
-        _ => concat(&frames, UnionArgs::default()).map_err(|e| perr(&format!("table {name}"), e))?,
+        _ => {
+            concat(&frames, UnionArgs::default()).map_err(|e| perr(&format!("table {name}"), e))?
+        }
     };
     Ok((lf, copied))
 }
@@ -265,7 +303,8 @@ fn cell(v: AnyValue<'_>, digits: usize) -> String {
 }
 
 fn rows_of(df: &DataFrame, digits: usize) -> Result<HashMap<Vec<String>, i64>> {
-    let cols: Vec<Series> = df.columns().iter().map(|c| c.as_materialized_series().rechunk()).collect();
+    let cols: Vec<Series> =
+        df.columns().iter().map(|c| c.as_materialized_series().rechunk()).collect();
     let mut out: HashMap<Vec<String>, i64> = HashMap::new();
     for i in 0..df.height() {
         let mut row = Vec::with_capacity(cols.len());
@@ -279,25 +318,54 @@ fn rows_of(df: &DataFrame, digits: usize) -> Result<HashMap<Vec<String>, i64>> {
 
 /// Register each relation a salt hashes columns of, with those hashes as columns: a table
 /// from its scan, a CTE or subquery from its rows run first (with what they hash in turn).
-fn register_hashed(ctx: &mut SQLContext, hashed: &[polars_sql::Hashed], frames: &HashMap<String, LazyFrame>, which: &str) -> Result<()> {
+fn register_hashed(
+    ctx: &mut SQLContext,
+    hashed: &[polars_sql::Hashed],
+    frames: &HashMap<String, LazyFrame>,
+    which: &str,
+) -> Result<()> {
     for h in hashed {
         let base = match &h.source {
             Some(rows) => {
                 register_hashed(ctx, &rows.hashed, frames, which)?;
-                ctx.execute(&rows.sql).map_err(|e| perr(&format!("the rows of {} in the {which} query (rendered for Polars SQL)", h.table), e))?
+                ctx.execute(&rows.sql).map_err(|e| {
+                    perr(
+                        &format!(
+                            "the rows of {} in the {which} query (rendered for Polars SQL)",
+                            h.table
+                        ),
+                        e,
+                    )
+                })?
             }
-            None => {
-                frames.get(&h.table).cloned().ok_or_else(|| Error::Usage(format!("the {which} query hashes columns of {}, which no --table names", h.table)))?
-            }
+            None => frames.get(&h.table).cloned().ok_or_else(|| {
+                Error::Usage(format!(
+                    "the {which} query hashes columns of {}, which no --table names",
+                    h.table
+                ))
+            })?,
         };
-        let cols: Vec<Expr> =
-            h.columns.iter().enumerate().map(|(i, c)| hash_udf().call(c.iter().map(|x| col(x.as_str())).collect()).alias(format!("{}_{i}", h.name))).collect();
+        let cols: Vec<Expr> = h
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                hash_udf()
+                    .call(c.iter().map(|x| col(x.as_str())).collect())
+                    .alias(format!("{}_{i}", h.name))
+            })
+            .collect();
         ctx.register(&h.name, base.with_columns(cols));
     }
     Ok(())
 }
 
-fn run_one(ctx: &mut SQLContext, q: &PolarsSql, frames: &HashMap<String, LazyFrame>, which: &str) -> Result<(DataFrame, i64)> {
+fn run_one(
+    ctx: &mut SQLContext,
+    q: &PolarsSql,
+    frames: &HashMap<String, LazyFrame>,
+    which: &str,
+) -> Result<(DataFrame, i64)> {
     register_hashed(ctx, &q.hashed, frames, which)?;
     if std::env::var_os("SKEWJOIN_SHOW_POLARS_SQL").is_some() {
         eprintln!("-- the {which} query as Polars SQL:\n{};", q.sql);
@@ -306,12 +374,20 @@ fn run_one(ctx: &mut SQLContext, q: &PolarsSql, frames: &HashMap<String, LazyFra
     // Polars panics on some inputs it cannot handle: that is one line for the user too.
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.execute(&q.sql).and_then(|lf| lf.collect())));
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        ctx.execute(&q.sql).and_then(|lf| lf.collect())
+    }));
     std::panic::set_hook(hook);
     let df = match out {
-        Ok(r) => r.map_err(|e| perr(&format!("the {which} query (rendered for Polars SQL) failed"), e))?,
+        Ok(r) => {
+            r.map_err(|e| perr(&format!("the {which} query (rendered for Polars SQL) failed"), e))?
+        }
         Err(p) => {
-            let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
             return Err(Error::Usage(format!(
                 "polars: the {which} query (rendered for Polars SQL) stopped Polars: {}",
                 msg.lines().next().unwrap_or("a panic")
@@ -328,7 +404,11 @@ fn only(a: &HashMap<Vec<String>, i64>, b: &HashMap<Vec<String>, i64>) -> Vec<Str
     for k in keys {
         let d = a[k] - b.get(k).copied().unwrap_or(0);
         if d > 0 {
-            out.push(format!("({}){}", k.join(", "), if d > 1 { format!(" x{d}") } else { String::new() }));
+            out.push(format!(
+                "({}){}",
+                k.join(", "),
+                if d > 1 { format!(" x{d}") } else { String::new() }
+            ));
             if out.len() == 5 {
                 break;
             }
@@ -346,7 +426,13 @@ fn quiet_deprecations(msg: &str, w: polars::error::PolarsWarning) {
 }
 
 /// Run both Spark SQL queries on Polars over the named tables.
-pub fn run(original: &str, rewritten: &str, tables: &[(String, &Table)], sample: Option<Sample>, tolerance: f64) -> Result<PolarsRun> {
+pub fn run(
+    original: &str,
+    rewritten: &str,
+    tables: &[(String, &Table)],
+    sample: Option<Sample>,
+    tolerance: f64,
+) -> Result<PolarsRun> {
     polars::error::set_warning_function(quiet_deprecations);
     let mut udfs = HashMap::new();
     udfs.insert(HASH_FN.to_string(), hash_udf());
@@ -354,7 +440,10 @@ pub fn run(original: &str, rewritten: &str, tables: &[(String, &Table)], sample:
     let mut inputs = Vec::new();
     let mut frames: HashMap<String, LazyFrame> = HashMap::new();
     // Copies of the tables' files in object stores, removed when the run is done.
-    let copies = tempfile::Builder::new().prefix("skewjoin-verify-").tempdir().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
+    let copies = tempfile::Builder::new()
+        .prefix("skewjoin-verify-")
+        .tempdir()
+        .map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
     for (name, t) in tables {
         let (lf, what) = scan(name, t, sample, copies.path())?;
         ctx.register(name, lf.clone());
@@ -370,7 +459,8 @@ pub fn run(original: &str, rewritten: &str, tables: &[(String, &Table)], sample:
     let p0 = polars_sql::render_with(original, &columns_of)?;
     let p1 = polars_sql::render_with(rewritten, &columns_of)?;
     if let Some(m) = p0.max_salt.max(p1.max_salt) {
-        let salts = df!(SALTS_COLUMN => (0..=m.max(0)).collect::<Vec<i64>>()).map_err(|e| perr("the salts table", e))?;
+        let salts = df!(SALTS_COLUMN => (0..=m.max(0)).collect::<Vec<i64>>())
+            .map_err(|e| perr("the salts table", e))?;
         ctx.register(SALTS_TABLE, salts.lazy());
     }
     let digits = (-tolerance.log10()).round().clamp(1.0, 17.0) as usize;
@@ -379,8 +469,19 @@ pub fn run(original: &str, rewritten: &str, tables: &[(String, &Table)], sample:
     let c0 = rows_of(&d0, digits)?;
     let c1 = rows_of(&d1, digits)?;
     // Spark's names: Polars suffixes a repeated name with `:table` (and the renderer with `:N`).
-    let names = |d: &DataFrame| d.get_column_names().iter().map(|s| s.split(':').next().unwrap_or("").to_string()).collect::<Vec<_>>();
-    let stats = |d: &DataFrame, ms: i64| RunStats { wall_ms: ms, rows: d.height() as i64, columns: names(d), stages: vec![], aqe: None };
+    let names = |d: &DataFrame| {
+        d.get_column_names()
+            .iter()
+            .map(|s| s.split(':').next().unwrap_or("").to_string())
+            .collect::<Vec<_>>()
+    };
+    let stats = |d: &DataFrame, ms: i64| RunStats {
+        wall_ms: ms,
+        rows: d.height() as i64,
+        columns: names(d),
+        stages: vec![],
+        aqe: None,
+    };
     Ok(PolarsRun {
         identical: c0 == c1,
         only_in_original: only(&c0, &c1),

@@ -26,8 +26,9 @@
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    BinaryOperator, CastKind, DataType, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, Join, JoinConstraint, JoinOperator, ObjectName,
-    ObjectNamePart, Select, SelectItem, TableFactor, TableWithJoins, Value as SqlValue, VisitMut, VisitorMut,
+    BinaryOperator, CastKind, DataType, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
+    Ident, Join, JoinConstraint, JoinOperator, ObjectName, ObjectNamePart, Select, SelectItem,
+    TableFactor, TableWithJoins, Value as SqlValue, VisitMut, VisitorMut,
 };
 use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
@@ -127,7 +128,9 @@ fn as_int(e: &Expr) -> Option<i64> {
             SqlValue::Number(n, _) => n.parse().ok(),
             _ => None,
         },
-        Expr::UnaryOp { op: sqlparser::ast::UnaryOperator::Minus, expr } => as_int(expr).map(|x| -x),
+        Expr::UnaryOp { op: sqlparser::ast::UnaryOperator::Minus, expr } => {
+            as_int(expr).map(|x| -x)
+        }
         _ => None,
     }
 }
@@ -173,7 +176,9 @@ impl sqlparser::ast::Visitor for CteNames {
 fn column_of(e: &Expr, qual: &str) -> Option<String> {
     match e {
         Expr::Identifier(i) => Some(i.value.to_lowercase()),
-        Expr::CompoundIdentifier(p) if p.len() == 2 && p[0].value.eq_ignore_ascii_case(qual) => Some(p[1].value.to_lowercase()),
+        Expr::CompoundIdentifier(p) if p.len() == 2 && p[0].value.eq_ignore_ascii_case(qual) => {
+            Some(p[1].value.to_lowercase())
+        }
         Expr::Nested(x) => column_of(x, qual),
         _ => None,
     }
@@ -182,8 +187,12 @@ fn column_of(e: &Expr, qual: &str) -> Option<String> {
 /// The name a FROM item goes by (its alias, else its table name), lower-cased.
 fn factor_name(f: &TableFactor) -> Option<String> {
     match f {
-        TableFactor::Table { alias: Some(a), .. } | TableFactor::Derived { alias: Some(a), .. } => Some(a.name.value.to_lowercase()),
-        TableFactor::Table { name, alias: None, .. } => name_of(name).rsplit('.').next().map(str::to_string),
+        TableFactor::Table { alias: Some(a), .. } | TableFactor::Derived { alias: Some(a), .. } => {
+            Some(a.name.value.to_lowercase())
+        }
+        TableFactor::Table { name, alias: None, .. } => {
+            name_of(name).rsplit('.').next().map(str::to_string)
+        }
         _ => None,
     }
 }
@@ -216,7 +225,10 @@ fn is_key_eq(e: &Expr, left: &[String], right: &str) -> bool {
     let (Some(qa), Some(qb)) = (qualifiers(a), qualifiers(b)) else { return false };
     let one = |q: &std::collections::HashSet<String>| q.len() == 1;
     one(&qa) && one(&qb) && {
-        let (x, y) = (qa.iter().next().cloned().unwrap_or_default(), qb.iter().next().cloned().unwrap_or_default());
+        let (x, y) = (
+            qa.iter().next().cloned().unwrap_or_default(),
+            qb.iter().next().cloned().unwrap_or_default(),
+        );
         (left.contains(&x) && y == right) || (left.contains(&y) && x == right)
     }
 }
@@ -271,11 +283,15 @@ fn col_ref(q: &str, c: &str) -> Expr {
 
 /// The key names of a USING join, lower-cased, with its kind (None: not a USING join). A NATURAL
 /// join is refused.
-fn using_keys(j: &JoinOperator) -> std::result::Result<Option<(&'static str, Vec<String>)>, String> {
+fn using_keys(
+    j: &JoinOperator,
+) -> std::result::Result<Option<(&'static str, Vec<String>)>, String> {
     let Some((kind, c)) = kind_of(j) else { return Ok(None) };
     let cols = match c {
         JoinConstraint::Using(cols) => cols,
-        JoinConstraint::Natural => return Err("a NATURAL join (Polars SQL keeps both key columns)".into()),
+        JoinConstraint::Natural => {
+            return Err("a NATURAL join (Polars SQL keeps both key columns)".into())
+        }
         _ => return Ok(None),
     };
     let keys = cols
@@ -290,7 +306,10 @@ fn using_keys(j: &JoinOperator) -> std::result::Result<Option<(&'static str, Vec
 
 /// `l.k1 = r.k1 AND l.k2 = r.k2 ...`
 fn keys_equal(l: &str, r: &str, keys: &[String]) -> std::result::Result<Expr, String> {
-    let on = keys.iter().map(|k| bin(col_ref(l, k), BinaryOperator::Eq, col_ref(r, k))).reduce(|a, b| bin(a, BinaryOperator::And, b));
+    let on = keys
+        .iter()
+        .map(|k| bin(col_ref(l, k), BinaryOperator::Eq, col_ref(r, k)))
+        .reduce(|a, b| bin(a, BinaryOperator::And, b));
     on.ok_or_else(|| "USING ()".into())
 }
 
@@ -311,7 +330,10 @@ fn coalesce(a: Expr, b: Expr) -> Expr {
         parameters: FunctionArguments::None,
         args: FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
             duplicate_treatment: None,
-            args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(a)), FunctionArg::Unnamed(FunctionArgExpr::Expr(b))],
+            args: vec![
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(a)),
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(b)),
+            ],
             clauses: vec![],
         }),
         filter: None,
@@ -366,14 +388,26 @@ impl UsingJoin {
                     self.replace_bare_keys(&mut expr);
                     out.push(SelectItem::ExprWithAlias { expr, alias });
                 }
-                SelectItem::Wildcard(_) if !matches!(self.kind, "semi" | "anti") => out.extend(self.star_items()?),
+                SelectItem::Wildcard(_) if !matches!(self.kind, "semi" | "anti") => {
+                    out.extend(self.star_items()?)
+                }
                 // Spark lists the keys first in `*` of a SEMI/ANTI USING join and in `t.*` of
                 // either input.
                 SelectItem::Wildcard(_) => out.extend(self.qualified_star(0)?),
-                SelectItem::QualifiedWildcard(sqlparser::ast::SelectItemQualifiedWildcardKind::ObjectName(n), _)
-                    if self.star.iter().take(2).any(|(q, _)| q.eq_ignore_ascii_case(&name_of(&n))) =>
+                SelectItem::QualifiedWildcard(
+                    sqlparser::ast::SelectItemQualifiedWildcardKind::ObjectName(n),
+                    _,
+                ) if self
+                    .star
+                    .iter()
+                    .take(2)
+                    .any(|(q, _)| q.eq_ignore_ascii_case(&name_of(&n))) =>
                 {
-                    let i = self.star.iter().position(|(q, _)| q.eq_ignore_ascii_case(&name_of(&n))).unwrap_or(0);
+                    let i = self
+                        .star
+                        .iter()
+                        .position(|(q, _)| q.eq_ignore_ascii_case(&name_of(&n)))
+                        .unwrap_or(0);
                     out.extend(self.qualified_star(i)?)
                 }
                 other => out.push(other),
@@ -385,19 +419,34 @@ impl UsingJoin {
     /// `q.*` of the `i`-th input of the USING join: its keys, then its other columns.
     fn qualified_star(&self, i: usize) -> std::result::Result<Vec<SelectItem>, String> {
         let (q, cols) = self.star.get(i).ok_or("a USING join without inputs")?;
-        let cols = cols.as_ref().ok_or_else(|| format!("{q}.* over a USING join, {q} a subquery (its columns are not listed here)"))?;
+        let cols = cols.as_ref().ok_or_else(|| {
+            format!("{q}.* over a USING join, {q} a subquery (its columns are not listed here)")
+        })?;
         let is_key = |c: &String| self.merged.iter().any(|(k, _)| k.eq_ignore_ascii_case(c));
-        let keys = self.merged.iter().filter_map(|(k, _)| cols.iter().find(|c| c.eq_ignore_ascii_case(k)));
-        Ok(keys.chain(cols.iter().filter(|c| !is_key(c))).map(|c| SelectItem::UnnamedExpr(col_ref(q, c))).collect())
+        let keys =
+            self.merged.iter().filter_map(|(k, _)| cols.iter().find(|c| c.eq_ignore_ascii_case(k)));
+        Ok(keys
+            .chain(cols.iter().filter(|c| !is_key(c)))
+            .map(|c| SelectItem::UnnamedExpr(col_ref(q, c)))
+            .collect())
     }
 
     /// `*` over the join: the keys, then the first two inputs' other columns, then the rest.
     fn star_items(&self) -> std::result::Result<Vec<SelectItem>, String> {
-        let mut items: Vec<SelectItem> = self.merged.iter().map(|(k, e)| SelectItem::ExprWithAlias { expr: e.clone(), alias: Ident::new(k.clone()) }).collect();
+        let mut items: Vec<SelectItem> = self
+            .merged
+            .iter()
+            .map(|(k, e)| SelectItem::ExprWithAlias {
+                expr: e.clone(),
+                alias: Ident::new(k.clone()),
+            })
+            .collect();
         for (q, cols) in &self.star {
             let cols = cols.as_ref().ok_or_else(|| format!("SELECT * over a USING join with {q}, a subquery (its columns are not listed here)"))?;
             let first_two = self.star.iter().take(2).any(|(x, _)| x == q);
-            for c in cols.iter().filter(|c| !(first_two && self.merged.iter().any(|(k, _)| k == *c))) {
+            for c in
+                cols.iter().filter(|c| !(first_two && self.merged.iter().any(|(k, _)| k == *c)))
+            {
                 items.push(SelectItem::UnnamedExpr(col_ref(q, c)));
             }
         }
@@ -423,7 +472,13 @@ struct OnParts {
 impl OnParts {
     /// Sort the conjuncts of `on`, a `kind` join of the inputs `left` (`first`: the first join of
     /// its FROM item) with `right`; a condition that has no place is refused.
-    fn split(on: &Expr, kind: &str, left: &[String], right: &str, first: bool) -> std::result::Result<OnParts, String> {
+    fn split(
+        on: &Expr,
+        kind: &str,
+        left: &[String],
+        right: &str,
+        first: bool,
+    ) -> std::result::Result<OnParts, String> {
         // As Spark reads ON: a conjunct every branch of an OR shares is a conjunct (the key).
         let mut conds = Vec::new();
         crate::rewrite::spark_conjuncts(on, &mut conds);
@@ -438,8 +493,10 @@ impl OnParts {
                 continue;
             }
             let q = qualifiers(&c);
-            let only_right = q.as_ref().is_some_and(|q| !q.is_empty() && q.iter().all(|x| *x == right));
-            let only_left = q.as_ref().is_some_and(|q| !q.is_empty() && q.iter().all(|x| left.contains(x)));
+            let only_right =
+                q.as_ref().is_some_and(|q| !q.is_empty() && q.iter().all(|x| *x == right));
+            let only_left =
+                q.as_ref().is_some_and(|q| !q.is_empty() && q.iter().all(|x| left.contains(x)));
             if only_right && matches!(kind, "inner" | "left" | "semi" | "anti") {
                 parts.to_right.push(c);
             } else if only_left && matches!(kind, "inner" | "right") && first {
@@ -474,7 +531,9 @@ impl ChainNames {
         if i == 0 {
             return Ok(None);
         }
-        let unknown = |n: &str| format!("an ON condition on the kept side of an outer join over {n}, whose columns are not listed here");
+        let unknown = |n: &str| {
+            format!("an ON condition on the kept side of an outer join over {n}, whose columns are not listed here")
+        };
         let own = self.inputs[i].1.as_ref().ok_or_else(|| unknown(q))?;
         if !own.iter().any(|x| x.eq_ignore_ascii_case(c)) {
             return Ok(None);
@@ -509,8 +568,19 @@ impl ChainNames {
 /// A condition on the kept side of an outer join: the row joins nothing when it fails, so its
 /// key is NULL then: the first key equality becomes `CASE WHEN cond THEN l.k END = r.k`, its
 /// columns named as in the joined frame `chain`.
-fn null_key_unless(keys: &mut [Expr], preds: &[Expr], side_left: bool, left: &[String], chain: &ChainNames) -> std::result::Result<(), String> {
-    let mut cond = preds.iter().cloned().map(nested).reduce(|a, b| bin(a, BinaryOperator::And, b)).ok_or("no condition")?;
+fn null_key_unless(
+    keys: &mut [Expr],
+    preds: &[Expr],
+    side_left: bool,
+    left: &[String],
+    chain: &ChainNames,
+) -> std::result::Result<(), String> {
+    let mut cond = preds
+        .iter()
+        .cloned()
+        .map(nested)
+        .reduce(|a, b| bin(a, BinaryOperator::And, b))
+        .ok_or("no condition")?;
     chain.rename(&mut cond)?;
     let (a, b) = keys
         .iter_mut()
@@ -519,7 +589,8 @@ fn null_key_unless(keys: &mut [Expr], preds: &[Expr], side_left: bool, left: &[S
             _ => None,
         })
         .ok_or("a join with no key equality")?;
-    let a_is_left = qualifiers(a).is_some_and(|q| q.iter().all(|x| left.contains(x)) && !q.is_empty());
+    let a_is_left =
+        qualifiers(a).is_some_and(|q| q.iter().all(|x| left.contains(x)) && !q.is_empty());
     let operand = if a_is_left == side_left { a } else { b };
     let mut key = (**operand).clone();
     chain.rename(&mut key)?;
@@ -544,13 +615,28 @@ fn filtered_input(f: &TableFactor, preds: &[Expr]) -> std::result::Result<TableF
     let mut inner = f.clone();
     if let TableFactor::Derived { alias, .. } | TableFactor::Table { alias, .. } = &mut inner {
         if alias.is_none() {
-            *alias = Some(sqlparser::ast::TableAlias { explicit: true, at: None, name: Ident::new(name.clone()), columns: vec![] });
+            *alias = Some(sqlparser::ast::TableAlias {
+                explicit: true,
+                at: None,
+                name: Ident::new(name.clone()),
+                columns: vec![],
+            });
         }
     }
-    let pred = preds.iter().map(|p| format!("({})", crate::sql::render_expr(p))).collect::<Vec<_>>().join(" AND ");
-    let q = parse_query(&format!("SELECT * FROM (SELECT * FROM {inner} WHERE {pred}) {}", crate::sql::ident(&name))).map_err(|e| e.to_string())?;
+    let pred = preds
+        .iter()
+        .map(|p| format!("({})", crate::sql::render_expr(p)))
+        .collect::<Vec<_>>()
+        .join(" AND ");
+    let q = parse_query(&format!(
+        "SELECT * FROM (SELECT * FROM {inner} WHERE {pred}) {}",
+        crate::sql::ident(&name)
+    ))
+    .map_err(|e| e.to_string())?;
     match *q.body {
-        sqlparser::ast::SetExpr::Select(mut sel) if sel.from.len() == 1 => Ok(sel.from.remove(0).relation),
+        sqlparser::ast::SetExpr::Select(mut sel) if sel.from.len() == 1 => {
+            Ok(sel.from.remove(0).relation)
+        }
         _ => Err("an ON condition that cannot be moved".into()),
     }
 }
@@ -582,17 +668,22 @@ impl Render<'_> {
                 if j > 0 || n_from > 1 {
                     return Err("USING after the first join of a chain, or beside another FROM item (Polars SQL keeps both key columns)".into());
                 }
-                let (Some(l), Some(r)) = (first.clone(), factor_name(&twj.joins[j].relation)) else {
+                let (Some(l), Some(r)) = (first.clone(), factor_name(&twj.joins[j].relation))
+                else {
                     return Err("USING between inputs with no name".into());
                 };
-                twj.joins[j].join_operator = join_on(kind, JoinConstraint::On(keys_equal(&l, &r, &keys)?));
+                twj.joins[j].join_operator =
+                    join_on(kind, JoinConstraint::On(keys_equal(&l, &r, &keys)?));
                 using.merged.extend(keys.iter().map(|k| (k.clone(), merged_key(kind, &l, &r, k))));
                 using.kind = kind;
                 using.star.push((l, self.table_columns(&twj.relation)));
                 using.star.push((r, self.table_columns(&twj.joins[j].relation)));
             }
             for jn in twj.joins.iter().skip(1) {
-                using.star.push((factor_name(&jn.relation).unwrap_or_default(), self.table_columns(&jn.relation)));
+                using.star.push((
+                    factor_name(&jn.relation).unwrap_or_default(),
+                    self.table_columns(&jn.relation),
+                ));
             }
         }
         Ok(using)
@@ -617,10 +708,14 @@ impl Render<'_> {
         let mut out = Vec::new();
         for item in &sel.projection {
             match item {
-                SelectItem::Wildcard(_) if sel.from.len() == 1 && sel.from[0].joins.is_empty() => out.extend(self.factor_columns(&sel.from[0].relation)?),
+                SelectItem::Wildcard(_) if sel.from.len() == 1 && sel.from[0].joins.is_empty() => {
+                    out.extend(self.factor_columns(&sel.from[0].relation)?)
+                }
                 SelectItem::ExprWithAlias { alias, .. } => out.push(alias.value.to_lowercase()),
                 SelectItem::UnnamedExpr(Expr::Identifier(i)) => out.push(i.value.to_lowercase()),
-                SelectItem::UnnamedExpr(Expr::CompoundIdentifier(p)) => out.push(p.last()?.value.to_lowercase()),
+                SelectItem::UnnamedExpr(Expr::CompoundIdentifier(p)) => {
+                    out.push(p.last()?.value.to_lowercase())
+                }
                 _ => return None,
             }
         }
@@ -656,7 +751,10 @@ impl Render<'_> {
         for item in s.projection.iter_mut() {
             match item {
                 SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => fix(e),
-                SelectItem::QualifiedWildcard(sqlparser::ast::SelectItemQualifiedWildcardKind::ObjectName(n), _) => {
+                SelectItem::QualifiedWildcard(
+                    sqlparser::ast::SelectItemQualifiedWildcardKind::ObjectName(n),
+                    _,
+                ) => {
                     if let Some(ObjectNamePart::Identifier(i)) = n.0.last_mut() {
                         rename(i);
                     }
@@ -672,14 +770,20 @@ impl Render<'_> {
     fn rename_reused_aliases(&mut self, s: &mut Select) -> Vec<(String, String)> {
         let mut renames: Vec<(String, String)> = Vec::new();
         for twj in s.from.iter_mut() {
-            let factors = std::iter::once(&mut twj.relation).chain(twj.joins.iter_mut().map(|j| &mut j.relation));
+            let factors = std::iter::once(&mut twj.relation)
+                .chain(twj.joins.iter_mut().map(|j| &mut j.relation));
             for f in factors {
                 let derived = matches!(f, TableFactor::Derived { .. });
-                if let TableFactor::Table { alias: Some(a), .. } | TableFactor::Derived { alias: Some(a), .. } = f {
+                if let TableFactor::Table { alias: Some(a), .. }
+                | TableFactor::Derived { alias: Some(a), .. } = f
+                {
                     let old = a.name.value.to_lowercase();
                     // A subquery named like a table or CTE the query reads (`(...) accounts`,
                     // as the rewrite names its inputs) hides it inside other subqueries too.
-                    if crate::plan::HELPER_ALIASES.contains(&old.as_str()) || (derived && ((self.columns_of)(&old).is_some() || self.ctes.contains(&old))) {
+                    if crate::plan::HELPER_ALIASES.contains(&old.as_str())
+                        || (derived
+                            && ((self.columns_of)(&old).is_some() || self.ctes.contains(&old)))
+                    {
                         self.renamed += 1;
                         let new = format!("{old}{}", self.renamed);
                         a.name = Ident::new(new.clone());
@@ -701,7 +805,9 @@ impl Render<'_> {
         for twj in s.from.iter_mut() {
             let mut left: Vec<String> = factor_name(&twj.relation).into_iter().collect();
             let mut chain = ChainNames::default();
-            chain.inputs.extend(left.first().map(|n| (n.clone(), self.factor_columns(&twj.relation))));
+            chain
+                .inputs
+                .extend(left.first().map(|n| (n.clone(), self.factor_columns(&twj.relation))));
             for j in 0..twj.joins.len() {
                 let right = factor_name(&twj.joins[j].relation).unwrap_or_default();
                 let right_columns = self.factor_columns(&twj.joins[j].relation);
@@ -721,9 +827,14 @@ impl Render<'_> {
                 if !parts.after.is_empty() {
                     // The same rows as a filter after every join, unless a later right or full
                     // join would keep the rows it drops.
-                    let later_outer = twj.joins[j + 1..].iter().any(|x| matches!(kind_of(&x.join_operator), Some(("right" | "full", _))));
+                    let later_outer = twj.joins[j + 1..]
+                        .iter()
+                        .any(|x| matches!(kind_of(&x.join_operator), Some(("right" | "full", _))));
                     if later_outer {
-                        return Err(format!("the ON condition {} of an inner join before a right or full join", parts.after[0]));
+                        return Err(format!(
+                            "the ON condition {} of an inner join before a right or full join",
+                            parts.after[0]
+                        ));
                     }
                     after.append(&mut parts.after);
                     self.note("an ON condition of an inner join on both inputs applied in WHERE");
@@ -752,7 +863,13 @@ impl Render<'_> {
 
     /// Join `j` of `twj` with the conditions on one input moved into it, and ON rebuilt from the
     /// key equalities when anything changed.
-    fn move_into_inputs(&mut self, twj: &mut TableWithJoins, j: usize, kind: &str, parts: OnParts) -> std::result::Result<(), String> {
+    fn move_into_inputs(
+        &mut self,
+        twj: &mut TableWithJoins,
+        j: usize,
+        kind: &str,
+        parts: OnParts,
+    ) -> std::result::Result<(), String> {
         let moved = !parts.to_right.is_empty() || !parts.to_left.is_empty();
         if !parts.to_right.is_empty() {
             twj.joins[j].relation = filtered_input(&twj.joins[j].relation, &parts.to_right)?;
@@ -762,7 +879,11 @@ impl Render<'_> {
         }
         // ON rebuilt from its key equalities always: Polars SQL takes no parentheses around them.
         {
-            let on = parts.keys.into_iter().reduce(|a, b| bin(a, BinaryOperator::And, b)).ok_or("a join with no key equality")?;
+            let on = parts
+                .keys
+                .into_iter()
+                .reduce(|a, b| bin(a, BinaryOperator::And, b))
+                .ok_or("a join with no key equality")?;
             twj.joins[j].join_operator = join_on(kind, JoinConstraint::On(on));
             if moved {
                 self.note("an ON condition on one input only moved into that input (as Spark pushes it down)");
@@ -780,13 +901,18 @@ impl Render<'_> {
         let (table, qual, rows_sql) = match &s.from[0].relation {
             TableFactor::Table { name, alias, args: None, .. } => {
                 let table = name_of(name);
-                let qual = alias.as_ref().map(|a| a.name.value.to_lowercase()).unwrap_or_else(|| table.rsplit('.').next().unwrap_or("").to_string());
+                let qual = alias
+                    .as_ref()
+                    .map(|a| a.name.value.to_lowercase())
+                    .unwrap_or_else(|| table.rsplit('.').next().unwrap_or("").to_string());
                 let cte = self.ctes.contains(&table).then(|| format!("SELECT * FROM {name}"));
                 (table, qual, cte)
             }
-            TableFactor::Derived { subquery, alias: Some(a), lateral: false, .. } => {
-                (format!("__sj_rows_{}", self.hashed.len()), a.name.value.to_lowercase(), Some(subquery.to_string()))
-            }
+            TableFactor::Derived { subquery, alias: Some(a), lateral: false, .. } => (
+                format!("__sj_rows_{}", self.hashed.len()),
+                a.name.value.to_lowercase(),
+                Some(subquery.to_string()),
+            ),
             _ => return,
         };
         let hname = format!("__sj_hashed_{}", self.hashed.len());
@@ -795,13 +921,18 @@ impl Render<'_> {
             if let Expr::Function(f) = e {
                 if name_of(&f.name) == "hash" {
                     if let Some(cols) =
-                        args_of(f).and_then(|a| (!a.is_empty()).then_some(a)).and_then(|a| a.iter().map(|x| column_of(x, &qual)).collect::<Option<Vec<_>>>())
+                        args_of(f).and_then(|a| (!a.is_empty()).then_some(a)).and_then(|a| {
+                            a.iter().map(|x| column_of(x, &qual)).collect::<Option<Vec<_>>>()
+                        })
                     {
                         let i = lists.iter().position(|l| *l == cols).unwrap_or_else(|| {
                             lists.push(cols);
                             lists.len() - 1
                         });
-                        *e = Expr::CompoundIdentifier(vec![Ident::new(qual.clone()), Ident::new(format!("{hname}_{i}"))]);
+                        *e = Expr::CompoundIdentifier(vec![
+                            Ident::new(qual.clone()),
+                            Ident::new(format!("{hname}_{i}")),
+                        ]);
                     }
                 }
             }
@@ -819,7 +950,9 @@ impl Render<'_> {
                 match render_with(&sql, self.columns_of) {
                     Ok(p) => Some(Box::new(p)),
                     Err(e) => {
-                        self.error.get_or_insert(format!("the rows of {qual}, whose columns a salt hashes: {e}"));
+                        self.error.get_or_insert(format!(
+                            "the rows of {qual}, whose columns a salt hashes: {e}"
+                        ));
                         return;
                     }
                 }
@@ -830,8 +963,14 @@ impl Render<'_> {
             self.max_salt = self.max_salt.max(p.max_salt);
         }
         let alias = match &s.from[0].relation {
-            TableFactor::Table { alias: Some(a), .. } | TableFactor::Derived { alias: Some(a), .. } => Some(a.clone()),
-            _ => Some(sqlparser::ast::TableAlias { explicit: true, at: None, name: Ident::new(qual), columns: vec![] }),
+            TableFactor::Table { alias: Some(a), .. }
+            | TableFactor::Derived { alias: Some(a), .. } => Some(a.clone()),
+            _ => Some(sqlparser::ast::TableAlias {
+                explicit: true,
+                at: None,
+                name: Ident::new(qual),
+                columns: vec![],
+            }),
         };
         s.from[0].relation = crate::sql::table_factor(&hname, alias);
         self.hashed.push(Hashed { name: hname, table, columns: lists, source });
@@ -846,7 +985,9 @@ impl Render<'_> {
             let name = match item {
                 SelectItem::ExprWithAlias { alias, .. } => alias.value.to_lowercase(),
                 SelectItem::UnnamedExpr(Expr::Identifier(i)) => i.value.to_lowercase(),
-                SelectItem::UnnamedExpr(Expr::CompoundIdentifier(p)) => p.last().map(|i| i.value.to_lowercase()).unwrap_or_default(),
+                SelectItem::UnnamedExpr(Expr::CompoundIdentifier(p)) => {
+                    p.last().map(|i| i.value.to_lowercase()).unwrap_or_default()
+                }
                 _ => continue,
             };
             if seen.insert(name.clone()) {
@@ -854,7 +995,9 @@ impl Render<'_> {
             }
             let alias = Ident::with_quote('`', format!("{name}:{k}"));
             *item = match std::mem::replace(item, SelectItem::Wildcard(Default::default())) {
-                SelectItem::ExprWithAlias { expr, .. } | SelectItem::UnnamedExpr(expr) => SelectItem::ExprWithAlias { expr, alias },
+                SelectItem::ExprWithAlias { expr, .. } | SelectItem::UnnamedExpr(expr) => {
+                    SelectItem::ExprWithAlias { expr, alias }
+                }
                 other => other,
             };
             self.note("a repeated output name as name:N (Polars allows one column of a name)");
@@ -895,7 +1038,8 @@ impl Render<'_> {
     /// Which salts a row keeps, for `explode(arg)`: `CASE WHEN c THEN salt IN (s, ...) ... ELSE
     /// FALSE END` for a CASE of arrays, `salt IN (s, ...)` for one array.
     fn salts_kept(&mut self, arg: &Expr) -> std::result::Result<Expr, String> {
-        let Expr::Case { case_token, end_token, operand: None, conditions, else_result } = arg else {
+        let Expr::Case { case_token, end_token, operand: None, conditions, else_result } = arg
+        else {
             return match array_items(arg) {
                 Some(items) => self.salt_in(items),
                 None => Err(format!("explode over {arg} (not an array literal)")),
@@ -903,7 +1047,8 @@ impl Render<'_> {
         };
         let mut c2 = conditions.clone();
         for w in c2.iter_mut() {
-            let items = array_items(&w.result).ok_or_else(|| format!("explode over {} (not an array literal)", w.result))?;
+            let items = array_items(&w.result)
+                .ok_or_else(|| format!("explode over {} (not an array literal)", w.result))?;
             w.result = self.salt_in(items)?;
         }
         let els = match else_result {
@@ -913,13 +1058,21 @@ impl Render<'_> {
                 None => return Err(format!("explode over {x} (not an array literal)")),
             },
         };
-        Ok(Expr::Case { case_token: case_token.clone(), end_token: end_token.clone(), operand: None, conditions: c2, else_result: Some(Box::new(els)) })
+        Ok(Expr::Case {
+            case_token: case_token.clone(),
+            end_token: end_token.clone(),
+            operand: None,
+            conditions: c2,
+            else_result: Some(Box::new(els)),
+        })
     }
 
     /// `__sj_salts.salt IN (items)`; every item is an integer, and the largest so far is kept.
     fn salt_in(&mut self, items: Vec<Expr>) -> std::result::Result<Expr, String> {
         for i in &items {
-            let v = as_int(i).ok_or_else(|| format!("explode over an array of {i} (only integer salts are rendered)"))?;
+            let v = as_int(i).ok_or_else(|| {
+                format!("explode over an array of {i} (only integer salts are rendered)")
+            })?;
             self.max_salt = Some(self.max_salt.map_or(v, |m| m.max(v)));
         }
         Ok(Expr::InList { expr: Box::new(salt_column()), list: items, negated: false })
@@ -1054,22 +1207,34 @@ fn salt_column() -> Expr {
 
 /// `CROSS JOIN __sj_salts`.
 fn cross_join_salts() -> Join {
-    Join { relation: crate::sql::table_factor(SALTS_TABLE, None), global: false, join_operator: JoinOperator::CrossJoin(JoinConstraint::None) }
+    Join {
+        relation: crate::sql::table_factor(SALTS_TABLE, None),
+        global: false,
+        join_operator: JoinOperator::CrossJoin(JoinConstraint::None),
+    }
 }
 
 /// Spark's `pmod(a, n)`: `((a % n) + n) % n`.
 fn pmod(a: &Expr, n: &Expr) -> Expr {
     let m = bin(nested(a.clone()), BinaryOperator::Modulo, nested(n.clone()));
-    nested(bin(nested(bin(m, BinaryOperator::Plus, nested(n.clone()))), BinaryOperator::Modulo, nested(n.clone())))
+    nested(bin(
+        nested(bin(m, BinaryOperator::Plus, nested(n.clone()))),
+        BinaryOperator::Modulo,
+        nested(n.clone()),
+    ))
 }
 
 /// `element_at(array(v1, ...), i)` as `CAST(CASE i WHEN 1 THEN v1 ... END AS BIGINT)`.
 fn element_at(arr: &Expr, i: &Expr) -> std::result::Result<Expr, String> {
-    let items = array_items(arr).ok_or_else(|| format!("element_at over {arr} (not an array literal)"))?;
+    let items =
+        array_items(arr).ok_or_else(|| format!("element_at over {arr} (not an array literal)"))?;
     let conditions = items
         .into_iter()
         .enumerate()
-        .map(|(k, v)| sqlparser::ast::CaseWhen { condition: Expr::value(SqlValue::Number((k + 1).to_string(), false)), result: v })
+        .map(|(k, v)| sqlparser::ast::CaseWhen {
+            condition: Expr::value(SqlValue::Number((k + 1).to_string(), false)),
+            result: v,
+        })
         .collect();
     // The salts table's column is a BIGINT: so is every salt.
     Ok(cast(case_when(Some(nested(i.clone())), conditions), DataType::BigInt(None)))
@@ -1084,7 +1249,10 @@ fn other_join_name(j: &JoinOperator) -> &'static str {
         | JoinOperator::Right(c)
         | JoinOperator::RightOuter(c)
         | JoinOperator::FullOuter(c) => c,
-        JoinOperator::Semi(c) | JoinOperator::LeftSemi(c) | JoinOperator::Anti(c) | JoinOperator::LeftAnti(c) => c,
+        JoinOperator::Semi(c)
+        | JoinOperator::LeftSemi(c)
+        | JoinOperator::Anti(c)
+        | JoinOperator::LeftAnti(c) => c,
         _ => return "of a kind Polars SQL does not take",
     };
     match c {
@@ -1097,17 +1265,23 @@ fn other_join_name(j: &JoinOperator) -> &'static str {
 /// Write a Spark SQL text with Polars' quoting: `"name"` for backquoted names, every name in
 /// lower case, `'...'` strings with doubled quotes, and no comments.
 fn requote(spark_sql: &str) -> Result<String> {
-    let tokens = Tokenizer::new(&SparkDialect, spark_sql).tokenize().map_err(|e| Error::Usage(format!("SQL does not tokenize: {e}")))?;
+    let tokens = Tokenizer::new(&SparkDialect, spark_sql)
+        .tokenize()
+        .map_err(|e| Error::Usage(format!("SQL does not tokenize: {e}")))?;
     let mut out = String::with_capacity(spark_sql.len());
     let lit = |s: &str| format!("'{}'", s.replace('\'', "''"));
     for t in tokens {
         match t {
             Token::Word(w) => match w.quote_style {
-                Some(_) => out.push_str(&format!("\"{}\"", w.value.to_lowercase().replace('"', "\"\""))),
+                Some(_) => {
+                    out.push_str(&format!("\"{}\"", w.value.to_lowercase().replace('"', "\"\"")))
+                }
                 None => out.push_str(&w.value.to_lowercase()),
             },
             Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => out.push_str(&lit(&s)),
-            Token::Whitespace(Whitespace::SingleLineComment { .. } | Whitespace::MultiLineComment(_)) => out.push(' '),
+            Token::Whitespace(
+                Whitespace::SingleLineComment { .. } | Whitespace::MultiLineComment(_),
+            ) => out.push(' '),
             Token::SingleQuotedByteStringLiteral(_)
             | Token::DoubleQuotedByteStringLiteral(_)
             | Token::EscapedStringLiteral(_)
@@ -1131,13 +1305,27 @@ pub fn render_with(spark_sql: &str, columns_of: ColumnsOf<'_>) -> Result<PolarsS
     let mut q = parse_query(spark_sql)?;
     let ctes = cte_names(&q);
     let with = q.with.as_ref().map(ToString::to_string);
-    let mut r = Render { columns_of, renamed: 0, changes: Vec::new(), error: None, max_salt: None, hashed: Vec::new(), ctes, with };
+    let mut r = Render {
+        columns_of,
+        renamed: 0,
+        changes: Vec::new(),
+        error: None,
+        max_salt: None,
+        hashed: Vec::new(),
+        ctes,
+        with,
+    };
     let _ = q.visit(&mut r);
     if let Some(e) = r.error {
         return Err(Error::Usage(format!("cannot render the query for Polars SQL: {e}")));
     }
     let sql = requote(&render_query(&q))?;
-    Ok(PolarsSql { sql, changes: r.changes.iter().map(|s| s.to_string()).collect(), max_salt: r.max_salt, hashed: r.hashed })
+    Ok(PolarsSql {
+        sql,
+        changes: r.changes.iter().map(|s| s.to_string()).collect(),
+        max_salt: r.max_salt,
+        hashed: r.hashed,
+    })
 }
 
 #[cfg(test)]
@@ -1182,13 +1370,19 @@ mod tests {
         assert!(sql.contains("cast(case ((((t.__sj_hashed_0_0) % (3) + (3)) % (3)) + 1) when 1 then 0 when 2 then 1 when 3 then 2 end as bigint)"), "{sql}");
         assert!(sql.contains("from __sj_hashed_0 t where"), "{sql}");
         assert_eq!(p.hashed.len(), 1);
-        assert_eq!((p.hashed[0].table.as_str(), &p.hashed[0].columns), ("l", &vec![vec!["v".to_string(), "w".to_string()]]));
+        assert_eq!(
+            (p.hashed[0].table.as_str(), &p.hashed[0].columns),
+            ("l", &vec![vec!["v".to_string(), "w".to_string()]])
+        );
         assert!(
             sql.contains("from r t cross join __sj_salts where (t.k in ('a')) and (case when t.k = 'a' then __sj_salts.salt in (0, 1, 2) else false end)"),
             "{sql}"
         );
         assert!(sql.contains("select t.*, __sj_salts.salt as s"), "{sql}");
-        assert!(!sql.contains("explode") && !sql.contains("element_at") && !sql.contains("pmod"), "{sql}");
+        assert!(
+            !sql.contains("explode") && !sql.contains("element_at") && !sql.contains("pmod"),
+            "{sql}"
+        );
     }
 
     #[test]
@@ -1203,12 +1397,32 @@ mod tests {
         assert_eq!(p.hashed.len(), 1);
         let rows = p.hashed[0].source.as_ref().expect("the CTE's rows");
         let text = rows.sql.split_whitespace().collect::<Vec<_>>().join(" ");
-        assert!(text.starts_with("with c as ( select * from l where v > 1 )") && text.ends_with(") select * from c"), "{text}");
-        assert!(p.sql.split_whitespace().collect::<Vec<_>>().join(" ").contains("from __sj_hashed_0 t where"), "{}", p.sql);
+        assert!(
+            text.starts_with("with c as ( select * from l where v > 1 )")
+                && text.ends_with(") select * from c"),
+            "{text}"
+        );
+        assert!(
+            p.sql
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .contains("from __sj_hashed_0 t where"),
+            "{}",
+            p.sql
+        );
         // A subquery in FROM (the joins before a salted join): its own SQL, rendered for Polars.
         let p = render(&salted("(SELECT l.v, l.k FROM l JOIN c ON l.k = c.k)")).unwrap();
         let rows = p.hashed[0].source.as_ref().expect("the subquery's rows");
-        assert!(rows.sql.split_whitespace().collect::<Vec<_>>().join(" ").ends_with("select l.v, l.k from l join c on l.k = c.k"), "{}", rows.sql);
+        assert!(
+            rows.sql
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .ends_with("select l.v, l.k from l join c on l.k = c.k"),
+            "{}",
+            rows.sql
+        );
         assert!(!p.sql.contains("__sj_hash("), "{}", p.sql);
     }
 
@@ -1223,22 +1437,35 @@ mod tests {
         let sql = p.sql.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(sql.contains("select coalesce(a.k, b.k) as k, a.x, b.y from a full join b on a.k = b.k where coalesce(a.k, b.k) <> 'z'"), "{sql}");
         let p = render_with("SELECT k, x FROM a RIGHT JOIN b USING (k)", &cols).unwrap();
-        assert!(p.sql.split_whitespace().collect::<Vec<_>>().join(" ").contains("select b.k as k, x from a right join b on a.k = b.k"), "{}", p.sql);
+        assert!(
+            p.sql
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .contains("select b.k as k, x from a right join b on a.k = b.k"),
+            "{}",
+            p.sql
+        );
         // A subquery's columns are not known: SELECT * over it is refused.
-        let e = render_with("SELECT * FROM a JOIN (SELECT k FROM b) s USING (k)", &cols).unwrap_err().to_string();
+        let e = render_with("SELECT * FROM a JOIN (SELECT k FROM b) s USING (k)", &cols)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("a subquery"), "{e}");
     }
 
     #[test]
     fn on_conditions_move_into_the_input_or_null_the_kept_key() {
-        let p = render("SELECT * FROM a LEFT JOIN b ON a.k = b.k AND b.n LIKE 'x%' AND a.v > 1").unwrap();
+        let p = render("SELECT * FROM a LEFT JOIN b ON a.k = b.k AND b.n LIKE 'x%' AND a.v > 1")
+            .unwrap();
         let sql = p.sql.split_whitespace().collect::<Vec<_>>().join(" ");
         // b's condition goes into b; a's (the kept side) makes a's key NULL when it fails.
         assert!(sql.contains("left join (select * from b as b where (b.n like 'x%')) \"b\" on case when (a.v > 1) then a.k end = b.k"), "{sql}");
         let p = render("SELECT * FROM a FULL JOIN b ON a.k = b.k AND b.n = 'x'").unwrap();
         let sql = p.sql.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(sql.contains("full join b on a.k = case when (b.n = 'x') then b.k end"), "{sql}");
-        let e = render("SELECT * FROM a LEFT JOIN b ON a.k = b.k AND a.v > b.w").unwrap_err().to_string();
+        let e = render("SELECT * FROM a LEFT JOIN b ON a.k = b.k AND a.v > b.w")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("filter after the join"), "{e}");
     }
 
@@ -1247,9 +1474,15 @@ mod tests {
         // The OR's shared equality is the key; the rest of the OR reads both inputs.
         let p = render("SELECT * FROM a JOIN b ON (a.k = b.k AND a.v > 1) OR (b.k = a.k AND b.w = 2) WHERE a.v < 9").unwrap();
         let sql = p.sql.split_whitespace().collect::<Vec<_>>().join(" ");
-        assert!(sql.contains("join b on a.k = b.k where (a.v < 9) and (((a.v > 1) or (b.w = 2)))"), "{sql}");
+        assert!(
+            sql.contains("join b on a.k = b.k where (a.v < 9) and (((a.v > 1) or (b.w = 2)))"),
+            "{sql}"
+        );
         // Not before a right or full join, which would keep the rows the filter drops.
-        let e = render("SELECT * FROM a JOIN b ON a.k = b.k AND a.v > b.w FULL JOIN c ON c.k = a.k").unwrap_err().to_string();
+        let e =
+            render("SELECT * FROM a JOIN b ON a.k = b.k AND a.v > b.w FULL JOIN c ON c.k = a.k")
+                .unwrap_err()
+                .to_string();
         assert!(e.contains("before a right or full join"), "{e}");
     }
 
@@ -1261,13 +1494,28 @@ mod tests {
             _ => None,
         };
         let q = "SELECT * FROM a LEFT JOIN b ON a.k = b.k FULL JOIN c ON c.k = a.k AND b.v > 1 AND b.k <> a.v";
-        let sql = render_with(q, &cols).unwrap().sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        let sql =
+            render_with(q, &cols).unwrap().sql.split_whitespace().collect::<Vec<_>>().join(" ");
         // b's `v` and `k` are `v:b` and `k:b` after the first join; a's keep their names.
-        assert!(sql.contains("full join c on c.k = case when (\"v:b\" > 1) and (\"k:b\" <> a.v) then a.k end"), "{sql}");
+        assert!(
+            sql.contains(
+                "full join c on c.k = case when (\"v:b\" > 1) and (\"k:b\" <> a.v) then a.k end"
+            ),
+            "{sql}"
+        );
         let q = "SELECT * FROM a LEFT JOIN (SELECT * FROM b WHERE v > 0) b2 ON a.k = b2.k FULL JOIN c ON c.k = b2.k AND b2.v > 1";
-        let sql = render_with(q, &cols).unwrap().sql.split_whitespace().collect::<Vec<_>>().join(" ");
-        assert!(sql.contains("full join c on c.k = case when (\"v:b2\" > 1) then \"k:b2\" end"), "{sql}");
-        let e = render_with("SELECT * FROM a LEFT JOIN x ON a.k = x.k FULL JOIN c ON c.k = a.k AND x.v > 1", &cols).unwrap_err().to_string();
+        let sql =
+            render_with(q, &cols).unwrap().sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            sql.contains("full join c on c.k = case when (\"v:b2\" > 1) then \"k:b2\" end"),
+            "{sql}"
+        );
+        let e = render_with(
+            "SELECT * FROM a LEFT JOIN x ON a.k = x.k FULL JOIN c ON c.k = a.k AND x.v > 1",
+            &cols,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("over x, whose columns are not listed here"), "{e}");
     }
 

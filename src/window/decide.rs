@@ -17,7 +17,12 @@ use crate::value::Value;
 const ROUNDS: usize = 16;
 
 /// Decide what to do with the stage of `shape` over the measured input.
-pub fn decide(m: &WindowMeasured, shape: Shape, classifier: &Classifier, opts: &PlanOptions) -> WindowPlan {
+pub fn decide(
+    m: &WindowMeasured,
+    shape: Shape,
+    classifier: &Classifier,
+    opts: &PlanOptions,
+) -> WindowPlan {
     let bpr = m.side.bytes_per_row();
     let before_tasks = rest_rows(m, &vec![false; m.candidates.len()], false);
     let before = stats(&before_tasks, bpr);
@@ -32,7 +37,10 @@ pub fn decide(m: &WindowMeasured, shape: Shape, classifier: &Classifier, opts: &
     };
     let after_tasks = if verdict == Verdict::Rewrite { rest_rows(m, &keys, null) } else { vec![] };
     let after = (verdict == Verdict::Rewrite).then(|| stats(&after_tasks, bpr));
-    let records = m.reduced.as_ref().map(|r| stats(&r.records, if matches!(shape, Shape::TopN { .. }) { bpr } else { 0.0 }));
+    let records = m
+        .reduced
+        .as_ref()
+        .map(|r| stats(&r.records, if matches!(shape, Shape::TopN { .. }) { bpr } else { 0.0 }));
     let mut why = explain(verdict, shape, &hot, &before, after.as_ref(), bpr, opts.hot_factor);
     if let (Some(r), Some(s)) = (&m.reduced, &records) {
         why.push_str(&records_note(r, s));
@@ -88,9 +96,14 @@ fn find_hot(m: &WindowMeasured, before: &[u64], factor: f64) -> (Vec<bool>, bool
     for _round in 0..ROUNDS {
         let med = stats(&now, 0.0).median_task_rows.max(1) as f64;
         let thr = factor * med;
-        let hot_now = |rows: u64, part: usize| rows > 0 && (rows as f64 > thr || (now[part] as f64 > thr && rows as f64 >= 2.0 * med));
+        let hot_now = |rows: u64, part: usize| {
+            rows > 0 && (rows as f64 > thr || (now[part] as f64 > thr && rows as f64 >= 2.0 * med))
+        };
         let mut changed = false;
-        if m.side.keys.len() == 1 && !null && hot_now(sc.null_rows, pmod(SPARK_SEED, parts) as usize) {
+        if m.side.keys.len() == 1
+            && !null
+            && hot_now(sc.null_rows, pmod(SPARK_SEED, parts) as usize)
+        {
             null = true;
             changed = true;
         }
@@ -113,7 +126,11 @@ fn groups(m: &WindowMeasured, keys: &[bool], null: bool, classifier: &Classifier
     let s = &m.side;
     let total = s.scan.rows.max(1) as f64;
     let one = |key: Vec<Value>, rows: u64, c: Classification| HotGroup {
-        value: if key.len() == 1 { key[0].to_json(s.key_types[0]) } else { Json::Array(key.iter().zip(&s.key_types).map(|(v, t)| v.to_json(*t)).collect()) },
+        value: if key.len() == 1 {
+            key[0].to_json(s.key_types[0])
+        } else {
+            Json::Array(key.iter().zip(&s.key_types).map(|(v, t)| v.to_json(*t)).collect())
+        },
         display: display_key(&key, &s.key_types),
         spark_partition: spark_partition(&key, m.partitions),
         key,
@@ -124,7 +141,10 @@ fn groups(m: &WindowMeasured, keys: &[bool], null: bool, classifier: &Classifier
     };
     let mut out = Vec::new();
     if null {
-        let c = Classification { class: Class::Null, reason: "NULL: one partition value of its own in a window or GROUP BY".into() };
+        let c = Classification {
+            class: Class::Null,
+            reason: "NULL: one partition value of its own in a window or GROUP BY".into(),
+        };
         out.push(one(vec![Value::Null], s.scan.null_rows, c));
     }
     for (i, _) in keys.iter().enumerate().filter(|x| *x.1) {
@@ -137,10 +157,23 @@ fn groups(m: &WindowMeasured, keys: &[bool], null: bool, classifier: &Classifier
 }
 
 /// Why the verdict, with the numbers.
-fn explain(v: Verdict, shape: Shape, hot: &[HotGroup], before: &TaskStats, after: Option<&TaskStats>, bpr: f64, factor: f64) -> String {
-    let (rows, names) = (hot.iter().map(|h| h.rows).sum::<u64>(), hot.iter().map(|h| h.display.as_str()).collect::<Vec<_>>().join(", "));
+fn explain(
+    v: Verdict,
+    shape: Shape,
+    hot: &[HotGroup],
+    before: &TaskStats,
+    after: Option<&TaskStats>,
+    bpr: f64,
+    factor: f64,
+) -> String {
+    let (rows, names) = (
+        hot.iter().map(|h| h.rows).sum::<u64>(),
+        hot.iter().map(|h| h.display.as_str()).collect::<Vec<_>>().join(", "),
+    );
     let first = hot.first();
-    let big = |h: &HotGroup| format!("{} rows ({})", fmt_count(h.rows), human((h.rows as f64 * bpr) as u64));
+    let big = |h: &HotGroup| {
+        format!("{} rows ({})", fmt_count(h.rows), human((h.rows as f64 * bpr) as u64))
+    };
     match (v, first) {
         (Verdict::NothingHot, _) | (_, None) => format!(
             "largest task {} rows, {:.1}x the median {}: no value is over the {factor}x line",

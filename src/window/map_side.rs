@@ -32,9 +32,15 @@ pub fn reduced_records(
     limit: u64,
 ) -> Result<Vec<u64>> {
     if keys.columns.iter().any(|c| matches!(c.source, ColumnSource::Partition { .. })) {
-        return Err(Error::Usage(format!("{}: a partition column key: the map-side records are not counted", table.display)));
+        return Err(Error::Usage(format!(
+            "{}: a partition column key: the map-side records are not counted",
+            table.display
+        )));
     }
-    let per_task: Vec<Vec<u64>> = tasks.par_iter().map(|t| task_records(table, keys, filter, weights, t, partitions, limit)).collect::<Result<_>>()?;
+    let per_task: Vec<Vec<u64>> = tasks
+        .par_iter()
+        .map(|t| task_records(table, keys, filter, weights, t, partitions, limit))
+        .collect::<Result<_>>()?;
     let mut out = vec![0u64; partitions.max(1) as usize];
     for t in per_task {
         out.iter_mut().zip(t).for_each(|(o, r)| *o += r);
@@ -72,12 +78,24 @@ pub fn distinct_records(
     let mut all = keys.clone();
     all.columns.extend(distinct.iter().cloned());
     if all.columns.iter().any(|c| matches!(c.source, ColumnSource::Partition { .. })) {
-        return Err(Error::Usage(format!("{}: a partition column key: the map-side records are not counted", table.display)));
+        return Err(Error::Usage(format!(
+            "{}: a partition column key: the map-side records are not counted",
+            table.display
+        )));
     }
-    let shape = Expansion { types: all.types(), nk: keys.columns.len(), groups: distinct.len(), regular, partitions };
+    let shape = Expansion {
+        types: all.types(),
+        nk: keys.columns.len(),
+        groups: distinct.len(),
+        regular,
+        partitions,
+    };
     let per_task: Vec<TaskCopies> = tasks
         .par_iter()
-        .map(|t| task_rows(table, &all, filter, None, t, &|b: &[u8]| shape.copies(b)).map(|rows| TaskCopies::of(rows.into_values().map(|v| v.0))))
+        .map(|t| {
+            task_rows(table, &all, filter, None, t, &|b: &[u8]| shape.copies(b))
+                .map(|rows| TaskCopies::of(rows.into_values().map(|v| v.0)))
+        })
         .collect::<Result<_>>()?;
     Ok(orders(distinct.len()).iter().map(|gid_of| shape.records(&per_task, gid_of)).collect())
 }
@@ -112,11 +130,21 @@ impl Expansion {
                 let pair = with(&v[nk + i..=nk + i]);
                 let mut pair_types = self.types[..nk].to_vec();
                 pair_types.push(self.types[nk + i]);
-                let id = hash64(&[encode_values(&pair, &pair_types), (i as u32).to_le_bytes().to_vec()].concat());
+                let id = hash64(
+                    &[encode_values(&pair, &pair_types), (i as u32).to_le_bytes().to_vec()]
+                        .concat(),
+                );
                 let parts = if self.groups == 1 {
                     vec![spark_partition(&pair, self.partitions)]
                 } else {
-                    (1..=self.groups as i32).map(|g| spark_partition(&with(&[v[nk + i].clone(), Value::Int(g)]), self.partitions)).collect()
+                    (1..=self.groups as i32)
+                        .map(|g| {
+                            spark_partition(
+                                &with(&[v[nk + i].clone(), Value::Int(g)]),
+                                self.partitions,
+                            )
+                        })
+                        .collect()
                 };
                 (id, parts)
             })
@@ -125,7 +153,8 @@ impl Expansion {
             key_id: hash64(&encode_values(key, &self.types[..nk])),
             key_part: spark_partition(key, self.partitions),
             columns,
-            regular_part: (self.groups > 1 && self.regular).then(|| spark_partition(&with(&[Value::Int(0)]), self.partitions)),
+            regular_part: (self.groups > 1 && self.regular)
+                .then(|| spark_partition(&with(&[Value::Int(0)]), self.partitions)),
         }
     }
 
@@ -136,8 +165,11 @@ impl Expansion {
         // Each (partition of the first shuffle, key) once, with the key's partition.
         let mut second_keys: hashbrown::HashMap<(u32, u64), u32> = hashbrown::HashMap::new();
         for t in tasks {
-            let column_copies = t.columns.iter().map(|(c, key_id, key_part, parts)| (parts[if parts.len() == 1 { 0 } else { gid_of[*c] }], *key_id, *key_part));
-            let regular_copies = t.regular.iter().map(|(key_id, (q, key_part))| (*q, *key_id, *key_part));
+            let column_copies = t.columns.iter().map(|(c, key_id, key_part, parts)| {
+                (parts[if parts.len() == 1 { 0 } else { gid_of[*c] }], *key_id, *key_part)
+            });
+            let regular_copies =
+                t.regular.iter().map(|(key_id, (q, key_part))| (*q, *key_id, *key_part));
             for (q, key_id, key_part) in column_copies.chain(regular_copies) {
                 first[q as usize] += 1;
                 second_keys.insert((q, key_id), key_part);
@@ -160,7 +192,8 @@ struct TaskCopies {
 
 impl TaskCopies {
     fn of(rows: impl Iterator<Item = Copies>) -> TaskCopies {
-        let mut columns: hashbrown::HashMap<u64, (usize, u64, u32, Vec<u32>)> = hashbrown::HashMap::new();
+        let mut columns: hashbrown::HashMap<u64, (usize, u64, u32, Vec<u32>)> =
+            hashbrown::HashMap::new();
         let mut regular = hashbrown::HashMap::new();
         for r in rows {
             for (i, (id, parts)) in r.columns.into_iter().enumerate() {
@@ -183,7 +216,12 @@ fn orders(n: usize) -> Vec<Vec<usize>> {
     for rest in orders(n - 1) {
         // Insert column n-1 at every position of each order of the others.
         for pos in 0..n {
-            out.push(rest.iter().map(|&g| if g >= pos { g + 1 } else { g }).chain(std::iter::once(pos)).collect());
+            out.push(
+                rest.iter()
+                    .map(|&g| if g >= pos { g + 1 } else { g })
+                    .chain(std::iter::once(pos))
+                    .collect(),
+            );
         }
     }
     out
@@ -200,7 +238,9 @@ fn task_records(
     limit: u64,
 ) -> Result<Vec<u64>> {
     let types = keys.types();
-    let rows = task_rows(table, keys, filter, weights, task, &|b: &[u8]| spark_partition(&decode_key(b, &types), partitions))?;
+    let rows = task_rows(table, keys, filter, weights, task, &|b: &[u8]| {
+        spark_partition(&decode_key(b, &types), partitions)
+    })?;
     let mut out = vec![0u64; partitions.max(1) as usize];
     for (part, n) in rows.values() {
         out[*part as usize] += (*n).min(limit);
@@ -234,35 +274,58 @@ fn task_rows<V>(
 ) -> Result<Rows<V>> {
     let mut rows = Rows::default();
     let (key_names, types) = (keys.names(), keys.types());
-    let names: Vec<String> =
-        key_names.iter().cloned().chain(filter.map(|f| f.columns()).unwrap_or_default()).chain(weights.map(RowWeights::columns).unwrap_or_default()).collect();
+    let names: Vec<String> = key_names
+        .iter()
+        .cloned()
+        .chain(filter.map(|f| f.columns()).unwrap_or_default())
+        .chain(weights.map(RowWeights::columns).unwrap_or_default())
+        .collect();
     for &(fi, g) in task {
         let file = &table.files[fi];
-        let mut fields: Vec<usize> =
-            names.iter().map(|n| field_ci(file, n).ok_or_else(|| Error::bad_file(&file.path, format!("no column {n}")))).collect::<Result<_>>()?;
+        let mut fields: Vec<usize> = names
+            .iter()
+            .map(|n| {
+                field_ci(file, n)
+                    .ok_or_else(|| Error::bad_file(&file.path, format!("no column {n}")))
+            })
+            .collect::<Result<_>>()?;
         fields.sort_unstable();
         fields.dedup();
         let mask = ProjectionMask::roots(file.meta.parquet_schema(), fields.iter().copied());
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file.open()?, file.meta.clone())
-            .with_projection(mask)
-            .with_row_groups(vec![g])
-            .with_batch_size(64 * 1024)
-            .build()
-            .map_err(|e| Error::bad_file(&file.path, e))?;
+        let reader =
+            ParquetRecordBatchReaderBuilder::new_with_metadata(file.open()?, file.meta.clone())
+                .with_projection(mask)
+                .with_row_groups(vec![g])
+                .with_batch_size(64 * 1024)
+                .build()
+                .map_err(|e| Error::bad_file(&file.path, e))?;
         for batch in reader {
-            let batch = batch.map_err(|e| Error::bad_file(&file.path, format!("row group {g}: {e}")))?;
+            let batch =
+                batch.map_err(|e| Error::bad_file(&file.path, format!("row group {g}: {e}")))?;
             let pass = match filter {
-                Some(f) => Some(all_true(&f.conditions, &batch).map_err(|e| Error::bad_file(&file.path, e))?),
+                Some(f) => Some(
+                    all_true(&f.conditions, &batch).map_err(|e| Error::bad_file(&file.path, e))?,
+                ),
                 None => None,
             };
             let schema = batch.schema();
             let cols = key_names
                 .iter()
-                .map(|n| schema.fields().iter().position(|f| f.name().eq_ignore_ascii_case(n)).map(|i| batch.column(i).clone()))
+                .map(|n| {
+                    schema
+                        .fields()
+                        .iter()
+                        .position(|f| f.name().eq_ignore_ascii_case(n))
+                        .map(|i| batch.column(i).clone())
+                })
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(|| Error::bad_file(&file.path, "a key column is missing"))?;
-            let w = weights.map(|w| w.of_batch(&batch)).transpose().map_err(|e| Error::bad_file(&file.path, e))?;
-            count_batch(&cols, &types, pass.as_ref(), w.as_deref(), &mut rows, new).map_err(|e| Error::bad_file(&file.path, e))?;
+            let w = weights
+                .map(|w| w.of_batch(&batch))
+                .transpose()
+                .map_err(|e| Error::bad_file(&file.path, e))?;
+            count_batch(&cols, &types, pass.as_ref(), w.as_deref(), &mut rows, new)
+                .map_err(|e| Error::bad_file(&file.path, e))?;
         }
     }
     Ok(rows)
@@ -278,7 +341,11 @@ fn count_batch<V>(
     rows: &mut Rows<V>,
     new: &(dyn Fn(&[u8]) -> V + Sync),
 ) -> std::result::Result<(), String> {
-    let atoms: Vec<Atoms> = cols.iter().zip(types).map(|(a, t)| Atoms::from_array(a, *t)).collect::<std::result::Result<_, _>>()?;
+    let atoms: Vec<Atoms> = cols
+        .iter()
+        .zip(types)
+        .map(|(a, t)| Atoms::from_array(a, *t))
+        .collect::<std::result::Result<_, _>>()?;
     let mut buf = Vec::new();
     for row in 0..cols.first().map_or(0, |c| c.len()) {
         let n = weight.map_or(1, |w| w[row]);
@@ -311,8 +378,14 @@ mod tests {
         let k = vec![Some(1), Some(1), Some(1), Some(1), Some(2), None];
         let a = vec![Some(1), Some(1), Some(2), Some(1), Some(5), Some(1)];
         let b = vec![Some(1), Some(2), Some(1), None, Some(5), Some(1)];
-        let batch = RecordBatch::try_from_iter(vec![("k", col(k)), ("a", col(a)), ("b", col(b))]).unwrap();
-        let mut w = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&p).unwrap(), batch.schema(), None).unwrap();
+        let batch =
+            RecordBatch::try_from_iter(vec![("k", col(k)), ("a", col(a)), ("b", col(b))]).unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(
+            std::fs::File::create(&p).unwrap(),
+            batch.schema(),
+            None,
+        )
+        .unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
         let t = Table::open(&[p.to_string_lossy().into_owned()]).unwrap();
@@ -343,6 +416,16 @@ mod tests {
         assert_eq!(orders(1), vec![vec![0]]);
         let mut three = orders(3);
         three.sort();
-        assert_eq!(three, vec![vec![0, 1, 2], vec![0, 2, 1], vec![1, 0, 2], vec![1, 2, 0], vec![2, 0, 1], vec![2, 1, 0]]);
+        assert_eq!(
+            three,
+            vec![
+                vec![0, 1, 2],
+                vec![0, 2, 1],
+                vec![1, 0, 2],
+                vec![1, 2, 0],
+                vec![2, 0, 1],
+                vec![2, 1, 0]
+            ]
+        );
     }
 }

@@ -63,8 +63,12 @@ impl Shape {
             Shape::TopN { n } => format!("top {n} per partition"),
             Shape::Aggregate { lists: false } => "aggregate".into(),
             Shape::Aggregate { lists: true } => "aggregate building lists".into(),
-            Shape::DistinctAggregate { groups: 1, .. } => "aggregate with a DISTINCT aggregate".into(),
-            Shape::DistinctAggregate { groups, .. } => format!("aggregate with DISTINCT aggregates of {groups} columns"),
+            Shape::DistinctAggregate { groups: 1, .. } => {
+                "aggregate with a DISTINCT aggregate".into()
+            }
+            Shape::DistinctAggregate { groups, .. } => {
+                format!("aggregate with DISTINCT aggregates of {groups} columns")
+            }
         }
     }
 }
@@ -203,27 +207,59 @@ pub fn measure(input: &SideInput, opts: &PlanOptions) -> Result<WindowMeasured> 
 }
 
 /// The records Spark's map-side reduction sends, for the shapes that have one.
-fn reduced(input: &SideInput, shape: Shape, distinct: &[ResolvedColumn], opts: &PlanOptions) -> Result<Option<Reduced>> {
+fn reduced(
+    input: &SideInput,
+    shape: Shape,
+    distinct: &[ResolvedColumn],
+    opts: &PlanOptions,
+) -> Result<Option<Reduced>> {
     let parts = opts.partitions.max(1);
     let tasks = || map_tasks(input.table, &opts.file_splits());
     let mut orders = None;
     let (tasks, records, stage) = match shape {
         Shape::Aggregate { .. } => {
             let t = tasks();
-            let r = reduced_records(input.table, &input.keys, input.filter.as_ref(), input.through.as_deref(), &t, parts, 1)?;
+            let r = reduced_records(
+                input.table,
+                &input.keys,
+                input.filter.as_ref(),
+                input.through.as_deref(),
+                &t,
+                parts,
+                1,
+            )?;
             (t, r, None)
         }
         Shape::TopN { n } => {
             let t = tasks();
-            let r = reduced_records(input.table, &input.keys, input.filter.as_ref(), input.through.as_deref(), &t, parts, n)?;
+            let r = reduced_records(
+                input.table,
+                &input.keys,
+                input.filter.as_ref(),
+                input.through.as_deref(),
+                &t,
+                parts,
+                n,
+            )?;
             (t, r, None)
         }
         Shape::DistinctAggregate { .. } if !distinct.is_empty() && input.through.is_some() => {
-            return Err(Error::Usage(format!("{}: the records of DISTINCT aggregates are not counted through joins", input.name)));
+            return Err(Error::Usage(format!(
+                "{}: the records of DISTINCT aggregates are not counted through joins",
+                input.name
+            )));
         }
         Shape::DistinctAggregate { regular, .. } if !distinct.is_empty() => {
             let t = tasks();
-            let all = distinct_records(input.table, &input.keys, distinct, regular, input.filter.as_ref(), &t, parts)?;
+            let all = distinct_records(
+                input.table,
+                &input.keys,
+                distinct,
+                regular,
+                input.filter.as_ref(),
+                &t,
+                parts,
+            )?;
             let (records, stage, o) = distinct_stage(input, distinct, &all);
             orders = o;
             (t, records, Some(stage))
@@ -235,7 +271,11 @@ fn reduced(input: &SideInput, shape: Shape, distinct: &[ResolvedColumn], opts: &
 
 /// The larger of a DISTINCT aggregate's two shuffles, and which it is. Over several columns,
 /// the numbering of the columns that makes it largest, and the range over the others.
-fn distinct_stage(input: &SideInput, distinct: &[ResolvedColumn], orders: &[DistinctRecords]) -> (Vec<u64>, String, Option<RecordsOrders>) {
+fn distinct_stage(
+    input: &SideInput,
+    distinct: &[ResolvedColumn],
+    orders: &[DistinctRecords],
+) -> (Vec<u64>, String, Option<RecordsOrders>) {
     let max = |v: &[u64]| v.iter().copied().max().unwrap_or(0);
     let largest = |o: &DistinctRecords| max(&o.first).max(max(&o.second));
     let worst = orders.iter().max_by_key(|o| largest(o)).expect("one order at least");
@@ -265,10 +305,18 @@ fn distinct_stage(input: &SideInput, distinct: &[ResolvedColumn], orders: &[Dist
 /// count the records each task sends too (a second pass over the key columns, per map task:
 /// not for an input that groups, whose rows are not the files') and decide with them.
 /// `distinct`: the column of each DISTINCT aggregate (for `Shape::DistinctAggregate`).
-pub fn plan(input: &SideInput, shape: Shape, distinct: &[ResolvedColumn], classifier: &Classifier, opts: &PlanOptions) -> Result<WindowPlan> {
+pub fn plan(
+    input: &SideInput,
+    shape: Shape,
+    distinct: &[ResolvedColumn],
+    classifier: &Classifier,
+    opts: &PlanOptions,
+) -> Result<WindowPlan> {
     let mut m = measure(input, opts)?;
     let first = decide(&m, shape, classifier, opts);
-    if !matches!(first.verdict, Verdict::PartialAggregation | Verdict::GroupLimit) || input.group_by.is_some() {
+    if !matches!(first.verdict, Verdict::PartialAggregation | Verdict::GroupLimit)
+        || input.group_by.is_some()
+    {
         return Ok(first);
     }
     if input.table.is_held() {

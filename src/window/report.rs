@@ -14,16 +14,27 @@ pub fn json(p: &WindowPlan, stats: &crate::stats::RunStats) -> String {
 pub fn text(p: &WindowPlan) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "{} of {} by {}", p.shape.label(), p.input, p.keys.join(", "));
-    let _ = writeln!(o, "  {} rows reach the stage ({:.0} B/row in memory)", fmt_count(p.rows), p.bytes_per_row);
+    let _ = writeln!(
+        o,
+        "  {} rows reach the stage ({:.0} B/row in memory)",
+        fmt_count(p.rows),
+        p.bytes_per_row
+    );
     if let Some(c) = &p.conditions {
         let _ = writeln!(o, "  counted on the rows where {c}");
     }
     let _ = writeln!(o);
     let reduced = matches!(p.verdict, Verdict::GroupLimit | Verdict::PartialAggregation);
-    let what = if reduced { "Rows per task before Spark's reduction per map task" } else { "Before" };
+    let what =
+        if reduced { "Rows per task before Spark's reduction per map task" } else { "Before" };
     let _ = writeln!(o, "{what}: {} shuffle partitions: {}", p.shuffle_partitions, p.before.line());
     if std::io::IsTerminal::is_terminal(&std::io::stdout()) && p.before_tasks.len() > 1 {
-        let _ = writeln!(o, "  rows per partition, 0 to {}: {}", p.before_tasks.len() - 1, crate::html::sparkline(&p.before_tasks, 60));
+        let _ = writeln!(
+            o,
+            "  rows per partition, 0 to {}: {}",
+            p.before_tasks.len() - 1,
+            crate::html::sparkline(&p.before_tasks, 60)
+        );
     }
     if !p.hot.is_empty() {
         let _ = writeln!(o, "\nHot values:");
@@ -53,7 +64,11 @@ pub fn text(p: &WindowPlan) -> String {
     }
     if let Some(a) = &p.after {
         let _ = writeln!(o, "After: {}", a.line());
-        let _ = writeln!(o, "  the SQL: skewjoin rewrite --table {}=TABLE QUERY_FILE rewrites the query's window", p.input);
+        let _ = writeln!(
+            o,
+            "  the SQL: skewjoin rewrite --table {}=TABLE QUERY_FILE rewrites the query's window",
+            p.input
+        );
     }
     o
 }

@@ -24,7 +24,9 @@ struct Skew<'a> {
 impl Skew<'_> {
     /// One task reads 5x the median or more, and enough to matter.
     fn is_hot(&self) -> bool {
-        self.bytes.max(self.records) >= 5.0 && (self.heavy.shuffle_read_bytes >= 1 << 20 || self.heavy.shuffle_read_records >= 10_000)
+        self.bytes.max(self.records) >= 5.0
+            && (self.heavy.shuffle_read_bytes >= 1 << 20
+                || self.heavy.shuffle_read_records >= 10_000)
     }
 }
 
@@ -42,11 +44,20 @@ fn hot_key(c: &StageCtx) -> (Check, Option<Finding>) {
     let tasks = c.ok_tasks();
     if tasks.len() < 2 || (s.shuffle_read_bytes.max == 0 && s.shuffle_read_records.max == 0) {
         return (
-            c.check(Kind::HotKey, false, format!("stage {} reads no shuffle ({} tasks): no join or aggregate key to skew on", c.report.stage_id, tasks.len())),
+            c.check(
+                Kind::HotKey,
+                false,
+                format!(
+                    "stage {} reads no shuffle ({} tasks): no join or aggregate key to skew on",
+                    c.report.stage_id,
+                    tasks.len()
+                ),
+            ),
             None,
         );
     }
-    let Some(heavy) = tasks.iter().max_by_key(|t| (t.shuffle_read_bytes, t.shuffle_read_records)) else {
+    let Some(heavy) = tasks.iter().max_by_key(|t| (t.shuffle_read_bytes, t.shuffle_read_records))
+    else {
         return (c.check(Kind::HotKey, false, "no task".into()), None);
     };
     let skew = Skew {
@@ -114,9 +125,23 @@ fn hot_key_fix(join: Option<&JoinInfo>, partitions: i64) -> (String, Vec<String>
         let rk: Vec<String> = j.right_keys.iter().map(|k| plan::attr_name(k)).collect();
         let l = j.left_table.clone().unwrap_or_else(|| "LEFT_TABLE".into());
         let r = j.right_table.clone().unwrap_or_else(|| "RIGHT_TABLE".into());
-        let on: Vec<String> = lk.iter().zip(&rk).map(|(a, b)| if a == b { format!("--on {a}") } else { format!("--on {a}={b}") }).collect();
-        next.push(format!("skewjoin keys {} --column {} --shuffle-partitions {partitions}", shell(&l), lk.join(",")));
-        next.push(format!("skewjoin plan --left {} --right {} {} --how {} --shuffle-partitions {partitions}", shell(&l), shell(&r), on.join(" "), j.how()));
+        let on: Vec<String> = lk
+            .iter()
+            .zip(&rk)
+            .map(|(a, b)| if a == b { format!("--on {a}") } else { format!("--on {a}={b}") })
+            .collect();
+        next.push(format!(
+            "skewjoin keys {} --column {} --shuffle-partitions {partitions}",
+            shell(&l),
+            lk.join(",")
+        ));
+        next.push(format!(
+            "skewjoin plan --left {} --right {} {} --how {} --shuffle-partitions {partitions}",
+            shell(&l),
+            shell(&r),
+            on.join(" "),
+            j.how()
+        ));
         fix = format!(
             "the stage runs the {} {} join on {} = {}: {fix}; measure the hot keys and get the rewrite with the commands below",
             j.operator,
@@ -127,7 +152,9 @@ fn hot_key_fix(join: Option<&JoinInfo>, partitions: i64) -> (String, Vec<String>
     }
     if join.is_none() {
         fix.push_str("; the log does not name the join this stage runs (no SQL plan for it), so find it in the SQL tab of the Spark UI and put its tables and key in the commands below");
-        next.push(format!("skewjoin keys LEFT_TABLE --column KEY --shuffle-partitions {partitions}"));
+        next.push(format!(
+            "skewjoin keys LEFT_TABLE --column KEY --shuffle-partitions {partitions}"
+        ));
         next.push(format!(
             "skewjoin plan --left LEFT_TABLE --right RIGHT_TABLE --on KEY --how inner|left|right|full|semi|anti --shuffle-partitions {partitions}"
         ));
@@ -140,7 +167,8 @@ fn aqe_note(props: &HashMap<String, String>, join: Option<&JoinInfo>, heavy: &Ta
     let aqe = props.get("spark.sql.adaptive.enabled").map(|v| v == "true").unwrap_or(true);
     let full = join.is_some_and(|j| j.join_type == "FullOuter");
     if !aqe {
-        "AQE is off in this run (spark.sql.adaptive.enabled=false), so nothing split the task".to_string()
+        "AQE is off in this run (spark.sql.adaptive.enabled=false), so nothing split the task"
+            .to_string()
     } else if full {
         "AQE's skew-join split never applies to a full outer join".to_string()
     } else if heavy.shuffle_read_bytes < 256 << 20 {

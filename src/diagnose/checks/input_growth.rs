@@ -18,9 +18,21 @@ impl Cause for InputGrowth {
 
 fn input_growth(c: &StageCtx, base: &App) -> (Check, Option<Finding>) {
     // The same stage in the baseline: the same name, the same position among stages of that name.
-    let nth = c.app.stages.values().filter(|s| s.name == c.stage.name && (s.id, s.attempt) < (c.stage.id, c.stage.attempt)).count();
+    let nth = c
+        .app
+        .stages
+        .values()
+        .filter(|s| s.name == c.stage.name && (s.id, s.attempt) < (c.stage.id, c.stage.attempt))
+        .count();
     let Some(b) = base.stages.values().filter(|s| s.name == c.stage.name).nth(nth) else {
-        return (c.check(Kind::InputGrowth, false, format!("no stage named \"{}\" in the baseline to compare with", c.stage.name)), None);
+        return (
+            c.check(
+                Kind::InputGrowth,
+                false,
+                format!("no stage named \"{}\" in the baseline to compare with", c.stage.name),
+            ),
+            None,
+        );
     };
     let bt: Vec<&Task> = b.tasks.iter().filter(|t| t.success).collect();
     let bt = totals(&bt);

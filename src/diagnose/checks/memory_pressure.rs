@@ -51,7 +51,8 @@ fn memory_pressure(c: &StageCtx, hot: bool) -> (Check, Option<Finding>) {
     // GC is pressure when it costs the stage real seconds of its wall clock, not only a share
     // of a short stage's run time.
     let gc_wall_ms = (c.report.duration_ms as f64 * gc) as i64;
-    let yes = !hot && ((t.spilled_tasks * 2 >= n && even && n >= 2) || (gc > 0.10 && gc_wall_ms >= MIN_GC_MS));
+    let yes = !hot
+        && ((t.spilled_tasks * 2 >= n && even && n >= 2) || (gc > 0.10 && gc_wall_ms >= MIN_GC_MS));
     let f = yes.then(|| {
         let total = t.shuffle_read_bytes + t.input_bytes;
         let per_task = total / n as i64;

@@ -24,7 +24,13 @@ impl Cause for ShuffleVolume {
 /// Whether a shuffle-volume finding already names a stage of this stage's job.
 fn in_job(findings: &[Finding], c: &StageCtx) -> bool {
     let job = c.stage.job;
-    findings.iter().any(|x| x.kind == Kind::ShuffleVolume && x.stage_id.and_then(|s| c.app.stages.values().find(|st| st.id == s)).and_then(|st| st.job) == job)
+    findings.iter().any(|x| {
+        x.kind == Kind::ShuffleVolume
+            && x.stage_id
+                .and_then(|s| c.app.stages.values().find(|st| st.id == s))
+                .and_then(|st| st.job)
+                == job
+    })
 }
 
 fn shuffle_volume(c: &StageCtx) -> (Check, Option<Finding>) {
@@ -42,8 +48,13 @@ fn shuffle_volume(c: &StageCtx) -> (Check, Option<Finding>) {
     }
     let s = &c.report.task_summary;
     let read = s.reads();
-    let even = ratio(s.duration_ms.max, s.duration_ms.median) < 3.0 || ratio(read.max, read.median) < 2.0;
-    let vs_input = if input > 0 { format!("{:.1}x the input", ratio(sh, input)) } else { "no input read: generated data".into() };
+    let even =
+        ratio(s.duration_ms.max, s.duration_ms.median) < 3.0 || ratio(read.max, read.median) < 2.0;
+    let vs_input = if input > 0 {
+        format!("{:.1}x the input", ratio(sh, input))
+    } else {
+        "no input read: generated data".into()
+    };
     let numbers = format!(
         "job {}: {} shuffled against {} read and {} written out ({vs_input}, {:.0}x the output); stage {} tasks even: max {} vs median {}",
         job.map(|j| j.to_string()).unwrap_or("?".into()),
@@ -55,7 +66,8 @@ fn shuffle_volume(c: &StageCtx) -> (Check, Option<Finding>) {
         fmt_ms(s.duration_ms.max),
         fmt_ms(s.duration_ms.median)
     );
-    let stage_shuffles = c.report.totals.shuffle_read_bytes + c.report.totals.shuffle_write_bytes > 0;
+    let stage_shuffles =
+        c.report.totals.shuffle_read_bytes + c.report.totals.shuffle_write_bytes > 0;
     let yes = stage_shuffles && even && sh >= 64 << 20 && sh >= 2 * input && sh >= 10 * output;
     let f = yes.then(|| Finding::new(
         Kind::ShuffleVolume,

@@ -42,7 +42,11 @@ fn slow_code(c: &StageCtx) -> (Check, Option<Finding>) {
             None => "; no Python UDF in the plan".into(),
         }
     );
-    let yes = even && no_shuffle && no_spill && c.report.active_share >= 0.25 && (udf.is_some() || c.report.task_summary.run_ms.median >= 1000);
+    let yes = even
+        && no_shuffle
+        && no_spill
+        && c.report.active_share >= 0.25
+        && (udf.is_some() || c.report.task_summary.run_ms.median >= 1000);
     let f = yes.then(|| Finding::new(
         Kind::SlowCode,
         Some(c.report.stage_id),

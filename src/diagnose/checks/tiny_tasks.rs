@@ -20,7 +20,11 @@ fn tiny_tasks(c: &StageCtx) -> (Check, Option<Finding>) {
     let n = c.report.tasks;
     let t = &c.report.totals;
     let overhead = ratio(t.task_ms - t.run_ms, t.task_ms);
-    let busy = if c.report.slots > 0 { ratio(t.task_ms, c.report.duration_ms * c.report.slots).min(1.0) } else { 0.0 };
+    let busy = if c.report.slots > 0 {
+        ratio(t.task_ms, c.report.duration_ms * c.report.slots).min(1.0)
+    } else {
+        0.0
+    };
     let numbers = format!(
         "stage {}: {} tasks ({:.1} waves over {} cores), median task {} of which {} running; median scheduler delay {}; {} of task time is overhead (not running); the cores were busy {} of the stage",
         c.report.stage_id,
@@ -37,7 +41,10 @@ fn tiny_tasks(c: &StageCtx) -> (Check, Option<Finding>) {
     // one of many waves, or it is a large part of each task.
     let yes = n >= 1000
         && s.run_ms.median <= 2000
-        && (s.scheduler_delay_ms.median * 2 >= s.run_ms.median || overhead >= 0.3 || busy <= 0.5 || c.report.waves >= 10.0);
+        && (s.scheduler_delay_ms.median * 2 >= s.run_ms.median
+            || overhead >= 0.3
+            || busy <= 0.5
+            || c.report.waves >= 10.0);
     let f = yes.then(|| {
         let data = t.input_bytes + t.shuffle_read_bytes;
         let want = ((data as f64 / (128 << 20) as f64).ceil() as i64).max(c.report.slots * 2).max(1);

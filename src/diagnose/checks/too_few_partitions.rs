@@ -27,7 +27,8 @@ impl Cause for TooFewPartitions {
 fn too_few_partitions(c: &StageCtx) -> (Check, Option<Finding>) {
     let tasks = c.ok_tasks();
     let n = tasks.len().max(1);
-    let big = tasks.iter().filter(|t| t.shuffle_read_bytes + t.input_bytes > BIG_TASK_BYTES).count();
+    let big =
+        tasks.iter().filter(|t| t.shuffle_read_bytes + t.input_bytes > BIG_TASK_BYTES).count();
     let spilled = c.report.totals.spilled_tasks;
     let numbers = format!(
         "stage {}: {} of {} tasks read over {} (median {}); {} of {} spilled",
@@ -35,7 +36,10 @@ fn too_few_partitions(c: &StageCtx) -> (Check, Option<Finding>) {
         big,
         n,
         human_i64(BIG_TASK_BYTES),
-        human_i64(c.report.task_summary.shuffle_read_bytes.median + c.report.task_summary.input_bytes.median),
+        human_i64(
+            c.report.task_summary.shuffle_read_bytes.median
+                + c.report.task_summary.input_bytes.median
+        ),
         spilled,
         n
     );

@@ -44,7 +44,12 @@ pub(crate) fn branches(g: &BranchSql, hot: &[&HotKey]) -> Vec<String> {
     }
     let l = g.filtered(Side::Left, Some(g.in_set(ROWS, Side::Left, &set)));
     let rk: Vec<String> = g.js.right_keys.iter().map(|c| ident(c)).collect();
-    let r =
-        format!("(SELECT DISTINCT {} FROM {} {ROWS} WHERE {}) {}", rk.join(", "), g.table(Side::Right), g.in_set(ROWS, Side::Right, &set), g.js.right_alias);
+    let r = format!(
+        "(SELECT DISTINCT {} FROM {} {ROWS} WHERE {}) {}",
+        rk.join(", "),
+        g.table(Side::Right),
+        g.in_set(ROWS, Side::Right, &set),
+        g.js.right_alias
+    );
     vec![g.join(g.js.how, &[Side::Right], l, r, "")]
 }

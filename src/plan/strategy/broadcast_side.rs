@@ -9,7 +9,12 @@ use crate::plan::strategy::drop_junk;
 
 /// The side to broadcast whole: of those the join type may broadcast and that fit in memory
 /// under `threshold`, the smaller (the right on a tie). Only when something is hot.
-pub(crate) fn choose(how: JoinType, hot: &[HotKey], sides: [&SideReport; 2], threshold: u64) -> Option<Side> {
+pub(crate) fn choose(
+    how: JoinType,
+    hot: &[HotKey],
+    sides: [&SideReport; 2],
+    threshold: u64,
+) -> Option<Side> {
     if hot.is_empty() {
         return None;
     }
@@ -32,7 +37,8 @@ pub(crate) fn fix(plan: &Plan, side: Side) -> String {
 }
 
 /// The rewritten SQL's header comment for it.
-pub const COMMENT: &str = "one side fits under the broadcast threshold: broadcast whole, no shuffle";
+pub const COMMENT: &str =
+    "one side fits under the broadcast threshold: broadcast whole, no shuffle";
 
 /// The one branch: the join as written with `side` broadcast, junk rows dropped if asked.
 pub(crate) fn branch(g: &BranchSql, hot: &[&HotKey], side: Side) -> String {

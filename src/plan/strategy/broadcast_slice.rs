@@ -12,7 +12,13 @@ use crate::plan::decompose;
 use crate::plan::model::{HotKey, JoinType, Side};
 
 pub(crate) fn fix(names: [&str; 2], broadcast: Side, rows: u64, bytes: u64) -> String {
-    format!("broadcast {}'s slice: {} row{}, {}", names[broadcast as usize], fmt_count(rows), if rows == 1 { "" } else { "s" }, human(bytes))
+    format!(
+        "broadcast {}'s slice: {} row{}, {}",
+        names[broadcast as usize],
+        fmt_count(rows),
+        if rows == 1 { "" } else { "s" },
+        human(bytes)
+    )
 }
 
 pub(crate) fn comment(rows: u64) -> String {
@@ -59,7 +65,8 @@ fn semi_or_anti(f: &KeyFacts) -> Option<Choice> {
 /// directly first, then the smaller (the left on a tie).
 fn best_slice(f: &KeyFacts) -> Option<Side> {
     let how = f.how();
-    let mut options: Vec<Side> = [Side::Left, Side::Right].into_iter().filter(|s| f.bytes(*s) <= f.threshold()).collect();
+    let mut options: Vec<Side> =
+        [Side::Left, Side::Right].into_iter().filter(|s| f.bytes(*s) <= f.threshold()).collect();
     options.sort_by_key(|s| (!how.may_broadcast(*s), f.bytes(*s)));
     options.first().copied()
 }
@@ -84,7 +91,15 @@ fn slice(f: &KeyFacts, b: Side, decomposed: bool) -> Choice {
             f.how().as_str()
         ));
     }
-    (Strategy::BroadcastSlice { broadcast: b, slice_rows: srows, slice_bytes: sbytes, decomposed }, why)
+    (
+        Strategy::BroadcastSlice {
+            broadcast: b,
+            slice_rows: srows,
+            slice_bytes: sbytes,
+            decomposed,
+        },
+        why,
+    )
 }
 
 /// The branches of the slices the join type broadcasts itself: one per broadcast side, the

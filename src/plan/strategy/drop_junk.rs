@@ -39,5 +39,6 @@ fn choose(f: &KeyFacts) -> Option<Choice> {
 /// side whole; `None` when nothing is dropped.
 pub(crate) fn filter(g: &BranchSql, hot: &[&HotKey], side: Side) -> Option<String> {
     let dropped = g.set_of(hot, |s| matches!(s, Strategy::Drop));
-    (!dropped.is_empty()).then(|| format!("{} OR NOT ({})", g.is_null(ROWS, side), g.in_set(ROWS, side, &dropped)))
+    (!dropped.is_empty())
+        .then(|| format!("{} OR NOT ({})", g.is_null(ROWS, side), g.in_set(ROWS, side, &dropped)))
 }

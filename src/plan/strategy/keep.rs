@@ -48,7 +48,11 @@ pub(crate) fn comment(reason: &KeepReason) -> String {
 /// Always applies: it is what is left when nothing else does.
 pub(crate) fn choose(f: &KeyFacts) -> Choice {
     let reason = if f.how().is_semi_or_anti() {
-        KeepReason::RightRowsNeeded { rows: f.rows(Side::Right), bytes: f.bytes(Side::Right), threshold: f.threshold() }
+        KeepReason::RightRowsNeeded {
+            rows: f.rows(Side::Right),
+            bytes: f.bytes(Side::Right),
+            threshold: f.threshold(),
+        }
     } else {
         KeepReason::UnmatchedNeedRows { how: f.how(), threshold: f.threshold() }
     };

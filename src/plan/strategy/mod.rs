@@ -48,7 +48,9 @@ impl Strategy {
         match self {
             Strategy::NullBypass => null_bypass::FIX.into(),
             Strategy::Drop => drop_junk::FIX.into(),
-            Strategy::BroadcastSlice { broadcast, slice_rows, slice_bytes, .. } => broadcast_slice::fix(names, *broadcast, *slice_rows, *slice_bytes),
+            Strategy::BroadcastSlice { broadcast, slice_rows, slice_bytes, .. } => {
+                broadcast_slice::fix(names, *broadcast, *slice_rows, *slice_bytes)
+            }
             Strategy::BroadcastKeys => broadcast_keys::FIX.into(),
             Strategy::Salt { n, split, salts, .. } => salt::fix(names, *n, *split, salts),
             Strategy::Keep { reason } => keep::fix(reason),
@@ -125,7 +127,12 @@ pub(crate) trait KeyStrategy: Sync {
 ///
 /// When none applies, `keep`: nothing above is safe (predicates in ON beyond the keys), and
 /// the key is left in the shuffle.
-const KEY_ORDER: [&dyn KeyStrategy; 4] = [&drop_junk::DropJunk, &broadcast_slice::BroadcastSlice, &broadcast_keys::BroadcastKeys, &salt::Salt];
+const KEY_ORDER: [&dyn KeyStrategy; 4] = [
+    &drop_junk::DropJunk,
+    &broadcast_slice::BroadcastSlice,
+    &broadcast_keys::BroadcastKeys,
+    &salt::Salt,
+];
 
 /// The strategy for one hot non-NULL key: the first of `KEY_ORDER` that applies, else `keep`.
 pub(crate) fn choose(f: &KeyFacts, salting: &mut salt::Salting) -> Choice {

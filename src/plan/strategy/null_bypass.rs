@@ -19,12 +19,23 @@ pub(crate) const COMMENT: &str = "skips the join (NULL never matches)";
 /// The NULL keys of `side`, found hot, as a hot key that bypasses the join. `entering` is the
 /// side's NULL-keyed rows that enter the shuffle, `partition` and `in_partition` the partition
 /// with most of them and its rows.
-pub(crate) fn hot_key(m: &Measured, side: Side, how: JoinType, classifier: &Classifier, entering: u64, (partition, in_partition): (usize, u64)) -> HotKey {
+pub(crate) fn hot_key(
+    m: &Measured,
+    side: Side,
+    how: JoinType,
+    classifier: &Classifier,
+    entering: u64,
+    (partition, in_partition): (usize, u64),
+) -> HotKey {
     let s = if side == Side::Left { &m.left } else { &m.right };
     let nulls = vec![Value::Null; s.key_types.len()];
     let c = classifier.classify_key(&nulls, &s.key_types, &s.keys);
     let sc = &s.scan;
-    let how_many = if in_partition == entering { "all of them".to_string() } else { format!("{} of them", fmt_count(in_partition)) };
+    let how_many = if in_partition == entering {
+        "all of them".to_string()
+    } else {
+        format!("{} of them", fmt_count(in_partition))
+    };
     let why = format!(
         "a NULL key never matches under =, yet Spark keeps {}'s {} NULL-keyed rows for a {} join and sends {how_many} to partition {partition}: they skip the join and come out with the {} side's columns NULL",
         s.name,
@@ -52,7 +63,8 @@ pub(crate) fn hot_key(m: &Measured, side: Side, how: JoinType, classifier: &Clas
 
 /// The NULL keys of `side` bypass the join in this plan.
 pub(crate) fn bypasses<'a>(hot: impl IntoIterator<Item = &'a HotKey>, side: Side) -> bool {
-    hot.into_iter().any(|h| matches!(h.strategy, Strategy::NullBypass) && h.side == HotSide::from(side))
+    hot.into_iter()
+        .any(|h| matches!(h.strategy, Strategy::NullBypass) && h.side == HotSide::from(side))
 }
 
 /// One branch per bypassing side: its NULL-keyed rows, padded with NULLs, no join.
@@ -60,7 +72,12 @@ pub(crate) fn branches(g: &BranchSql, hot: &[&HotKey]) -> Vec<String> {
     let mut out = Vec::new();
     for side in [Side::Left, Side::Right] {
         if bypasses(hot.iter().copied(), side) {
-            let input = format!("(SELECT * FROM {} {ROWS} WHERE {}) {}", g.table(side), g.is_null(ROWS, side), g.alias(side));
+            let input = format!(
+                "(SELECT * FROM {} {ROWS} WHERE {}) {}",
+                g.table(side),
+                g.is_null(ROWS, side),
+                g.alias(side)
+            );
             out.push(g.padded(side, input));
         }
     }

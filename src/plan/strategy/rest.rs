@@ -14,9 +14,21 @@ pub(crate) fn branches(g: &BranchSql, hot: &[&HotKey]) -> Vec<String> {
         match (moved.is_empty(), null_bypass::bypasses(hot.iter().copied(), side)) {
             (true, false) => None,
             (true, true) => Some(g.not_null(ROWS, side)),
-            (false, true) => Some(format!("{} AND NOT ({})", g.not_null(ROWS, side), g.in_set(ROWS, side, &moved))),
-            (false, false) => Some(format!("{} OR NOT ({})", g.is_null(ROWS, side), g.in_set(ROWS, side, &moved))),
+            (false, true) => Some(format!(
+                "{} AND NOT ({})",
+                g.not_null(ROWS, side),
+                g.in_set(ROWS, side, &moved)
+            )),
+            (false, false) => {
+                Some(format!("{} OR NOT ({})", g.is_null(ROWS, side), g.in_set(ROWS, side, &moved)))
+            }
         }
     };
-    vec![g.join(g.js.how, &[], g.filtered(Side::Left, pred(Side::Left)), g.filtered(Side::Right, pred(Side::Right)), "")]
+    vec![g.join(
+        g.js.how,
+        &[],
+        g.filtered(Side::Left, pred(Side::Left)),
+        g.filtered(Side::Right, pred(Side::Right)),
+        "",
+    )]
 }

@@ -34,9 +34,16 @@ pub(crate) fn fix(names: [&str; 2], n: u32, split: Side, salts: &[i32]) -> Strin
     let list = if salts.len() <= 12 {
         salts.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(",")
     } else {
-        format!("{},... ({} values)", salts[..10].iter().map(|s| s.to_string()).collect::<Vec<_>>().join(","), salts.len())
+        format!(
+            "{},... ({} values)",
+            salts[..10].iter().map(|s| s.to_string()).collect::<Vec<_>>().join(","),
+            salts.len()
+        )
     };
-    format!("salt: split {} {n} ways (salts {list}), copy the other side {n} times", names[split as usize])
+    format!(
+        "salt: split {} {n} ways (salts {list}), copy the other side {n} times",
+        names[split as usize]
+    )
 }
 
 pub(crate) fn comment(n: u32) -> String {
@@ -54,7 +61,10 @@ impl KeyStrategy for Salt {
 
 fn choose(f: &KeyFacts, salting: &mut Salting) -> Option<Choice> {
     let decomposed = decompose::salt_is_decomposed(f.how());
-    if f.how().is_semi_or_anti() || super::broadcast_slice::fits(f) || !decompose::is_safe(decomposed, f.opts) {
+    if f.how().is_semi_or_anti()
+        || super::broadcast_slice::fits(f)
+        || !decompose::is_safe(decomposed, f.opts)
+    {
         return None;
     }
     let (lr, rr) = (f.rows(Side::Left), f.rows(Side::Right));
@@ -96,7 +106,9 @@ fn pieces(f: &KeyFacts, split: Side, salted_keys: u32) -> u32 {
         reprows
     };
     let by_median = (srows as f64 / share).ceil();
-    let by_size = (srows as f64 * f.bytes_per_row[split as usize] / f.opts.target_task_size.max(1) as f64).ceil();
+    let by_size = (srows as f64 * f.bytes_per_row[split as usize]
+        / f.opts.target_task_size.max(1) as f64)
+        .ceil();
     (by_median.max(by_size) as u32).clamp(2, (f.partitions / salted_keys).max(2))
 }
 
@@ -123,9 +135,18 @@ fn choose_salts(key: &[Value], n: u32, partitions: u32, used: &mut HashSet<u32>)
 /// The tasks a salted key leaves: one per salt, in the partition of (key, salt), each with its
 /// piece of the split side (`pmod(hash(other columns), n)` spreads it evenly) and every row of
 /// the copied side. Pieces of several keys in one partition add up in `tasks`.
-pub(crate) fn add_tasks(h: &HotKey, bytes_per_row: [f64; 2], partitions: u32, tasks: &mut BTreeMap<u32, Task>) {
+pub(crate) fn add_tasks(
+    h: &HotKey,
+    bytes_per_row: [f64; 2],
+    partitions: u32,
+    tasks: &mut BTreeMap<u32, Task>,
+) {
     let Strategy::Salt { n, split, salts, .. } = &h.strategy else { return };
-    let (srows, rrows) = if *split == Side::Left { (h.left_rows, h.right_rows) } else { (h.right_rows, h.left_rows) };
+    let (srows, rrows) = if *split == Side::Left {
+        (h.left_rows, h.right_rows)
+    } else {
+        (h.right_rows, h.left_rows)
+    };
     let (sb, rb) = (bytes_per_row[*split as usize], bytes_per_row[split.other() as usize]);
     for (j, s) in salts.iter().enumerate() {
         let mut k = h.key.clone();
@@ -157,7 +178,9 @@ pub(crate) fn branches(g: &BranchSql, hot: &[&HotKey]) -> Vec<String> {
         let salted: Vec<(&[Value], u32, &Vec<i32>)> = hot
             .iter()
             .filter_map(|h| match &h.strategy {
-                Strategy::Salt { n, split: s, salts, .. } if *s == split => Some((h.key.as_slice(), *n, salts)),
+                Strategy::Salt { n, split: s, salts, .. } if *s == split => {
+                    Some((h.key.as_slice(), *n, salts))
+                }
                 _ => None,
             })
             .collect();
@@ -170,16 +193,29 @@ pub(crate) fn branches(g: &BranchSql, hot: &[&HotKey]) -> Vec<String> {
 
 fn branch(g: &BranchSql, split: Side, salted: &[(&[Value], u32, &Vec<i32>)]) -> String {
     let set: Vec<&[Value]> = salted.iter().map(|s| s.0).collect();
-    let arr = |salts: &[i32]| format!("array({})", salts.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "));
+    let arr = |salts: &[i32]| {
+        format!("array({})", salts.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "))
+    };
     let hcols = salt_columns(g.js, split);
     let hash_of = if hcols.is_empty() {
         "monotonically_increasing_id()".to_string()
     } else {
         hcols.iter().map(|c| format!("{ROWS}.{}", ident(c))).collect::<Vec<_>>().join(", ")
     };
-    let split_case: Vec<String> =
-        salted.iter().map(|(k, n, salts)| format!("WHEN {} THEN element_at({}, pmod(hash({hash_of}), {n}) + 1)", g.eq(ROWS, split, k), arr(salts))).collect();
-    let rep_case: Vec<String> = salted.iter().map(|(k, _, salts)| format!("WHEN {} THEN {}", g.eq(ROWS, split.other(), k), arr(salts))).collect();
+    let split_case: Vec<String> = salted
+        .iter()
+        .map(|(k, n, salts)| {
+            format!(
+                "WHEN {} THEN element_at({}, pmod(hash({hash_of}), {n}) + 1)",
+                g.eq(ROWS, split, k),
+                arr(salts)
+            )
+        })
+        .collect();
+    let rep_case: Vec<String> = salted
+        .iter()
+        .map(|(k, _, salts)| format!("WHEN {} THEN {}", g.eq(ROWS, split.other(), k), arr(salts)))
+        .collect();
     let split_t = format!(
         "(SELECT {ROWS}.*, CASE {} END AS {SALT_COLUMN} FROM {} {ROWS} WHERE {}) {}",
         split_case.join(" "),
