@@ -373,9 +373,11 @@ fn partition_types(schema: &str, columns: &[String]) -> std::result::Result<Vec<
                 "double" => KeyType::Double,
                 "boolean" => KeyType::Boolean,
                 "date" => KeyType::Date,
-                other => return Err(format!(
+                other => {
+                    return Err(format!(
                     "partition column {c} is of type {other}, which is not supported as a key here"
-                )),
+                ))
+                }
             })
         })
         .collect()
