@@ -125,12 +125,7 @@ pub fn filtered_keys(
     filter: &RowFilter,
     group_by: Option<&KeySpec>,
 ) -> Result<Filtered> {
-    if table.is_held() {
-        return Err(Error::Usage(format!(
-            "{}: the table is held by an engine: its counts are made there",
-            table.display
-        )));
-    }
+    table.files_here()?;
     let dir = tempfile::Builder::new()
         .prefix("skewjoin-filtered-")
         .tempdir()

@@ -28,12 +28,7 @@ pub fn profile(
     specs: &[KeySpec],
     opts: &ProfileOptions,
 ) -> Result<Vec<ColumnProfile>> {
-    if table.is_held() {
-        return Err(Error::Usage(format!(
-            "{}: the table is held by an engine: its counts are made there",
-            table.display
-        )));
-    }
+    table.files_here()?;
     let split = !opts.exact_distinct && opts.top > 0 && opts.top < 200;
     match profile_pass(table, specs, opts, split)? {
         Some(out) => Ok(out),

@@ -141,12 +141,7 @@ pub fn scan(
     partitions: u32,
     keys: &[Vec<Value>],
 ) -> Result<PartitionScan> {
-    if table.is_held() {
-        return Err(Error::Usage(format!(
-            "{}: the table is held by an engine: its counts are made there",
-            table.display
-        )));
-    }
+    table.files_here()?;
     check_keys(spec, keys)?;
     let (_, parts) = scan_row_groups(table, spec, partitions, keys)?;
     let mut total = PartitionScan::empty(partitions.max(1), keys.len());

@@ -55,16 +55,7 @@ pub(super) fn aggregate(sel: &Select, ctx: &mut Ctx) {
         }
         _ => return,
     };
-    let mut seen = WindowSeen {
-        at: keys.first().and_then(At::of),
-        stage: text,
-        status: "left_as_written",
-        alias: None,
-        plan: None,
-        reason: None,
-        code: None,
-        notes: vec![],
-    };
+    let mut seen = WindowSeen::left(keys.first().and_then(At::of), text);
     match planned_over_joins(sel, root, &inp, &keys, shape, &distinct, ctx) {
         Ok((p, notes)) => {
             let per_value = list_argument(sel).and_then(|e| list_bytes_per_value(&e, &inp, ctx));

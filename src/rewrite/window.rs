@@ -73,6 +73,20 @@ pub struct WindowSeen {
 }
 
 impl WindowSeen {
+    /// The stage as written (`stage`), left as written until it is planned and rewritten.
+    pub(super) fn left(at: Option<At>, stage: String) -> WindowSeen {
+        WindowSeen {
+            at,
+            stage,
+            status: "left_as_written",
+            alias: None,
+            plan: None,
+            reason: None,
+            code: None,
+            notes: vec![],
+        }
+    }
+
     /// Left as written, for `why`.
     pub(super) fn left_because(&mut self, why: StageWhy) {
         self.code = Some(why.code);
@@ -105,16 +119,7 @@ pub(super) fn process_windows(q: &mut Query, joins_rewritten: bool, ctx: &mut Ct
         .map(|w| crate::format::one_line(&w.func.to_string(), usize::MAX))
         .collect::<Vec<_>>()
         .join(", ");
-    let mut seen = WindowSeen {
-        at: fns[0].at,
-        stage: text,
-        status: "left_as_written",
-        alias: None,
-        plan: None,
-        reason: None,
-        code: None,
-        notes: vec![],
-    };
+    let mut seen = WindowSeen::left(fns[0].at, text);
     match stage(sel, &fns, joins_rewritten, ctx) {
         Err(why) => seen.left_because(why),
         Ok((p, notes)) => {

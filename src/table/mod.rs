@@ -249,6 +249,18 @@ impl Table {
         self.held.is_some()
     }
 
+    /// Ok when the table's files are read here; the error for a table an engine holds, whose
+    /// counts that engine makes.
+    pub fn files_here(&self) -> Result<()> {
+        match self.held {
+            None => Ok(()),
+            Some(_) => Err(Error::Usage(format!(
+                "{}: the table is held by an engine: its counts are made there",
+                self.display
+            ))),
+        }
+    }
+
     pub fn rows(&self) -> u64 {
         match &self.held {
             Some(s) => s.rows,
