@@ -1,57 +1,82 @@
 //! `rewrite` before/after: the emitted SQL of each kind of query pinned by snapshots, and what
-//! is left alone and why. That the rows stay the same is checked on real Spark
+//! is left alone and why. The tables are Arrow columns held by the in-memory engine
+//! (`count::InMemory`): no file is written, and the counts are checked against the embedded
+//! engine's in that engine's own tests. That the rows stay the same is checked on real Spark
 //! (tests/py/test_rewrite_spark.py).
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Int64Array, StringArray};
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 
-mod common;
-use common::write;
 use skewjoin::classify::Classifier;
+use skewjoin::count::{EngineRef, InMemory};
 use skewjoin::plan::JoinType;
 use skewjoin::plan::PlanOptions;
 use skewjoin::rewrite::{rewrite, sql_with_comments, LeftAlone, Note, Rewritten, Untraced};
+use skewjoin::stats::RunStats;
 use skewjoin::table::Table;
 
 /// events(event_id, title_id): 600 NULL, 400 'hot', 300 "O'Neil", 500 over 250 ordinary keys.
-/// titles(title_id, name): one row per ordinary key and one 'hot'.
-fn tables(dir: &Path) -> HashMap<String, Table> {
+/// titles(title_id, name): one row per ordinary key and one 'hot'. Held in memory: the rewrite
+/// measures them through the in-memory engine of `opts`, which this sets.
+fn tables(opts: &mut PlanOptions) -> HashMap<String, Table> {
     let mut k: Vec<Option<String>> = Vec::new();
     k.extend(std::iter::repeat_n(None, 600));
     k.extend(std::iter::repeat_n(Some("hot".to_string()), 400));
     k.extend(std::iter::repeat_n(Some("O'Neil".to_string()), 300));
     k.extend((0..500).map(|i| Some(format!("k{:03}", i % 250))));
     let n = k.len() as i64;
-    let e = write(
-        &dir.join("events.parquet"),
-        vec![
-            ("event_id", Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef),
-            ("title_id", Arc::new(StringArray::from(k)) as ArrayRef),
-        ],
-    );
     let mut tk: Vec<String> = (0..250).map(|i| format!("k{i:03}")).collect();
     tk.push("hot".into());
     let names: Vec<String> = tk.iter().map(|t| format!("name of {t}")).collect();
-    let t = write(
-        &dir.join("titles.parquet"),
+    in_memory(
+        opts,
         vec![
-            ("title_id", Arc::new(StringArray::from(tk)) as ArrayRef),
-            ("name", Arc::new(StringArray::from(names)) as ArrayRef),
+            (
+                "events",
+                vec![
+                    ("event_id", Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef),
+                    ("title_id", Arc::new(StringArray::from(k)) as ArrayRef),
+                ],
+            ),
+            (
+                "titles",
+                vec![
+                    ("title_id", Arc::new(StringArray::from(tk)) as ArrayRef),
+                    ("name", Arc::new(StringArray::from(names)) as ArrayRef),
+                ],
+            ),
         ],
-    );
-    let mut m = HashMap::new();
-    m.insert("events".to_string(), Table::open(&[e]).unwrap());
-    m.insert("titles".to_string(), Table::open(&[t]).unwrap());
-    m
+    )
+}
+
+/// The tables, each given by its columns, held by an in-memory engine that `opts` then counts
+/// with.
+fn in_memory(
+    opts: &mut PlanOptions,
+    tables: Vec<(&str, Vec<(&str, ArrayRef)>)>,
+) -> HashMap<String, Table> {
+    let (engine, stats) = (InMemory::new(), RunStats::new());
+    let held = tables
+        .into_iter()
+        .map(|(name, cols)| {
+            let batch = RecordBatch::try_from_iter(cols).unwrap();
+            (name.to_string(), engine.hold(name, batch, &stats))
+        })
+        .collect();
+    opts.engine = EngineRef::new(engine);
+    held
+}
+
+/// 16 shuffle partitions, a 1KB broadcast threshold.
+fn small() -> PlanOptions {
+    PlanOptions { partitions: 16, broadcast_threshold: 1024, ..Default::default() }
 }
 
 fn rw(sql: &str) -> Rewritten {
-    let d = tempfile::tempdir().unwrap();
-    let t = tables(d.path());
-    let opts = PlanOptions { partitions: 16, broadcast_threshold: 1024, ..Default::default() };
+    let mut opts = small();
+    let t = tables(&mut opts);
     rewrite(sql, &t, &Classifier::builtin().unwrap(), &opts).unwrap()
 }
 
@@ -107,13 +132,13 @@ fn codes(r: &Rewritten) -> Vec<String> {
 
 #[test]
 fn sql_that_does_not_parse_names_line_and_column() {
-    let d = tempfile::tempdir().unwrap();
-    let t = tables(d.path());
+    let mut opts = PlanOptions::default();
+    let t = tables(&mut opts);
     let err = rewrite(
         "SELECT *\nFROM events e JOIN titles t ON e.title_id = = t.title_id",
         &t,
         &Classifier::builtin().unwrap(),
-        &PlanOptions::default(),
+        &opts,
     )
     .err()
     .unwrap()
@@ -152,42 +177,41 @@ fn chain_of_joins_each_planned_on_the_joins_before() {
 
 /// a(x): x = 1 on 1,000 rows, x = 2..=101 on 10 rows each; b(x, y): one row per x, y = 'p'
 /// for x = 1, else 'q<x>'; c(y, z): one row per y. With a filter on b, `b.y <> 'q2'`.
-fn chain_tables(dir: &Path) -> HashMap<String, Table> {
+fn chain_tables(opts: &mut PlanOptions) -> HashMap<String, Table> {
     let mut ax: Vec<i64> = vec![1; 1000];
     ax.extend((2..=101).flat_map(|x| std::iter::repeat_n(x, 10)));
-    let a = write(&dir.join("a.parquet"), vec![("x", Arc::new(Int64Array::from(ax)) as ArrayRef)]);
     let ys: Vec<String> =
         (1..=101).map(|x| if x == 1 { "p".to_string() } else { format!("q{x}") }).collect();
-    let b = write(
-        &dir.join("b.parquet"),
-        vec![
-            ("x", Arc::new(Int64Array::from_iter_values(1..=101)) as ArrayRef),
-            ("y", Arc::new(StringArray::from(ys.clone())) as ArrayRef),
-        ],
-    );
     let zs: Vec<String> = ys
         .iter()
         .map(|y| format!("the row of {y}, long enough to keep c over the threshold"))
         .collect();
-    let c = write(
-        &dir.join("c.parquet"),
+    in_memory(
+        opts,
         vec![
-            ("y", Arc::new(StringArray::from(ys)) as ArrayRef),
-            ("z", Arc::new(StringArray::from(zs)) as ArrayRef),
+            ("a", vec![("x", Arc::new(Int64Array::from(ax)) as ArrayRef)]),
+            (
+                "b",
+                vec![
+                    ("x", Arc::new(Int64Array::from_iter_values(1..=101)) as ArrayRef),
+                    ("y", Arc::new(StringArray::from(ys.clone())) as ArrayRef),
+                ],
+            ),
+            (
+                "c",
+                vec![
+                    ("y", Arc::new(StringArray::from(ys)) as ArrayRef),
+                    ("z", Arc::new(StringArray::from(zs)) as ArrayRef),
+                ],
+            ),
         ],
-    );
-    let mut m = HashMap::new();
-    for (n, p) in [("a", a), ("b", b), ("c", c)] {
-        m.insert(n.to_string(), Table::open(&[p]).unwrap());
-    }
-    m
+    )
 }
 
 #[test]
 fn a_later_join_is_counted_through_the_joins_before() {
-    let d = tempfile::tempdir().unwrap();
-    let t = chain_tables(d.path());
-    let opts = PlanOptions { partitions: 16, broadcast_threshold: 100, ..Default::default() };
+    let mut opts = PlanOptions { partitions: 16, broadcast_threshold: 100, ..Default::default() };
+    let t = chain_tables(&mut opts);
     // b.y = 'p' is one row of b, but 1,000 rows of a JOIN b: hot only when counted through.
     let sql = "SELECT a.x, c.z FROM a JOIN b ON a.x = b.x JOIN c ON b.y = c.y WHERE b.y <> 'q2'";
     let r = rewrite(sql, &t, &Classifier::builtin().unwrap(), &opts).unwrap();
@@ -223,10 +247,9 @@ fn a_later_join_is_counted_through_the_joins_before() {
 
 #[test]
 fn a_window_over_joins_is_counted_through_them() {
-    let d = tempfile::tempdir().unwrap();
-    let t = chain_tables(d.path());
+    let mut opts = PlanOptions { partitions: 16, ..Default::default() };
     // Spark broadcasts b and c (10 MB): the joins stay as written and the window is planned.
-    let opts = PlanOptions { partitions: 16, ..Default::default() };
+    let t = chain_tables(&mut opts);
     // By b.y: 'p' is one row of b, 1,000 rows of a JOIN b; 'q2' is dropped by the WHERE.
     let sql = "SELECT a.x, count(*) OVER (PARTITION BY b.y) AS n FROM a JOIN b ON a.x = b.x WHERE b.y <> 'q2'";
     let r = rewrite(sql, &t, &Classifier::builtin().unwrap(), &opts).unwrap();
@@ -547,42 +570,38 @@ fn join_hints_decide_the_join_as_spark_does() {
 
 /// a(x, y): 2,000 rows, x = i % 100 (20 rows each), y = 1 on the first 1,000 (hot), else 2..=101;
 /// b(x): one row per x; c(y, z): one row per y, wide enough to stay over the threshold.
-fn branch_tables(dir: &Path) -> HashMap<String, Table> {
+fn branch_tables(opts: &mut PlanOptions) -> HashMap<String, Table> {
     let ax: Vec<i64> = (0..2000).map(|i| i % 100).collect();
     let ay: Vec<i64> = (0..2000).map(|i| if i < 1000 { 1 } else { 2 + i % 100 }).collect();
-    let a = write(
-        &dir.join("a.parquet"),
-        vec![
-            ("x", Arc::new(Int64Array::from(ax)) as ArrayRef),
-            ("y", Arc::new(Int64Array::from(ay)) as ArrayRef),
-        ],
-    );
-    let b = write(
-        &dir.join("b.parquet"),
-        vec![("x", Arc::new(Int64Array::from_iter_values(0..100)) as ArrayRef)],
-    );
     let zs: Vec<String> = (1..=101)
         .map(|y| format!("the row of {y}, long enough to keep c over the threshold"))
         .collect();
-    let c = write(
-        &dir.join("c.parquet"),
+    in_memory(
+        opts,
         vec![
-            ("y", Arc::new(Int64Array::from_iter_values(1..=101)) as ArrayRef),
-            ("z", Arc::new(StringArray::from(zs)) as ArrayRef),
+            (
+                "a",
+                vec![
+                    ("x", Arc::new(Int64Array::from(ax)) as ArrayRef),
+                    ("y", Arc::new(Int64Array::from(ay)) as ArrayRef),
+                ],
+            ),
+            ("b", vec![("x", Arc::new(Int64Array::from_iter_values(0..100)) as ArrayRef)]),
+            (
+                "c",
+                vec![
+                    ("y", Arc::new(Int64Array::from_iter_values(1..=101)) as ArrayRef),
+                    ("z", Arc::new(StringArray::from(zs)) as ArrayRef),
+                ],
+            ),
         ],
-    );
-    let mut m = HashMap::new();
-    for (n, p) in [("a", a), ("b", b), ("c", c)] {
-        m.insert(n.to_string(), Table::open(&[p]).unwrap());
-    }
-    m
+    )
 }
 
 #[test]
 fn a_join_before_a_rewritten_one_is_counted_on_each_branchs_rows() {
-    let d = tempfile::tempdir().unwrap();
-    let t = branch_tables(d.path());
-    let opts = PlanOptions { partitions: 16, broadcast_threshold: 100, ..Default::default() };
+    let mut opts = PlanOptions { partitions: 16, broadcast_threshold: 100, ..Default::default() };
+    let t = branch_tables(&mut opts);
     let plan = |sql: &str| rewrite(sql, &t, &Classifier::builtin().unwrap(), &opts).unwrap();
     let r = plan("SELECT a.x, c.z FROM a JOIN b ON a.x = b.x JOIN c ON a.y = c.y");
     assert_eq!(

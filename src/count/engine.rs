@@ -6,11 +6,14 @@
 
 use std::sync::Arc;
 
+use sqlparser::ast::Expr;
+
 use super::filter::{Filtered, RowFilter};
+use super::weights::{RowWeights, Sums};
 use super::{ColumnProfile, KeySpec, PartitionScan, ProfileOptions};
 use crate::error::Result;
 use crate::table::Table;
-use crate::value::Value;
+use crate::value::{KeyType, Value};
 
 /// The counts a measure step asks of a table.
 pub trait Engine: Send + Sync {
@@ -39,9 +42,28 @@ pub trait Engine: Send + Sync {
         filter: &RowFilter,
         group_by: Option<&KeySpec>,
     ) -> Result<Filtered>;
+    /// Whether the engine can apply `cond` to `table`'s rows (why not, when it cannot): the
+    /// conditions it is given in a `RowFilter` are those it accepted.
+    fn can_filter(&self, cond: &Expr, table: &Table) -> std::result::Result<(), String>;
+    /// The rows of `table` that pass `filter`, each weighted by `weights` (the rows it makes
+    /// through the joins before), summed per value of the `by` columns (of `types`); rows with a
+    /// NULL among them only with `nulls`. Also the rows read.
+    fn weighted_sums(&self, table: &Table, sum: &WeightedSum) -> Result<(Sums, u64)>;
 }
 
-/// This process's Parquet reader (`profile`, `scan`, `filter::filtered_keys`).
+/// What `Engine::weighted_sums` sums.
+pub struct WeightedSum<'a> {
+    pub by: &'a [String],
+    pub types: &'a [KeyType],
+    pub filter: &'a RowFilter,
+    pub weights: &'a RowWeights,
+    /// Rows with a NULL among the `by` columns count too (a join's key counts), else they are
+    /// left out (they join nothing).
+    pub nulls: bool,
+}
+
+/// This process's Parquet reader (`profile`, `scan`, `filter::filtered_keys`, `filter::check`,
+/// `filter::sum_rows`).
 pub struct Embedded;
 
 impl Engine for Embedded {
@@ -73,6 +95,12 @@ impl Engine for Embedded {
         group_by: Option<&KeySpec>,
     ) -> Result<Filtered> {
         super::filter::filtered_keys(table, keys, filter, group_by)
+    }
+    fn can_filter(&self, cond: &Expr, table: &Table) -> std::result::Result<(), String> {
+        super::filter::check(cond, table)
+    }
+    fn weighted_sums(&self, table: &Table, sum: &WeightedSum) -> Result<(Sums, u64)> {
+        super::filter::sum_rows(table, sum)
     }
 }
 

@@ -14,7 +14,7 @@
 //! file per file of the table, which the counting engine then reads like any other. For an input
 //! that groups (`GROUP BY`, `DISTINCT`) it writes one row per group, the first of each, so that
 //! a key is counted once per group as Spark's aggregate outputs it.
-//! `sum_by` and `weighted_counts` sum a table's passing rows per value of some columns, each
+//! `sum_rows` sums a table's passing rows per value of some columns, each
 //! row weighted by the joins it takes part in (`crate::count::weights`): the rows a join brings per
 //! join value, and the key counts of the rows that reach a chained join.
 
@@ -30,7 +30,8 @@ use arrow_schema::{DataType, Schema};
 use parquet::arrow::ArrowWriter;
 use sqlparser::ast::{BinaryOperator, Expr, UnaryOperator, Value as SqlValue};
 
-use crate::count::weights::{Matches, Packed, RowWeights, Sums};
+use crate::count::engine::WeightedSum;
+use crate::count::weights::{Packed, RowWeights, Sums};
 use crate::count::KeySpec;
 use crate::error::{Error, Result};
 use crate::table::{ColumnSource, DataFile, Table};
@@ -68,21 +69,19 @@ impl RowFilter {
 
 /// Whether `cond` can be evaluated on `table`'s files: every column it names is a data column
 /// (not a Hive partition) of a type the comparison takes, every operator supported.
-pub fn check(cond: &Expr, table: &Table) -> std::result::Result<(), String> {
-    let f = RowFilter { conditions: vec![cond.clone()] };
-    if table.is_held() {
-        // Spark evaluates the condition itself: it need only name the table's columns.
-        return f
-            .columns()
-            .iter()
-            .try_for_each(|c| table.resolve(c).map(|_| ()).map_err(|e| e.to_string()));
-    }
+pub(crate) fn check(cond: &Expr, table: &Table) -> std::result::Result<(), String> {
     let file = table.files.first().ok_or("the table has no files")?;
-    let schema = file.meta.schema();
+    check_on(cond, file.meta.schema())
+}
+
+/// Whether `cond` can be evaluated on rows of `schema`: the columns it names are found there
+/// (case ignored) and an empty batch of them evaluates.
+pub(crate) fn check_on(cond: &Expr, schema: &Schema) -> std::result::Result<(), String> {
+    let f = RowFilter { conditions: vec![cond.clone()] };
     let mut fields = Vec::new();
     for c in f.columns() {
-        let i =
-            field_ci(file, &c).ok_or_else(|| format!("{c} is not a data column of the table"))?;
+        let i = column_index(schema, &c)
+            .map_err(|_| format!("{c} is not a data column of the table"))?;
         fields.push(schema.field(i).clone());
     }
     let empty = RecordBatch::new_empty(Arc::new(Schema::new(fields)));
@@ -224,44 +223,11 @@ fn wanted_fields(
     Ok(wanted)
 }
 
-/// The rows of `table` that pass `filter`, weighted by `weights`, summed per value of the
-/// `by` columns (of `types`; rows with a NULL among them left out, as they join nothing).
-pub fn sum_by(
-    table: &Table,
-    by: &[String],
-    types: &[KeyType],
-    filter: &RowFilter,
-    weights: &RowWeights,
-) -> Result<Sums> {
-    sum_rows(table, by, types, filter, weights, false).map(|(m, _)| m)
-}
-
-/// As `sum_by`, rows with NULLs among the `by` columns included (a join's key counts): the
-/// sums, and the rows read.
-pub fn weighted_counts(
-    table: &Table,
-    by: &[String],
-    types: &[KeyType],
-    filter: &RowFilter,
-    weights: &RowWeights,
-) -> Result<(Matches, u64)> {
-    sum_rows(table, by, types, filter, weights, true).map(|(m, rows)| (m.into_matches(), rows))
-}
-
-fn sum_rows(
-    table: &Table,
-    by: &[String],
-    types: &[KeyType],
-    filter: &RowFilter,
-    weights: &RowWeights,
-    nulls: bool,
-) -> Result<(Sums, u64)> {
-    if table.is_held() {
-        return Err(Error::Usage(format!(
-            "{}: the rows of the joins before are counted by the embedded engine only",
-            table.display
-        )));
-    }
+/// The rows of `table`'s files that pass the filter, weighted, summed per value of the `by`
+/// columns (`Engine::weighted_sums` of the embedded engine): the sums, and the rows read.
+pub(crate) fn sum_rows(table: &Table, sum: &WeightedSum) -> Result<(Sums, u64)> {
+    table.files_here()?;
+    let WeightedSum { by, types, filter, weights, nulls } = *sum;
     let mut out = Sums::new(types);
     let mut rows = 0;
     for file in &table.files {
@@ -833,12 +799,15 @@ mod tests {
         let filter = RowFilter::default();
         let count = |factors: Vec<Factor>, memo: Option<Arc<WeightMemo>>| {
             let w = RowWeights { factors, memo, ..Default::default() };
+            let sum = WeightedSum {
+                by: &["k".to_string()],
+                types: &[KeyType::BigInt],
+                filter: &filter,
+                weights: &w,
+                nulls: false,
+            };
             let mut m: Vec<(Vec<u8>, u64)> =
-                sum_by(&table, &["k".into()], &[KeyType::BigInt], &filter, &w)
-                    .unwrap()
-                    .into_matches()
-                    .into_iter()
-                    .collect();
+                sum_rows(&table, &sum).unwrap().0.into_matches().into_iter().collect();
             m.sort_unstable();
             m
         };

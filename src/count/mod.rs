@@ -25,7 +25,8 @@
 //! gives each row the rows it makes through the joins before.
 //!
 //! These are the embedded engine's; `engine` is the seam through which the measure steps reach
-//! them or another engine (Spark's) that holds the table.
+//! them or another engine that holds the table: Spark's, or `memory`'s Arrow batches (what the
+//! rewrite tests describe their tables with).
 
 mod arrays;
 mod batch;
@@ -37,6 +38,7 @@ pub mod filter;
 mod job;
 mod local;
 pub mod map_tasks;
+pub mod memory;
 mod pages;
 mod profile;
 mod reader;
@@ -58,6 +60,7 @@ pub(crate) use arrays::{each_i64, each_plain_i64};
 pub(crate) use encode::{decode_key, encode_values, Atoms};
 pub use encode::{each_group_key, group_keys};
 pub use engine::{Embedded, Engine, EngineRef};
+pub use memory::InMemory;
 pub use profile::profile;
 pub use scan::{scan, scan_by_map, PartitionScan, MAX_LOOKUP};
 pub use table_size::TableSize;

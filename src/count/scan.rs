@@ -183,8 +183,8 @@ pub fn scan_by_map(
     Ok((total, per_map))
 }
 
-/// The checks on what a scan looks for.
-fn check_keys(spec: &KeySpec, keys: &[Vec<Value>]) -> Result<()> {
+/// The looked-for keys a scan takes: at most `MAX_LOOKUP`, each non-NULL, one value per column.
+pub(super) fn check_keys(spec: &KeySpec, keys: &[Vec<Value>]) -> Result<()> {
     if keys.len() > MAX_LOOKUP {
         return Err(Error::Usage(format!(
             "at most {MAX_LOOKUP} key values can be looked for in one scan, {} given",

@@ -4,6 +4,7 @@
 //! the sides' sizes from their footers. `Measured` can also be built in memory from key counts
 //! (`SideMeasure::from_counts`), which is how the planner's tests describe a join.
 
+use crate::count::engine::WeightedSum;
 use crate::count::filter::{self, Filtered};
 use crate::count::{self, Engine, KeySpec, PartitionScan, ProfileOptions, TableSize};
 use crate::error::{Error, Result};
@@ -207,7 +208,7 @@ enum Source {
 impl Counted {
     fn of(s: &SideInput, popts: &ProfileOptions, engine: &dyn Engine) -> Result<Counted> {
         if let Some(w) = &s.through {
-            return Self::weighted(s, w, popts);
+            return Self::weighted(s, w, popts, engine);
         }
         // A side with conditions is counted on its passing rows' keys; sizes stay the table's,
         // as Spark's estimate for a filtered relation (without statistics) is the relation's.
@@ -229,17 +230,20 @@ impl Counted {
         s: &SideInput,
         w: &crate::count::weights::RowWeights,
         popts: &ProfileOptions,
+        engine: &dyn Engine,
     ) -> Result<Counted> {
         let names = s.keys.names();
         let types = s.keys.types();
         let everything = filter::RowFilter::default();
-        let (sums, rows_in) = filter::weighted_counts(
-            s.table,
-            &names,
-            &types,
-            s.filter.as_ref().unwrap_or(&everything),
-            w,
-        )?;
+        let sum = WeightedSum {
+            by: &names,
+            types: &types,
+            filter: s.filter.as_ref().unwrap_or(&everything),
+            weights: w,
+            nulls: true,
+        };
+        let (sums, rows_in) = engine.weighted_sums(s.table, &sum)?;
+        let sums = sums.into_matches();
         // Each value held costs about as much as one the counter holds.
         if sums.len().saturating_mul(64) > popts.memory {
             return Err(Error::Usage(format!(

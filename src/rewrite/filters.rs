@@ -14,7 +14,8 @@ use sqlparser::ast::{visit_expressions, visit_expressions_mut, Expr, Ident};
 
 use super::input::Input;
 use super::names::lc;
-use crate::count::filter::{check, RowFilter};
+use crate::count::filter::RowFilter;
+use crate::count::Engine;
 use crate::plan::{JoinType, Side};
 use crate::table::Table;
 
@@ -50,14 +51,16 @@ pub(super) fn side_filters(
     how: JoinType,
     skip: &[Expr],
     on: &[Expr],
+    engine: &dyn Engine,
 ) -> SideFilters {
     let mut out = SideFilters::default();
     for (side, (inp, table, tname)) in [(Side::Left, l), (Side::Right, r)] {
         let pushed = !scope.later_outer && pushes_below(how, side);
         let other = if side == Side::Left { r.0 } else { l.0 };
-        let mut conds = on_filters(on, (inp, table, tname), other, how, side, &mut out.unapplied);
+        let mut conds =
+            on_filters(on, (inp, table, tname), other, (how, side), engine, &mut out.unapplied);
         for c in &inp.conditions {
-            match check(c, table) {
+            match engine.can_filter(c, table) {
                 Ok(()) => conds.push(c.clone()),
                 Err(why) => out.unapplied.push(format!(
                     "{} (in {}): {why}",
@@ -72,7 +75,7 @@ pub(super) fn side_filters(
             }
             let text = crate::sql::render_expr(c);
             match to_base(c, inp, tname) {
-                Some(b) if pushed => match check(&b, table) {
+                Some(b) if pushed => match engine.can_filter(&b, table) {
                     Ok(()) => {
                         conds.push(b);
                         out.applied.push(c.clone());
@@ -105,8 +108,8 @@ fn on_filters(
     on: &[Expr],
     (inp, table, tname): (&Input, &Table, &str),
     other: &Input,
-    how: JoinType,
-    side: Side,
+    (how, side): (JoinType, Side),
+    engine: &dyn Engine,
     unapplied: &mut Vec<String>,
 ) -> Vec<Expr> {
     let pushes = match how {
@@ -120,7 +123,7 @@ fn on_filters(
     }
     let mut out = Vec::new();
     for c in on.iter().filter(|c| mentions(c, inp) && !mentions(c, other)) {
-        match to_base(c, inp, tname).map(|b| check(&b, table).map(|()| b)) {
+        match to_base(c, inp, tname).map(|b| engine.can_filter(&b, table).map(|()| b)) {
             Some(Ok(b)) => out.push(b),
             Some(Err(why)) => {
                 unapplied.push(format!("{} (in ON): {why}", crate::sql::render_expr(c)))

@@ -215,6 +215,7 @@ fn measure(
             cond.how,
             skip,
             &cond.extras,
+            &*ctx.opts.engine,
         );
         sides.left.filter = match counted {
             Some(t) => t.filter.clone(),

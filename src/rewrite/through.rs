@@ -22,8 +22,10 @@ use super::filters::{mentions, to_base, JoinScope};
 use super::input::Input;
 use super::names::lc;
 use super::Ctx;
-use crate::count::filter::{check, sum_by, weighted_counts, RowFilter};
+use crate::count::engine::WeightedSum;
+use crate::count::filter::RowFilter;
 use crate::count::weights::{Factor, FactorKind, RowWeights, Sums, WeightMemo};
+use crate::count::Engine;
 use crate::plan::{JoinType, Side};
 use crate::table::Table;
 use crate::value::KeyType;
@@ -181,6 +183,7 @@ fn rows_at(
         scope,
         pushed,
         tables: ctx.tables,
+        engine: &*ctx.opts.engine,
         memory: ctx.opts.memory,
         cache,
         weights: &ctx.weights,
@@ -201,6 +204,8 @@ struct Tree<'a> {
     /// The query's WHERE conjuncts are applied below the join being planned.
     pushed: bool,
     tables: &'a HashMap<String, Table>,
+    /// What counts the tables' rows.
+    engine: &'a dyn Engine,
     memory: usize,
     cache: &'a SentCache,
     weights: &'a Arc<WeightMemo>,
@@ -331,9 +336,15 @@ impl Tree<'_> {
         let types = self.types(table, &theirs)?;
         let weights =
             RowWeights { factors, memo: Some(self.weights.clone()), ..Default::default() };
-        let (sums, _) = weighted_counts(table, &theirs, &types, &filter, &weights)
-            .map_err(|e| e.to_string())?;
-        Ok(sums.values().sum())
+        let sum = WeightedSum {
+            by: &theirs,
+            types: &types,
+            filter: &filter,
+            weights: &weights,
+            nulls: true,
+        };
+        let (sums, _) = self.engine.weighted_sums(table, &sum).map_err(|e| e.to_string())?;
+        Ok(sums.into_matches().values().sum())
     }
 
     /// The rows input `inp` (member `m`, reached by link `via`) brings, per value of `by`.
@@ -404,7 +415,9 @@ impl Tree<'_> {
             None => RowWeights::default(),
         };
         let types = self.types(table, by)?;
-        let matches = sum_by(table, by, &types, &filter, &weights).map_err(|e| e.to_string())?;
+        let sum =
+            WeightedSum { by, types: &types, filter: &filter, weights: &weights, nulls: false };
+        let (matches, _) = self.engine.weighted_sums(table, &sum).map_err(|e| e.to_string())?;
         // Each value held costs about as much as one the counter holds.
         if matches.len().saturating_mul(64) > self.memory {
             return Err(format!("{} has more join values than --memory holds", inp.display()));
@@ -481,7 +494,7 @@ impl Tree<'_> {
             applied.push(c.clone());
         }
         for c in &conds {
-            check(c, table).map_err(|why| {
+            self.engine.can_filter(c, table).map_err(|why| {
                 format!("{} (in {}): {why}", crate::sql::render_expr(c), inp.display())
             })?;
         }

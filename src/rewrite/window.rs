@@ -33,7 +33,7 @@ use super::names::{factor_alias, lc};
 use super::reason::StageWhy;
 use super::through::{rows_of_chain, Through};
 use super::{At, Ctx};
-use crate::count::filter::{check, RowFilter};
+use crate::count::filter::RowFilter;
 use crate::count::KeySpec;
 use crate::error::Result;
 use crate::plan::{JoinType, SideInput};
@@ -468,7 +468,7 @@ pub(super) fn planned(
 ) -> std::result::Result<(WindowPlan, Vec<String>), StageWhy> {
     let (tname, cols) = key_columns(inp, keys, ctx)?;
     let table = &ctx.tables[&tname];
-    let (filter, notes) = where_filter(sel, inp, &tname, table);
+    let (filter, notes) = where_filter(sel, inp, (&tname, table), ctx);
     let group_by = match &inp.grouped {
         Some(g) => Some(KeySpec {
             columns: g
@@ -524,8 +524,8 @@ fn distinct_columns(
 fn where_filter(
     sel: &Select,
     inp: &Input,
-    tname: &str,
-    table: &Table,
+    (tname, table): (&str, &Table),
+    ctx: &Ctx,
 ) -> (Option<RowFilter>, Vec<String>) {
     let mut parts = Vec::new();
     if let Some(w) = &sel.selection {
@@ -535,7 +535,7 @@ fn where_filter(
     let own = inp.conditions.iter().map(|c| (render_expr(c), Some(c.clone())));
     let outer = parts.iter().map(|c| (render_expr(c), to_base(c, inp, tname)));
     for (text, base) in own.chain(outer) {
-        match base.map(|b| check(&b, table).map(|()| b)) {
+        match base.map(|b| ctx.opts.engine.can_filter(&b, table).map(|()| b)) {
             Some(Ok(b)) => conds.push(b),
             Some(Err(why)) => {
                 notes.push(format!("{text}: {why}; the counts include the rows it drops"))

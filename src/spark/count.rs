@@ -8,7 +8,11 @@ use std::sync::Arc;
 use serde_json::{json, Value as Json};
 
 use super::{wire, Session};
+use sqlparser::ast::Expr;
+
+use crate::count::engine::WeightedSum;
 use crate::count::filter::{Filtered, RowFilter};
+use crate::count::weights::Sums;
 use crate::count::{ColumnProfile, Engine, KeyCount, KeySpec, PartitionScan, ProfileOptions};
 use crate::error::{Error, Result};
 use crate::table::{Held, Table};
@@ -74,6 +78,19 @@ impl Engine for SparkEngine {
         group_by: Option<&KeySpec>,
     ) -> Result<Filtered> {
         filtered(&self.session, table, self.held(table)?, keys, filter, group_by)
+    }
+
+    /// Spark evaluates the condition itself: it need only name the table's columns.
+    fn can_filter(&self, cond: &Expr, table: &Table) -> std::result::Result<(), String> {
+        let f = RowFilter { conditions: vec![cond.clone()] };
+        f.columns().iter().try_for_each(|c| table.resolve(c).map(|_| ()).map_err(|e| e.to_string()))
+    }
+
+    fn weighted_sums(&self, table: &Table, _: &WeightedSum) -> Result<(Sums, u64)> {
+        Err(Error::Usage(format!(
+            "{}: the rows of the joins before are counted by the embedded engine only",
+            table.display
+        )))
     }
 }
 
