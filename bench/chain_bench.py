@@ -15,41 +15,40 @@ import os
 import random
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "python" / "skewjoin"))
+import _spark_runner as runner  # noqa: E402  (verify's REST API readers: the tasks of a run)
 DIMS = ["customer", "product", "store", "promo", "ship", "region", "channel"]
 
 
-def zipf_keys(rng, n, distinct, null_share, hot_share):
+def zipf_keys(gen, n, distinct, null_share, hot_share):
     """n foreign keys: null_share NULL, hot_share the key 1, the rest Zipf-like over distinct."""
-    out = []
-    for _ in range(n):
-        r = rng.random()
-        if r < null_share:
-            out.append(None)
-        elif r < null_share + hot_share:
-            out.append(1)
-        else:
-            out.append(int(distinct ** rng.random()))
-    return out
+    r = gen.random(n)
+    keys = np.floor(distinct ** gen.random(n)).astype(np.int64)
+    keys[(r >= null_share) & (r < null_share + hot_share)] = 1
+    return pa.array(keys, mask=r < null_share)
 
 
 def make_data(d, rows, rng):
+    """The star: `sales` in 4 files (its map tasks), 7 dimensions of 5 to 50,000 rows. Numpy's
+    generator, seeded from `rng`: the same data for the same seed."""
+    gen = np.random.default_rng(rng.randrange(2**32))
     d.mkdir(parents=True, exist_ok=True)
-    facts = {"amount": [rng.random() * 100 for _ in range(rows)], "qty": [rng.randrange(1, 9) for _ in range(rows)]}
-    shapes = {}
+    facts = {"amount": pa.array(gen.random(rows) * 100), "qty": pa.array(gen.integers(1, 9, rows))}
     for i, dim in enumerate(DIMS):
         distinct = [50_000, 20_000, 500, 200, 50, 20, 5][i]
         null_share, hot_share = [(0.3, 0.05), (0.02, 0.25), (0.0, 0.4), (0.5, 0.0), (0.0, 0.1), (0.1, 0.0), (0.0, 0.0)][i]
-        facts[f"{dim}_id"] = pa.array(zipf_keys(rng, rows, distinct, null_share, hot_share), pa.int64())
-        shapes[dim] = distinct
+        facts[f"{dim}_id"] = zipf_keys(gen, rows, distinct, null_share, hot_share)
         pq.write_table(pa.table({f"{dim}_id": pa.array(range(1, distinct + 1), pa.int64()),
                                  f"{dim}_name": [f"{dim} {k}" for k in range(1, distinct + 1)],
                                  f"{dim}_grp": [f"g{k % 7}" for k in range(1, distinct + 1)]}),
@@ -72,13 +71,25 @@ def make_query(rng):
             f"FROM sales s, {', '.join(dims)}\nWHERE {' AND '.join(where)}\nGROUP BY {group}.{group}_grp")
 
 
-def run_spark(spark, sql, repeat):
-    times, rows = [], None
-    for _ in range(repeat):
+def run_spark(spark, sql, repeat, label):
+    """The query `repeat` times: the median wall time, the largest shuffle-read task in records
+    and the task time summed (of the median run, from Spark's REST API), and the rows."""
+    sc = spark.sparkContext
+    runs, rows = [], None
+    for i in range(repeat):
+        group = f"chain-{label}-{i}-{time.time()}"
+        sc.setJobGroup(group, group)
         t0 = time.time()
         rows = spark.sql(sql).collect()
-        times.append(time.time() - t0)
-    return statistics.median(times), Counter(tuple(round(v, 6) if isinstance(v, float) else v for v in r) for r in rows)
+        wall = time.time() - t0
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        stages = runner.stages_of(sc, group)
+        runs.append((wall, max((s["max_task_records"] for s in stages), default=0),
+                     sum(s["task_ms"] for s in stages) / 1000))
+    wall, largest, task_s = sorted(runs)[len(runs) // 2]
+    counts = Counter(tuple(round(v, 6) if isinstance(v, float) else v for v in r) for r in rows)
+    return {"seconds": round(wall, 2), "largest_task": largest, "task_seconds": round(task_s, 1),
+            "runs": [round(r[0], 2) for r in runs]}, counts
 
 
 def main():
@@ -90,12 +101,13 @@ def main():
     ap.add_argument("--broadcast-off", action="store_true", help="spark.sql.autoBroadcastJoinThreshold=-1: every join shuffles")
     a = ap.parse_args()
     rng = random.Random(a.seed)
-    d = ROOT / "target" / f"chain-bench-{a.rows}"
+    d = ROOT / "target" / f"chain-bench-{a.rows}-np"
     if not (d / "sales").exists():
         make_data(d, a.rows, rng)
     from pyspark.sql import SparkSession
-    spark = (SparkSession.builder.master("local[2]").config("spark.driver.memory", "3g").config("spark.driver.host", "127.0.0.1")
-             .config("spark.driver.bindAddress", "127.0.0.1")
+    spark = (SparkSession.builder.master("local[2]").config("spark.driver.memory", "6g").config("spark.driver.host", "127.0.0.1")
+             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.ui.port", "0")
+             .config("spark.ui.retainedTasks", "10000000")
              .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     extra_conf = ["--conf", "spark.sql.autoBroadcastJoinThreshold=-1"] if a.broadcast_off else []
@@ -122,11 +134,9 @@ def main():
             decisions = [c["decision"]["code"] for c in r["changes"]] + [u["decision"]["code"] for u in r["unchanged_joins"] if u.get("decision")]
             entry = {"query": i, "joins": len(r["joins"]), "aqe": aqe, "rewritten": len(r["changes"]), "decisions": decisions,
                      "sql_bytes": [len(sql), len(r["sql"])]}
-            t0, c0 = run_spark(spark, sql, a.repeat)
-            entry["seconds_before"] = round(t0, 2)
+            entry["before"], c0 = run_spark(spark, sql, a.repeat, f"{i}-{aqe}-before")
             if r["changes"]:
-                t1, c1 = run_spark(spark, r["sql"], a.repeat)
-                entry["seconds_after"] = round(t1, 2)
+                entry["after"], c1 = run_spark(spark, r["sql"], a.repeat, f"{i}-{aqe}-after")
                 entry["identical"] = c0 == c1
             results.append(entry)
             print(json.dumps(entry), flush=True)

@@ -153,6 +153,7 @@ def stage_stats(get, ids):
                 "max_task_bytes": max(byts, default=0),
                 "max_task_ms": max(durs, default=0), "median_task_ms": d[len(d) // 2] if d else 0,
                 "spill_bytes": a.get("memoryBytesSpilled", 0) + a.get("diskBytesSpilled", 0),
+                "task_ms": sum(durs),
                 "task_records": recs,
             })
     return out
@@ -236,6 +237,26 @@ def run(spark, sql, label, digits):
     return {"wall_ms": wall, "rows": len(rows), "columns": df.columns, "stages": stages, "aqe": aqe}, counts
 
 
+def runs(once, original, rewritten, n):
+    """Each query in `n` rounds, alternating, the original first. The first round gives the rows;
+    with more rounds it is the warm-up (JIT, caches), and the times are of the others: each
+    query's median timed run, with every timed run's wall time and the warm-up's."""
+    done = {"original": [], "rewritten": []}
+    counts = {}
+    for i in range(max(1, n)):
+        for label, sql in (("original", original), ("rewritten", rewritten)):
+            stats, c = once(sql, f"{label}-{i}")
+            done[label].append(stats)
+            counts.setdefault(label, c)
+    out = []
+    for label in ("original", "rewritten"):
+        timed = done[label][1:] if n > 1 else done[label]
+        median = sorted(timed, key=lambda s: s["wall_ms"])[len(timed) // 2]
+        warmup = done[label][0]["wall_ms"] if n > 1 else None
+        out.append(({**median, "runs_ms": [s["wall_ms"] for s in timed], "warmup_ms": warmup}, counts[label]))
+    return out
+
+
 def table_frame(spark, path):
     """The table at `path`: Parquet files, or a catalog table (`db.t`, no folder or scheme in it,
     and nothing of that name here)."""
@@ -266,14 +287,19 @@ def main():
         notes = []
         if spec.get("remote"):
             ui = connect_ui(spark, spec)
-            before, c0, n0 = run_remote(spark, spec["original"], "original", digits, ui)
-            after, c1, n1 = run_remote(spark, spec["rewritten"], "rewritten", digits, ui)
-            notes = [n for n in {n0, n1} if n]
+            notes = set()
+
+            def once(sql, label):
+                stats, counts, note = run_remote(spark, sql, label, digits, ui)
+                notes.add(note)
+                return stats, counts
             master = spec["remote"]
         else:
-            before, c0 = run(spark, spec["original"], "original", digits)
-            after, c1 = run(spark, spec["rewritten"], "rewritten", digits)
+            def once(sql, label):
+                return run(spark, sql, label, digits)
             master = spark.sparkContext.master
+        (before, c0), (after, c1) = runs(once, spec["original"], spec["rewritten"], spec.get("runs", 1))
+        notes = sorted(n for n in notes if n) if spec.get("remote") else []
         only0 = list((c0 - c1).elements())[:5]
         only1 = list((c1 - c0).elements())[:5]
         out.write(json.dumps({

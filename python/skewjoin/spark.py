@@ -423,12 +423,15 @@ def _active():
 
 @dataclass
 class SparkRun:
-    """One query's run on the session: its wall time, rows, and with the UI its stages."""
+    """One query's run on the session: its wall time (of the median timed run), rows, and with
+    the UI its stages; with several runs, every timed run's wall time and the warm-up's."""
 
     wall_ms: int
     rows: int
     max_task_records: Optional[int]
     stages: list
+    runs_ms: list
+    warmup_ms: Optional[int]
 
 
 @dataclass
@@ -454,10 +457,12 @@ class SparkCheck:
         return "\n".join([f"skewjoin.spark.verify: {head}", line("original ", self.before), line("rewritten", self.after), *self.notes]) + "\n"
 
 
-def verify(original, rewritten, spark=None, digits: int = 12) -> SparkCheck:
+def verify(original, rewritten, spark=None, digits: int = 12, runs: int = 1) -> SparkCheck:
     """Runs both queries (SQL text or DataFrames) on the session and compares their rows as
     multisets (floats to `digits` significant digits), with each run's largest shuffle task
-    read from the session's UI when it has one."""
+    read from the session's UI when it has one. With `runs` > 1 each query runs that many
+    times, alternating, the original first: the first gives the rows and warms up, the others
+    are timed (the CLI's `verify --runs`)."""
     from . import _spark_runner as runner
 
     if spark is None:
@@ -466,12 +471,18 @@ def verify(original, rewritten, spark=None, digits: int = 12) -> SparkCheck:
     remote = _connect_host(spark)
     if remote is not None:
         ui = runner.connect_ui(spark, {"remote": f"sc://{remote}"})
-        before, c0, n0 = runner.run_remote(spark, original, "original", digits, ui)
-        after, c1, n1 = runner.run_remote(spark, rewritten, "rewritten", digits, ui)
-        notes = [n for n in {n0, n1} if n]
+        seen = set()
+
+        def once(sql, label):
+            stats, counts, note = runner.run_remote(spark, sql, label, digits, ui)
+            seen.add(note)
+            return stats, counts
     else:
-        before, c0 = runner.run(spark, original, "original", digits)
-        after, c1 = runner.run(spark, rewritten, "rewritten", digits)
+        def once(sql, label):
+            return runner.run(spark, sql, label, digits)
+    (before, c0), (after, c1) = runner.runs(once, original, rewritten, runs)
+    if remote is not None:
+        notes = sorted(n for n in seen if n)
     only0 = list((c0 - c1).elements())[:5]
     only1 = list((c1 - c0).elements())[:5]
     return SparkCheck(c0 == c1, _spark_run(before), _spark_run(after), only0, only1, notes)
@@ -480,7 +491,7 @@ def verify(original, rewritten, spark=None, digits: int = 12) -> SparkCheck:
 def _spark_run(r: dict) -> SparkRun:
     stages = r.get("stages", [])
     top = max((s["max_task_records"] for s in stages), default=None)
-    return SparkRun(r["wall_ms"], r["rows"], top, stages)
+    return SparkRun(r["wall_ms"], r["rows"], top, stages, r.get("runs_ms", [r["wall_ms"]]), r.get("warmup_ms"))
 
 
 def _connect_host(spark) -> Optional[str]:

@@ -19,10 +19,10 @@ use skewjoin::{rewrite, Error, Result};
 
 use super::diagnose::{from_server, log_at, LogAt};
 use super::flags::{
-    open_tables, AlsoText, CountingArgs, HtmlOut, MinStage, PlannerArgs, Quiet, SparkArgs,
+    open_tables, AlsoText, CountingArgs, HtmlOut, MinStage, PlannerArgs, Quiet, Runs, SparkArgs,
     TextOrJson,
 };
-use super::verify::{verify_polars, verify_spark, BothQueries, Engine};
+use super::verify::{verify_polars, verify_spark, BothQueries, Engine, Measuring};
 
 /// From a slow job's event log to the rewritten query: locate, measure, diagnose, fix, verify
 #[derive(Args)]
@@ -47,6 +47,8 @@ pub struct FixArgs {
     /// `polars` feature, else spark)
     #[arg(long, value_enum, requires = "verify")]
     engine: Option<Engine>,
+    #[command(flatten)]
+    runs: Runs,
     #[command(flatten)]
     spark: SparkArgs,
     /// Count the tables on Spark (local, --master or --remote), by the catalog names the log's
@@ -192,11 +194,12 @@ fn run_both(
     opts: &PlanOptions,
 ) -> Result<Verification> {
     let both = BothQueries { original: &q.sql, rewritten: &r.sql, planned: Some(r), named };
+    let how = Measuring { tolerance: TOLERANCE, runs: a.runs.count() };
     match Engine::or_default(a.engine) {
         Engine::Spark => {
-            verify_spark(&both, &a.spark, None, TOLERANCE, a.planner.hot.sample.is_some(), opts)
+            verify_spark(&both, &a.spark, None, how, a.planner.hot.sample.is_some(), opts)
         }
-        Engine::Polars => verify_polars(&both, tables, a.planner.hot.sample, TOLERANCE),
+        Engine::Polars => verify_polars(&both, tables, a.planner.hot.sample, how),
     }
 }
 

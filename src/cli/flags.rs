@@ -491,6 +491,23 @@ impl Threads {
     }
 }
 
+/// How verify runs the two queries: `verify` and `fix --verify`.
+#[derive(Args)]
+pub struct Runs {
+    /// Run each query this many times, alternating, the original first (1-9). The first run gives
+    /// the rows; with more, it warms up and the others are timed: the median is shown, the noise
+    /// is the larger spread of one query's timed runs, and the rewrite is slower (exit code 1)
+    /// only past it
+    #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=9))]
+    runs: u8,
+}
+
+impl Runs {
+    pub fn count(&self) -> usize {
+        self.runs as usize
+    }
+}
+
 /// `--quiet` and `--verbose`: `keys`, `plan`, `rewrite`, `verify`, `diagnose`.
 #[derive(Args)]
 pub struct Quiet {

@@ -16,7 +16,7 @@ use skewjoin::verify::{self, SparkOptions, Verification};
 use skewjoin::{Error, Result};
 
 use super::flags::{
-    open_tables, AlsoText, HtmlOut, PlannerArgs, QueryArgs, Quiet, SparkArgs, TextOrJson,
+    open_tables, AlsoText, HtmlOut, PlannerArgs, QueryArgs, Quiet, Runs, SparkArgs, TextOrJson,
 };
 
 /// Run the original query and the rewrite side by side: same rows, and the largest task before and
@@ -41,6 +41,8 @@ pub struct VerifyArgs {
     /// Relative tolerance when comparing floating-point values
     #[arg(long, default_value_t = 1e-9, value_name = "REL")]
     tolerance: f64,
+    #[command(flatten)]
+    runs: Runs,
     #[command(flatten)]
     planner: PlannerArgs,
     #[command(flatten)]
@@ -103,13 +105,14 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
     // A query the rewrite left as it was runs twice the same: its times differ by noise only.
     let planned_changed = a.rewritten.is_some() || r.changed();
     let both = BothQueries { original: &sql, rewritten: &rewritten, planned, named: &named };
+    let how = Measuring { tolerance: a.tolerance, runs: a.runs.count() };
     let v = match engine {
-        Engine::Polars => verify_polars(&both, &tables, a.planner.hot.sample, a.tolerance)?,
+        Engine::Polars => verify_polars(&both, &tables, a.planner.hot.sample, how)?,
         Engine::Spark => verify_spark(
             &both,
             &a.spark,
             a.spark_ui.clone(),
-            a.tolerance,
+            how,
             a.planner.hot.sample.is_some(),
             &opts,
         )?,
@@ -132,6 +135,15 @@ pub(super) struct BothQueries<'a> {
     pub named: &'a [(String, String)],
 }
 
+/// How the two queries are run and compared.
+#[derive(Clone, Copy)]
+pub(super) struct Measuring {
+    /// Floating-point values are equal within this relative tolerance.
+    pub tolerance: f64,
+    /// Each query runs this many times (`--runs`).
+    pub runs: usize,
+}
+
 impl Engine {
     /// The engine asked for, else this build's own: Polars when it has it.
     pub(super) fn or_default(given: Option<Engine>) -> Engine {
@@ -145,7 +157,7 @@ pub(super) fn verify_spark(
     q: &BothQueries,
     spark: &SparkArgs,
     spark_ui: Option<String>,
-    tolerance: f64,
+    how: Measuring,
     sampled: bool,
     opts: &PlanOptions,
 ) -> Result<Verification> {
@@ -154,7 +166,8 @@ pub(super) fn verify_spark(
         master: spark.master.clone(),
         remote: spark.remote.clone(),
         spark_ui,
-        tolerance,
+        tolerance: how.tolerance,
+        runs: how.runs,
         conf: opts.settings.all(),
     };
     // A Connect server reads the tables from its own working folder: paths here go absolute.
@@ -185,11 +198,12 @@ pub(super) fn verify_polars(
     q: &BothQueries,
     tables: &HashMap<String, Table>,
     sample: Option<Sample>,
-    tolerance: f64,
+    how: Measuring,
 ) -> Result<Verification> {
     let list: Vec<(String, &Table)> =
         q.named.iter().filter_map(|(n, _)| tables.get(n).map(|t| (n.clone(), t))).collect();
-    verify::polars(q.original, q.rewritten, q.planned, &list, sample, tolerance)
+    let polars = verify::PolarsOptions { sample, tolerance: how.tolerance, runs: how.runs };
+    verify::polars(q.original, q.rewritten, q.planned, &list, &polars)
 }
 
 #[cfg(not(feature = "polars"))]
@@ -197,7 +211,7 @@ pub(super) fn verify_polars(
     _: &BothQueries,
     _: &HashMap<String, Table>,
     _: Option<Sample>,
-    _: f64,
+    _: Measuring,
 ) -> Result<Verification> {
     Err(Error::Usage("this skewjoin was built without the polars engine".into()))
 }

@@ -430,9 +430,9 @@ pub fn run(
     original: &str,
     rewritten: &str,
     tables: &[(String, &Table)],
-    sample: Option<Sample>,
-    tolerance: f64,
+    how: &super::PolarsOptions,
 ) -> Result<PolarsRun> {
+    let (sample, tolerance) = (how.sample, how.tolerance);
     polars::error::set_warning_function(quiet_deprecations);
     let mut udfs = HashMap::new();
     udfs.insert(HASH_FN.to_string(), hash_udf());
@@ -464,8 +464,18 @@ pub fn run(
         ctx.register(SALTS_TABLE, salts.lazy());
     }
     let digits = (-tolerance.log10()).round().clamp(1.0, 17.0) as usize;
+    // The first round gives the rows; with more, it is the warm-up, and the others are timed.
     let (d0, ms0) = run_one(&mut ctx, &p0, &frames, "original")?;
     let (d1, ms1) = run_one(&mut ctx, &p1, &frames, "rewritten")?;
+    let (mut runs0, mut runs1) = (Vec::new(), Vec::new());
+    for _ in 1..how.runs {
+        runs0.push(run_one(&mut ctx, &p0, &frames, "original")?.1);
+        runs1.push(run_one(&mut ctx, &p1, &frames, "rewritten")?.1);
+    }
+    let warmup = (how.runs > 1).then_some((ms0, ms1));
+    if warmup.is_none() {
+        (runs0, runs1) = (vec![ms0], vec![ms1]);
+    }
     let c0 = rows_of(&d0, digits)?;
     let c1 = rows_of(&d1, digits)?;
     // Spark's names: Polars suffixes a repeated name with `:table` (and the renderer with `:N`).
@@ -475,8 +485,11 @@ pub fn run(
             .map(|s| s.split(':').next().unwrap_or("").to_string())
             .collect::<Vec<_>>()
     };
-    let stats = |d: &DataFrame, ms: i64| RunStats {
-        wall_ms: ms,
+    let stats = |d: &DataFrame, runs: Vec<i64>, warmup_ms: Option<i64>| RunStats {
+        wall_ms: super::median(&runs),
+        runs_ms: runs,
+        warmup_ms,
+        total_task_ms: 0,
         rows: d.height() as i64,
         columns: names(d),
         stages: vec![],
@@ -486,8 +499,8 @@ pub fn run(
         identical: c0 == c1,
         only_in_original: only(&c0, &c1),
         only_in_rewritten: only(&c1, &c0),
-        before: stats(&d0, ms0),
-        after: stats(&d1, ms1),
+        before: stats(&d0, runs0, warmup.map(|w| w.0)),
+        after: stats(&d1, runs1, warmup.map(|w| w.1)),
         original: p0,
         rewritten: p1,
         inputs,

@@ -51,9 +51,17 @@ def binary():
 LEGACY = ["--conf", "spark.sql.adaptive.enabled=false", "--min-gain", "off"]
 
 
+# What these suites check of verify is the rows and the tasks: one run of each query is enough
+# (test_verify_spark.py checks the timed runs and their noise).
+ONE_RUN = ["--runs", "1"]
+
+
 def legacy(args):
-    """`args` with LEGACY after a plan, rewrite or verify subcommand that names no margin."""
+    """`args` with LEGACY after a plan, rewrite or verify subcommand that names no margin, and a
+    verify that names no runs with ONE_RUN."""
     args = [str(a) for a in args]
+    if args and args[0] == "verify" and "--runs" not in args:
+        args = [args[0], *ONE_RUN, *args[1:]]
     if args and args[0] in ("plan", "rewrite", "verify") and "--min-gain" not in args:
         return [args[0], *LEGACY, *args[1:]]
     return args

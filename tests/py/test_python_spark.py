@@ -83,8 +83,11 @@ def test_advise_sql_over_temporary_views_plans_and_rewrites(session):
     check = sj.verify(SQL, a.rewrite.sql, spark=session)
     assert check.identical and check.before.rows == check.after.rows > 0, str(check)
     assert check.before.max_task_records is not None and check.after.max_task_records is not None
-    wrong = sj.verify(SQL, SQL + " LIMIT 5", spark=session)
+    wrong = sj.verify(SQL, SQL + " LIMIT 5", spark=session, runs=2)
     assert not wrong.identical and wrong.only_in_original
+    # Two runs: the first warms up, the second is timed.
+    for r in (wrong.before, wrong.after):
+        assert r.warmup_ms is not None and r.runs_ms == [r.wall_ms], r
 
 
 def test_advise_names_what_it_cannot_plan(session):

@@ -9,14 +9,14 @@ import sys
 
 import pytest
 
-from conftest import LEGACY, binary
+from conftest import LEGACY, ONE_RUN, binary
 from test_plan_spark import P, data  # noqa: F401  (fixture)
 
 
 def verify(tmp_path, sql, tables, *extra, rewritten=None, python=sys.executable):
     q = tmp_path / "q.sql"
     q.write_text(sql)
-    args = [binary(), "verify", *LEGACY, str(q), "-q", "--engine", "spark", "--shuffle-partitions", str(P), "--python", python, "--format", "json", *extra]
+    args = [binary(), "verify", *LEGACY, *ONE_RUN, str(q), "-q", "--engine", "spark", "--shuffle-partitions", str(P), "--python", python, "--format", "json", *extra]
     for name, path in tables.items():
         args += ["--table", f"{name}={path}"]
     if rewritten is not None:
@@ -91,3 +91,37 @@ def test_engine_errors_are_one_line(data, tmp_path):
     # A rewrite Spark refuses (a misspelled column) is Spark's one-line error.
     p = verify(tmp_path, sql, tables, rewritten="SELECT nope FROM events")
     assert p.returncode == 2 and "Spark:" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_timed_runs_and_a_slower_rewrite(data, tmp_path):
+    """--runs 3: the first round gives the rows and warms Spark up, the other two are timed.
+    A rewrite given by hand that returns the same rows but also counts 225M pairs first is
+    slower than the original by more than the noise measured: exit code 1 with the default
+    margin (the legacy --min-gain off only reports it)."""
+    sql = "SELECT e.event_id, t.name FROM events e LEFT JOIN titles t ON e.title_id = t.title_id"
+    pairs = "(SELECT count(*) FROM range(15000) a CROSS JOIN range(15000) b WHERE (a.id * 7 + b.id) % 13 = 0) > 0"
+    slow = f"{sql} WHERE {pairs}"
+    tables = {n: data[n] for n in ["events", "titles"]}
+    q, w = tmp_path / "q.sql", tmp_path / "slow.sql"
+    q.write_text(sql)
+    w.write_text(slow)
+    args = [binary(), "verify", "--conf", "spark.sql.adaptive.enabled=false", str(q), "-q", "--engine", "spark",
+            "--shuffle-partitions", str(P), "--python", sys.executable, "--rewritten", str(w), "--runs", "3"]
+    for name, path in tables.items():
+        args += ["--table", f"{name}={path}"]
+    p = subprocess.run([*args, "--format", "json"], capture_output=True, text=True, timeout=900)
+    assert p.returncode == 1, p.stderr + p.stdout
+    v = json.loads(p.stdout)
+    assert v["identical"] and v["slower"] and v["runs"] == 3
+    b, a = v["measured_before"], v["measured_after"]
+    for r in (b, a):
+        assert len(r["runs_ms"]) == 2 and r["warmup_ms"] is not None, r
+        assert r["wall_ms"] == max(r["runs_ms"]), r  # the median of two: the upper
+        assert r["total_task_ms"] == sum(s["task_ms"] for s in r["stages"]) > 0
+        assert all(s["task_ms"] >= s["max_task_ms"] for s in r["stages"])
+    spread = lambda r: max(r["runs_ms"]) - min(r["runs_ms"])
+    assert v["noise_ms"] == max(spread(b), spread(a))
+    assert a["wall_ms"] - b["wall_ms"] > v["noise_ms"], v
+    # The same runs with the margin off: reported, exit 0.
+    p = subprocess.run([*args, "--min-gain", "off", "--format", "json"], capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0 and json.loads(p.stdout)["slower"], p.stderr + p.stdout
