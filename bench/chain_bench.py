@@ -6,6 +6,7 @@ Spark in local mode (AQE on, and again off), median of 3: the rows must be ident
 rewrite no slower than 1.1x, and its SQL within the bound.
 
 Usage: .venv/bin/python bench/chain_bench.py [--rows N] [--queries N] [--seed S] [--repeat N]
+                                            [--broadcast-off] [--forced]
 (the binary: $SKEWJOIN_BIN, else target/release/skewjoin)
 Writes target/chain-bench.json and prints a table for BENCHMARKS.md.
 """
@@ -99,6 +100,7 @@ def main():
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--broadcast-off", action="store_true", help="spark.sql.autoBroadcastJoinThreshold=-1: every join shuffles")
+    ap.add_argument("--forced", action="store_true", help="also run the rewrite of every join it can rewrite (--min-gain off)")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     d = ROOT / "target" / f"chain-bench-{a.rows}-np"
@@ -138,6 +140,16 @@ def main():
             if r["changes"]:
                 entry["after"], c1 = run_spark(spark, r["sql"], a.repeat, f"{i}-{aqe}-after")
                 entry["identical"] = c0 == c1
+            if a.forced:
+                # What the decisions avoided: every join the tool can rewrite, rewritten.
+                p = subprocess.run([str(binary), "rewrite", str(q), "--tables", str(d), "--cores", "2", "--format", "json", "-q",
+                                    "--min-gain", "off", "--conf", f"spark.sql.adaptive.enabled={aqe}", *extra_conf],
+                                   capture_output=True, text=True, timeout=600)
+                f = json.loads(p.stdout)
+                entry["forced"] = {"rewritten": len(f["changes"]), "sql_bytes": len(f["sql"])}
+                if f["changes"]:
+                    forced, c2 = run_spark(spark, f["sql"], a.repeat, f"{i}-{aqe}-forced")
+                    entry["forced"].update(forced, identical=c0 == c2)
             results.append(entry)
             print(json.dumps(entry), flush=True)
     (ROOT / "target" / "chain-bench.json").write_text(json.dumps(results, indent=1))

@@ -29,6 +29,7 @@ mod hints;
 mod in_branches;
 mod input;
 mod join;
+mod lift;
 mod names;
 mod note;
 mod reason;
@@ -349,6 +350,8 @@ fn process_query(q: &mut Query, ctx: &mut Ctx) -> Result<()> {
     ctx.order_by = saved_order;
     let remaps = remaps?;
     window::process_windows(q, !remaps.is_empty(), ctx)?;
+    // After its windows (which may copy the joins' derived tables too).
+    lift::lift_repeated(q);
     // ORDER BY of a query whose body is one SELECT sees that SELECT's FROM.
     if let (Some(ob), false) = (&mut q.order_by, remaps.is_empty()) {
         repoint_all(ob, &remaps);

@@ -1,0 +1,221 @@
+//! A rewritten join that a later rewritten join of its chain reads runs in each of that join's
+//! branches: its derived table (`__sjN`) is copied into every branch, and a chain of rewritten
+//! joins would grow the SQL with the product of their branches. Here each derived table of the
+//! rewrite that a query holds more than once becomes one CTE of that query, named as it was,
+//! and every copy a reference to it, so the SQL grows with the sum. Spark inlines a
+//! deterministic CTE where it is read, so the plan it runs is the one the copies made.
+//!
+//! A copy inside a query that has a WITH of its own (a user's CTE it may read) stays where it
+//! is: lifted, it would lose sight of that CTE.
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+
+use sqlparser::ast::helpers::attached_token::AttachedToken;
+use sqlparser::ast::{
+    Cte, Query, TableAlias, TableFactor, Visit, VisitMut, Visitor, VisitorMut, With,
+};
+
+/// Whether a derived table's alias is one the rewrite made (`__sj1`, `__sjp2`, `__sw3`).
+fn made_here(alias: &TableAlias) -> bool {
+    let name = alias.name.value.as_str();
+    name.starts_with("__sj") || name.starts_with("__sw")
+}
+
+/// The rewrite's derived tables that `q`'s body holds more than once, each once as a CTE at the
+/// end of `q`'s WITH (an earlier one before a later one that reads it), every copy now a
+/// reference to it.
+pub(super) fn lift_repeated(q: &mut Query) {
+    let mut seen = Seen::default();
+    let _ = Visit::visit(q.body.as_ref(), &mut seen);
+    // An alias with two different bodies (not made by one rewrite) is left alone.
+    let lift: Vec<String> = seen
+        .copies
+        .into_iter()
+        .filter(|(_, texts)| texts.len() == 1 && texts.values().all(|n| *n > 1))
+        .map(|(alias, _)| alias)
+        .collect();
+    if lift.is_empty() {
+        return;
+    }
+    let mut lifting = Lifting { lift, depth: Vec::new(), defs: Vec::new() };
+    let _ = VisitMut::visit(q.body.as_mut(), &mut lifting);
+    let with = q.with.get_or_insert_with(|| With {
+        with_token: AttachedToken::empty(),
+        recursive: false,
+        cte_tables: Vec::new(),
+    });
+    with.cte_tables.extend(lifting.defs);
+}
+
+/// The text of each derived table the rewrite made, by alias, and how often each appears (not
+/// counting those inside a query with a WITH of its own).
+#[derive(Default)]
+struct Seen {
+    copies: HashMap<String, HashMap<String, usize>>,
+    /// For each query entered: whether it (or one around it, below the top) has a WITH.
+    depth: Vec<bool>,
+}
+
+impl Visitor for Seen {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
+        let shut = self.depth.last().copied().unwrap_or(false) || query.with.is_some();
+        self.depth.push(shut);
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+        self.depth.pop();
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_table_factor(&mut self, f: &TableFactor) -> ControlFlow<()> {
+        if let TableFactor::Derived { subquery, alias: Some(alias), lateral: false, .. } = f {
+            if made_here(alias) && !self.depth.last().copied().unwrap_or(false) {
+                let texts = self.copies.entry(alias.name.value.clone()).or_default();
+                *texts.entry(subquery.to_string()).or_default() += 1;
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Replacing the copies of `lift` by references, inner ones first, and keeping each one's
+/// definition the first time it is met (after the ones it reads).
+struct Lifting {
+    lift: Vec<String>,
+    depth: Vec<bool>,
+    defs: Vec<Cte>,
+}
+
+impl VisitorMut for Lifting {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        let shut = self.depth.last().copied().unwrap_or(false) || query.with.is_some();
+        self.depth.push(shut);
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+        self.depth.pop();
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_table_factor(&mut self, f: &mut TableFactor) -> ControlFlow<()> {
+        let TableFactor::Derived { subquery, alias: Some(alias), lateral: false, .. } = f else {
+            return ControlFlow::Continue(());
+        };
+        if self.depth.last().copied().unwrap_or(false) || !self.lift.contains(&alias.name.value) {
+            return ControlFlow::Continue(());
+        }
+        let name = alias.name.value.clone();
+        if !self.defs.iter().any(|c| c.alias.name.value == name) {
+            self.defs.push(Cte {
+                // `name AS (...)`: a CTE's name takes no AS before it.
+                alias: TableAlias { explicit: false, at: None, ..alias.clone() },
+                query: subquery.clone(),
+                from: None,
+                materialized: None,
+                closing_paren_token: AttachedToken::empty(),
+            });
+        }
+        *f = crate::sql::table_factor(&name, None);
+        ControlFlow::Continue(())
+    }
+}
+
+/// The length of `relation` as SQL with the derived tables of `earlier` joins inside it (whose
+/// length was counted when they were made) written as their names: what it adds once those
+/// that repeat are CTEs.
+pub(super) fn own_length(relation: &TableFactor, earlier: &[String]) -> usize {
+    let mut named = relation.clone();
+    if let TableFactor::Derived { subquery, .. } = &mut named {
+        let _ = VisitMut::visit(subquery.as_mut(), &mut Naming { earlier });
+    }
+    format!("{named:#}").len()
+}
+
+/// The derived tables of `earlier` joins, written as their names.
+struct Naming<'a> {
+    earlier: &'a [String],
+}
+
+impl VisitorMut for Naming<'_> {
+    type Break = ();
+
+    fn post_visit_table_factor(&mut self, f: &mut TableFactor) -> ControlFlow<()> {
+        if let TableFactor::Derived { alias: Some(alias), .. } = f {
+            if self.earlier.contains(&alias.name.value) {
+                let name = alias.name.value.clone();
+                *f = crate::sql::table_factor(&name, None);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `sql` with the rewrite's repeated derived tables lifted, as one line.
+    fn lifted(sql: &str) -> String {
+        let mut q = crate::sql::parse_query(sql).unwrap();
+        lift_repeated(&mut q);
+        q.to_string()
+    }
+
+    const D1: &str = "(SELECT k FROM t WHERE k IS NULL) AS __sj1";
+
+    #[test]
+    fn a_derived_table_read_twice_becomes_one_cte() {
+        let sql = format!("SELECT * FROM (SELECT * FROM {D1}) AS a UNION ALL SELECT * FROM (SELECT * FROM {D1}) AS b");
+        assert_eq!(
+            lifted(&sql),
+            "WITH __sj1 AS (SELECT k FROM t WHERE k IS NULL) SELECT * FROM (SELECT * FROM __sj1) AS a UNION ALL SELECT * FROM (SELECT * FROM __sj1) AS b"
+        );
+    }
+
+    #[test]
+    fn one_read_or_two_bodies_or_a_users_name_stay_as_written() {
+        let once = format!("SELECT * FROM {D1}");
+        let two = format!("SELECT * FROM {D1} UNION ALL SELECT * FROM (SELECT 2 AS k) AS __sj1");
+        let users =
+            "SELECT * FROM (SELECT 1 AS k) AS s UNION ALL SELECT * FROM (SELECT 1 AS k) AS s";
+        for sql in [once.as_str(), two.as_str(), users] {
+            assert_eq!(lifted(sql), crate::sql::parse_query(sql).unwrap().to_string(), "{sql}");
+        }
+    }
+
+    #[test]
+    fn a_copy_under_a_users_with_keeps_sight_of_it() {
+        let inner = "(WITH w AS (SELECT 1 AS k) SELECT * FROM (SELECT k FROM w) AS __sj1)";
+        let sql = format!("SELECT * FROM {inner} AS a UNION ALL SELECT * FROM {inner} AS b");
+        assert_eq!(lifted(&sql), crate::sql::parse_query(&sql).unwrap().to_string());
+    }
+
+    #[test]
+    fn nested_copies_are_defined_before_the_cte_that_reads_them() {
+        let d3 = format!("(SELECT * FROM {D1} UNION ALL SELECT * FROM {D1}) AS __sj3");
+        let sql = format!("SELECT * FROM {d3} UNION ALL SELECT * FROM {d3}");
+        assert_eq!(
+            lifted(&sql),
+            "WITH __sj1 AS (SELECT k FROM t WHERE k IS NULL), __sj3 AS (SELECT * FROM __sj1 UNION ALL SELECT * FROM __sj1) SELECT * FROM __sj3 UNION ALL SELECT * FROM __sj3"
+        );
+    }
+
+    #[test]
+    fn the_length_counted_leaves_out_earlier_joins_tables() {
+        let rel = |sql: &str| match crate::sql::parse_query(sql).unwrap().body.as_ref() {
+            sqlparser::ast::SetExpr::Select(s) => s.from[0].relation.clone(),
+            _ => unreachable!(),
+        };
+        let r = rel(&format!("SELECT * FROM (SELECT * FROM {D1}) AS __sj3"));
+        let named = rel("SELECT * FROM (SELECT * FROM __sj1) AS __sj3");
+        assert_eq!(own_length(&r, &["__sj1".into()]), format!("{named:#}").len());
+        assert_eq!(own_length(&r, &[]), format!("{r:#}").len());
+    }
+}
