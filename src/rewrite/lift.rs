@@ -157,6 +157,76 @@ impl VisitorMut for Naming<'_> {
     }
 }
 
+/// The reverse of `lift_repeated`, for an engine that reads the rewrite's CTEs otherwise than
+/// Spark: each CTE the rewrite made (in any query of `q`) written back as the derived table it
+/// names wherever it is read. The names inlined, in order.
+pub(crate) fn inline_lifted(q: &mut Query) -> Vec<String> {
+    let mut inlining = Inlining { names: Vec::new() };
+    let _ = VisitMut::visit(q, &mut inlining);
+    inlining.names
+}
+
+/// Queries with the rewrite's CTEs, inner ones first: their CTEs written back into the body.
+struct Inlining {
+    names: Vec<String>,
+}
+
+impl VisitorMut for Inlining {
+    type Break = ();
+
+    fn post_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        let Some(with) = &mut query.with else { return ControlFlow::Continue(()) };
+        let (made, kept): (Vec<Cte>, Vec<Cte>) =
+            std::mem::take(&mut with.cte_tables).into_iter().partition(|c| made_here(&c.alias));
+        with.cte_tables = kept;
+        if with.cte_tables.is_empty() {
+            query.with = None;
+        }
+        // Each definition reads only those before it: inline those first.
+        let mut defs: Vec<(String, Box<Query>)> = Vec::new();
+        for mut c in made {
+            let _ = VisitMut::visit(c.query.as_mut(), &mut Reading { defs: &defs });
+            self.names.push(c.alias.name.value.clone());
+            defs.push((c.alias.name.value.clone(), c.query));
+        }
+        if !defs.is_empty() {
+            let _ = VisitMut::visit(query.body.as_mut(), &mut Reading { defs: &defs });
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// A table read by one of `defs`' names, written as that definition under its name.
+struct Reading<'a> {
+    defs: &'a [(String, Box<Query>)],
+}
+
+impl VisitorMut for Reading<'_> {
+    type Break = ();
+
+    fn post_visit_table_factor(&mut self, f: &mut TableFactor) -> ControlFlow<()> {
+        let TableFactor::Table { name, alias, .. } = f else { return ControlFlow::Continue(()) };
+        let [sqlparser::ast::ObjectNamePart::Identifier(id)] = name.0.as_slice() else {
+            return ControlFlow::Continue(());
+        };
+        if let Some((n, def)) = self.defs.iter().find(|(n, _)| n.eq_ignore_ascii_case(&id.value)) {
+            let alias = alias.clone().unwrap_or_else(|| TableAlias {
+                explicit: true,
+                name: sqlparser::ast::Ident::new(n),
+                columns: vec![],
+                at: None,
+            });
+            *f = TableFactor::Derived {
+                lateral: false,
+                subquery: def.clone(),
+                alias: Some(alias),
+                sample: None,
+            };
+        }
+        ControlFlow::Continue(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,6 +275,17 @@ mod tests {
             lifted(&sql),
             "WITH __sj1 AS (SELECT k FROM t WHERE k IS NULL), __sj3 AS (SELECT * FROM __sj1 UNION ALL SELECT * FROM __sj1) SELECT * FROM __sj3 UNION ALL SELECT * FROM __sj3"
         );
+    }
+
+    #[test]
+    fn inlined_back_the_copies_are_as_the_rewrite_made_them() {
+        let d3 = format!("(SELECT * FROM {D1} UNION ALL SELECT * FROM {D1}) AS __sj3");
+        let sql =
+            format!("WITH u AS (SELECT 1 AS k) SELECT * FROM {d3} UNION ALL SELECT * FROM {d3}");
+        let copies = crate::sql::parse_query(&sql).unwrap().to_string();
+        let mut q = crate::sql::parse_query(&lifted(&sql)).unwrap();
+        assert_eq!(inline_lifted(&mut q), ["__sj1", "__sj3"]);
+        assert_eq!(q.to_string(), copies);
     }
 
     #[test]

@@ -30,6 +30,7 @@ mod in_branches;
 mod input;
 mod join;
 mod lift;
+pub(crate) use lift::inline_lifted;
 mod names;
 mod note;
 mod reason;

@@ -1303,6 +1303,8 @@ pub fn render(spark_sql: &str) -> Result<PolarsSql> {
 /// `render`, with the columns of the query's tables (to list `SELECT *` over a USING join).
 pub fn render_with(spark_sql: &str, columns_of: ColumnsOf<'_>) -> Result<PolarsSql> {
     let mut q = parse_query(spark_sql)?;
+    // A salted input is hashed from its own scan here, which a CTE read by name does not have.
+    let inlined = crate::rewrite::inline_lifted(&mut q);
     let ctes = cte_names(&q);
     let with = q.with.as_ref().map(ToString::to_string);
     let mut r = Render {
@@ -1320,12 +1322,14 @@ pub fn render_with(spark_sql: &str, columns_of: ColumnsOf<'_>) -> Result<PolarsS
         return Err(Error::Usage(format!("cannot render the query for Polars SQL: {e}")));
     }
     let sql = requote(&render_query(&q))?;
-    Ok(PolarsSql {
-        sql,
-        changes: r.changes.iter().map(|s| s.to_string()).collect(),
-        max_salt: r.max_salt,
-        hashed: r.hashed,
-    })
+    let mut changes: Vec<String> = r.changes.iter().map(|s| s.to_string()).collect();
+    if !inlined.is_empty() {
+        changes.push(format!(
+            "the rewrite's CTEs {} read as the derived tables they name, where each is read",
+            inlined.join(", ")
+        ));
+    }
+    Ok(PolarsSql { sql, changes, max_salt: r.max_salt, hashed: r.hashed })
 }
 
 #[cfg(test)]
