@@ -640,9 +640,10 @@ fn a_join_before_a_rewritten_one_is_counted_on_each_branchs_rows() {
 }
 
 /// A chain of left joins, each with hot keys: each rewritten join reads the ones before it in
-/// each of its branches. Those are CTEs read by name, not copies, so the SQL grows with the
-/// sum of the joins' branches, not their product: all 7 are rewritten within the bound (16 KB
-/// and 8 KB a hot key moved), each derived table defined once, and what comes back parses.
+/// each of its branches. The text reads them by name (a CTE each, defined once), but Spark
+/// inlines a CTE where it is read, so the plan still grows with the product of the branches:
+/// the rewrite stops at the bound (16 KB and 8 KB a hot key moved, counted with the copies)
+/// and leaves the later joins with the reason; what comes back parses and is within the bound.
 #[test]
 fn a_long_chain_stays_within_the_sql_bound() {
     let joins: Vec<String> =
@@ -651,20 +652,21 @@ fn a_long_chain_stays_within_the_sql_bound() {
     let sql = format!("SELECT e.event_id, {} FROM events e {}", names.join(", "), joins.join(" "));
     let r = rw(&sql);
     let moved: usize = r.changes.iter().map(|c| c.hot_keys.len()).sum();
-    assert_eq!(r.changes.len(), 7, "{:?}", codes(&r));
+    assert!(r.changes.len() >= 2 && r.changes.len() < 7, "{} rewritten", r.changes.len());
     assert!(
         r.sql.len() <= sql.len() + (16 << 10) + (8 << 10) * moved,
         "{} bytes for {moved} hot keys",
         r.sql.len()
     );
+    assert!(r.unchanged_joins.iter().any(|u| matches!(u.reason, LeftAlone::SqlTooLarge { .. })));
     let stmt = skewjoin::sql::parse(&r.sql).unwrap().remove(0);
     let sqlparser::ast::Statement::Query(q) = stmt else { panic!("not a query") };
     let ctes: Vec<String> =
         q.with.iter().flat_map(|w| &w.cte_tables).map(|c| c.alias.name.value.clone()).collect();
-    // Each join but the last is read by the next one's branches: a CTE each.
-    let read: Vec<String> = r.changes[..6].iter().map(|c| c.alias.clone()).collect();
+    // Each rewritten join but the last is read by the next one's branches: a CTE, defined once.
+    let n = r.changes.len();
+    let read: Vec<String> = r.changes[..n - 1].iter().map(|c| c.alias.clone()).collect();
     assert!(read.iter().all(|a| ctes.iter().filter(|c| *c == a).count() == 1), "{ctes:?}");
-    assert!(read.iter().all(|a| r.sql.matches(&format!("AS `{a}` AS (")).count() == 0));
 }
 
 #[test]

@@ -126,10 +126,9 @@ pub(super) fn try_join(
     let (relation, union) = derived_table(&js, &p, &alias, exposed.above.as_deref())?;
     let branches = count_set(&union.body);
     let moved = p.hot_keys.len().max(1);
-    // The joins rewritten before are counted once, as the CTEs their repeated copies become.
-    let earlier: Vec<String> = ctx.changes.iter().map(|c| c.alias.clone()).collect();
-    let own = super::lift::own_length(&relation, &earlier);
-    let added = ctx.growth.added + own.saturating_sub(text.len());
+    // Counted with its copies of the joins before, though those are written once as CTEs:
+    // Spark inlines a CTE where it is read, so this is the size of the plan it optimises.
+    let added = ctx.growth.added + format!("{relation:#}").len().saturating_sub(text.len());
     if added > ctx.growth.limit(moved) {
         ctx.next_id -= 1;
         return Ok(Outcome::LeftAlone(
