@@ -1,6 +1,7 @@
 //! Where a table's counts are made: the seam between what the planner, rewrite and window
 //! measure and the engine that counts. `Embedded` reads the table's Parquet files in this
-//! process; the Spark engine (`spark::SparkEngine`) counts a table its session holds. A run
+//! process; the Spark engine (`spark::SparkEngine`) counts a table its session holds;
+//! `memory::InMemory` counts Arrow batches held in this process (the rewrite tests'). A run
 //! picks one (the counting flags) and the measure steps receive it in their options, so
 //! nothing below them asks where a table lives.
 
