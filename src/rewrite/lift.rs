@@ -17,10 +17,13 @@ use sqlparser::ast::{
     Cte, Query, TableAlias, TableFactor, Visit, VisitMut, Visitor, VisitorMut, With,
 };
 
-/// Whether a derived table's alias is one the rewrite made (`__sj1`, `__sjp2`, `__sw3`).
+/// Whether a derived table's alias is one the rewrite made for a join or a window (`__sj1`,
+/// `__sjp2`, `__sw3`; not the `__sj_t` of a filtered input, which names many bodies).
 fn made_here(alias: &TableAlias) -> bool {
     let name = alias.name.value.as_str();
-    name.starts_with("__sj") || name.starts_with("__sw")
+    ["__sjp", "__sj", "__sw"].iter().any(|p| {
+        name.strip_prefix(p).is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    })
 }
 
 /// The rewrite's derived tables that `q`'s body holds more than once, each once as a CTE at the
@@ -226,7 +229,8 @@ mod tests {
         let two = format!("SELECT * FROM {D1} UNION ALL SELECT * FROM (SELECT 2 AS k) AS __sj1");
         let users =
             "SELECT * FROM (SELECT 1 AS k) AS s UNION ALL SELECT * FROM (SELECT 1 AS k) AS s";
-        for sql in [once.as_str(), two.as_str(), users] {
+        let t = "SELECT * FROM (SELECT 1 AS k) AS __sj_t UNION ALL SELECT * FROM (SELECT 1 AS k) AS __sj_t";
+        for sql in [once.as_str(), two.as_str(), users, t] {
             assert_eq!(lifted(sql), crate::sql::parse_query(sql).unwrap().to_string(), "{sql}");
         }
     }
