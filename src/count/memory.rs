@@ -115,7 +115,8 @@ fn has_null(key: &[Value]) -> bool {
     key.iter().any(|v| matches!(v, Value::Null))
 }
 
-fn share(count: u64, rows: u64) -> f64 {
+/// A key's share of the rows (0 of none), as every engine reports it.
+pub(crate) fn share(count: u64, rows: u64) -> f64 {
     if rows == 0 {
         0.0
     } else {

@@ -12,6 +12,7 @@ use sqlparser::ast::Expr;
 
 use crate::count::engine::WeightedSum;
 use crate::count::filter::{Filtered, RowFilter};
+use crate::count::memory::share;
 use crate::count::weights::Sums;
 use crate::count::{ColumnProfile, Engine, KeyCount, KeySpec, PartitionScan, ProfileOptions};
 use crate::error::{Error, Result};
@@ -243,14 +244,6 @@ fn key(j: &Json, types: &[KeyType]) -> Result<Vec<Value>> {
             })
         })
         .collect()
-}
-
-fn share(count: u64, rows: u64) -> f64 {
-    if rows == 0 {
-        0.0
-    } else {
-        count as f64 / rows as f64
-    }
 }
 
 #[cfg(test)]
