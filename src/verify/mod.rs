@@ -279,6 +279,7 @@ pub fn spark(
         (before.aqe, after.aqe) = (None, None);
     }
     let (predicted_before, predicted_after) = predicted(r);
+    let (slower, noise_ms) = ran_slower(&before, &after);
     let mut notes = rewrite_notes(r);
     notes.extend(aqe_predicted(r));
     notes.extend(parsed.notes);
@@ -303,8 +304,8 @@ pub fn spark(
         predicted_before,
         predicted_after,
         runs: opts.runs,
-        noise_ms: ran_slower(&before, &after).1,
-        slower: ran_slower(&before, &after).0,
+        noise_ms,
+        slower,
         measured_before: before,
         measured_after: after,
         conf: opts.conf.clone(),
