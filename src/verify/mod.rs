@@ -206,7 +206,9 @@ pub struct Verification {
     pub slower: bool,
 }
 
-/// The median of some run times (of an even count, the upper one).
+/// The median of some run times (of an even count, the upper one). The Spark runner takes its
+/// own median, so only the Polars engine calls this.
+#[cfg(any(feature = "polars", test))]
 pub(crate) fn median(ms: &[i64]) -> i64 {
     let mut v = ms.to_vec();
     v.sort_unstable();
