@@ -24,7 +24,7 @@ use crate::value::KeyType;
 
 /// The columns a SELECT reads: every column reference (qualified or bare) in it, its ORDER BY
 /// included, and its `*` items.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(super) struct Used {
     /// A bare `*`: every column of every input.
     all: bool,
@@ -53,18 +53,32 @@ impl Used {
             }
         }
         let mut collect = |e: &Expr| {
-            match e {
-                Expr::Identifier(i) => u.refs.push((None, lc(&i.value))),
-                Expr::CompoundIdentifier(p) if p.len() >= 2 => {
-                    u.refs.push((Some(lc(&p[p.len() - 2].value)), lc(&p[p.len() - 1].value)))
-                }
-                _ => {}
-            }
+            push_ref(e, &mut u.refs);
             ControlFlow::<()>::Continue(())
         };
         let _ = visit_expressions(sel, &mut collect);
         for e in order_by {
             let _ = visit_expressions(e, &mut collect);
+        }
+        u
+    }
+
+    /// What the SELECT reads above its joins once `conds` are taken out: conjuncts of its WHERE
+    /// that Spark applies below a join. A column only they read is dropped after the filter, so
+    /// it is not in the join's shuffle.
+    pub fn without(&self, conds: &[&Expr]) -> Used {
+        let mut u = self.clone();
+        for c in conds {
+            let mut gone = Vec::new();
+            let _ = visit_expressions(*c, &mut |e: &Expr| {
+                push_ref(e, &mut gone);
+                ControlFlow::<()>::Continue(())
+            });
+            for r in gone {
+                if let Some(i) = u.refs.iter().position(|x| *x == r) {
+                    u.refs.remove(i);
+                }
+            }
         }
         u
     }
@@ -86,6 +100,17 @@ impl Used {
             })
             .cloned()
             .collect()
+    }
+}
+
+/// A column reference `e` is, as (qualifier, column) in lower case.
+fn push_ref(e: &Expr, refs: &mut Vec<(Option<String>, String)>) {
+    match e {
+        Expr::Identifier(i) => refs.push((None, lc(&i.value))),
+        Expr::CompoundIdentifier(p) if p.len() >= 2 => {
+            refs.push((Some(lc(&p[p.len() - 2].value)), lc(&p[p.len() - 1].value)))
+        }
+        _ => {}
     }
 }
 
@@ -190,6 +215,41 @@ mod tests {
     use super::*;
     use arrow_schema::Field;
     use std::sync::Arc;
+
+    fn select(sql: &str) -> Select {
+        let q = crate::sql::parse_query(sql).unwrap();
+        match *q.body {
+            sqlparser::ast::SetExpr::Select(s) => *s,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn a_column_only_a_condition_below_the_join_reads_is_not_shuffled() {
+        let sel = select(
+            "SELECT t.genre, sum(e.hours) FROM events e JOIN titles t ON e.k = t.k \
+             WHERE e.day >= 1 AND e.hours > 0 GROUP BY t.genre",
+        );
+        let used = Used::of(&sel, &[]);
+        let mut conds = Vec::new();
+        super::super::condition::conjuncts(sel.selection.as_ref().unwrap(), &mut conds);
+        let e = |c: &[&str]| {
+            c.iter().map(|n| (Some("e".to_string()), n.to_string())).collect::<Vec<_>>()
+        };
+        let read = |u: &Used| {
+            let mut v: Vec<_> =
+                u.refs.iter().filter(|r| r.0.as_deref() == Some("e")).cloned().collect();
+            v.sort();
+            v
+        };
+        let all = read(&used);
+        assert_eq!(all, e(&["day", "hours", "hours", "k"]));
+        // Both conditions applied below the join: `day` goes, `hours` stays (the SELECT sums it).
+        let below: Vec<&Expr> = conds.iter().collect();
+        assert_eq!(read(&used.without(&below)), e(&["hours", "k"]));
+        // None applied there (a later outer join, say): both stay.
+        assert_eq!(read(&used.without(&[])), all);
+    }
 
     #[test]
     fn default_sizes_are_sparks() {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use sqlparser::ast::{Join, Query, SetExpr, TableFactor};
+use sqlparser::ast::{Expr, Join, Query, SetExpr, TableFactor};
 
 use super::chain::Before;
 use super::condition::{condition_in_scope, Condition};
@@ -225,8 +225,11 @@ fn measure(
         };
         sides.left.through = counted.map(|t| Arc::new(t.weights.clone()));
         sides.right.filter = filters.right.clone();
-        sides.left.shuffled = estimate::used_base_columns(l, scope.used);
-        sides.right.shuffled = estimate::used_base_columns(r, scope.used);
+        let below: Vec<&Expr> =
+            filters.applied.iter().chain(counted.iter().flat_map(|t| &t.applied)).collect();
+        let shuffled = scope.used.without(&below);
+        sides.left.shuffled = estimate::used_base_columns(l, &shuffled);
+        sides.right.shuffled = estimate::used_base_columns(r, &shuffled);
         match plan_join(sides, cond, (l, r), shuffle_hint.clone(), ctx) {
             Ok(plan) => {
                 let mut filters = filters;

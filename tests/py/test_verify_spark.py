@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import LEGACY, ONE_RUN, binary
+from conftest import LEGACY, ONE_RUN, ROOT, binary
 from test_plan_spark import P, data  # noqa: F401  (fixture)
 
 
@@ -125,3 +125,24 @@ def test_timed_runs_and_a_slower_rewrite(data, tmp_path):
     # The same runs with the margin off: reported, exit 0.
     p = subprocess.run([*args, "--min-gain", "off", "--format", "json"], capture_output=True, text=True, timeout=900)
     assert p.returncode == 0 and json.loads(p.stdout)["slower"], p.stderr + p.stdout
+
+
+def test_the_demo_predicts_the_tasks_spark_runs_with_aqe_on(tmp_path):
+    """The README's demo: samples/query.sql under samples/spark-defaults.conf (AQE on, its sizes
+    scaled to the samples), the rewrite forced. AQE broadcasts titles at run time before and
+    after, and reads the events' shuffle where it was written: the largest task predicted before
+    and after is the one Spark runs, record for record. (The WHERE's column `day` is filtered on
+    before the shuffle, not shuffled: counting its bytes made 2 coalesced tasks too many.)"""
+    s = ROOT / "samples"
+    args = [binary(), "verify", *ONE_RUN, str(s / "query.sql"), "-q", "--engine", "spark", "--python", sys.executable,
+            "--table", f"events={s / 'events.parquet'}", "--table", f"titles={s / 'titles.parquet'}",
+            "--spark-defaults", str(s / "spark-defaults.conf"), "--cores", "2", "--min-gain", "off", "--format", "json"]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr + p.stdout
+    v = json.loads(p.stdout)
+    assert v["identical"] and v["rows_original"] == 9
+    for when in ("before", "after"):
+        predicted = v[f"predicted_{when}"]
+        stages = v[f"measured_{when}"]["stages"]
+        join = max(stages, key=lambda st: st["max_task_records"])
+        assert (predicted["max_task_rows"], predicted["median_task_rows"]) == (join["max_task_records"], join["median_task_records"]), (when, predicted, join)
