@@ -20,7 +20,7 @@ use sqlparser::ast::Expr;
 use super::engine::WeightedSum;
 use super::filter::{all_true, check_on, Filtered, RowFilter};
 use super::weights::Sums;
-use super::{decode_key, each_group_key, encode_values, Engine};
+use super::{decode_key, each_group_key, encode_values, share, Engine};
 use super::{ColumnProfile, KeyCount, KeySpec, PartitionScan, ProfileOptions};
 use crate::error::{Error, Result};
 use crate::hash::spark_partition;
@@ -113,15 +113,6 @@ fn groups(columns: &[ArrayRef], types: &[KeyType]) -> Result<Groups> {
 
 fn has_null(key: &[Value]) -> bool {
     key.iter().any(|v| matches!(v, Value::Null))
-}
-
-/// A key's share of the rows (0 of none), as every engine reports it.
-pub(crate) fn share(count: u64, rows: u64) -> f64 {
-    if rows == 0 {
-        0.0
-    } else {
-        count as f64 / rows as f64
-    }
 }
 
 /// One key's profile: exact counts of every group.

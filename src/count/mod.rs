@@ -184,6 +184,15 @@ pub struct KeyCount {
     pub share_error: Option<f64>,
 }
 
+/// A key's share of the rows (0 of none), as every engine reports it.
+pub(crate) fn share(count: u64, rows: u64) -> f64 {
+    if rows == 0 {
+        0.0
+    } else {
+        count as f64 / rows as f64
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ColumnProfile {
     pub spec: KeySpec,

@@ -203,8 +203,7 @@ impl Read<'_> {
         let top = ranked
             .into_iter()
             .map(|(key, n)| {
-                let share =
-                    if self.rows_read == 0 { 0.0 } else { n as f64 / self.rows_read as f64 };
+                let share = super::share(n, self.rows_read);
                 match self.sample {
                     None => {
                         KeyCount { key, count: n, sample_count: None, share, share_error: None }

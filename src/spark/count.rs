@@ -12,9 +12,10 @@ use sqlparser::ast::Expr;
 
 use crate::count::engine::WeightedSum;
 use crate::count::filter::{Filtered, RowFilter};
-use crate::count::memory::share;
 use crate::count::weights::Sums;
-use crate::count::{ColumnProfile, Engine, KeyCount, KeySpec, PartitionScan, ProfileOptions};
+use crate::count::{
+    share, ColumnProfile, Engine, KeyCount, KeySpec, PartitionScan, ProfileOptions,
+};
 use crate::error::{Error, Result};
 use crate::table::{Held, Table};
 use crate::value::{KeyType, Value};
