@@ -6,6 +6,7 @@
 //! the partition of a key.
 
 pub mod classify;
+pub mod cluster;
 pub mod count;
 pub mod diagnose;
 pub mod error;
@@ -15,6 +16,7 @@ pub mod hash;
 pub mod html;
 pub mod keys;
 pub mod plan;
+pub mod replay;
 pub mod rewrite;
 pub mod run;
 pub mod settings;

@@ -193,6 +193,11 @@ impl SparkSettings {
         }
     }
 
+    /// The setting of `key`, with where it came from, if set.
+    pub fn setting(&self, key: &str) -> Option<&Setting> {
+        self.entries.get(key)
+    }
+
     /// The value of `key`, if set.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.entries.get(key).map(|s| s.value.as_str())
@@ -267,27 +272,6 @@ impl SparkSettings {
     /// The broadcast threshold in bytes; -1 (no broadcast) is 0.
     pub fn broadcast_threshold(&self) -> Result<u64> {
         Ok(self.bytes(BROADCAST_THRESHOLD)?.unwrap_or(Some(10 << 20)).unwrap_or(0))
-    }
-
-    /// The cluster's cores, when the settings say: `spark.default.parallelism`, the executors
-    /// times their cores, or `local[N]`.
-    pub fn cores(&self) -> Result<Option<u32>> {
-        if let Some(n) = self.count(DEFAULT_PARALLELISM)? {
-            return Ok(Some(n));
-        }
-        if let (Some(e), Some(c)) = (self.count(EXECUTOR_INSTANCES)?, self.count(EXECUTOR_CORES)?) {
-            return Ok(Some(e.saturating_mul(c)));
-        }
-        // local[N], local[N, retries], local[*] (this machine's cores).
-        let local = self
-            .get(MASTER)
-            .and_then(|m| m.strip_prefix("local["))
-            .and_then(|m| m.split([']', ',']).next());
-        Ok(match local {
-            Some("*") => std::thread::available_parallelism().ok().map(|n| n.get() as u32),
-            Some(n) => n.trim().parse::<u32>().ok().filter(|n| *n > 0),
-            None => None,
-        })
     }
 
     /// How Spark cuts a table's files into map tasks (the cluster's cores, when none of these
@@ -372,7 +356,15 @@ fn job_setting(key: &str) -> bool {
         "spark.sql.streaming.",
     ];
     let sql = key.starts_with("spark.sql.") && !OWN.iter().any(|o| key.starts_with(o));
-    sql || [DEFAULT_PARALLELISM, EXECUTOR_INSTANCES, EXECUTOR_CORES].contains(&key)
+    let size = [
+        DEFAULT_PARALLELISM,
+        EXECUTOR_INSTANCES,
+        EXECUTOR_CORES,
+        crate::cluster::DYNAMIC_ALLOCATION,
+        crate::cluster::MAX_EXECUTORS,
+        crate::cluster::CORES_MAX,
+    ];
+    sql || size.contains(&key)
 }
 
 /// What adaptive query execution does, as the settings have it.
@@ -432,7 +424,7 @@ mod tests {
         s.set_conf("spark.executor.instances=3").unwrap();
         assert_eq!(s.shuffle_partitions().unwrap(), 32);
         assert_eq!(s.aqe().unwrap().advisory_size, 64 << 10);
-        assert_eq!(s.cores().unwrap(), Some(12));
+        assert_eq!(crate::cluster::from_settings(&s).unwrap().unwrap().cores, 12);
         let listed = s.listed();
         let p = listed.iter().find(|x| x.key == SHUFFLE_PARTITIONS).unwrap();
         assert_eq!((p.value.as_str(), &p.origin), ("32", &Origin::Conf));
@@ -470,7 +462,7 @@ mod tests {
         s.set_job_properties(&props, "app.log");
         assert_eq!(s.shuffle_partitions().unwrap(), 64);
         assert!(!s.aqe().unwrap().enabled);
-        assert_eq!(s.cores().unwrap(), Some(40));
+        assert_eq!(crate::cluster::from_settings(&s).unwrap().unwrap().cores, 40);
         assert_eq!(s.get("spark.master"), None);
         assert_eq!(s.get("spark.sql.warehouse.dir"), None);
         assert_eq!(s.get("spark.sql.extensions"), None);
@@ -488,7 +480,7 @@ mod tests {
         s.set_conf("spark.master=local[2]").unwrap();
         assert_eq!(s.broadcast_threshold().unwrap(), 0);
         assert_eq!(s.aqe().unwrap().broadcast_threshold, 0);
-        assert_eq!(s.cores().unwrap(), Some(2));
+        assert_eq!(crate::cluster::from_settings(&s).unwrap().unwrap().cores, 2);
         s.set_conf("spark.sql.adaptive.coalescePartitions.initialPartitionNum=400").unwrap();
         assert_eq!(s.shuffle_partitions().unwrap(), 400);
     }

@@ -50,7 +50,8 @@ def getter(ui, app):
 
 def when(s):
     # "2026-11-30T16:00:00.123GMT"
-    return datetime.datetime.strptime(s.replace("GMT", ""), "%Y-%m-%dT%H:%M:%S.%f").timestamp() * 1000
+    t = datetime.datetime.strptime(s.replace("GMT", ""), "%Y-%m-%dT%H:%M:%S.%f")
+    return t.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000
 
 
 def stages_of(sc, group):
@@ -136,16 +137,22 @@ def stage_stats(get, ids):
             tl = get(f"/stages/{sid}/{a['attemptId']}/taskList?length=10000000")
             recs, byts, durs = [], [], []
             tl = sorted(tl, key=lambda t: t.get("index", 0))
+            launches, ends = [], []
             for t in tl:
                 m = t.get("taskMetrics", {}).get("shuffleReadMetrics", {})
                 recs.append(m.get("recordsRead", 0))
                 byts.append(m.get("localBytesRead", 0) + m.get("remoteBytesRead", 0))
                 durs.append(t.get("duration", 0))
+                if t.get("launchTime"):
+                    launches.append(int(when(t["launchTime"])))
+                    ends.append(launches[-1] + t.get("duration", 0))
             read = sorted(r for r in recs if r > 0)
             d = sorted(durs)
             dur = 0
-            if a.get("submissionTime") and a.get("completionTime"):
-                dur = int(when(a["completionTime"]) - when(a["submissionTime"]))
+            submitted = int(when(a["submissionTime"])) if a.get("submissionTime") else None
+            completed = int(when(a["completionTime"])) if a.get("completionTime") else None
+            if submitted is not None and completed is not None:
+                dur = completed - submitted
             out.append({
                 "stage_id": sid, "tasks": len(tl), "duration_ms": dur,
                 "max_task_records": max(recs, default=0),
@@ -155,6 +162,11 @@ def stage_stats(get, ids):
                 "spill_bytes": a.get("memoryBytesSpilled", 0) + a.get("diskBytesSpilled", 0),
                 "task_ms": sum(durs),
                 "task_records": recs,
+                # For the replay on the cluster's cores (src/replay.rs): when the stage was
+                # submitted, ran its tasks and completed (epoch ms), each task's duration.
+                "submitted_ms": submitted, "completed_ms": completed,
+                "first_launch_ms": min(launches, default=None), "last_finish_ms": max(ends, default=None),
+                "task_durations_ms": durs,
             })
     return out
 
@@ -170,7 +182,8 @@ def run_remote(spark, sql, label, digits, ui):
         rows = df.collect()
     finally:
         spark.removeTag(tag)
-    wall = int((time.time() - t0) * 1000)
+    t1 = time.time()
+    wall = int((t1 - t0) * 1000)
     counts = Counter(tuple(norm(v, digits) for v in r) for r in rows)
     stages, note = [], None
     try:
@@ -178,7 +191,8 @@ def run_remote(spark, sql, label, digits, ui):
         stages = tagged_stages(getter(ui, app), tag)
     except Exception as e:  # noqa: BLE001 - the UI is off, elsewhere, or not ours to reach
         note = f"tasks not measured: the Spark Connect server's UI at {ui} did not answer ({one_line(e)}); pass --spark-ui URL"
-    return {"wall_ms": wall, "rows": len(rows), "columns": df.columns, "stages": stages}, counts, note
+    return {"wall_ms": wall, "rows": len(rows), "columns": df.columns, "stages": stages,
+            "start_ms": int(t0 * 1000), "end_ms": int(t1 * 1000)}, counts, note
 
 
 def one_line(e):
@@ -229,12 +243,30 @@ def run(spark, sql, label, digits):
         rows = df.collect()
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
-    wall = int((time.time() - t0) * 1000)
+    t1 = time.time()
+    wall = int((t1 - t0) * 1000)
     counts = Counter(tuple(norm(v, digits) for v in r) for r in rows)
+    planning = planning_ms(df)
     jobs = set(sc.statusTracker().getJobIdsForGroup(group))
     stages = stages_of(sc, group)
     aqe = aqe_of(getter(sc.uiWebUrl, sc.applicationId), jobs)
-    return {"wall_ms": wall, "rows": len(rows), "columns": df.columns, "stages": stages, "aqe": aqe}, counts
+    return {"wall_ms": wall, "rows": len(rows), "columns": df.columns, "stages": stages, "aqe": aqe,
+            "start_ms": int(t0 * 1000), "end_ms": int(t1 * 1000), "planning_ms": planning}, counts
+
+
+def planning_ms(df):
+    """The time Spark took to analyse, optimise and plan the query (its QueryPlanningTracker's
+    phases, through the classic session's JVM); None where the session has no JVM here."""
+    try:
+        phases = df._jdf.queryExecution().tracker().phases()
+        total = 0
+        for name in ("analysis", "optimization", "planning"):
+            p = phases.get(name)
+            if p.isDefined():
+                total += p.get().durationMs()
+        return int(total)
+    except Exception:  # noqa: BLE001 - Spark Connect, or a Spark without the tracker
+        return None
 
 
 def runs(once, original, rewritten, n):

@@ -19,8 +19,8 @@ use skewjoin::{rewrite, Error, Result};
 
 use super::diagnose::{from_server, log_at, LogAt};
 use super::flags::{
-    open_tables, AlsoText, CountingArgs, HtmlOut, MinStage, PlannerArgs, Quiet, Runs, SparkArgs,
-    TextOrJson,
+    open_tables, AlsoText, CountingArgs, HtmlOut, JobLog, MinStage, PlannerArgs, Quiet, Runs,
+    SparkArgs, TextOrJson,
 };
 use super::verify::{verify_polars, verify_spark, BothQueries, Engine, Measuring};
 
@@ -115,9 +115,9 @@ pub fn run(a: FixArgs) -> Result<(String, bool)> {
     let tables = open_tables(&named, session.as_ref(), &stats)
         .inspect_err(|_| print!("{}", report::text(&rep.diagnosis)))?;
     rep.tables = fix::table_checks(&log.app, stage_id, &query, &files_now(&tables));
-    let job = (&log.app.properties, a.event_log.as_str());
+    let job = JobLog::of(&log.app, &a.event_log, Some(stage_id));
     let mut opts =
-        a.planner.options_with_job(JoinType::Inner, &a.spark, &a.quiet, Some(job), &stats)?;
+        a.planner.options_with_job(JoinType::Inner, &a.spark, &a.quiet, Some(&job), &stats)?;
     opts.engine = CountingArgs::engine(session.as_ref());
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
     let r = rewrite::rewrite(&query.sql, &tables, &classifier, &opts)?;

@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 
+use skewjoin::cluster::{self, ClusterSize};
 use skewjoin::count::Sample;
+use skewjoin::diagnose::model::App;
 use skewjoin::plan::{JoinType, PlanOptions};
 use skewjoin::settings::{self, Origin, SparkLine, SparkSettings};
 use skewjoin::spark::Session;
@@ -76,12 +78,18 @@ pub struct PlannerArgs {
     /// Remove junk-class keys (test, QA, bot accounts) before the join: the result changes
     #[arg(long)]
     pub drop_junk: bool,
-    /// The cluster's cores (spark.default.parallelism): how Spark splits a table under
-    /// cores x 128 MiB into map tasks, and the fewest tasks AQE coalesces a shuffle into
-    /// (default: the settings' spark.default.parallelism, executors x cores or local[N]; else a
-    /// cluster large enough that every split is 128 MiB)
+    /// The cluster's cores, which the decision is made for: a stage takes at least its largest
+    /// task, and its work over the cores; also spark.default.parallelism (how Spark splits a
+    /// table under cores x 128 MiB into map tasks, the fewest tasks AQE coalesces a shuffle
+    /// into). Default: the job's event log's executors (--settings-from, fix's log), else the
+    /// settings' executors x cores, dynamic allocation's most executors, spark.cores.max,
+    /// local[N] or spark.default.parallelism; else assumed as many as the shuffle partitions
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub cores: Option<u32>,
+    /// Where --cores was read, for the reports (the Python API gives its live session's
+    /// default parallelism as --cores, and says so here)
+    #[arg(long, value_name = "WHAT", requires = "cores")]
+    pub cores_from: Option<String>,
     /// Rewrite a join only when the rewrite is predicted to save this share of its time (0.2
     /// or 20%): a join whose hot task AQE splits, or is too short to matter, or whose rewrite
     /// reads more than it saves, is left as written, with the reason. `off`: rewrite whenever a
@@ -108,17 +116,23 @@ impl PlannerArgs {
     pub fn settings_with_job(
         &self,
         spark: &SparkArgs,
-        job: Option<(&HashMap<String, String>, &str)>,
+        job: Option<&JobLog>,
         stats: &Arc<RunStats>,
-    ) -> Result<SparkSettings> {
+    ) -> Result<(SparkSettings, ClusterSize)> {
         let mut s = SparkSettings::defaults(SparkLine::parse(&self.spark_version)?);
         if let Some(f) = &self.spark_defaults {
             s.read_defaults_file(f)?;
         }
-        match (&self.settings_from, job) {
-            (Some(log), _) => s.set_job_properties(&job_properties(log, stats)?, log),
-            (None, Some((props, name))) => s.set_job_properties(props, name),
-            (None, None) => {}
+        let read;
+        let job = match (&self.settings_from, job) {
+            (Some(log), _) => {
+                read = job_log(log, stats)?;
+                Some(&read)
+            }
+            (None, job) => job,
+        };
+        if let Some(j) = job {
+            s.set_job_properties(&j.properties, &j.name);
         }
         for c in &spark.conf {
             s.set_conf(c)?;
@@ -143,7 +157,9 @@ impl PlannerArgs {
         if let Some(c) = self.cores {
             s.set(settings::DEFAULT_PARALLELISM, &c.to_string(), Origin::Flag, flag("--cores"));
         }
-        Ok(s)
+        let logged = job.and_then(|j| j.executors.clone());
+        let size = cluster::resolve(self.cores, self.cores_from.as_deref(), logged, &s)?;
+        Ok((s, size))
     }
 
     /// The options of a run that plans joins; such a run reads each key column several times
@@ -165,12 +181,12 @@ impl PlannerArgs {
         how: JoinType,
         spark: &SparkArgs,
         quiet: &Quiet,
-        job: Option<(&HashMap<String, String>, &str)>,
+        job: Option<&JobLog>,
         stats: &Arc<RunStats>,
     ) -> Result<PlanOptions> {
         let memory = 2usize << 30;
         skewjoin::table::columns::set_budget(memory / 4);
-        let settings = self.settings_with_job(spark, job, stats)?;
+        let (settings, cluster) = self.settings_with_job(spark, job, stats)?;
         let files = settings.file_splits()?;
         Ok(PlanOptions {
             how,
@@ -186,7 +202,8 @@ impl PlannerArgs {
             progress: quiet.progress(),
             extra_predicates: false,
             extras_one_side: false,
-            cores: settings.cores()?,
+            cores: settings.count(settings::DEFAULT_PARALLELISM)?.or(cluster.known()),
+            cluster,
             shuffle_hint: None,
             aqe: settings.aqe()?,
             settings,
@@ -197,8 +214,34 @@ impl PlannerArgs {
     }
 }
 
-/// The Spark properties an event log (or a History Server's application) recorded.
-fn job_properties(log: &str, stats: &Arc<RunStats>) -> Result<HashMap<String, String>> {
+/// What a job's event log says of the job's settings and cluster.
+pub struct JobLog {
+    /// Its Spark properties.
+    pub properties: HashMap<String, String>,
+    /// The log, as the reports name it.
+    pub name: String,
+    /// The cluster its executors made (None: the log recorded none).
+    pub executors: Option<ClusterSize>,
+}
+
+impl JobLog {
+    /// The job of an application read from `name`; `stage`: the slow stage, whose span the
+    /// cores are averaged over (else the executors' peak is the size).
+    pub fn of(app: &App, name: &str, stage: Option<i64>) -> JobLog {
+        let span = stage.and_then(|id| {
+            let st =
+                app.stages.iter().filter(|((s, _), _)| *s == id).map(|(_, st)| st).next_back()?;
+            st.span()
+        });
+        let executors =
+            app.logged_executors(span, &format!("stage {}", stage.unwrap_or_default())).size(name);
+        JobLog { properties: app.properties.clone(), name: name.to_string(), executors }
+    }
+}
+
+/// The Spark properties and executors an event log (or a History Server's application)
+/// recorded.
+fn job_log(log: &str, stats: &Arc<RunStats>) -> Result<JobLog> {
     use skewjoin::diagnose::{eventlog, history};
     let dir =
         tempfile::tempdir().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
@@ -211,7 +254,7 @@ fn job_properties(log: &str, stats: &Arc<RunStats>) -> Result<HashMap<String, St
     } else {
         PathBuf::from(log)
     };
-    Ok(eventlog::read(&path, false, stats)?.app.properties)
+    Ok(JobLog::of(&eventlog::read(&path, false, stats)?.app, log, None))
 }
 
 /// The query and the tables it names: `rewrite`, `verify`.

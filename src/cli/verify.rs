@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use skewjoin::classify::Classifier;
+use skewjoin::cluster::{self, SizeSource};
 use skewjoin::count::Sample;
 use skewjoin::plan::{JoinType, PlanOptions};
 use skewjoin::rewrite::{self, Rewritten};
@@ -86,9 +87,8 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
         && a.spark.remote.is_none()
         && opts.settings.get(settings::MASTER).is_none()
     {
-        // The predictions are of the Spark that runs here: local[*] has this machine's cores.
         opts.settings.set(settings::MASTER, &a.spark.master, Origin::Flag, Some("--master".into()));
-        opts.cores = opts.cores.or(opts.settings.cores()?);
+        here_unless_told(&mut opts)?;
     }
     let sql = a.query.read()?;
     let named = a.query.named(&sql, &a.quiet, &stats)?;
@@ -123,6 +123,22 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
     // not failed.
     let slower_fails = v.slower && opts.min_gain.is_some() && planned_changed;
     Ok((a.format.render(&v, verify::text, verify::json), v.identical && !slower_fails))
+}
+
+/// With no cluster size read, the predictions are of the Spark that runs here: local[N] has
+/// N cores (said so, with how to give the cluster's).
+pub(super) fn here_unless_told(opts: &mut PlanOptions) -> Result<()> {
+    if opts.cluster.source == SizeSource::Assumed {
+        if let Some(mut here) = cluster::from_settings(&opts.settings)? {
+            here.detail = format!(
+                "{}; the Spark that runs here, as no cluster size was given: --cores N for your cluster's",
+                here.detail
+            );
+            opts.cores = opts.cores.or(Some(here.cores));
+            opts.cluster = here;
+        }
+    }
+    Ok(())
 }
 
 /// The two queries to run, and what the planner predicted for the rewrite (None: a rewrite
@@ -168,7 +184,8 @@ pub(super) fn verify_spark(
         spark_ui,
         tolerance: how.tolerance,
         runs: how.runs,
-        conf: opts.settings.all(),
+        conf: with_cluster_parallelism(opts),
+        cluster: Some(opts.cluster.clone()),
     };
     // A Connect server reads the tables from its own working folder: paths here go absolute.
     let named: Vec<(String, String)> = q
@@ -190,6 +207,18 @@ pub(super) fn verify_spark(
         v.notes.push("--sample: the planner counted a sample; the Spark engine ran both queries on the full tables".into());
     }
     Ok(v)
+}
+
+/// The settings both queries run with: the job's, and the cluster's parallelism where they
+/// do not set it, so that the stages here have the tasks the cluster's would (AQE coalesces a
+/// shuffle into about as many tasks as `spark.default.parallelism`; files split by it).
+fn with_cluster_parallelism(opts: &PlanOptions) -> Vec<(String, String)> {
+    let mut conf = opts.settings.all();
+    let parallelism = settings::DEFAULT_PARALLELISM;
+    if opts.cluster.known().is_some() && !conf.iter().any(|(k, _)| k == parallelism) {
+        conf.push((parallelism.to_string(), opts.cluster.cores.to_string()));
+    }
+    conf
 }
 
 /// Both queries on Polars, in this process.

@@ -681,6 +681,7 @@ mod tests {
             }],
             windows: vec![],
             settings: vec![],
+            cluster: crate::cluster::ClusterSize::assumed(200),
         }
     }
 

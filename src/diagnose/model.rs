@@ -386,6 +386,50 @@ impl App {
         }
     }
 
+    /// The executors the application had: the most cores alive at once (and how many
+    /// executors held them), and the cores alive on average over `span` (a stage's, named
+    /// `label`).
+    pub fn logged_executors(
+        &self,
+        span: Option<(i64, i64)>,
+        label: &str,
+    ) -> crate::cluster::LoggedExecutors {
+        // Each add and removal as a step of the cores alive, in time order (adds first at a tie).
+        let mut steps: Vec<(i64, i64, i64)> = Vec::new();
+        for e in &self.executors {
+            steps.push((e.added, 0, e.cores));
+            if let Some(r) = e.removed {
+                steps.push((r, 1, -e.cores));
+            }
+        }
+        steps.sort_unstable();
+        let (mut alive, mut count, mut peak, mut at_peak) = (0i64, 0i64, 0i64, 0i64);
+        for &(_, _, d) in &steps {
+            alive += d;
+            count += d.signum();
+            if alive > peak {
+                (peak, at_peak) = (alive, count);
+            }
+        }
+        let average = span.filter(|(a, b)| b > a).map(|(a, b)| {
+            let mut area = 0.0;
+            let (mut alive, mut t) = (0i64, a);
+            for &(when, _, d) in &steps {
+                let when = when.clamp(a, b);
+                area += alive as f64 * (when - t) as f64;
+                (alive, t) = (alive + d, when);
+            }
+            area += alive as f64 * (b - t) as f64;
+            area / (b - a) as f64
+        });
+        crate::cluster::LoggedExecutors {
+            executors_at_peak: at_peak.max(0) as u32,
+            peak_cores: peak.max(0) as u32,
+            average_cores: average,
+            span: average.map(|_| label.to_string()),
+        }
+    }
+
     /// The wall clock of the application.
     pub fn span(&self) -> Option<(i64, i64)> {
         let first_task = self.stages.values().flat_map(|s| s.tasks.iter().map(|t| t.launch)).min();
@@ -398,6 +442,21 @@ impl App {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn executors_give_their_peak_and_the_average_over_a_span() {
+        let ex =
+            |id: &str, cores, added, removed| Executor { id: id.into(), cores, added, removed };
+        let app = App {
+            executors: vec![ex("1", 4, 0, None), ex("2", 4, 100, Some(300)), ex("3", 4, 200, None)],
+            ..App::default()
+        };
+        let l = app.logged_executors(Some((100, 500)), "stage 2");
+        assert_eq!((l.executors_at_peak, l.peak_cores), (3, 12));
+        // 100-200: 8 cores, 200-300: 12, 300-500: 8 -> (800 + 1,200 + 1,600) / 400 = 9.
+        assert_eq!(l.average_cores, Some(9.0));
+        assert_eq!(app.logged_executors(None, "x").average_cores, None);
+    }
 
     #[test]
     fn the_drivers_sql_metrics_are_kept_by_execution() {

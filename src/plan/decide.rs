@@ -77,6 +77,10 @@ pub fn decide(m: &Measured, classifier: &Classifier, opts: &PlanOptions) -> Resu
         sql: String::new(),
         sample: opts.sample,
         settings: Vec::new(),
+        cluster: match opts.cluster.known() {
+            Some(_) => opts.cluster.clone(),
+            None => crate::cluster::ClusterSize::assumed(run.slots),
+        },
     };
     let js = join_sql(m, how);
     plan.sql = emit_sql(&js, &plan)?;
@@ -185,8 +189,9 @@ impl RunStage {
 
 impl<'a> Run<'a> {
     fn new(m: &'a Measured, stage: &'a JoinStage<'a>, opts: &'a PlanOptions) -> Run<'a> {
-        // Without a core count, a cluster that runs every partition at once.
-        let slots = opts.cores.unwrap_or(m.partitions).max(1);
+        // The cluster's cores when read; else its parallelism; else a cluster that runs every
+        // partition at once.
+        let slots = opts.cluster.known().or(opts.cores).unwrap_or(m.partitions).max(1);
         // A hint that asks for a shuffle is kept when AQE plans again: no run-time broadcast.
         let aqe = if opts.shuffle_hint.is_some() {
             crate::settings::Aqe { broadcast_threshold: 0, ..opts.aqe }

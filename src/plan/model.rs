@@ -124,9 +124,12 @@ pub struct PlanOptions {
     /// Those predicates all read one side, and the SQL has them for that side (`JoinSql::
     /// extra_on_side`): the unmatched rows' branches apply them, and are safe again.
     pub extras_one_side: bool,
-    /// The cluster's parallelism (`spark.default.parallelism`), for how Spark splits a small
-    /// table's files into map tasks; None: large enough that the splits are 128 MiB.
+    /// The cluster's parallelism (`spark.default.parallelism`, else its cores when known), for
+    /// how Spark splits a small table's files into map tasks and the fewest tasks AQE coalesces
+    /// a shuffle into; None: large enough that the splits are 128 MiB.
     pub cores: Option<u32>,
+    /// The cluster the decision is made for: its cores, and where they were read.
+    pub cluster: crate::cluster::ClusterSize,
     /// A hint of the query (as written) that has Spark shuffle this join (MERGE, SHUFFLE_HASH):
     /// no side is broadcast by its size.
     pub shuffle_hint: Option<String>,
@@ -170,6 +173,7 @@ impl Default for PlanOptions {
             extra_predicates: false,
             extras_one_side: false,
             cores: None,
+            cluster: crate::cluster::ClusterSize::assumed(200),
             shuffle_hint: None,
             aqe: crate::settings::Aqe::off(),
             settings: crate::settings::SparkSettings::without_aqe(),
@@ -338,6 +342,8 @@ pub struct Plan {
     /// The Spark settings assumed (filled by the `plan` command; a rewrite lists them once).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub settings: Vec<crate::settings::Setting>,
+    /// The cluster the decision was made for: its cores, and where they were read.
+    pub cluster: crate::cluster::ClusterSize,
 }
 
 /// What AQE does to the join stage, before the plan and after it.

@@ -154,8 +154,8 @@ fn after(o: &mut String, plan: &Plan) {
     if let Some(c) = &plan.cost {
         let _ = writeln!(
             o,
-            "  predicted on {} cores: {:.2} s as written (largest task {:.2} s), {:.2} s rewritten (largest task {:.2} s, {} rows read again)",
-            c.slots,
+            "  predicted on {}: {:.2} s as written (largest task {:.2} s), {:.2} s rewritten (largest task {:.2} s, {} rows read again)",
+            plan.cluster.describe(),
             c.before_seconds,
             c.before_stage.largest_task_seconds,
             c.after_seconds,

@@ -31,6 +31,9 @@ pub fn sql_with_comments(r: &Rewritten) -> String {
     if r.settings.iter().any(|s| s.origin != crate::settings::Origin::Default) {
         o.push_str(&format!("-- skewjoin: {}\n", crate::settings::line(&r.settings)));
     }
+    if !r.changes.is_empty() || !r.unchanged_joins.is_empty() {
+        o.push_str(&format!("-- skewjoin: decided for {}\n", r.cluster.describe()));
+    }
     o.push_str(&r.sql);
     if r.changed() {
         o.push_str(";\n");

@@ -183,6 +183,8 @@ pub struct Rewritten {
     pub windows: Vec<WindowSeen>,
     /// The Spark settings the predictions assumed, with where each came from.
     pub settings: Vec<crate::settings::Setting>,
+    /// The cluster the decisions were made for: its cores, and where they were read.
+    pub cluster: crate::cluster::ClusterSize,
 }
 
 impl Rewritten {
@@ -327,6 +329,7 @@ pub fn rewrite(
         unchanged_joins: ctx.unchanged,
         windows: ctx.windows,
         settings: opts.settings.listed(),
+        cluster: opts.cluster.clone(),
     })
 }
 

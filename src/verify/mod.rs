@@ -11,6 +11,7 @@
 #[cfg(feature = "polars")]
 pub mod polars_engine;
 pub mod polars_sql;
+pub mod timing;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -37,6 +38,8 @@ pub struct SparkOptions {
     /// Each query runs this many times, alternating, the original first.
     pub runs: usize,
     pub conf: Vec<(String, String)>,
+    /// The cluster the tasks measured are replayed on (None: not replayed).
+    pub cluster: Option<crate::cluster::ClusterSize>,
 }
 
 /// How the Polars engine runs both queries.
@@ -67,6 +70,19 @@ pub struct StageStats {
     /// JSON).
     #[serde(default, skip_serializing)]
     pub task_records: Vec<i64>,
+    /// When the stage was submitted, its first task launched, its last finished and it
+    /// completed (epoch ms), and each task's duration in task index order: for the replay on
+    /// the cluster's cores (`timing`); not in the JSON.
+    #[serde(default, skip_serializing)]
+    pub submitted_ms: Option<i64>,
+    #[serde(default, skip_serializing)]
+    pub first_launch_ms: Option<i64>,
+    #[serde(default, skip_serializing)]
+    pub last_finish_ms: Option<i64>,
+    #[serde(default, skip_serializing)]
+    pub completed_ms: Option<i64>,
+    #[serde(default, skip_serializing)]
+    pub task_durations_ms: Vec<i64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -89,6 +105,14 @@ pub struct RunStats {
     /// What AQE did, from the final plan's metrics (None: not measured, or AQE off).
     #[serde(default)]
     pub aqe: Option<AqeDid>,
+    /// The time Spark took to analyse, optimise and plan the query (classic sessions).
+    #[serde(default)]
+    pub planning_ms: Option<i64>,
+    /// When the run started and ended (epoch ms; Spark), for the replay; not in the JSON.
+    #[serde(default, skip_serializing)]
+    pub start_ms: Option<i64>,
+    #[serde(default, skip_serializing)]
+    pub end_ms: Option<i64>,
 }
 
 /// What AQE did in a query, from its final plan's metrics (Spark's SQL tab / REST API).
@@ -202,8 +226,12 @@ pub struct Verification {
     /// The noise measured: the larger spread of one query's timed runs (None: fewer than two).
     pub noise_ms: Option<i64>,
     /// The rewrite ran slower than the original by more than the noise (`slower_by`): exit
-    /// code 1, as for different rows.
+    /// code 1, as for different rows. Judged at the cluster's size when the queries' tasks are
+    /// replayed on it (`timing`), else here.
     pub slower: bool,
+    /// Both queries' times replayed on the cluster's cores from the tasks measured here (Spark;
+    /// None: no task times).
+    pub timing: Option<timing::Timing>,
 }
 
 /// The median of some run times (of an even count, the upper one). The Spark runner takes its
@@ -281,7 +309,13 @@ pub fn spark(
         (before.aqe, after.aqe) = (None, None);
     }
     let (predicted_before, predicted_after) = predicted(r);
-    let (slower, noise_ms) = ran_slower(&before, &after);
+    let (slower_here, noise_ms) = ran_slower(&before, &after);
+    let here = crate::cluster::local_cores(&opts.master).filter(|_| opts.remote.is_none());
+    let timing = opts.cluster.as_ref().and_then(|c| timing::Timing::of(&before, &after, c, here));
+    let slower = match &timing {
+        Some(t) if !t.cluster_is_here() => t.slower_on_cluster(noise_ms),
+        _ => slower_here,
+    };
     let mut notes = rewrite_notes(r);
     notes.extend(aqe_predicted(r));
     notes.extend(parsed.notes);
@@ -308,6 +342,7 @@ pub fn spark(
         runs: opts.runs,
         noise_ms,
         slower,
+        timing,
         measured_before: before,
         measured_after: after,
         conf: opts.conf.clone(),
@@ -492,6 +527,7 @@ pub fn polars(
         notes,
         // Polars' times are not Spark's: reported, never failed on.
         slower: false,
+        timing: None,
     })
 }
 
@@ -607,7 +643,18 @@ pub fn text(v: &Verification) -> String {
         ));
     }
     o.push_str(&times_line(v));
-    if v.slower {
+    if let Some(t) = &v.timing {
+        o.push_str(&format!("time at the cluster's size: {}\n", t.line()));
+    }
+    if v.slower && v.timing.as_ref().is_some_and(|t| !t.cluster_is_here()) {
+        let t = v.timing.as_ref().expect("checked");
+        o.push_str(&format!(
+            "SLOWER: at {} cores the rewrite's tasks take {} against the original's {}, more than the noise measured here allows\n",
+            t.cluster.cores,
+            fmt_ms(t.after.cluster_ms),
+            fmt_ms(t.before.cluster_ms)
+        ));
+    } else if v.slower {
         let over = match v.noise_ms {
             Some(n) => format!("more than the noise measured ({})", fmt_ms(n)),
             None => "more than a quarter and half a second over it".to_string(),

@@ -494,6 +494,7 @@ pub fn run(
         columns: names(d),
         stages: vec![],
         aqe: None,
+        ..RunStats::default()
     };
     Ok(PolarsRun {
         identical: c0 == c1,
