@@ -12,6 +12,38 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
+def pytest_configure(config):
+    # scripts/test runs every Spark test on Spark 3.5 and, on 4.x, only the ones marked
+    # both_lines: each gives the reason its outcome can differ between the lines.
+    config.addinivalue_line("markers", "both_lines(reason): also run on Spark 4.x, for the reason given")
+    config.addinivalue_line("markers", "cluster: runs against the standalone Spark cluster the tests start")
+
+
+def pytest_collection_modifyitems(config, items):
+    """A both_lines mark must say why the lines may differ: a mark with no reason is an error."""
+    for item in items:
+        for m in item.iter_markers("both_lines"):
+            if not (m.args and str(m.args[0]).strip()):
+                raise pytest.UsageError(f"{item.nodeid}: both_lines needs its reason, as both_lines(\"...\")")
+
+
+_FILE_SECONDS = {}
+
+
+def pytest_runtest_logreport(report):
+    # Each test file's time (setup, call and teardown of its tests), printed at the end.
+    path = report.nodeid.split("::")[0]
+    _FILE_SECONDS[path] = _FILE_SECONDS.get(path, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _FILE_SECONDS:
+        return
+    terminalreporter.write_sep("=", "time per test file")
+    for path, secs in sorted(_FILE_SECONDS.items(), key=lambda x: -x[1]):
+        terminalreporter.write_line(f"{secs:8.1f} s  {path}")
+
+
 def find_corpus():
     """The parquet-testing corpus: $SKEWJOIN_CORPUS, else ../shared/corpus/parquet-testing beside
     the repository, else beside the repository this one was cloned from (a CI clone in a

@@ -1,0 +1,263 @@
+"""The skew benchmark (issue 51): the shapes where skew costs real time and Spark's AQE leaves
+the hot key to one task, and two controls, at Spark's default sizes (200 shuffle partitions,
+10 MB broadcast threshold, AQE on) over tables generated from a seed, large enough that the hot
+task runs for seconds to tens of seconds on this 2-core machine.
+
+  (a) full_outer       a full outer join with hot NULL keys on both sides and a hot '' on one
+                       (AQE never splits a full outer join)
+  (b) left_hot_right   a left join whose hot key is on the right side, matching many rows (AQE
+                       does not split the side an outer join does not keep)
+  (c) under_threshold  a hot partition under AQE's 256 MB skew threshold but ~35x the median
+  (d) group_by_key     a join followed by a GROUP BY on the join key (AQE drops the split rather
+                       than add a shuffle)
+  (e) window           a window over a hot partition key
+  (f) chain            a chain of 3 joins with hot keys in two of them
+  (g) aqe_splits       control: an inner join whose hot partition AQE splits itself (> 256 MB)
+  (h) uniform          control: uniform keys
+
+For each shape: the decision at 2 and at 64 cores (`skewjoin rewrite --cores N`, with its
+code), then `skewjoin verify --engine spark` with the cluster's parallelism (--cores 64: the
+stages have a 64-core cluster's tasks): the rows compared, the median wall time here of 3 timed
+runs, the task time summed, Spark's planning time, and the time replayed on 64 cores from the
+tasks measured; then once with --cores 200 for the time replayed on 200 cores; and, where the
+2-core decision rewrites, verify at 2 cores (the rewrite must not be slower here than 1.1x the
+original plus the noise).
+
+Usage: .venv/bin/python bench/skew_bench.py gen [--rows 20000000] [--seed 7]
+       .venv/bin/python bench/skew_bench.py run [--only a,c] [--runs 4] [--skip-200]
+       .venv/bin/python bench/skew_bench.py table        (the Markdown table of the last run)
+Data in target/skew-bench/ (about 2 GB); results in target/skew-bench.json. The binary:
+$SKEWJOIN_BIN, else target/release/skewjoin.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "target" / "skew-bench"
+OUT = ROOT / "target" / "skew-bench.json"
+# Spark in local mode holds the whole shuffle of 20M rows: the driver's heap.
+CONF = ["--conf", "spark.driver.memory=8g"]
+
+
+def write(name, columns, files=8):
+    """A table of `files` Parquet files (Spark's map tasks follow its files and 128 MB splits)."""
+    t = pa.table(columns)
+    d = DATA / name
+    d.mkdir(parents=True, exist_ok=True)
+    n = t.num_rows
+    for i in range(files):
+        a, b = i * n // files, (i + 1) * n // files
+        pq.write_table(t.slice(a, b - a), d / f"part-{i}.parquet")
+
+
+def strings(gen, codes, prefix, mask=None):
+    """String keys `prefix<code>` as a dictionary-encoded column (Spark reads them as strings)."""
+    distinct, idx = np.unique(codes, return_inverse=True)
+    dictionary = pa.array([f"{prefix}{c}" if c >= 0 else "" for c in distinct])
+    return pa.DictionaryArray.from_arrays(pa.array(idx.astype(np.int32), mask=mask), dictionary)
+
+
+def hot(gen, n, values, shares, rest):
+    """n int64 keys: each of `values` with its share, the rest uniform over 1..rest."""
+    keys = gen.integers(1, rest + 1, n, dtype=np.int64)
+    r = gen.random(n)
+    lo = 0.0
+    for v, s in zip(values, shares):
+        keys[(r >= lo) & (r < lo + s)] = v
+        lo += s
+    return keys
+
+
+def gen(rows, seed):
+    g = np.random.default_rng(seed)
+    DATA.mkdir(parents=True, exist_ok=True)
+    money = lambda n: pa.array(np.round(g.random(n) * 100, 2))  # noqa: E731
+    # (a) NULL on both sides (20% and 30%), '' on the left (10%); the rest over 2M customers.
+    r = g.random(rows)
+    codes = np.where(r < 0.3, -1, g.integers(1, 2_000_001, rows))
+    write("fo_left", {"cust": strings(g, codes, "c", mask=r < 0.2), "region": pa.array(g.integers(0, 50, rows)),
+                      "amount": money(rows)})
+    m = rows // 5
+    write("fo_right", {"cust": strings(g, g.integers(1, 2_000_001, m), "c", mask=g.random(m) < 0.3),
+                       "amount": money(m)}, files=4)
+    # (b) session 0: 4 events on the left, 2.5M sessions rows on the right (10M joined rows).
+    left = g.integers(1, 5_000_001, rows, dtype=np.int64)
+    left[g.choice(rows, 4, replace=False)] = 0
+    write("lh_left", {"session": pa.array(left), "kind": pa.array(g.integers(0, 20, rows))})
+    m = rows // 4
+    right = g.integers(1, 5_000_001, m, dtype=np.int64)
+    right[: rows // 8] = 0
+    g.shuffle(right)
+    write("lh_right", {"session": pa.array(right), "dur": money(m)}, files=4)
+    # (c) ad 7 has 15% of the clicks (about 60 MB of shuffle, under 256 MB).
+    # ut_right is over Spark's 10 MB broadcast threshold as it estimates it (the columns read).
+    write("ut_left", {"ad": pa.array(hot(g, rows, [7], [0.15], 5_000_000)), "cost": money(rows)})
+    ads = 5_000_000
+    write("ut_right", {"ad": pa.array(np.arange(1, ads + 1, dtype=np.int64)), "grp": pa.array(g.integers(0, 40, ads))}, files=2)
+    # (d), (g) item 3 has 40% of the sales, each with a 24-character payload (about 400 MB of
+    # shuffle in its partition).
+    payload = pa.array([f"p{i:023d}" for i in range(100_000)])
+    write("gk_left", {"item": pa.array(hot(g, rows, [3], [0.4], 1_000_000)),
+                      "payload": pa.DictionaryArray.from_arrays(pa.array(g.integers(0, 100_000, rows).astype(np.int32)), payload)})
+    items = 1_000_000
+    write("gk_right", {"item": pa.array(np.arange(1, items + 1, dtype=np.int64)), "cat": pa.array(g.integers(0, 30, items))}, files=2)
+    # (e) user 11 has 30% of the events.
+    write("wd", {"user": pa.array(hot(g, rows, [11], [0.3], 2_000_000)), "region": pa.array(g.integers(0, 50, rows)),
+                 "amount": money(rows)})
+    # (f) the fact's a: 20% value 5; b: 15% value 9; c uniform; three dimensions of 1M, 1M, 0.5M.
+    write("ch_fact", {"a": pa.array(hot(g, rows, [5], [0.2], 1_000_000)), "b": pa.array(hot(g, rows, [9], [0.15], 1_000_000)),
+                      "c": pa.array(g.integers(1, 500_001, rows)), "amount": money(rows)})
+    for name, n in (("ch_a", 1_000_000), ("ch_b", 1_000_000), ("ch_c", 500_000)):
+        k = name[-1]
+        write(name, {k: pa.array(np.arange(1, n + 1, dtype=np.int64)), f"{k}grp": pa.array(g.integers(0, 10, n))}, files=2)
+    # (h) uniform keys.
+    write("un_left", {"k": pa.array(g.integers(1, 5_000_001, rows, dtype=np.int64)), "amount": money(rows)})
+    n = 5_000_000
+    write("un_right", {"k": pa.array(np.arange(1, n + 1, dtype=np.int64)), "grp": pa.array(g.integers(0, 40, n))}, files=4)
+
+
+SHAPES = [
+    ("a", "full_outer", ["fo_left", "fo_right"],
+     "SELECT l.region, count(*) AS n, count(r.amount) AS matched, sum(l.amount) AS la, sum(r.amount) AS ra\n"
+     "FROM fo_left l FULL OUTER JOIN fo_right r ON l.cust = r.cust\nGROUP BY l.region"),
+    ("b", "left_hot_right", ["lh_left", "lh_right"],
+     "SELECT e.kind, count(*) AS n, sum(s.dur) AS dur\nFROM lh_left e LEFT JOIN lh_right s ON e.session = s.session\nGROUP BY e.kind"),
+    ("c", "under_threshold", ["ut_left", "ut_right"],
+     "SELECT r.grp, count(*) AS n, sum(l.cost) AS cost\nFROM ut_left l JOIN ut_right r ON l.ad = r.ad\nGROUP BY r.grp"),
+    ("d", "group_by_key", ["gk_left", "gk_right"],
+     "SELECT l.item, count(*) AS n, max(r.cat) AS cat\nFROM gk_left l JOIN gk_right r ON l.item = r.item\nGROUP BY l.item\n"
+     "ORDER BY n DESC LIMIT 20"),
+    ("e", "window", ["wd"],
+     "SELECT region, count(*) AS n, sum(amount / user_total) AS share\n"
+     "FROM (SELECT region, amount, sum(amount) OVER (PARTITION BY user) AS user_total FROM wd) t\nGROUP BY region"),
+    ("f", "chain", ["ch_fact", "ch_a", "ch_b", "ch_c"],
+     "SELECT ca.agrp, cb.bgrp, count(*) AS n, count(cc.cgrp) AS with_c, sum(f.amount) AS amount\n"
+     "FROM ch_fact f JOIN ch_a ca ON f.a = ca.a JOIN ch_b cb ON f.b = cb.b LEFT JOIN ch_c cc ON f.c = cc.c\n"
+     "GROUP BY ca.agrp, cb.bgrp"),
+    ("g", "aqe_splits", ["gk_left", "gk_right"],
+     "SELECT r.cat, count(*) AS n, sum(length(l.payload)) AS bytes\nFROM gk_left l JOIN gk_right r ON l.item = r.item\nGROUP BY r.cat"),
+    ("h", "uniform", ["un_left", "un_right"],
+     "SELECT r.grp, count(*) AS n, sum(l.amount) AS amount\nFROM un_left l JOIN un_right r ON l.k = r.k\nGROUP BY r.grp"),
+]
+
+
+def binary():
+    return os.environ.get("SKEWJOIN_BIN") or str(ROOT / "target" / "release" / "skewjoin")
+
+
+def tool(args, timeout=3600):
+    t0 = time.time()
+    p = subprocess.run([binary(), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    took = time.time() - t0
+    try:
+        out = json.loads(p.stdout)
+    except json.JSONDecodeError:
+        out = {"error": (p.stderr or p.stdout).strip().splitlines()[-1:] or ["no output"]}
+    return p.returncode, out, took
+
+
+def decision(sql_file, tables, cores):
+    rc, out, _ = tool(["rewrite", sql_file, *tables, "--cores", cores, "--format", "json", "-q"])
+    if "error" in out:
+        return {"error": out["error"]}
+    changes = [c["decision"]["code"] for c in out.get("changes", [])]
+    left = [u.get("code") or u.get("reason", {}).get("code") for u in out.get("unchanged_joins", [])]
+    windows = [w.get("verdict", {}).get("code") if isinstance(w.get("verdict"), dict) else w.get("code")
+               for w in out.get("windows", [])]
+    return {"rewritten": changes, "left": left, "windows": windows, "changed": bool(out.get("changed")),
+            "sql_bytes": len(out.get("sql", ""))}
+
+
+def verify(sql_file, tables, cores, runs):
+    rc, out, took = tool(["verify", sql_file, *tables, "--cores", cores, "--engine", "spark",
+                          "--python", sys.executable, "--runs", runs, "--format", "json", "-q", *CONF])
+    if "error" in out:
+        return {"error": out["error"], "seconds": took}
+    b, a, t = out["measured_before"], out["measured_after"], out.get("timing") or {}
+    stage = lambda r: max((s["max_task_records"] for s in r["stages"]), default=0)  # noqa: E731
+    return {"identical": out["identical"], "slower": out["slower"], "noise_ms": out.get("noise_ms"),
+            "wall_ms": [b["wall_ms"], a["wall_ms"]], "task_ms": [b["total_task_ms"], a["total_task_ms"]],
+            "planning_ms": [b.get("planning_ms"), a.get("planning_ms")],
+            "largest_task_records": [stage(b), stage(a)],
+            "replayed_ms": [t.get("before", {}).get("cluster_ms"), t.get("after", {}).get("cluster_ms")],
+            "replayed_here_ms": [t.get("before", {}).get("replayed_here_ms"), t.get("after", {}).get("replayed_here_ms")],
+            "rows": out["rows_original"], "seconds": took}
+
+
+def run(only, runs, skip_200):
+    results = json.loads(OUT.read_text()) if OUT.exists() else {}
+    for letter, name, tables, sql in SHAPES:
+        if only and letter not in only:
+            continue
+        q = DATA / f"{name}.sql"
+        q.write_text(sql + "\n")
+        targs = [x for t in tables for x in ("--table", f"{t}={DATA / t}")]
+        r = {"shape": name, "sql": sql}
+        r["decided_2"] = decision(q, targs, 2)
+        r["decided_64"] = decision(q, targs, 64)
+        print(f"({letter}) {name}: 2 cores {r['decided_2']}, 64 cores {r['decided_64']}", flush=True)
+        r["at_64"] = verify(q, targs, 64, runs)
+        print(f"    at 64: {r['at_64']}", flush=True)
+        if not skip_200:
+            r["at_200"] = verify(q, targs, 200, 1)
+            print(f"    at 200: {r['at_200']}", flush=True)
+        if r["decided_2"].get("changed"):
+            r["at_2"] = verify(q, targs, 2, runs)
+            print(f"    at 2: {r['at_2']}", flush=True)
+        results[letter] = r
+        OUT.write_text(json.dumps(results, indent=1))
+
+
+def secs(ms):
+    return "-" if ms is None else f"{ms / 1000:.1f} s"
+
+
+def table():
+    res = json.loads(OUT.read_text())
+    print("| shape | decision, 2 cores | decision, 64 cores | rows | here, median of 3 (64-core tasks) | replayed at 64 cores | replayed at 200 | task time summed | SQL bytes | Spark planning |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for letter, name, _, _ in SHAPES:
+        r = res.get(letter)
+        if not r:
+            continue
+        codes = lambda d: ", ".join(d.get("rewritten", []) + d.get("left", []) + [w for w in d.get("windows", []) if w]) or "-"  # noqa: E731
+        v, w = r.get("at_64", {}), r.get("at_200", {})
+        pair = lambda x: f"{secs(x[0])} -> {secs(x[1])}" if x and None not in x else "-"  # noqa: E731
+        ratio = lambda x: f" ({x[0] / max(x[1], 1):.1f}x)" if x and None not in x else ""  # noqa: E731
+        print(f"| ({letter}) {name} | {codes(r['decided_2'])} | {codes(r['decided_64'])} | "
+              f"{'identical' if v.get('identical') else 'DIFFERENT'} | {pair(v.get('wall_ms'))} | "
+              f"{pair(v.get('replayed_ms'))}{ratio(v.get('replayed_ms'))} | {pair(w.get('replayed_ms'))}{ratio(w.get('replayed_ms'))} | "
+              f"{pair(v.get('task_ms'))} | {r['decided_64'].get('sql_bytes', '-')} | "
+              f"{' -> '.join(f'{x} ms' for x in v.get('planning_ms') or []) or '-'} |")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=["gen", "run", "table"])
+    ap.add_argument("--rows", type=int, default=20_000_000)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--runs", type=int, default=4)
+    ap.add_argument("--skip-200", action="store_true")
+    a = ap.parse_args()
+    if a.what == "gen":
+        t0 = time.time()
+        gen(a.rows, a.seed)
+        print(f"generated {a.rows:,} fact rows in {time.time() - t0:.0f} s into {DATA}")
+    elif a.what == "run":
+        run([x.strip() for x in a.only.split(",") if x.strip()], a.runs, a.skip_200)
+    else:
+        table()
+
+
+if __name__ == "__main__":
+    main()
