@@ -136,6 +136,16 @@ pub(super) fn try_join(
             Some(p.before.clone()),
         ));
     }
+    let reads = super::reads::reads(&relation, &ctx.ctes);
+    if let Some((table, n)) =
+        super::reads::most_read(&reads).filter(|(_, n)| *n > super::reads::MAX_READS)
+    {
+        ctx.next_id -= 1;
+        return Ok(Outcome::LeftAlone(
+            LeftAlone::PlanTooLarge { table, reads: n, limit: super::reads::MAX_READS },
+            Some(p.before.clone()),
+        ));
+    }
     ctx.growth.added = added;
     ctx.growth.hot_keys += moved;
     let readings = if l.joined.is_some() && branches > 1 {

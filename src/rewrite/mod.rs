@@ -33,6 +33,7 @@ mod lift;
 pub(crate) use lift::inline_lifted;
 mod names;
 mod note;
+pub mod reads;
 mod reason;
 mod scope;
 mod select;

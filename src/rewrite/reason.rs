@@ -80,6 +80,9 @@ pub enum LeftAlone {
     /// Rewriting it would add `added` bytes of SQL to what the rewrites before added, over the
     /// bound of `limit` (the query's SQL as written plus a few KB per hot key moved).
     SqlTooLarge { added: usize, limit: usize, branches: usize },
+    /// Rewritten, its plan would read `table` `reads` times (Spark inlines each copy of a CTE),
+    /// over `limit`: Spark's optimiser would take minutes over it.
+    PlanTooLarge { table: String, reads: usize, limit: usize },
 }
 
 /// Why an input of a join (a FROM item) cannot be traced to a `--table`.
@@ -151,6 +154,7 @@ impl LeftAlone {
             SubqueryNotJoined(_) => "subquery_not_joined",
             NotFaster(v) => v.code(),
             SqlTooLarge { .. } => "sql_too_large",
+            PlanTooLarge { .. } => "plan_too_large",
         };
         code.to_string()
     }
@@ -238,6 +242,10 @@ impl fmt::Display for LeftAlone {
                 "rewriting it would repeat its inputs (the joins before it among them) in each of its {branches} branches: {} more SQL, over the bound of {} (16 KB and 8 KB a hot key moved); rewrite the joins before it into a view or a CTE",
                 crate::format::human(*added as u64),
                 crate::format::human(*limit as u64)
+            ),
+            PlanTooLarge { table, reads, limit } => write!(
+                f,
+                "rewritten, its plan would read {table} {reads} times (Spark inlines every copy of the joins before it in each branch), over the bound of {limit}: Spark's optimiser takes minutes over such a plan"
             ),
         }
     }
