@@ -4,8 +4,9 @@
 //!
 //! - A stage waits for the stages that had finished when it was submitted (what it waited for
 //!   in the run: its parents, a broadcast's job, AQE's re-planning after a query stage), then
-//!   for the same driver time it waited in the run (planning, a broadcast's collection, the
-//!   tasks' serialisation before the first launched).
+//!   for the same driver time it waited in the run (planning, a broadcast's collection) before
+//!   it was submitted. The wait from its submission to its first task is not kept: on a busy
+//!   machine that is the wait for a free core, which the replay makes itself.
 //! - Stages that ran at once (both map sides of a join) share the cores: the one submitted
 //!   first takes a free core first (Spark's FIFO scheduling), so the other gets what is left.
 //! - Within a stage, tasks start in partition order, each on the first core that is free.
@@ -31,9 +32,6 @@ pub struct TaskRun {
 pub struct StageRun {
     pub id: i64,
     pub submitted_ms: i64,
-    /// When its first task launched (the driver's work between submission and the first launch
-    /// is kept as measured).
-    pub first_launch_ms: i64,
     /// When its last task finished.
     pub last_finish_ms: i64,
     pub completed_ms: i64,
@@ -74,7 +72,7 @@ pub struct Replayed {
 /// was submitted, and the driver time it then waited (measured).
 struct Waits {
     after: Vec<usize>,
-    /// From the latest of `after` (or the query's start) to the first task's launch.
+    /// From the latest of `after` (or the query's start) to its submission.
     driver_ms: i64,
     /// From the last task's finish to the stage's completion.
     tail_ms: i64,
@@ -101,7 +99,7 @@ fn waits(q: &QueryRun) -> Vec<Waits> {
             let since = after.iter().map(|&j| q.stages[j].completed_ms).max().unwrap_or(q.start_ms);
             Waits {
                 after,
-                driver_ms: (b.first_launch_ms.max(b.submitted_ms) - since).max(0),
+                driver_ms: (b.submitted_ms - since).max(0),
                 tail_ms: (b.completed_ms - b.last_finish_ms).max(0),
             }
         })
@@ -233,7 +231,6 @@ mod tests {
         StageRun {
             id,
             submitted_ms: at,
-            first_launch_ms: at,
             last_finish_ms: done,
             completed_ms: done,
             tasks: durations

@@ -137,15 +137,14 @@ def stage_stats(get, ids):
             tl = get(f"/stages/{sid}/{a['attemptId']}/taskList?length=10000000")
             recs, byts, durs = [], [], []
             tl = sorted(tl, key=lambda t: t.get("index", 0))
-            launches, ends = [], []
+            ends = []
             for t in tl:
                 m = t.get("taskMetrics", {}).get("shuffleReadMetrics", {})
                 recs.append(m.get("recordsRead", 0))
                 byts.append(m.get("localBytesRead", 0) + m.get("remoteBytesRead", 0))
                 durs.append(t.get("duration", 0))
                 if t.get("launchTime"):
-                    launches.append(int(when(t["launchTime"])))
-                    ends.append(launches[-1] + t.get("duration", 0))
+                    ends.append(int(when(t["launchTime"])) + t.get("duration", 0))
             read = sorted(r for r in recs if r > 0)
             d = sorted(durs)
             dur = 0
@@ -163,9 +162,9 @@ def stage_stats(get, ids):
                 "task_ms": sum(durs),
                 "task_records": recs,
                 # For the replay on the cluster's cores (src/replay.rs): when the stage was
-                # submitted, ran its tasks and completed (epoch ms), each task's duration.
-                "submitted_ms": submitted, "completed_ms": completed,
-                "first_launch_ms": min(launches, default=None), "last_finish_ms": max(ends, default=None),
+                # submitted, its last task finished and it completed (epoch ms), each task's
+                # duration.
+                "submitted_ms": submitted, "completed_ms": completed, "last_finish_ms": max(ends, default=None),
                 "task_durations_ms": durs,
             })
     return out

@@ -276,6 +276,28 @@ def session_conf(spark) -> Dict[str, str]:
     return conf
 
 
+def session_size(spark) -> Dict[str, Any]:
+    """The cluster the session runs on, as `--cores` and where it was read (`--cores-from`):
+    its default parallelism and executors (a classic session), or the parallelism its Spark
+    Connect server was given; nothing where the session does not say."""
+    try:
+        sc = spark.sparkContext
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext here
+        sc = None
+    if sc is not None:
+        try:
+            executors = max(len(sc.statusTracker().getExecutorInfos()) - (0 if sc.master.startswith("local") else 1), 1)
+            return {"cores": int(sc.defaultParallelism),
+                    "cores_from": f"the session: {sc.master}, default parallelism {sc.defaultParallelism}, {executors} executor{'s' if executors > 1 else ''}"}
+        except Exception:  # noqa: BLE001 - a stopped context
+            return {}
+    try:
+        n = spark.conf.get("spark.default.parallelism", None)
+    except Exception:  # noqa: BLE001
+        n = None
+    return {"cores": int(n), "cores_from": "the Spark Connect server's spark.default.parallelism"} if n else {}
+
+
 def spark_line(version: str) -> str:
     """`--spark-version` for a Spark version: 3.5 or 4.x."""
     return "3.5" if version.startswith("3.") else "4.x"
@@ -314,7 +336,7 @@ def advise(query, spark=None, **options: Any) -> Advice:
         spark = spark or df.sparkSession
     conf = session_conf(spark)
     version = spark.version
-    settings = {"conf": conf, "spark_version": spark_line(version), **options}
+    settings = {"conf": conf, "spark_version": spark_line(version), **session_size(spark), **options}
     fallback = {} if "engine" in options else on_spark(spark)
     joins = []
     for node, how, sides, condition in find_joins(explain(df)):

@@ -70,13 +70,11 @@ pub struct StageStats {
     /// JSON).
     #[serde(default, skip_serializing)]
     pub task_records: Vec<i64>,
-    /// When the stage was submitted, its first task launched, its last finished and it
-    /// completed (epoch ms), and each task's duration in task index order: for the replay on
-    /// the cluster's cores (`timing`); not in the JSON.
+    /// When the stage was submitted, its last task finished and it completed (epoch ms), and
+    /// each task's duration in task index order: for the replay on the cluster's cores
+    /// (`timing`); not in the JSON.
     #[serde(default, skip_serializing)]
     pub submitted_ms: Option<i64>,
-    #[serde(default, skip_serializing)]
-    pub first_launch_ms: Option<i64>,
     #[serde(default, skip_serializing)]
     pub last_finish_ms: Option<i64>,
     #[serde(default, skip_serializing)]

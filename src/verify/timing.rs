@@ -55,7 +55,6 @@ pub fn query_run(r: &RunStats) -> Option<QueryRun> {
             Some(StageRun {
                 id: s.stage_id,
                 submitted_ms,
-                first_launch_ms: s.first_launch_ms.unwrap_or(submitted_ms),
                 last_finish_ms: s.last_finish_ms.unwrap_or(completed_ms),
                 completed_ms,
                 tasks: s
@@ -165,7 +164,6 @@ mod tests {
         let stage = |completed: i64| StageStats {
             stage_id: 1,
             submitted_ms: Some(1_000),
-            first_launch_ms: Some(1_000),
             last_finish_ms: Some(completed),
             completed_ms: Some(completed),
             task_durations_ms: durations.to_vec(),
