@@ -796,7 +796,14 @@ if __name__ == "__main__":
     print(f"skewjoin rewrite {q} {a}\nskewjoin verify {q} --engine polars {a}")
 
 
-def params(seeds, known_bugs):
-    """The seeds as pytest parameters, each known bug a strict xfail with its description."""
+def params(seeds, known_bugs, both_every=0, why=""):
+    """The seeds as pytest parameters, each known bug a strict xfail with its description;
+    with `both_every` N, every Nth seed also runs on Spark 4.x (marked both_lines for `why`)."""
     import pytest
-    return [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=known_bugs[s])) if s in known_bugs else s for s in seeds]
+    out = []
+    for i, s in enumerate(seeds):
+        marks = [pytest.mark.xfail(strict=True, reason=known_bugs[s])] if s in known_bugs else []
+        if both_every and i % both_every == 0:
+            marks.append(pytest.mark.both_lines(why))
+        out.append(pytest.param(s, marks=marks))
+    return out

@@ -18,6 +18,8 @@ from conftest import ROOT, run
 from sparkrun import max_records, measured, multiset, same_rows_in_spark
 from test_plan_spark import keys_with as keys
 
+pytestmark = pytest.mark.both_lines("AQE's coalescing, skew splits and run-time broadcasts as each line runs them")
+
 P = 32
 # Sizes scaled to the data (Spark's defaults are 64 MB, 256 MB and 1 MB), and one map task per
 # file: a file counts 64 MB when splits are packed, more than a split may hold.

@@ -14,7 +14,10 @@ from conftest import event_logs, history_server, run
 from eventlogs import FIX_JOBS
 
 SPARK4 = int(pyspark.__version__.split(".")[0]) >= 4
-pytestmark = pytest.mark.skipif(not SPARK4, reason="Spark 3.5's logs are test_diagnose_spark.py's (scripts/test runs this on 4.x)")
+pytestmark = [
+    pytest.mark.skipif(not SPARK4, reason="Spark 3.5's logs are test_diagnose_spark.py's (scripts/test runs this on 4.x)"),
+    pytest.mark.both_lines("the logs, plans and History Server of Spark 4.x"),
+]
 
 
 # Each job, where fix takes its query from, and by how much the largest task must shrink.

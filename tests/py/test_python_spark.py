@@ -19,6 +19,8 @@ os.environ.setdefault("SKEWJOIN_BIN", binary())
 
 from skewjoin import spark as sj  # noqa: E402
 
+pytestmark = pytest.mark.both_lines("advise reads each line's EXPLAIN text and settings; Spark Connect is 4.x's")
+
 SQL = (ROOT / "samples" / "query.sql").read_text()
 LINE = "4.x" if SPARK4 else "3.5"
 

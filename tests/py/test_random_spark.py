@@ -11,7 +11,6 @@ so that collecting both results stays quick) and with more ON conditions in pare
 Polars cannot run today. scripts/test runs this file on Spark 4.x as well, with every other
 seed (25 joins, 15 windows): the differences between the versions are in how they read SQL,
 and half the cases keep the suite's time."""
-import pyspark
 import pytest
 
 import randquery as rq
@@ -19,8 +18,9 @@ from conftest import binary
 from sparkrun import sort_merge_joins
 from test_rewrite_spark import multiset
 
-SPARK4 = int(pyspark.__version__.split(".")[0]) >= 4
-SEEDS = range(100_000, 100_050, 2 if SPARK4 else 1)
+SEEDS = range(100_000, 100_050)
+# Every 5th random query also on Spark 4.x, where the rewritten SQL is read anew.
+ON_BOTH = "the rewritten SQL as Spark 4.x reads it (string escapes, ANSI mode)"
 MAX_ROWS = 20_000
 PARENS = 0.15
 
@@ -56,7 +56,7 @@ def register(spark, tabs):
         _registered["key"] = key
 
 
-@pytest.mark.parametrize("seed", rq.params(SEEDS, KNOWN_BUGS))
+@pytest.mark.parametrize("seed", rq.params(SEEDS, KNOWN_BUGS, both_every=5, why=ON_BOTH))
 def test_random_query_spark(spark_random, groups, seed, tmp_path):
     spark = spark_random
     tabs, bound = groups(seed)
@@ -96,7 +96,7 @@ def compare(spark, case, tabs, rw, what):
 # coalesces partitions, splits skewed ones and switches joins to broadcast at run time while the
 # rewrite's rows are compared: seeds 100050-100069 (every other on 4.x). skewjoin plans them with
 # the same settings (its AQE model) and rewrites every movable hot key (`--min-gain off`).
-AQE_SEEDS = range(100_050, 100_070, 2 if SPARK4 else 1)
+AQE_SEEDS = range(100_050, 100_070)
 AQE = {
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.adaptive.advisoryPartitionSizeInBytes": "2k",
@@ -125,7 +125,7 @@ def spark_aqe(spark):
                 spark.conf.set(k, v)
 
 
-@pytest.mark.parametrize("seed", AQE_SEEDS)
+@pytest.mark.parametrize("seed", rq.params(AQE_SEEDS, {}, both_every=4, why="AQE's plans of the rewritten SQL on Spark 4.x"))
 def test_random_query_spark_aqe(spark_aqe, groups, seed, tmp_path):
     """A random join query rewritten under AQE's settings: the same rows on Spark with AQE on."""
     tabs, bound = groups(seed)
@@ -138,10 +138,10 @@ def test_random_query_spark_aqe(spark_aqe, groups, seed, tmp_path):
     compare(spark_aqe, case, tabs, rw, what)
 
 
-WINDOW_SEEDS = range(1000, 1030, 2 if SPARK4 else 1)
+WINDOW_SEEDS = range(1000, 1030)
 
 
-@pytest.mark.parametrize("seed", WINDOW_SEEDS)
+@pytest.mark.parametrize("seed", rq.params(WINDOW_SEEDS, {}, both_every=5, why=ON_BOTH))
 def test_random_window_spark(spark_random, groups, seed, tmp_path):
     """Windows and aggregates over one input (randquery.window_query), as the joins above."""
     tabs, bound = groups(seed)
@@ -154,6 +154,7 @@ def test_random_window_spark(spark_random, groups, seed, tmp_path):
     compare(spark_random, case, tabs, rw, what)
 
 
+@pytest.mark.both_lines("the summary of the cases that ran on this line")
 def test_random_summary_spark(capsys):
     """The counts of the cases above, printed (run after them: pytest keeps the file's order);
     the generator must mostly write queries the tool rewrites, or these cases test little."""

@@ -213,6 +213,7 @@ def rewrite(sql, tables, extra, tmp_path):
     return json.loads(p.stdout)
 
 
+@pytest.mark.both_lines("the rewritten SQL as each line parses and runs it (string escapes, ANSI mode)")
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_rewrite_same_rows(sj_spark, data, more, case, tmp_path):
     _, tables, sql, extra, check_tasks = case
@@ -417,6 +418,7 @@ def test_spark_broadcast_estimate_is_of_the_columns_read(sj_spark, data, more, s
     assert bool(r["changes"]) == (spark_join == "SortMergeJoin"), reasons
 
 
+@pytest.mark.both_lines("join hints as each line follows them")
 @pytest.mark.parametrize("hint,threshold,spark_join", [
     ("BROADCAST(t)", "4KB", "BroadcastHashJoin"),
     ("MAPJOIN(T)", "4KB", "BroadcastHashJoin"),
@@ -494,6 +496,7 @@ def test_rewrite_over_in_memory_relations(sj_spark, data, more, name, how, tmp_p
         sj_spark.catalog.clearCache()
 
 
+@pytest.mark.both_lines("USING and VALUES views as each line resolves them")
 @pytest.mark.parametrize("sql", ["SELECT k, nt1.k FROM nt1 FULL OUTER JOIN nt2 USING (k)", "SELECT k, nt2.k, w FROM nt1 FULL JOIN nt2 USING (k)",
                                  "SELECT * FROM nt1 FULL JOIN nt2 USING (k)", "SELECT k, nt1.k, nt2.k FROM nt1 LEFT JOIN nt2 USING (k)"])
 def test_full_outer_using_over_values_views(sj_spark, tmp_path, sql):

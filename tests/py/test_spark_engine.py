@@ -124,10 +124,12 @@ def test_local_mode_rewrites_as_the_embedded_engine():
 
 # ---- Spark 4.x, a Spark Connect server started from pyspark's sbin scripts ----
 
+@pytest.mark.both_lines("Spark Connect: 4.x's server and client")
 def test_connect_counts_every_key_type_as_the_embedded_engine(connect, types_table):
     same_keys(types_table, spark_args(connect))
 
 
+@pytest.mark.both_lines("Spark Connect: 4.x's server and client")
 def test_connect_plans_and_rewrites_as_the_embedded_engine(connect):
     same_plan(spark_args(connect))
     same_rewrite(spark_args(connect))
@@ -136,6 +138,7 @@ def test_connect_plans_and_rewrites_as_the_embedded_engine(connect):
     assert line.startswith(f"counted by Spark {pyspark.__version__}") and f"Spark Connect {connect}" in line, line
 
 
+@pytest.mark.both_lines("Spark Connect: 4.x's server and client")
 def test_catalog_names_from_the_query_and_from_table(connect, tmp_path):
     """The query's own names resolved by the server's catalog (no --table), and --table NAME=db.t:
     the same changes, with the same numbers, as the files they were saved from."""
@@ -154,6 +157,7 @@ def test_catalog_names_from_the_query_and_from_table(connect, tmp_path):
     assert [e["count"] for e in json.loads(keys.stdout)["columns"][0]["top"]] == [62131, 17811, 7960]
 
 
+@pytest.mark.both_lines("Spark Connect: 4.x's server and client")
 def test_spark_applies_conditions_the_embedded_engine_cannot(connect, tmp_path):
     """Conditions over expressions (length(), arithmetic) are left out of the embedded counts,
     which say so; Spark applies them, and its counts are DuckDB's over the same rows."""
@@ -171,6 +175,7 @@ def test_spark_applies_conditions_the_embedded_engine_cannot(connect, tmp_path):
     assert f"NULL [null]: {nulls:,} rows" in out and "do not apply" not in out, out
 
 
+@pytest.mark.both_lines("Spark Connect: 4.x's server and client")
 def test_verify_over_connect(connect):
     """verify --remote: both queries on the server, the same rows, and the join stage's tasks
     (read from the server's UI by the jobs' tags) as the planner predicted them."""
@@ -194,6 +199,7 @@ def one_line_error(p, *parts):
     return err
 
 
+@pytest.mark.both_lines("Spark Connect: 4.x's server and client")
 def test_table_formats_are_not_read_as_plain_files(connect, tmp_path):
     """A Delta table's folder holds the Parquet files of removed versions too: Spark reads it as
     delta (here without the Delta package: Spark's own error), never as plain Parquet; an
@@ -207,6 +213,7 @@ def test_table_formats_are_not_read_as_plain_files(connect, tmp_path):
     one_line_error(run("keys", iceberg, "-c", "title_id", *spark_args(connect)), "an Iceberg table", "catalog")
 
 
+@pytest.mark.both_lines("Spark Connect: 4.x's server and client")
 def test_connect_errors_are_one_line(connect):
     one_line_error(run("keys", "sj.nope", "-c", "k", *spark_args(connect)), "sj.nope", "TABLE_OR_VIEW_NOT_FOUND")
     one_line_error(run("keys", "sj.events", "-c", "nope", *spark_args(connect)), "column nope", "title_id")

@@ -77,6 +77,7 @@ def test_counts_and_partitions_match_spark(spark, spark_table, col):
         1 if col in ("f32", "f64") else 0)  # -0.0 and 0.0 are one value in Spark
 
 
+@pytest.mark.both_lines("Spark's Murmur3 hash of a chained composite key, on each line")
 def test_composite_key_chains_hashes_like_spark(spark, spark_table):
     _, got = ours(spark_table, "s,i32")
     assert got == spark_truth(spark, spark_table, ["s", "i32"])

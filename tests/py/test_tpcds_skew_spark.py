@@ -56,6 +56,7 @@ def predicted(r):
     return before, after, max([after] + uncounted)
 
 
+@pytest.mark.both_lines("TPC-DS's rewritten SQL and its joins' tasks as each line plans them")
 @pytest.mark.parametrize("name", sorted(tpcds_skew.QUERIES))
 def test_skewed_tpcds_query(sess, skewed, name, tmp_path):
     sql = tpcds_skew.QUERIES[name]

@@ -21,6 +21,7 @@ def changed(tpc):
     return {q: r["sql"] for q, r in rewrites(tpc, "1KB").items() if r["changes"]}
 
 
+@pytest.mark.both_lines("the 99 queries' rewritten SQL as each line parses it")
 def test_rewritten_tpcds_queries_give_the_same_rows(spark, tpc, changed):
     for p in glob.glob(str(tpc / "tables" / "*.parquet")):
         spark.read.parquet(p).createOrReplaceTempView(os.path.basename(p)[: -len(".parquet")])

@@ -127,6 +127,7 @@ def test_timed_runs_and_a_slower_rewrite(data, tmp_path):
     assert p.returncode == 0 and json.loads(p.stdout)["slower"], p.stderr + p.stdout
 
 
+@pytest.mark.both_lines("AQE's tasks, and verify's runner reading each line's REST API")
 def test_the_demo_predicts_the_tasks_spark_runs_with_aqe_on(tmp_path):
     """The README's demo: samples/query.sql under samples/spark-defaults.conf (AQE on, its sizes
     scaled to the samples), the rewrite forced. AQE broadcasts titles at run time before and

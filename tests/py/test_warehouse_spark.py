@@ -113,6 +113,7 @@ SHAPES = [
 ]
 
 
+@pytest.mark.both_lines("the warehouse shapes each line plans as equi-joins")
 @pytest.mark.parametrize("names_,sql", [c[1:] for c in SHAPES], ids=[c[0] for c in SHAPES])
 def test_shapes_spark_plans_as_equi_joins_are_planned(sj_spark, wh, names_, sql, tmp_path):
     """Every join is planned (none left as written), the hot item's join is rewritten, the

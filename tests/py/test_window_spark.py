@@ -78,6 +78,7 @@ REWRITTEN = {
 }
 
 
+@pytest.mark.both_lines("the rewritten windows' SQL as each line runs it")
 @pytest.mark.parametrize("name", list(REWRITTEN))
 def test_whole_partition_window_rewritten_same_rows_smaller_task(sj_spark, views, tmp_path, name):
     sql = REWRITTEN[name]
