@@ -15,6 +15,7 @@ pub mod guard;
 pub mod hash;
 pub mod html;
 pub mod keys;
+mod page;
 pub mod plan;
 pub mod replay;
 pub mod rewrite;

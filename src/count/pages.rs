@@ -5,7 +5,7 @@
 //! the dictionary (PLAIN, after a writer's fallback) are counted value by value.
 //!
 //! The chunk is read with one positioned read into a buffer the thread reuses, its page
-//! headers are decoded here (`thrift`), and each page is decompressed into another reused
+//! headers are decoded by `crate::page::header`, and each page is decompressed into another reused
 //! buffer: no allocation per page. Codecs other than none, Snappy, ZSTD and LZ4_RAW go through
 //! the parquet crate's page reader instead, into the same counting code. Anything else (other
 //! encodings, nested columns, a malformed page) makes `count_chunk` return `None` before it
@@ -19,6 +19,10 @@ use std::sync::Arc;
 
 use hashbrown::HashMap;
 
+use crate::page::codec::{decompress, inflate};
+use crate::page::header;
+use crate::page::hybrid::{count_indices, count_ones, FIXED_MAX};
+use crate::page::plain::split_plain;
 use crate::table::blob::Blob;
 use crate::table::DataFile;
 use parquet::basic::{Compression, Encoding, Type as PhysicalType};
@@ -323,7 +327,7 @@ impl ChunkAt<'_> {
     /// offset and put it at the data page offset).
     fn dictionary_page(&self, buf: &mut Vec<u8>, s: &mut Scratch, c: &mut Counting) -> Option<()> {
         let (h, header_len) = read_header(self.file, self.start, self.start + self.len, buf)?;
-        if h.kind == thrift::DICTIONARY_PAGE {
+        if h.kind == header::DICTIONARY_PAGE {
             let n = header_len
                 .checked_add(usize::try_from(h.compressed).ok()?)
                 .filter(|&n| n as u64 <= self.len && n <= MAX_PAGE)?;
@@ -612,9 +616,9 @@ pub(crate) fn data_pages(
             return None;
         }
         let rows = match h.kind {
-            thrift::DATA_PAGE => u64::try_from(h.v1?.0).ok()?,
-            thrift::DATA_PAGE_V2 => u64::try_from(h.v2?.num_values).ok()?,
-            thrift::DICTIONARY_PAGE | thrift::INDEX_PAGE => 0,
+            header::DATA_PAGE => u64::try_from(h.v1?.0).ok()?,
+            header::DATA_PAGE_V2 => u64::try_from(h.v2?.num_values).ok()?,
+            header::DICTIONARY_PAGE | header::INDEX_PAGE => 0,
             _ => return None,
         };
         if rows > 0 {
@@ -670,7 +674,7 @@ fn read_header(
     pos: u64,
     end: u64,
     buf: &mut Vec<u8>,
-) -> Option<(thrift::Header, usize)> {
+) -> Option<(header::Header, usize)> {
     let left = end.checked_sub(pos)?;
     let mut want = 256u64;
     loop {
@@ -678,7 +682,7 @@ fn read_header(
         buf.clear();
         buf.resize(n, 0);
         read_at(file, buf, pos)?;
-        match thrift::page_header(buf) {
+        match header::page_header(buf) {
             Some(x) => return Some(x),
             None if want < left && want < 1 << 24 => want *= 16,
             None => return None,
@@ -702,7 +706,7 @@ fn walk_pages(
     let mut page = std::mem::take(&mut s.page);
     let r = (|| {
         while pos < chunk.len() && values_read < num_values {
-            let (h, header_len) = thrift::page_header(&chunk[pos..])?;
+            let (h, header_len) = header::page_header(&chunk[pos..])?;
             let body_start = pos + header_len;
             let body = chunk
                 .get(body_start..body_start.checked_add(usize::try_from(h.compressed).ok()?)?)?;
@@ -712,7 +716,7 @@ fn walk_pages(
                 return None;
             }
             match h.kind {
-                thrift::DICTIONARY_PAGE => {
+                header::DICTIONARY_PAGE => {
                     let (n, encoding) = h.dict?;
                     let mut dict = std::mem::take(&mut s.dict);
                     let ok = decompress(codec, body, size, &mut dict);
@@ -721,13 +725,13 @@ fn walk_pages(
                     ok?;
                     c.dictionary(s, usize::try_from(n).ok()?, encoding)?;
                 }
-                thrift::DATA_PAGE => {
+                header::DATA_PAGE => {
                     let (n, encoding, def_encoding) = h.v1?;
                     let buf = inflate(codec, body, size, &mut page)?;
                     values_read += n as i64;
                     c.data_v1(buf, usize::try_from(n).ok()?, encoding, def_encoding, s)?;
                 }
-                thrift::DATA_PAGE_V2 => {
+                header::DATA_PAGE_V2 => {
                     let v = h.v2?;
                     let levels = usize::try_from(v.def_len)
                         .ok()?
@@ -750,7 +754,7 @@ fn walk_pages(
                         s,
                     )?;
                 }
-                thrift::INDEX_PAGE => {}
+                header::INDEX_PAGE => {}
                 _ => return None,
             }
         }
@@ -758,54 +762,6 @@ fn walk_pages(
     })();
     s.page = page;
     r
-}
-
-/// The page body decompressed into `out` (or the body itself when stored uncompressed).
-fn inflate<'a>(
-    codec: Compression,
-    body: &'a [u8],
-    size: usize,
-    out: &'a mut Vec<u8>,
-) -> Option<&'a [u8]> {
-    if matches!(codec, Compression::UNCOMPRESSED) {
-        return (body.len() == size).then_some(body);
-    }
-    decompress(codec, body, size, out)?;
-    Some(&out[..size])
-}
-
-/// Decompress `body` into `out[..size]`; for an uncompressed page, copy it.
-fn decompress(codec: Compression, body: &[u8], size: usize, out: &mut Vec<u8>) -> Option<()> {
-    // A size the body cannot have is refused before anything is allocated: Snappy and ZSTD
-    // state their length, LZ4 expands at most 255 times.
-    let plausible = match codec {
-        Compression::UNCOMPRESSED => body.len() == size,
-        Compression::SNAPPY => snap::raw::decompress_len(body).ok()? == size,
-        Compression::ZSTD(_) => match zstd::zstd_safe::get_frame_content_size(body) {
-            Ok(Some(n)) => n == size as u64,
-            _ => size <= body.len().saturating_mul(64).max(1 << 20),
-        },
-        Compression::LZ4_RAW => size <= body.len().saturating_mul(255).saturating_add(16),
-        _ => false,
-    };
-    if !plausible {
-        return None;
-    }
-    if out.len() < size {
-        out.resize(size, 0);
-    }
-    let dst = &mut out[..size];
-    let got = match codec {
-        Compression::UNCOMPRESSED => {
-            dst.copy_from_slice(body);
-            size
-        }
-        Compression::SNAPPY => snap::raw::Decoder::new().decompress(body, dst).ok()?,
-        Compression::ZSTD(_) => zstd::bulk::decompress_to_buffer(body, dst).ok()?,
-        Compression::LZ4_RAW => lz4_flex::block::decompress_into(body, dst).ok()?,
-        _ => return None,
-    };
-    (got == size || size == 0).then_some(())
 }
 
 /// Count the `n` non-null values of a data page into dictionary counts or plain values.
@@ -841,635 +797,5 @@ fn values_of(values: &[u8], encoding: i32, n: usize, s: &mut Scratch) -> Option<
             Some(())
         }
         _ => None,
-    }
-}
-
-/// PLAIN byte arrays: a 4-byte little-endian length before each value.
-fn split_plain(buf: &[u8], n: usize, out: &mut Vec<(u32, u32)>) -> Option<()> {
-    out.clear();
-    if buf.len() > u32::MAX as usize || n > buf.len() / 4 + 1 {
-        return None;
-    }
-    out.reserve(n);
-    if n == 0 {
-        return Some(());
-    }
-    // Keys of one length are common (ids, codes, UUIDs): guess that every value has the first
-    // one's length and check all the length fields at once (independent loads, where walking
-    // value by value waits on each length to find the next).
-    let first = u32::from_le_bytes(buf.get(..4)?.try_into().ok()?) as usize;
-    let stride = first + 4;
-    if n.checked_mul(stride).is_some_and(|t| t <= buf.len())
-        && (0..n).all(|i| buf[i * stride..i * stride + 4] == buf[..4])
-    {
-        out.extend((0..n).map(|i| ((i * stride + 4) as u32, (i * stride + stride) as u32)));
-        return Some(());
-    }
-    let mut pos = 0usize;
-    for _ in 0..n {
-        let len = u32::from_le_bytes(buf.get(pos..pos + 4)?.try_into().ok()?) as usize;
-        let start = pos + 4;
-        let end = start.checked_add(len)?;
-        if end > buf.len() {
-            return None;
-        }
-        out.push((start as u32, end as u32));
-        pos = end;
-    }
-    Some(())
-}
-
-/// One run header of the RLE / bit-packed hybrid: (header, bytes it took).
-#[inline]
-fn uleb(data: &[u8], mut pos: usize) -> Option<(u64, usize)> {
-    let mut header: u64 = 0;
-    let mut shift = 0;
-    loop {
-        let b = *data.get(pos)?;
-        pos += 1;
-        header |= ((b & 0x7f) as u64) << shift;
-        if b & 0x80 == 0 {
-            return Some((header, pos));
-        }
-        shift += 7;
-        if shift > 56 {
-            return None;
-        }
-    }
-}
-
-/// The ones among `n` definition levels of bit width 1 (the non-null values of a flat
-/// optional column): RLE runs are counted whole, bit-packed groups by popcount.
-fn count_ones(data: &[u8], n: usize) -> Option<usize> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("popcnt") {
-            // SAFETY: the CPU has POPCNT, the one feature the function is compiled with.
-            return unsafe { count_ones_popcnt(data, n) };
-        }
-    }
-    count_ones_any(data, n)
-}
-
-/// `count_ones` compiled with the POPCNT instruction (x86_64's baseline lacks it).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "popcnt")]
-fn count_ones_popcnt(data: &[u8], n: usize) -> Option<usize> {
-    count_ones_any(data, n)
-}
-
-#[inline(always)]
-fn count_ones_any(data: &[u8], n: usize) -> Option<usize> {
-    let mut pos = 0usize;
-    let mut left = n;
-    let mut ones = 0usize;
-    while left > 0 {
-        let (header, p) = uleb(data, pos)?;
-        pos = p;
-        if header & 1 == 0 {
-            let count = ((header >> 1) as usize).min(left);
-            let v = *data.get(pos)?;
-            pos += 1;
-            if count == 0 || v > 1 {
-                return None;
-            }
-            ones += count * v as usize;
-            left -= count;
-        } else {
-            let groups = (header >> 1) as usize;
-            if groups == 0 {
-                return None;
-            }
-            let chunk = data.get(pos..pos.checked_add(groups)?)?;
-            pos += groups;
-            let take = groups.checked_mul(8)?.min(left);
-            let full = take / 8;
-            let words = chunk[..full].chunks_exact(8);
-            let rest = words.remainder();
-            ones += words
-                .map(|w| {
-                    u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]])
-                        .count_ones() as usize
-                })
-                .sum::<usize>();
-            let mut tail = [0u8; 8];
-            tail[..rest.len()].copy_from_slice(rest);
-            ones += u64::from_le_bytes(tail).count_ones() as usize;
-            if take % 8 != 0 {
-                ones += (chunk[full] & ((1u8 << (take % 8)) - 1)).count_ones() as usize;
-            }
-            left -= take;
-        }
-    }
-    Some(ones)
-}
-
-/// Count `n` dictionary indices of bit width `bw` (RLE / bit-packed hybrid) into `counts`;
-/// None on bad input or an index past the dictionary.
-fn count_indices(data: &[u8], bw: u32, n: usize, counts: &mut [u32]) -> Option<()> {
-    let mut pos = 0usize;
-    let mut left = n;
-    let value_bytes = bw.div_ceil(8) as usize;
-    while left > 0 {
-        let (header, p) = uleb(data, pos)?;
-        pos = p;
-        if header & 1 == 0 {
-            let count = ((header >> 1) as usize).min(left);
-            if count == 0 {
-                return None;
-            }
-            let mut v: u32 = 0;
-            for i in 0..value_bytes {
-                v |= (*data.get(pos + i)? as u32) << (8 * i);
-            }
-            pos += value_bytes;
-            let slot = counts.get_mut(v as usize)?;
-            *slot = slot.wrapping_add(count as u32);
-            left -= count;
-        } else {
-            let groups = (header >> 1) as usize;
-            if groups == 0 {
-                return None;
-            }
-            let bytes = groups.checked_mul(bw as usize)?;
-            let chunk = data.get(pos..pos.checked_add(bytes)?)?;
-            let take = groups.checked_mul(8)?.min(left);
-            // The loads may read past the run into the rest of the page (never past the page).
-            unpack_count(chunk, &data[pos..], bw, take, counts)?;
-            pos += bytes;
-            left -= take;
-        }
-    }
-    Some(())
-}
-
-/// Widths up to this are counted by `unpack_fixed`, into a table of 2^width counts.
-const FIXED_MAX: u32 = 24;
-
-/// Count the first `take` values of bit-packed `chunk` (width `bw`, at most 32); `readable`
-/// starts where `chunk` does and may go on past it (whole-word loads may read there, the
-/// values come from `chunk` alone). For widths up to `FIXED_MAX`, `counts` must hold at least
-/// 2^bw entries (an index past the dictionary then lands in the padding, which the caller
-/// checks is still zero).
-#[inline]
-fn unpack_count(
-    chunk: &[u8],
-    readable: &[u8],
-    bw: u32,
-    take: usize,
-    counts: &mut [u32],
-) -> Option<()> {
-    macro_rules! fixed {
-        ($($w:literal)*) => {
-            match bw {
-                $($w => return unpack_fixed::<$w>(chunk, readable, take, counts),)*
-                _ => {}
-            }
-        };
-    }
-    if counts.len() >= 1 << bw.min(FIXED_MAX + 1) {
-        fixed!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24);
-    }
-    if bw == 0 {
-        let slot = counts.get_mut(0)?;
-        *slot = slot.wrapping_add(take as u32);
-        return Some(());
-    }
-    unpack_tail(chunk, bw as usize, 0, take, counts)
-}
-
-/// Bit-packed values of a width known at compile time: each group of 8 values is `W` bytes,
-/// and each value one unaligned 8-byte load with a constant offset, shift and mask.
-#[inline(always)]
-fn unpack_fixed<const W: usize>(
-    chunk: &[u8],
-    readable: &[u8],
-    take: usize,
-    counts: &mut [u32],
-) -> Option<()> {
-    let mask = (1usize << W) - 1;
-    let c = counts.get_mut(..1 << W)?;
-    // Whole groups whose last load (at byte W - 1 + 7 of the group at most) stays readable.
-    let groups = (take / 8).min(readable.len().saturating_sub(7) / W);
-    for g in 0..groups {
-        let grp = &readable[g * W..g * W + W + 7];
-        for i in 0..8 {
-            let bit = i * W;
-            let at = bit / 8;
-            let w = u64::from_le_bytes([
-                grp[at],
-                grp[at + 1],
-                grp[at + 2],
-                grp[at + 3],
-                grp[at + 4],
-                grp[at + 5],
-                grp[at + 6],
-                grp[at + 7],
-            ]);
-            let v = (w >> (bit % 8)) as usize & mask;
-            c[v] = c[v].wrapping_add(1);
-        }
-    }
-    unpack_tail(chunk, W, groups * 8, take, c)
-}
-
-/// Values `from..take` of bit-packed `chunk`, read byte by byte into an 8-byte window.
-fn unpack_tail(
-    chunk: &[u8],
-    bw: usize,
-    from: usize,
-    take: usize,
-    counts: &mut [u32],
-) -> Option<()> {
-    let mask: u64 = (1u64 << bw) - 1;
-    let mut bit = from * bw;
-    for _ in from..take {
-        let at = bit >> 3;
-        let mut w = [0u8; 8];
-        let end = (at + 8).min(chunk.len());
-        w[..end.checked_sub(at)?].copy_from_slice(&chunk[at..end]);
-        let v = ((u64::from_le_bytes(w) >> (bit & 7)) & mask) as usize;
-        let slot = counts.get_mut(v)?;
-        *slot = slot.wrapping_add(1);
-        bit += bw;
-    }
-    Some(())
-}
-
-/// The little of Thrift's compact protocol that a page header needs.
-mod thrift {
-    pub const DATA_PAGE: i32 = 0;
-    pub const INDEX_PAGE: i32 = 1;
-    pub const DICTIONARY_PAGE: i32 = 2;
-    pub const DATA_PAGE_V2: i32 = 3;
-
-    #[derive(Default)]
-    pub struct Header {
-        pub kind: i32,
-        pub uncompressed: i32,
-        pub compressed: i32,
-        /// num_values, encoding, definition level encoding.
-        pub v1: Option<(i32, i32, i32)>,
-        /// num_values, encoding.
-        pub dict: Option<(i32, i32)>,
-        pub v2: Option<V2>,
-    }
-
-    #[derive(Default, Clone, Copy)]
-    pub struct V2 {
-        pub num_values: i32,
-        pub num_nulls: i32,
-        pub encoding: i32,
-        pub def_len: i32,
-        pub rep_len: i32,
-        pub is_compressed: bool,
-    }
-
-    struct R<'a> {
-        b: &'a [u8],
-        p: usize,
-    }
-
-    const BOOL_TRUE: u8 = 1;
-    const BOOL_FALSE: u8 = 2;
-    const I32: u8 = 5;
-    const STRUCT: u8 = 12;
-
-    impl<'a> R<'a> {
-        fn byte(&mut self) -> Option<u8> {
-            let b = *self.b.get(self.p)?;
-            self.p += 1;
-            Some(b)
-        }
-        fn varint(&mut self) -> Option<u64> {
-            let mut v = 0u64;
-            let mut shift = 0;
-            loop {
-                let b = self.byte()?;
-                v |= ((b & 0x7f) as u64) << shift;
-                if b & 0x80 == 0 {
-                    return Some(v);
-                }
-                shift += 7;
-                if shift > 63 {
-                    return None;
-                }
-            }
-        }
-        fn zigzag(&mut self) -> Option<i64> {
-            let v = self.varint()?;
-            Some((v >> 1) as i64 ^ -((v & 1) as i64))
-        }
-        fn i32(&mut self, ty: u8) -> Option<i32> {
-            if ty != I32 {
-                return None;
-            }
-            i32::try_from(self.zigzag()?).ok()
-        }
-        /// The next field's (id, type); type 0 is the end of the struct.
-        fn field(&mut self, last: &mut i16) -> Option<(i16, u8)> {
-            let b = self.byte()?;
-            let ty = b & 0x0f;
-            if ty == 0 {
-                return Some((0, 0));
-            }
-            let delta = (b >> 4) as i16;
-            let id = if delta == 0 {
-                i16::try_from(self.zigzag()?).ok()?
-            } else {
-                last.checked_add(delta)?
-            };
-            *last = id;
-            Some((id, ty))
-        }
-        fn skip(&mut self, ty: u8, depth: u32) -> Option<()> {
-            if depth > 32 {
-                return None;
-            }
-            match ty {
-                BOOL_TRUE | BOOL_FALSE => {}
-                3 => {
-                    self.byte()?;
-                }
-                4..=6 => {
-                    self.varint()?;
-                }
-                7 => self.advance(8)?,
-                8 => {
-                    let n = usize::try_from(self.varint()?).ok()?;
-                    self.advance(n)?;
-                }
-                9 | 10 => {
-                    let h = self.byte()?;
-                    let n = if h >> 4 == 15 {
-                        usize::try_from(self.varint()?).ok()?
-                    } else {
-                        (h >> 4) as usize
-                    };
-                    // Every element takes at least a byte: a longer list cannot be there.
-                    if n > self.b.len() - self.p {
-                        return None;
-                    }
-                    for _ in 0..n {
-                        self.element(h & 0x0f, depth)?;
-                    }
-                }
-                11 => {
-                    let n = usize::try_from(self.varint()?).ok()?;
-                    if n > (self.b.len() - self.p) / 2 {
-                        return None;
-                    }
-                    if n > 0 {
-                        let kv = self.byte()?;
-                        for _ in 0..n {
-                            self.element(kv >> 4, depth)?;
-                            self.element(kv & 0x0f, depth)?;
-                        }
-                    }
-                }
-                STRUCT => {
-                    let mut last = 0i16;
-                    loop {
-                        let (_, t) = self.field(&mut last)?;
-                        if t == 0 {
-                            break;
-                        }
-                        self.skip(t, depth + 1)?;
-                    }
-                }
-                _ => return None,
-            }
-            Some(())
-        }
-        /// A list, set or map element: a boolean there is a byte of its own.
-        fn element(&mut self, ty: u8, depth: u32) -> Option<()> {
-            if ty == BOOL_TRUE || ty == BOOL_FALSE {
-                self.byte().map(|_| ())
-            } else {
-                self.skip(ty, depth + 1)
-            }
-        }
-        fn advance(&mut self, n: usize) -> Option<()> {
-            let end = self.p.checked_add(n)?;
-            if end > self.b.len() {
-                return None;
-            }
-            self.p = end;
-            Some(())
-        }
-        /// A struct's i32 fields by id (`want`, up to 8), the others skipped; booleans as 0/1.
-        fn fields(&mut self, want: &mut [Option<i32>; 8]) -> Option<()> {
-            let mut last = 0i16;
-            loop {
-                let (id, ty) = self.field(&mut last)?;
-                if ty == 0 {
-                    return Some(());
-                }
-                match (id, ty) {
-                    (1..=8, BOOL_TRUE) => want[id as usize - 1] = Some(1),
-                    (1..=8, BOOL_FALSE) => want[id as usize - 1] = Some(0),
-                    (1..=8, I32) => want[id as usize - 1] = Some(self.i32(ty)?),
-                    _ => self.skip(ty, 1)?,
-                }
-            }
-        }
-    }
-
-    /// Decode a PageHeader at the start of `b`: the header and its length in bytes.
-    pub fn page_header(b: &[u8]) -> Option<(Header, usize)> {
-        let mut r = R { b, p: 0 };
-        let mut h = Header { kind: -1, uncompressed: -1, compressed: -1, ..Default::default() };
-        let mut last = 0i16;
-        loop {
-            let (id, ty) = r.field(&mut last)?;
-            if ty == 0 {
-                break;
-            }
-            match (id, ty) {
-                (1, I32) => h.kind = r.i32(ty)?,
-                (2, I32) => h.uncompressed = r.i32(ty)?,
-                (3, I32) => h.compressed = r.i32(ty)?,
-                (5, STRUCT) => {
-                    let mut f = [None; 8];
-                    r.fields(&mut f)?;
-                    h.v1 = Some((f[0]?, f[1]?, f[2]?));
-                }
-                (7, STRUCT) => {
-                    let mut f = [None; 8];
-                    r.fields(&mut f)?;
-                    h.dict = Some((f[0]?, f[1]?));
-                }
-                (8, STRUCT) => {
-                    let mut f = [None; 8];
-                    r.fields(&mut f)?;
-                    h.v2 = Some(V2 {
-                        num_values: f[0]?,
-                        num_nulls: f[1]?,
-                        encoding: f[3]?,
-                        def_len: f[4]?,
-                        rep_len: f[5]?,
-                        is_compressed: f[6].unwrap_or(1) != 0,
-                    });
-                }
-                _ => r.skip(ty, 1)?,
-            }
-        }
-        if h.kind < 0 || h.uncompressed < 0 || h.compressed < 0 {
-            return None;
-        }
-        Some((h, r.p))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Counts of a dictionary of `len` values, padded as `values_of` pads them; None also for
-    /// an index past the dictionary.
-    fn counts_of(data: &[u8], bw: u32, n: usize, len: usize) -> Option<Vec<u32>> {
-        let mut c = vec![0u32; if bw <= FIXED_MAX { len.max(1 << bw) } else { len }];
-        count_indices(data, bw, n, &mut c)?;
-        if c[len..].iter().any(|&x| x != 0) {
-            return None;
-        }
-        c.truncate(len);
-        Some(c)
-    }
-
-    #[test]
-    fn hybrid_runs_and_bit_packed_groups() {
-        // RLE run of 5 x value 3 (bw 2), then one bit-packed group of 8 values 0..=3,0..=3.
-        let mut data = vec![5 << 1, 3];
-        data.push((1 << 1) | 1);
-        // 8 values with bw 2: 0,1,2,3,0,1,2,3 -> bits little-endian: 0b11100100 twice.
-        data.extend_from_slice(&[0b1110_0100, 0b1110_0100]);
-        assert_eq!(counts_of(&data, 2, 13, 4).unwrap(), [2, 2, 2, 7]);
-        // Truncated input is refused, not read past; so is an index past the dictionary.
-        assert!(counts_of(&data[..3], 2, 13, 4).is_none());
-        assert!(counts_of(&data, 2, 13, 3).is_none());
-    }
-
-    #[test]
-    fn bit_packed_widths_match_a_plain_unpacker() {
-        // Every width 1..=32, 40 groups (320 values) of which 316 are taken, so the last group
-        // is partly padding: the fixed-width loads, the tail path and bit-by-bit reads agree.
-        for bw in 1..=32u32 {
-            let groups = 40usize;
-            let vals: Vec<u64> = (0..groups as u64 * 8)
-                .map(|i| (i * 2_654_435_761 + (i >> 3)) & ((1u64 << bw) - 1))
-                .collect();
-            let mut bits = vec![0u8; groups * bw as usize];
-            for (i, v) in vals.iter().enumerate() {
-                for b in 0..bw as usize {
-                    if v >> b & 1 == 1 {
-                        let at = i * bw as usize + b;
-                        bits[at / 8] |= 1 << (at % 8);
-                    }
-                }
-            }
-            let mut data = vec![((groups as u8) << 1) | 1];
-            data.extend_from_slice(&bits);
-            let take = groups * 8 - 4;
-            let mut want: HashMap<u64, u32> = HashMap::new();
-            for v in &vals[..take] {
-                *want.entry(*v).or_insert(0) += 1;
-            }
-            let len = 1usize << bw.min(20);
-            if bw <= 20 {
-                let c = counts_of(&data, bw, take, len).unwrap();
-                let got: HashMap<u64, u32> = c
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, n)| **n > 0)
-                    .map(|(i, n)| (i as u64, *n))
-                    .collect();
-                assert_eq!(got, want, "width {bw}");
-            } else {
-                // Indices past a dictionary of 2^20 values are refused.
-                assert!(counts_of(&data, bw, take, len).is_none(), "width {bw}");
-            }
-        }
-    }
-
-    #[test]
-    fn definition_levels_by_popcount() {
-        // RLE run of 10 ones, a bit-packed group of 8 (0b1011_0001: 4 ones) of which 6 taken.
-        let data = [10 << 1, 1, (1 << 1) | 1, 0b1011_0001];
-        assert_eq!(count_ones(&data, 16), Some(10 + 3));
-        assert_eq!(count_ones(&data, 18), Some(14));
-        assert_eq!(count_ones(&data, 19), None);
-        // A level above 1 is not a flat column's.
-        assert_eq!(count_ones(&[4 << 1, 2], 4), None);
-    }
-
-    #[test]
-    fn plain_byte_arrays() {
-        let buf = [1, 0, 0, 0, b'a', 0, 0, 0, 0, 2, 0, 0, 0, b'b', b'c'];
-        let mut v = Vec::new();
-        split_plain(&buf, 3, &mut v).unwrap();
-        assert_eq!(v, vec![(4, 5), (9, 9), (13, 15)]);
-        assert!(split_plain(&buf, 4, &mut v).is_none());
-        // Values of one length (checked all at once), and one that breaks the pattern late.
-        let same: Vec<u8> = (0..50u8).flat_map(|i| [2, 0, 0, 0, b'x', i]).collect();
-        split_plain(&same, 50, &mut v).unwrap();
-        assert_eq!(v.len(), 50);
-        assert_eq!((v[0], v[49]), ((4, 6), (49 * 6 + 4, 49 * 6 + 6)));
-        assert!(split_plain(&same, 51, &mut v).is_none());
-        // Value 40 one byte long: the guess fails there, and the walk finds every value.
-        let odd: Vec<u8> = (0..50u8)
-            .flat_map(|i| if i == 40 { vec![1, 0, 0, 0, b'y'] } else { vec![2, 0, 0, 0, b'x', i] })
-            .collect();
-        split_plain(&odd, 50, &mut v).unwrap();
-        assert_eq!((v[39], v[40], v[41]), ((39 * 6 + 4, 39 * 6 + 6), (244, 245), (249, 251)));
-        assert_eq!(v[49], (odd.len() as u32 - 2, odd.len() as u32));
-    }
-
-    #[test]
-    fn page_headers_decode_and_bad_ones_are_refused() {
-        // type=DATA_PAGE(0), uncompressed=100, compressed=50, data_page_header {num_values=7,
-        // encoding=8, def=3, rep=3, statistics {max=binary "z"}}.
-        let h = [
-            0x15, 0x00, // field 1 i32: 0
-            0x15, 0xc8, 0x01, // field 2 i32: 100
-            0x15, 0x64, // field 3 i32: 50
-            0x2c, // field 5 struct
-            0x15, 0x0e, 0x15, 0x10, 0x15, 0x06, 0x15, 0x06, // 7, 8, 3, 3
-            0x1c, 0x18, 0x01, b'z', 0x00, // statistics { 1: binary "z" }
-            0x00, // end data_page_header
-            0x00, // end PageHeader
-        ];
-        let (hd, len) = thrift::page_header(&h).unwrap();
-        assert_eq!(len, h.len());
-        assert_eq!((hd.kind, hd.uncompressed, hd.compressed), (0, 100, 50));
-        assert_eq!(hd.v1, Some((7, 8, 3)));
-        for cut in 0..h.len() {
-            assert!(thrift::page_header(&h[..cut]).is_none(), "cut at {cut}");
-        }
-        // An unknown field holding a map of 2^63 boolean pairs, or a list of 2^31 booleans,
-        // is refused at once (it cannot fit), not looped over.
-        let mut m = h[..7].to_vec();
-        m.extend_from_slice(&[
-            0x1b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0x11, 0x00,
-        ]);
-        let t = std::time::Instant::now();
-        assert!(thrift::page_header(&m).is_none());
-        let mut l = h[..7].to_vec();
-        l.extend_from_slice(&[0x19, 0xf1, 0xff, 0xff, 0xff, 0xff, 0x07, 0x00]);
-        assert!(thrift::page_header(&l).is_none());
-        assert!(t.elapsed() < std::time::Duration::from_secs(1));
-    }
-
-    #[test]
-    fn implausible_page_sizes_are_refused_before_allocating() {
-        let mut out = Vec::new();
-        assert!(decompress(Compression::UNCOMPRESSED, b"abc", 1 << 29, &mut out).is_none());
-        assert!(decompress(Compression::LZ4_RAW, b"abc", 1 << 29, &mut out).is_none());
-        assert!(
-            decompress(Compression::SNAPPY, &[3, 8, b'a', b'b', b'c'], 1 << 29, &mut out).is_none()
-        );
-        assert!(out.capacity() < 1 << 20, "{} bytes allocated", out.capacity());
-        assert!(decompress(Compression::UNCOMPRESSED, b"abc", 3, &mut out).is_some());
-        assert_eq!(&out[..3], b"abc");
     }
 }
