@@ -5,6 +5,7 @@
 //! -> `report` (text, JSON, CSV; `html` for the `--html` pages). `hash` is Spark's own Murmur3, for
 //! the partition of a key.
 
+pub mod cache;
 pub mod classify;
 pub mod cluster;
 pub mod count;

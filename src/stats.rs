@@ -1,7 +1,8 @@
 //! One command run's statistics beside its answer, as a value the run makes (`RunStats::new`)
 //! and passes to what opens and reads its tables: the tables' notes (a table format's version,
 //! counts that are bounds), the requests and bytes fetched from object stores, the counted keys
-//! spilled past `--memory`, the column chunks decoded, and the Spark session that counted. Each
+//! spilled past `--memory`, the column chunks decoded (and the decoded columns it keeps: its
+//! `cache::ColumnCache`), and the Spark session that counted. Each
 //! table and each object it reads holds the run's `Arc<RunStats>`, so two runs in one process
 //! (a library caller) keep their numbers apart. `run.rs` renders them.
 
@@ -21,6 +22,8 @@ pub struct RunStats {
     decoded_again: AtomicU64,
     from_memory: AtomicU64,
     spark: Mutex<Option<SparkRun>>,
+    /// The decoded columns the run keeps (none unless the run was made with a budget).
+    pub columns: crate::cache::ColumnCache,
 }
 
 /// Requests made and bytes received from object stores in this run.
@@ -57,6 +60,12 @@ pub struct SparkRun {
 impl RunStats {
     pub fn new() -> Arc<RunStats> {
         Arc::new(RunStats::default())
+    }
+
+    /// A run that keeps decoded columns up to `bytes` (one that plans joins reads each key
+    /// column several times).
+    pub fn with_column_budget(bytes: usize) -> Arc<RunStats> {
+        Arc::new(RunStats { columns: crate::cache::ColumnCache::new(bytes), ..RunStats::default() })
     }
 
     /// A note the reports must carry about a table, once.

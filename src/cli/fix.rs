@@ -79,7 +79,7 @@ pub struct FixArgs {
 /// The output, and false (exit code 1) when verify found different rows.
 pub fn run(a: FixArgs) -> Result<(String, bool)> {
     let mut fetched = Vec::new();
-    let stats = RunStats::new();
+    let stats = a.planner.run_stats();
     let path = log_path(&a, &mut fetched)?;
     let log = eventlog::read(&path, a.quiet.progress(), &stats)?;
     let opts = diagnose::Options {

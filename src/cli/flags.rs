@@ -78,6 +78,10 @@ pub struct PlannerArgs {
     /// Remove junk-class keys (test, QA, bot accounts) before the join: the result changes
     #[arg(long)]
     pub drop_junk: bool,
+    /// Memory the planner may use: staging the counted keys, and (a quarter of it) the decoded
+    /// key columns kept for the run, which a chain of joins reads several times
+    #[arg(long, default_value = "2GB", value_name = "SIZE", value_parser = parse_size)]
+    pub memory: u64,
     /// The cluster's cores, which the decision is made for: a stage takes at least its largest
     /// task, and its work over the cores; also spark.default.parallelism (how Spark splits a
     /// table under cores x 128 MiB into map tasks, the fewest tasks AQE coalesces a shuffle
@@ -162,9 +166,14 @@ impl PlannerArgs {
         Ok((s, size))
     }
 
-    /// The options of a run that plans joins; such a run reads each key column several times
+    /// The statistics of a run that plans joins: it reads each key column several times
     /// (counts, partitions, the weights of later joins), so it keeps decoded columns for the
-    /// run, within a quarter of its memory (see `skewjoin::table::columns`).
+    /// run, within a quarter of `--memory` (see `skewjoin::cache`).
+    pub fn run_stats(&self) -> Arc<RunStats> {
+        RunStats::with_column_budget((self.memory / 4) as usize)
+    }
+
+    /// The options of a run that plans joins.
     pub fn options(
         &self,
         how: JoinType,
@@ -184,8 +193,7 @@ impl PlannerArgs {
         job: Option<&JobLog>,
         stats: &Arc<RunStats>,
     ) -> Result<PlanOptions> {
-        let memory = 2usize << 30;
-        skewjoin::table::columns::set_budget(memory / 4);
+        let memory = self.memory as usize;
         let (settings, cluster) = self.settings_with_job(spark, job, stats)?;
         let files = settings.file_splits()?;
         Ok(PlanOptions {

@@ -6,7 +6,6 @@ use clap::{Args, ValueEnum};
 use skewjoin::classify::Classifier;
 use skewjoin::count::KeySpec;
 use skewjoin::plan::{self, JoinType, SideInput};
-use skewjoin::stats::RunStats;
 use skewjoin::table::Table;
 use skewjoin::window::{self, Shape};
 use skewjoin::{Error, Result};
@@ -90,7 +89,7 @@ impl From<How> for JoinType {
 
 pub fn run(a: PlanArgs) -> Result<String> {
     a.threads.apply();
-    let stats = RunStats::new();
+    let stats = a.planner.run_stats();
     let mut opts = a.planner.options(a.how.into(), &a.counting.spark, &a.quiet, &stats)?;
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
     let session = a.counting.session(a.planner.hot.sample.is_some(), &stats)?;

@@ -7,7 +7,6 @@ use clap::{Args, ValueEnum};
 use skewjoin::classify::Classifier;
 use skewjoin::plan::JoinType;
 use skewjoin::rewrite;
-use skewjoin::stats::RunStats;
 use skewjoin::{Error, Result};
 
 use super::flags::{query_tables, AlsoText, CountingArgs, PlannerArgs, QueryArgs, Quiet, Threads};
@@ -48,7 +47,7 @@ fn sql_comments(lines: &str) -> String {
 
 pub fn run(a: RewriteArgs) -> Result<String> {
     a.threads.apply();
-    let stats = RunStats::new();
+    let stats = a.planner.run_stats();
     let mut opts = a.planner.options(JoinType::Inner, &a.counting.spark, &a.quiet, &stats)?;
     let sql = a.query.read()?;
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;

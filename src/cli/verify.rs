@@ -81,7 +81,7 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
     if !(a.tolerance > 0.0 && a.tolerance < 1.0) {
         return Err(Error::Usage("--tolerance must be between 0 and 1".into()));
     }
-    let stats = skewjoin::stats::RunStats::new();
+    let stats = a.planner.run_stats();
     let mut opts = a.planner.options(JoinType::Inner, &a.spark, &a.quiet, &stats)?;
     if engine == Engine::Spark
         && a.spark.remote.is_none()

@@ -1,64 +1,29 @@
 //! Decoded columns of whole row groups, kept for the run: a chain of joins reads the same key
 //! columns many times (a join's key counts, its rows per Spark partition, and the weights of
 //! every later join that the table takes part in), and each is read and decoded once while
-//! they fit the run's budget (`set_budget`; 0, the default, keeps nothing, as `keys` reads
-//! each column once anyway).
+//! they fit the run's budget (the run's `cache::ColumnCache`, which its `RunStats` holds; 0,
+//! `keys`' budget, keeps nothing, as `keys` reads each column once anyway).
 //!
 //! A row group's columns come as batches of `BATCH` rows, cut where a reader of the whole row
 //! group cuts them, whether they were read now or kept from before. A column is kept per
 //! (file, row group, column, Arrow type it was read as), so a string read as a dictionary and
 //! as plain strings are two entries.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch};
-use arrow_schema::{DataType, Schema};
+use arrow_schema::Schema;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
 };
 use parquet::arrow::ProjectionMask;
 
+use crate::cache::ChunkKey;
 use crate::stats::RunStats;
 use crate::table::DataFile;
 
 /// Rows per batch, as the readers of the project read row groups.
 pub const BATCH: usize = 64 * 1024;
-
-/// One column chunk as read: the file (with its rows, so that a file rewritten under the same
-/// name is not mistaken for it), the row group, the column and the type it was read as.
-#[derive(Clone, PartialEq, Eq, Hash)]
-struct Key {
-    path: PathBuf,
-    file_rows: i64,
-    row_group: usize,
-    field: usize,
-    data_type: DataType,
-}
-
-#[derive(Default)]
-struct Kept {
-    columns: hashbrown::HashMap<Key, Arc<Vec<ArrayRef>>>,
-    bytes: usize,
-    /// Every chunk decoded this run, kept or not: a second decode of one is counted.
-    decoded: hashbrown::HashSet<Key>,
-}
-
-/// The cache: decoded column chunks keyed by (file, its rows, row group, column, Arrow type),
-/// kept for the process. A run counts its own reads of it in its `RunStats`.
-static KEPT: OnceLock<Mutex<Kept>> = OnceLock::new();
-/// The cache's size in bytes, set by a run that plans joins (0: nothing is kept).
-static BUDGET: AtomicUsize = AtomicUsize::new(0);
-
-fn kept() -> std::sync::MutexGuard<'static, Kept> {
-    KEPT.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Keep decoded columns up to `bytes` for the rest of the run.
-pub fn set_budget(bytes: usize) {
-    BUDGET.store(bytes, Ordering::Relaxed);
-}
 
 /// Column chunks the run read: decoded from the file, decoded again (a chunk decoded before
 /// and not kept), and served from memory instead of the file.
@@ -76,7 +41,7 @@ pub struct Reads {
 
 /// The reads counted in `stats`, and the bytes kept.
 pub fn reads(stats: &RunStats) -> Reads {
-    let kept_bytes = kept().bytes as u64;
+    let kept_bytes = stats.columns.kept_bytes();
     let r = stats.chunk_reads();
     Reads {
         decoded: r.decoded,
@@ -88,7 +53,7 @@ pub fn reads(stats: &RunStats) -> Reads {
 
 /// The run's reads when it keeps columns (a run that plans joins), else None.
 pub fn kept_reads(stats: &RunStats) -> Option<Reads> {
-    (BUDGET.load(Ordering::Relaxed) > 0).then(|| reads(stats))
+    stats.columns.keeps().then(|| reads(stats))
 }
 
 /// Batches of a row group.
@@ -106,7 +71,8 @@ pub fn row_group(
     let mut fields = fields.to_vec();
     fields.sort_unstable();
     fields.dedup();
-    if BUDGET.load(Ordering::Relaxed) == 0 {
+    let cache = &file.stats.columns;
+    if !cache.keeps() {
         file.stats.decoded(fields.len() as u64, 0);
         let path = file.path.clone();
         let reader = reader(file, meta, g, &fields)?;
@@ -116,17 +82,15 @@ pub fn row_group(
     }
     let schema = meta.schema();
     let file_rows = meta.metadata().file_metadata().num_rows();
-    let key = |f: usize| Key {
+    let key = |f: usize| ChunkKey {
         path: file.path.clone(),
         file_rows,
         row_group: g,
         field: f,
         data_type: schema.field(f).data_type().clone(),
     };
-    let mut got: Vec<Option<Arc<Vec<ArrayRef>>>> = {
-        let k = kept();
-        fields.iter().map(|&f| k.columns.get(&key(f)).cloned()).collect()
-    };
+    let mut got: Vec<Option<Arc<Vec<ArrayRef>>>> =
+        fields.iter().map(|&f| cache.get(&key(f))).collect();
     file.stats.from_memory(got.iter().flatten().count() as u64);
     let missing: Vec<usize> =
         fields.iter().zip(&got).filter(|(_, c)| c.is_none()).map(|(&f, _)| f).collect();
@@ -136,7 +100,9 @@ pub fn row_group(
         for (i, slot) in got.iter_mut().enumerate() {
             if slot.is_none() {
                 let chunks = Arc::new(read.next().unwrap_or_default());
-                keep(&file.stats, key(fields[i]), &chunks);
+                if cache.keep(key(fields[i]), &chunks) {
+                    file.stats.decoded(0, 1);
+                }
                 *slot = Some(chunks);
             }
         }
@@ -186,19 +152,6 @@ fn read_columns(
     Ok(out)
 }
 
-/// Keep one column's arrays if they fit what the budget leaves; count a chunk decoded twice.
-fn keep(stats: &RunStats, key: Key, chunks: &Arc<Vec<ArrayRef>>) {
-    let mut k = kept();
-    if !k.decoded.insert(key.clone()) {
-        stats.decoded(0, 1);
-    }
-    let bytes: usize = chunks.iter().map(|a| a.get_array_memory_size()).sum();
-    if k.bytes + bytes <= BUDGET.load(Ordering::Relaxed) {
-        k.bytes += bytes;
-        k.columns.insert(key, chunks.clone());
-    }
-}
-
 /// The batches of the columns `fields` (in schema order), from each one's arrays.
 fn assemble(
     schema: &Schema,
@@ -246,9 +199,11 @@ mod tests {
         .unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
-        let table = crate::table::Table::open(&[path.to_string_lossy().into_owned()]).unwrap();
+        let stats = RunStats::with_column_budget(64 << 20);
+        let table =
+            crate::table::Table::open_in(&[path.to_string_lossy().into_owned()], None, &stats)
+                .unwrap();
         let file = &table.files[0];
-        set_budget(64 << 20);
         let first: Vec<RecordBatch> =
             row_group(file, &file.meta, 0, &[0]).unwrap().collect::<crate::Result<_>>().unwrap();
         let both: Vec<RecordBatch> =
