@@ -262,6 +262,16 @@ class Setting:
     source: Optional[str] = field(default=None, metadata={"json": "from"})
 
 
+@dataclass
+class Code:
+    """The fix as code (`emit="pyspark"` or `"scala"`): the language, the text to paste in place
+    of the join, and whether it moves anything (False: the join as written)."""
+
+    language: str
+    text: str
+    rewrites: bool = False
+
+
 @_report
 class PlanReport(Report):
     """`skewjoin plan`: the hot keys of a join, how each is moved, the tasks before and after."""
@@ -283,6 +293,7 @@ class PlanReport(Report):
     settings: List[Setting] = field(default_factory=list)
     aqe: Optional[dict] = None
     cost: Optional[dict] = None
+    code: Optional[Code] = None
 
 
 @_report
@@ -330,6 +341,7 @@ class Change:
     warnings: list = field(default_factory=list)
     results_change: bool = False
     in_branches: bool = False
+    code: Optional[Code] = None
 
 
 @_report

@@ -11,7 +11,11 @@ use skewjoin::table::Table;
 use skewjoin::window::{self, Shape};
 use skewjoin::{Error, Result};
 
-use super::flags::{AlsoText, CountingArgs, HtmlOut, PlannerArgs, Quiet, TextOrJson, Threads};
+use skewjoin::plan::code::{self, CodeJoin};
+
+use super::flags::{
+    AlsoText, CountingArgs, EmitArgs, HtmlOut, PlannerArgs, Quiet, TextOrJson, Threads, WithCode,
+};
 
 /// Two tables and a join key: the hot keys, what they are, the fix, the tasks before and after, the
 /// SQL
@@ -54,6 +58,8 @@ pub struct PlanArgs {
     counting: CountingArgs,
     #[command(flatten)]
     format: TextOrJson,
+    #[command(flatten)]
+    emit: EmitArgs,
     #[command(flatten)]
     threads: Threads,
     #[command(flatten)]
@@ -111,10 +117,27 @@ pub fn run(a: PlanArgs) -> Result<String> {
     let mut p = plan::plan(&left, &right, &classifier, &opts)?;
     p.settings = opts.settings.listed();
     a.html.write(&p, plan::html)?;
+    let code = a.emit.language().map(|lang| {
+        let mut j = CodeJoin::new(&p, [left.name.clone(), right.name.clone()], code::today());
+        j.using = using(&a.on);
+        code::emit(&j, lang)
+    });
+    let text = |p: &plan::Plan| plan::text_with(p, code.as_deref());
     let io = || skewjoin::run::table_notes(&stats) + &a.quiet.io_line(&stats);
-    a.also_text.write(|| plan::text(&p) + &io())?;
-    Ok(a.format.render(&p, plan::text, |p| plan::json(p, &stats))
-        + &if a.format.is_text() { io() } else { String::new() })
+    a.also_text.write(|| text(&p) + &io())?;
+    let json = |p: &plan::Plan| {
+        skewjoin::run::json(
+            &WithCode { report: p, code: code.clone().map(|c| a.emit.out(c, p.acts())) },
+            &stats,
+        )
+    };
+    Ok(a.format.render(&p, text, json) + &if a.format.is_text() { io() } else { String::new() })
+}
+
+/// The keys were given as names (`--on k`), as a USING join or `on="k"` names them, rather
+/// than as equalities (`--on a=b`): the code writes them so.
+fn using(on: &[String]) -> bool {
+    on.iter().flat_map(|o| o.split(',')).all(|k| !k.contains('='))
 }
 
 /// `--partition-by`: the window or GROUP BY stage over those columns of the left table.
