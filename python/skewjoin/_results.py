@@ -220,6 +220,7 @@ class Side:
     memory_bytes: Optional[int] = None
     bytes_per_row: Optional[float] = None
     key_types: list = field(default_factory=list)
+    columns: list = field(default_factory=list)
     spark_drops_nulls: bool = False
     preserved: bool = False
     may_broadcast: bool = False

@@ -499,3 +499,7 @@ def _connect_host(spark) -> Optional[str]:
     if not type(spark).__module__.startswith("pyspark.sql.connect"):
         return None
     return spark.client.host
+
+
+# The drop-in join (python/skewjoin/_skew_join.py), here beside advise and verify.
+from ._skew_join import JoinReport, SkewJoin, skew_join, skew_join_plan  # noqa: E402,F401

@@ -22,11 +22,15 @@ use super::flags::{
 #[derive(Args)]
 pub struct PlanArgs {
     /// Left table: Parquet file, folder or glob (with --engine spark, also a catalog name)
-    #[arg(long, value_name = "TABLE", required = true)]
+    #[arg(long, value_name = "TABLE", required_unless_present = "counts")]
     left: Vec<String>,
     /// Right table: Parquet file, folder or glob (with --engine spark, also a catalog name)
-    #[arg(long, value_name = "TABLE", required_unless_present = "partition_by")]
+    #[arg(long, value_name = "TABLE", required_unless_present_any = ["partition_by", "counts"])]
     right: Vec<String>,
+    /// Plan from the counts a Spark session made of two DataFrames (JSON, written by
+    /// skewjoin.spark.skew_join) instead of reading tables; --on names their keys
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["left", "right", "partition_by"])]
+    counts: Option<std::path::PathBuf>,
     /// Join key: `k` (same name on both sides) or `l=r`; repeat for a composite key
     #[arg(long = "on", value_name = "KEY", required_unless_present = "partition_by")]
     on: Vec<String>,
@@ -99,6 +103,12 @@ pub fn run(a: PlanArgs) -> Result<String> {
     let stats = RunStats::new();
     let mut opts = a.planner.options(a.how.into(), &a.counting.spark, &a.quiet, &stats)?;
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
+    if let Some(path) = &a.counts {
+        let m = plan::counted::read(path, opts.partitions)?;
+        let names = [m.left.name.clone(), m.right.name.clone()];
+        let p = plan::decide(&m, &classifier, &opts)?;
+        return report(&a, p, &opts, names, &stats);
+    }
     let session = a.counting.session(a.planner.hot.sample.is_some(), &stats)?;
     opts.engine = CountingArgs::engine(session.as_ref());
     let lt = a.counting.open(session.as_ref(), &a.left, a.as_of, &stats)?;
@@ -114,22 +124,36 @@ pub fn run(a: PlanArgs) -> Result<String> {
     if a.right_name.is_none() && right.name == left.name {
         right.name = format!("{}_2", right.name);
     }
-    let mut p = plan::plan(&left, &right, &classifier, &opts)?;
+    let p = plan::plan(&left, &right, &classifier, &opts)?;
+    report(&a, p, &opts, [left.name.clone(), right.name.clone()], &stats)
+}
+
+/// The plan as text or JSON (and HTML), with the fix as code when asked; `names` are what the
+/// code calls the two inputs.
+fn report(
+    a: &PlanArgs,
+    mut p: plan::Plan,
+    opts: &plan::PlanOptions,
+    names: [String; 2],
+    stats: &RunStats,
+) -> Result<String> {
     p.settings = opts.settings.listed();
     a.html.write(&p, plan::html)?;
+    let names = [
+        a.left_name.clone().unwrap_or(names[0].clone()),
+        a.right_name.clone().unwrap_or(names[1].clone()),
+    ];
     let code = a.emit.language().map(|lang| {
-        let mut j = CodeJoin::new(&p, [left.name.clone(), right.name.clone()], code::today());
+        let mut j = CodeJoin::new(&p, names, code::today());
         j.using = using(&a.on);
         code::emit(&j, lang)
     });
     let text = |p: &plan::Plan| plan::text_with(p, code.as_deref());
-    let io = || skewjoin::run::table_notes(&stats) + &a.quiet.io_line(&stats);
+    let io = || skewjoin::run::table_notes(stats) + &a.quiet.io_line(stats);
     a.also_text.write(|| text(&p) + &io())?;
     let json = |p: &plan::Plan| {
-        skewjoin::run::json(
-            &WithCode { report: p, code: code.clone().map(|c| a.emit.out(c, p.acts())) },
-            &stats,
-        )
+        let code = code.clone().map(|c| a.emit.out(c, p.acts()));
+        skewjoin::run::json(&WithCode { report: p, code }, stats)
     };
     Ok(a.format.render(&p, text, json) + &if a.format.is_text() { io() } else { String::new() })
 }

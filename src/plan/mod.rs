@@ -17,6 +17,7 @@ pub mod aqe;
 mod builder;
 pub mod code;
 pub mod cost;
+pub mod counted;
 mod decide;
 mod decompose;
 mod emit;
