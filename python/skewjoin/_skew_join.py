@@ -94,8 +94,11 @@ def skew_join_plan(left, right, on=None, how: Optional[str] = None, **options: A
     from .spark import explain, find_joins
 
     name = _how(how)
-    plain = left.join(right, on, how) if how is not None else left.join(right, on)
     pairs, using = _using_pairs(on, left, right)
+    try:
+        plain = left.join(right, on, how) if how is not None else left.join(right, on)
+    except Exception as e:  # noqa: BLE001 - Spark's analysis error, as one line
+        raise SkewjoinError(f"skew_join: Spark cannot join them: {_one_line(e)}", 2) from None
     if name is None or on is None:
         return SkewJoin(plain, JoinReport(name or "cross", [], False, "a cross join has no keys to shuffle on"))
     try:
