@@ -342,7 +342,6 @@ class Change:
     warnings: list = field(default_factory=list)
     results_change: bool = False
     in_branches: bool = False
-    code: Optional[Code] = None
 
 
 @_report
@@ -355,6 +354,7 @@ class RewriteReport(Report):
     unchanged_joins: list = field(default_factory=list)
     windows: list = field(default_factory=list)
     settings: List[Setting] = field(default_factory=list)
+    code: Optional[Code] = None
 
     @property
     def changed(self) -> bool:

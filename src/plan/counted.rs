@@ -52,8 +52,8 @@ fn usage(path: &Path, what: String) -> Error {
 pub fn read(path: &Path, partitions: u32) -> Result<Measured> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
-    let c: Counts =
-        serde_json::from_str(&text).map_err(|e| usage(path, format!("not the counts' JSON: {e}")))?;
+    let c: Counts = serde_json::from_str(&text)
+        .map_err(|e| usage(path, format!("not the counts' JSON: {e}")))?;
     if c.partitions != partitions {
         return Err(usage(path, format!("counted for {} shuffle partitions, planned for {partitions}: give the same spark.sql.shuffle.partitions", c.partitions)));
     }
@@ -62,18 +62,18 @@ pub fn read(path: &Path, partitions: u32) -> Result<Measured> {
     if left.key_types.len() != right.key_types.len() || left.keys.is_empty() {
         return Err(usage(path, "the sides have different numbers of keys".into()));
     }
-    let candidates = c
-        .candidates
-        .iter()
-        .map(|k| key(path, k, &left.key_types))
-        .collect::<Result<Vec<_>>>()?;
+    let candidates =
+        c.candidates.iter().map(|k| key(path, k, &left.key_types)).collect::<Result<Vec<_>>>()?;
     Ok(Measured { partitions, candidates, left, right })
 }
 
 /// A candidate's values in the keys' types.
 fn key(path: &Path, k: &[Json], types: &[KeyType]) -> Result<Vec<Value>> {
     if k.len() != types.len() {
-        return Err(usage(path, format!("a candidate has {} values for {} keys", k.len(), types.len())));
+        return Err(usage(
+            path,
+            format!("a candidate has {} values for {} keys", k.len(), types.len()),
+        ));
     }
     k.iter()
         .zip(types)
@@ -86,7 +86,10 @@ fn key(path: &Path, k: &[Json], types: &[KeyType]) -> Result<Vec<Value>> {
 
 fn side(path: &Path, s: SideCounts, partitions: u32, candidates: usize) -> Result<SideMeasure> {
     let n = partitions as usize;
-    if s.partition_rows.len() != n || s.null_partition_rows.len() != n || s.key_rows.len() != candidates {
+    if s.partition_rows.len() != n
+        || s.null_partition_rows.len() != n
+        || s.key_rows.len() != candidates
+    {
         return Err(usage(path, format!("{}: the rows per partition or per candidate do not match the partitions and candidates", s.name)));
     }
     let type_of = |c: &str| s.columns.iter().find(|(n, _)| n.eq_ignore_ascii_case(c)).map(|x| &x.1);
@@ -96,7 +99,8 @@ fn side(path: &Path, s: SideCounts, partitions: u32, candidates: usize) -> Resul
         .map(|k| {
             let t = type_of(k).ok_or_else(|| usage(path, format!("{}: no column {k}", s.name)))?;
             let field = Field::new(k, crate::spark::wire::arrow_type(t), true);
-            crate::table::key_type_of(&field).map_err(|why| usage(path, format!("{}: key {k}: {why}", s.name)))
+            crate::table::key_type_of(&field)
+                .map_err(|why| usage(path, format!("{}: key {k}: {why}", s.name)))
         })
         .collect::<Result<Vec<_>>>()?;
     let null_rows = s.null_partition_rows.iter().sum();

@@ -8,7 +8,9 @@ a string key that needs escaping and a salted key hot on both sides:
   multisets, with its columns, on Spark 3.5 and 4.x, and over Spark Connect (4.x);
 - the largest shuffle task (records, from Spark's REST API) is smaller than the plain join's;
 - the Scala `plan --emit scala` prints gives the same rows through pyspark's own spark-shell
-  (both lines ship it, with the Scala REPL: Scala 2.12 on 3.5, 2.13 on 4.x).
+  (both lines ship it, with the Scala REPL: Scala 2.12 on 3.5, 2.13 on 4.x);
+- `fix --emit pyspark` on a DataFrame job's event log names the Python line of the join and
+  writes the fix for that join, which gives the job's rows.
 One session, tables of a few thousand rows, written once.
 """
 
@@ -20,7 +22,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, binary, run
+from conftest import ROOT, binary, event_logs, run
 from sparkrun import max_records, measured_frame, multiset
 
 sys.path.insert(0, str(ROOT / "python"))
@@ -251,3 +253,29 @@ def test_the_emitted_scala_gives_the_plain_joins_rows_in_spark_shell(files, tmp_
     assert len(results) == len(cases), (p.stdout[-3000:], p.stderr[-3000:])
     for (i, only_fixed, fixed, plain, columns), case in zip(results, cases):
         assert (only_fixed, columns) == ("0", "true") and fixed == plain != "0", (case, only_fixed, fixed, plain)
+
+
+def test_fix_on_a_dataframe_job_names_its_line_and_writes_the_fix_for_that_join(spark, tmp_path_factory):
+    """eventlogs.py's DataFrame job (plays filtered, joined to titles on title_id, collected):
+    the log's call site is the Python line of the join, and the PySpark fix, run over the
+    job's two DataFrames, gives the rows of the job's join."""
+    from pyspark.sql import functions as F
+
+    log = event_logs(tmp_path_factory, ["dataframe_join"])["dataframe_join"]
+    p = run("fix", log, "--min-stage-seconds", "0", "--min-gain", "off", "--emit", "pyspark", "--format", "json", "-q", check=True)
+    f = json.loads(p.stdout)
+    source = (ROOT / "tests" / "py" / "eventlogs.py").read_text().splitlines()
+    line = next(i + 1 for i, text in enumerate(source) if 'plays.join(titles, "title_id")' in text)
+    site = f["call_site"]
+    assert (site["action"], pathlib.Path(site["file"]).name, site["line"]) == ("collect", "eventlogs.py", line), site
+    code = f["code"]["text"]
+    assert f["code"]["rewrites"] and f"in place of the join at {site['file']}:{line}" in code, code
+    plays_name, titles_name = [t["name"] for t in f["query"]["tables"]]
+    tables = {t["name"]: t["table"] for t in f["query"]["tables"]}
+    plays = spark.read.parquet(tables[plays_name]).where((F.col("views") >= 100) & (F.col("kind") == "play"))
+    titles = spark.read.parquet(tables[titles_name])
+    scope = {plays_name: plays, titles_name: titles}
+    exec(compile(code, "<fix --emit pyspark>", "exec"), scope)  # noqa: S102 - the code under test
+    fixed, plain = scope["joined"], plays.join(titles, "title_id")
+    assert fixed.columns == plain.columns
+    assert fixed.count() == plain.count() > 0 and fixed.exceptAll(plain).isEmpty()

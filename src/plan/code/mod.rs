@@ -49,6 +49,43 @@ impl CodeJoin<'_> {
     }
 }
 
+/// What a join's fix as code needs, kept to be written later (by `rewrite` and `fix`, for each
+/// join they rewrite): the plan with the keys as the query names them, the inputs' names, the
+/// way the keys were written; or why the join cannot be written as DataFrame code.
+#[derive(Debug, Clone)]
+pub struct CodeParts {
+    pub plan: Plan,
+    pub names: [String; 2],
+    pub using: bool,
+    /// Why the code is not written (predicates in ON beyond the key equalities).
+    pub unsupported: Option<String>,
+}
+
+impl CodeParts {
+    /// The join as code in `lang`, or a comment saying why there is none; `call_site` where the
+    /// join is in the user's code.
+    pub fn emit(&self, lang: Language, counted_on: &str, call_site: Option<&str>) -> String {
+        if let Some(why) = &self.unsupported {
+            let c = match lang {
+                Language::PySpark => "#",
+                Language::Scala => "//",
+            };
+            return format!(
+                "{c} skewjoin: {} JOIN {}: not written as DataFrame code: {why}\n",
+                self.names[0], self.names[1]
+            );
+        }
+        let j = CodeJoin {
+            plan: &self.plan,
+            names: self.names.clone(),
+            using: self.using,
+            counted_on: counted_on.to_string(),
+            call_site: call_site.map(str::to_string),
+        };
+        emit(&j, lang)
+    }
+}
+
 /// The join as code in `lang`: imports, a function of the two inputs, and the line that calls
 /// it in place of the join.
 pub fn emit(j: &CodeJoin, lang: Language) -> String {
