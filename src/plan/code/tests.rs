@@ -2,6 +2,7 @@
 //! type and strategy, and the PySpark and Scala texts pinned (the Spark suites run them:
 //! tests/py/test_code_spark.py).
 
+use super::branches::branches;
 use super::*;
 use crate::classify::Classifier;
 use crate::plan::{decide, Measured, PlanOptions};
