@@ -190,6 +190,11 @@ pub(super) fn try_join(
 fn code_parts(mut p: Plan, l: &Input, r: &Input, cond: &Condition) -> plan::code::CodeParts {
     p.left.keys = cond.left_keys();
     p.right.keys = cond.right_keys();
+    // A salt hashes the input's own columns (a subquery may give fewer than its table's).
+    for (side, input) in [(&mut p.left, l), (&mut p.right, r)] {
+        let hashable = |c: &String| side.hashable.iter().any(|h| h.eq_ignore_ascii_case(c));
+        side.hashable = input.columns.iter().filter(|c| hashable(c)).cloned().collect();
+    }
     let unsupported = (!cond.extras.is_empty()).then(|| {
         "its ON clause has predicates beyond the key equalities: paste the SQL instead".to_string()
     });

@@ -9,6 +9,7 @@ a string key that needs escaping and a salted key hot on both sides:
 - the largest shuffle task (records, from Spark's REST API) is smaller than the plain join's;
 - the Scala `plan --emit scala` prints gives the same rows through pyspark's own spark-shell
   (both lines ship it, with the Scala REPL: Scala 2.12 on 3.5, 2.13 on 4.x);
+- `rewrite --emit pyspark` writes each rewritten join of a query over its inputs by alias;
 - `fix --emit pyspark` on a DataFrame job's event log names the Python line of the join and
   writes the fix for that join, which gives the job's rows.
 One session, tables of a few thousand rows, written once.
@@ -106,9 +107,7 @@ def emitted(files, keys, how, lang, cores=2):
 
 
 def run_pyspark(code, e, t):
-    scope = {"events": e, "titles": t}
-    exec(compile(code, "<emitted>", "exec"), scope)  # noqa: S102 - the code under test
-    return scope["joined"]
+    return _run_as(code, {"events": e, "titles": t})
 
 
 def strategies(report):
@@ -279,3 +278,26 @@ def test_fix_on_a_dataframe_job_names_its_line_and_writes_the_fix_for_that_join(
     fixed, plain = scope["joined"], plays.join(titles, "title_id")
     assert fixed.columns == plain.columns
     assert fixed.count() == plain.count() > 0 and fixed.exceptAll(plain).isEmpty()
+
+
+def test_rewrite_emits_each_rewritten_join_over_its_inputs(joins, files, tmp_path):
+    """A query's anti join (its right side a subquery that renames the key) as PySpark over the
+    inputs the query names, `e` and `t`: the rows of the join as the DataFrames write it."""
+    from pyspark.sql import functions as F
+
+    sql = "SELECT * FROM events e LEFT ANTI JOIN (SELECT tid AS id, name, w FROM titles) t ON e.k = t.id"
+    (tmp_path / "q.sql").write_text(sql)
+    p = run("rewrite", str(tmp_path / "q.sql"), "--table", f"events={files[0]}", "--table", f"titles={files[1]}",
+            "--emit", "pyspark", "--min-gain", "off", "--spark-version", LINE, "-q",
+            *[x for k, v in CONF.items() for x in ("--conf", f"{k}={v}")], check=True)
+    assert p.stdout.startswith("# skewjoin: in place of events e LEFT ANTI JOIN"), p.stdout[:300]
+    e = joins.read.parquet(files[0])
+    t = joins.read.parquet(files[1]).select(F.col("tid").alias("id"), "name", "w")
+    fixed, plain = _run_as(p.stdout, {"e": e, "t": t}), e.join(t, e["k"] == t["id"], "left_anti")
+    assert fixed.columns == plain.columns and multiset(fixed.collect()) == multiset(plain.collect())
+
+
+def _run_as(code, inputs):
+    scope = dict(inputs)
+    exec(compile(code, "<emitted>", "exec"), scope)  # noqa: S102 - the code under test
+    return scope["joined"]
