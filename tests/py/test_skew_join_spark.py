@@ -195,6 +195,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.both_lines("Spark Connect servers ship with pyspark 4.x: this runs on the 4.x line only")
 def test_skew_join_and_the_emitted_pyspark_over_spark_connect(connect, files, tmp_path):
     cases = [c for c in CASES if c[0] == "k"] + [("k=tid", "full")]
     # The Connect server has the suite's local[2]: 2 cores, as emitted() assumes.
