@@ -1450,3 +1450,45 @@ fn no_import_circles_between_folders() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
 }
+
+/// `plan --counts`: the counts a Spark session made (skewjoin.spark.skew_join's JSON) planned as
+/// a join of tables is, with the fix as code; counts for other partitions, or a key with no
+/// column, are one-line errors.
+#[test]
+fn plan_from_counts_made_on_spark_and_its_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let side = |name: &str, rows: [u64; 4], hot: u64| {
+        json!({"name": name, "keys": ["k"], "columns": [["k", "string"], ["v", "bigint"]],
+               "rows": rows.iter().sum::<u64>(), "size_bytes": 20 * rows.iter().sum::<u64>(),
+               "map_tasks": 2, "partition_rows": rows, "null_partition_rows": [0, 0, 0, 0],
+               "key_rows": [hot]})
+    };
+    let counts = json!({"partitions": 4, "candidates": [["hot"]],
+                        "left": side("events", [900, 30, 40, 30], 880), "right": side("titles", [10, 10, 10, 10], 1)});
+    let path = dir.path().join("counts.json");
+    std::fs::write(&path, counts.to_string()).unwrap();
+    let p = path.to_str().unwrap();
+    let common = ["--on", "k", "--how", "left", "--shuffle-partitions", "4", "--min-gain", "off"];
+    let out = json(&[&["plan", "--counts", p, "--emit", "pyspark"], &common[..]].concat());
+    assert_eq!(out["hot_keys"][0]["value"], "hot", "{out}");
+    assert_eq!(out["left"]["table"], "the DataFrame events");
+    let code = out["code"]["text"].as_str().unwrap();
+    assert!(out["code"]["rewrites"].as_bool().unwrap(), "{out}");
+    assert!(
+        code.contains("def events_join_titles(events: DataFrame, titles: DataFrame)"),
+        "{code}"
+    );
+    assert!(code.contains("joined = events_join_titles(events, titles)"), "{code}");
+    let err = error(&["plan", "--counts", p, "--on", "k", "--shuffle-partitions", "8"]);
+    assert!(err.contains("counted for 4 shuffle partitions, planned for 8"), "{err}");
+    std::fs::write(
+        &path,
+        counts
+            .to_string()
+            .replace("[\"k\", \"string\"]", "[\"x\", \"string\"]")
+            .replace("[\"k\",\"string\"]", "[\"x\",\"string\"]"),
+    )
+    .unwrap();
+    let err = error(&[&["plan", "--counts", p], &common[..]].concat());
+    assert!(err.contains("events: no column k"), "{err}");
+}

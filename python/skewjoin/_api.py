@@ -25,12 +25,14 @@ def keys(table: Union[PathLike, Sequence[PathLike]], columns: Union[str, Sequenc
     return r.build(r.KeysReport, (out := run("keys", args)).data)._attach(out)
 
 
-def plan(left: PathLike, right: Optional[PathLike] = None, on: Any = None, *, how: str = "inner", **options: Any) -> Union[r.PlanReport, r.WindowPlanReport]:
+def plan(left: Optional[PathLike] = None, right: Optional[PathLike] = None, on: Any = None, *, how: str = "inner", **options: Any) -> Union[r.PlanReport, r.WindowPlanReport]:
     """`skewjoin plan --left L --right R --on K`: the join's hot keys, how each is moved, and
     its tasks before and after.
 
     `on` is a column, `"l=r"`, a `(l, r)` pair or a list of those (a composite key). With
-    `partition_by=[...]` (and no `right`), the window or GROUP BY stage over `left`.
+    `partition_by=[...]` (and no `right`), the window or GROUP BY stage over `left`. With
+    `counts=FILE` (and no tables), the join a Spark session counted (`skewjoin.spark`).
+    `emit="pyspark"` or `"scala"` adds the fix as code (`.code`).
     """
     on_flags = [f"{k[0]}={k[1]}" if isinstance(k, tuple) else k for k in ([on] if isinstance(on, (str, tuple)) else as_list(on))]
     window = bool(options.get("partition_by"))

@@ -220,6 +220,7 @@ class Side:
     memory_bytes: Optional[int] = None
     bytes_per_row: Optional[float] = None
     key_types: list = field(default_factory=list)
+    columns: list = field(default_factory=list)
     spark_drops_nulls: bool = False
     preserved: bool = False
     may_broadcast: bool = False
@@ -262,6 +263,16 @@ class Setting:
     source: Optional[str] = field(default=None, metadata={"json": "from"})
 
 
+@dataclass
+class Code:
+    """The fix as code (`emit="pyspark"` or `"scala"`): the language, the text to paste in place
+    of the join, and whether it moves anything (False: the join as written)."""
+
+    language: str
+    text: str
+    rewrites: bool = False
+
+
 @_report
 class PlanReport(Report):
     """`skewjoin plan`: the hot keys of a join, how each is moved, the tasks before and after."""
@@ -283,6 +294,7 @@ class PlanReport(Report):
     settings: List[Setting] = field(default_factory=list)
     aqe: Optional[dict] = None
     cost: Optional[dict] = None
+    code: Optional[Code] = None
 
 
 @_report
@@ -342,6 +354,7 @@ class RewriteReport(Report):
     unchanged_joins: list = field(default_factory=list)
     windows: list = field(default_factory=list)
     settings: List[Setting] = field(default_factory=list)
+    code: Optional[Code] = None
 
     @property
     def changed(self) -> bool:

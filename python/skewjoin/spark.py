@@ -4,6 +4,10 @@
     advice = sj.advise(events.join(titles, "title_id", "left"))   # a DataFrame, or SQL text
     print(advice)                        # each join's hot keys, fix, tasks before and after
     check = sj.verify(sql, advice.rewrite.sql)                    # both on this session
+    joined = sj.skew_join(events, titles, "title_id", "left")     # the join, hot keys moved
+
+`skew_join` (python/skewjoin/_skew_join.py) is `DataFrame.join` with the fix built in: the same
+rows, the hot keys out of the shuffle, and `skew_join_plan` gives the plan and the code it ran.
 
 `advise` reads the query's physical plan from Spark's formatted EXPLAIN (the one text that
 classic sessions and Spark Connect both give), finds each equi-join whose two sides are scans
@@ -521,3 +525,7 @@ def _connect_host(spark) -> Optional[str]:
     if not type(spark).__module__.startswith("pyspark.sql.connect"):
         return None
     return spark.client.host
+
+
+# The drop-in join (python/skewjoin/_skew_join.py), here beside advise and verify.
+from ._skew_join import JoinReport, SkewJoin, skew_join, skew_join_plan  # noqa: E402,F401

@@ -19,8 +19,8 @@ use skewjoin::{rewrite, Error, Result};
 
 use super::diagnose::{from_server, log_at, LogAt};
 use super::flags::{
-    open_tables, AlsoText, CountingArgs, HtmlOut, JobLog, MinStage, PlannerArgs, Quiet, Runs,
-    SparkArgs, TextOrJson,
+    open_tables, AlsoText, CountingArgs, EmitArgs, HtmlOut, JobLog, MinStage, PlannerArgs, Quiet,
+    Runs, SparkArgs, TextOrJson, WithCode,
 };
 use super::verify::{verify_polars, verify_spark, BothQueries, Engine, Measuring};
 
@@ -69,6 +69,8 @@ pub struct FixArgs {
     #[command(flatten)]
     format: TextOrJson,
     #[command(flatten)]
+    emit: EmitArgs,
+    #[command(flatten)]
     quiet: Quiet,
     #[command(flatten)]
     html: HtmlOut,
@@ -96,10 +98,16 @@ pub fn run(a: FixArgs) -> Result<(String, bool)> {
         stage: None,
         tables: Vec::new(),
         verification: None,
+        call_site: None,
+        call_site_note: None,
     };
     let Some((stage_id, join)) = fix::hot_join(&rep.diagnosis).map(|(s, j)| (s, j.clone())) else {
         return finish(&a, rep, &stats);
     };
+    match fix::call_site(&log.app, stage_id) {
+        Ok(site) => rep.call_site = Some(site),
+        Err(why) => rep.call_site_note = Some(why),
+    }
     let query = match fix::from_sql_text(&log.app, stage_id).map_or_else(|| fix::rebuild(&join), Ok)
     {
         Ok(q) => q,
@@ -125,12 +133,15 @@ pub fn run(a: FixArgs) -> Result<(String, bool)> {
     if a.verify {
         rep.verification = Some(run_both(&a, &query, &r, &named, &tables, &opts)?);
     }
-    if let Some(out) = &a.output {
-        std::fs::write(out, rewrite::sql_with_comments(&r))
-            .map_err(|e| Error::Io { path: out.clone(), source: e })?;
-    }
     rep.query = Some(query);
     rep.rewrite = Some(r);
+    if let (Some(out), Some(r)) = (&a.output, &rep.rewrite) {
+        let fixed = match a.emit.language() {
+            Some(lang) => stage_code(&rep, lang).unwrap_or_default(),
+            None => rewrite::sql_with_comments(r),
+        };
+        std::fs::write(out, fixed).map_err(|e| Error::Io { path: out.clone(), source: e })?;
+    }
     finish(&a, rep, &stats)
 }
 
@@ -208,15 +219,55 @@ const TOLERANCE: f64 = 1e-9;
 
 fn finish(a: &FixArgs, rep: FixReport, stats: &RunStats) -> Result<(String, bool)> {
     let same = rep.verification.as_ref().is_none_or(|v| v.identical);
-    let text = |r: &FixReport| fix_text(r, a.output.as_ref());
+    let code = a.emit.language().and_then(|lang| stage_code(&rep, lang));
+    let text = |r: &FixReport| fix_text(r, a.output.as_ref(), code.as_deref());
     a.also_text.write(|| text(&rep))?;
     a.html.write(&rep, fix::html)?;
-    let out = if a.format.is_text() { text(&rep) } else { skewjoin::run::json(&rep, stats) };
+    let out = if a.format.is_text() {
+        text(&rep)
+    } else {
+        let rewrites = rep.stage.as_ref().is_some_and(|s| s.rewritten);
+        let code = code.clone().map(|c| a.emit.out(c, rewrites));
+        skewjoin::run::json(&WithCode { report: &rep, code }, stats)
+    };
     Ok((out, same))
 }
 
-/// The text report: the diagnosis, then the fix and the verification.
-fn fix_text(r: &FixReport, written_to: Option<&PathBuf>) -> String {
+/// The slow stage's join as DataFrame code, for the place the log's call site names.
+fn stage_code(r: &FixReport, lang: skewjoin::plan::code::Language) -> Option<String> {
+    let (rw, st) = (r.rewrite.as_ref()?, r.stage.as_ref()?);
+    let change = fix::stage_change(&r.diagnosis, st.stage_id, rw)?;
+    let site = r.call_site.as_ref().map(|s| s.place());
+    let mut parts = (**change.code.as_ref()?).clone();
+    let q = r.query.as_ref()?;
+    if q.source == "rebuilt_from_plan" && q.tables.len() == 2 {
+        // The job's DataFrames, called after their tables (the rebuilt SQL's aliases are `l`
+        // and `r`); a DataFrame job names its keys in `on` when both sides' are alike.
+        parts.names = [q.tables[0].name.clone(), q.tables[1].name.clone()];
+        parts.using = parts.plan.left.keys.iter().zip(&parts.plan.right.keys).all(|(a, b)| a == b);
+    }
+    let day = skewjoin::plan::code::today();
+    let inputs = format!(
+        "{} the inputs are the DataFrames the job joins, as it joins them (its filters applied)\n",
+        if lang == skewjoin::plan::code::Language::PySpark { "#" } else { "//" }
+    );
+    Some(inputs + &parts.emit(lang, &day, site.as_deref()))
+}
+
+/// Where the stage's job is in the user's code, as the text says it.
+fn call_site_text(r: &FixReport, stage_id: i64) -> String {
+    match (&r.call_site, &r.call_site_note) {
+        (Some(site), _) => format!(
+            "where: stage {stage_id} ran for `{site}` in the job's code: the join is in the DataFrame that call runs\n"
+        ),
+        (None, Some(why)) => format!("where: not recorded: {why}\n"),
+        (None, None) => String::new(),
+    }
+}
+
+/// The text report: the diagnosis, then the fix and the verification; the rewritten join as
+/// `code` (`--emit pyspark|scala`) in place of the SQL.
+fn fix_text(r: &FixReport, written_to: Option<&PathBuf>, code: Option<&str>) -> String {
     let mut o = report::text(&r.diagnosis);
     o.push_str("\n== fix\n");
     if let Some(why) = &r.no_query {
@@ -233,10 +284,12 @@ fn fix_text(r: &FixReport, written_to: Option<&PathBuf>) -> String {
     }
     o.extend(r.tables.iter().map(table_text));
     o.extend(q.notes.iter().map(|n| format!("  note: {n}\n")));
+    o.push_str(&call_site_text(r, st.stage_id));
     o.push_str(&stage_text(st));
-    match written_to {
-        Some(p) => o.push_str(&format!("rewritten query written to {}\n", p.display())),
-        None => o.push_str(&rewrite::sql_with_comments(rw)),
+    match (written_to, code) {
+        (Some(p), _) => o.push_str(&format!("rewritten query written to {}\n", p.display())),
+        (None, Some(code)) => o.push_str(code),
+        (None, None) => o.push_str(&rewrite::sql_with_comments(rw)),
     }
     o.push_str("\n== verify\n");
     match &r.verification {

@@ -708,3 +708,59 @@ impl MinStage {
         Ok((self.min_stage_seconds * 1000.0).round() as i64)
     }
 }
+
+/// `--emit sql|pyspark|scala`: the language of the fix (`plan`, `rewrite`, `fix`).
+#[derive(Args)]
+pub struct EmitArgs {
+    /// The fix as `sql` (the rewritten query), or as `pyspark` or `scala`: the rewritten join as
+    /// DataFrame code over the two inputs by name, to paste in place of the join
+    #[arg(long, value_enum, default_value_t = Emit::Sql, value_name = "LANGUAGE")]
+    emit: Emit,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Emit {
+    Sql,
+    Pyspark,
+    Scala,
+}
+
+/// The fix as code, in the JSON beside the report.
+#[derive(serde::Serialize)]
+pub struct CodeOut {
+    pub language: &'static str,
+    pub text: String,
+    /// The code moves something (false: it is the join as written).
+    pub rewrites: bool,
+}
+
+/// A report with the fix as code beside it (none with `--emit sql`).
+#[derive(serde::Serialize)]
+pub struct WithCode<'a, T: serde::Serialize> {
+    #[serde(flatten)]
+    pub report: &'a T,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<CodeOut>,
+}
+
+impl EmitArgs {
+    /// The code's language; None for SQL.
+    pub fn language(&self) -> Option<skewjoin::plan::code::Language> {
+        use skewjoin::plan::code::Language;
+        match self.emit {
+            Emit::Sql => None,
+            Emit::Pyspark => Some(Language::PySpark),
+            Emit::Scala => Some(Language::Scala),
+        }
+    }
+
+    /// `code` as the JSON carries it.
+    pub fn out(&self, text: String, rewrites: bool) -> CodeOut {
+        let language = match self.emit {
+            Emit::Sql => "sql",
+            Emit::Pyspark => "pyspark",
+            Emit::Scala => "scala",
+        };
+        CodeOut { language, text, rewrites }
+    }
+}

@@ -10,18 +10,26 @@ use skewjoin::table::Table;
 use skewjoin::window::{self, Shape};
 use skewjoin::{Error, Result};
 
-use super::flags::{AlsoText, CountingArgs, HtmlOut, PlannerArgs, Quiet, TextOrJson, Threads};
+use skewjoin::plan::code::{self, CodeJoin};
+
+use super::flags::{
+    AlsoText, CountingArgs, EmitArgs, HtmlOut, PlannerArgs, Quiet, TextOrJson, Threads, WithCode,
+};
 
 /// Two tables and a join key: the hot keys, what they are, the fix, the tasks before and after, the
 /// SQL
 #[derive(Args)]
 pub struct PlanArgs {
     /// Left table: Parquet file, folder or glob (with --engine spark, also a catalog name)
-    #[arg(long, value_name = "TABLE", required = true)]
+    #[arg(long, value_name = "TABLE", required_unless_present = "counts")]
     left: Vec<String>,
     /// Right table: Parquet file, folder or glob (with --engine spark, also a catalog name)
-    #[arg(long, value_name = "TABLE", required_unless_present = "partition_by")]
+    #[arg(long, value_name = "TABLE", required_unless_present_any = ["partition_by", "counts"])]
     right: Vec<String>,
+    /// Plan from the counts a Spark session made of two DataFrames (JSON, written by
+    /// skewjoin.spark.skew_join) instead of reading tables; --on names their keys
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["left", "right", "partition_by"])]
+    counts: Option<std::path::PathBuf>,
     /// Join key: `k` (same name on both sides) or `l=r`; repeat for a composite key
     #[arg(long = "on", value_name = "KEY", required_unless_present = "partition_by")]
     on: Vec<String>,
@@ -53,6 +61,8 @@ pub struct PlanArgs {
     counting: CountingArgs,
     #[command(flatten)]
     format: TextOrJson,
+    #[command(flatten)]
+    emit: EmitArgs,
     #[command(flatten)]
     threads: Threads,
     #[command(flatten)]
@@ -92,6 +102,12 @@ pub fn run(a: PlanArgs) -> Result<String> {
     let stats = a.planner.run_stats();
     let mut opts = a.planner.options(a.how.into(), &a.counting.spark, &a.quiet, &stats)?;
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
+    if let Some(path) = &a.counts {
+        let m = plan::counted::read(path, opts.partitions)?;
+        let names = [m.left.name.clone(), m.right.name.clone()];
+        let p = plan::decide(&m, &classifier, &opts)?;
+        return report(&a, p, &opts, names, &stats);
+    }
     let session = a.counting.session(a.planner.hot.sample.is_some(), &stats)?;
     opts.engine = CountingArgs::engine(session.as_ref());
     let lt = a.counting.open(session.as_ref(), &a.left, a.as_of, &stats)?;
@@ -107,13 +123,44 @@ pub fn run(a: PlanArgs) -> Result<String> {
     if a.right_name.is_none() && right.name == left.name {
         right.name = format!("{}_2", right.name);
     }
-    let mut p = plan::plan(&left, &right, &classifier, &opts)?;
+    let p = plan::plan(&left, &right, &classifier, &opts)?;
+    report(&a, p, &opts, [left.name.clone(), right.name.clone()], &stats)
+}
+
+/// The plan as text or JSON (and HTML), with the fix as code when asked; `names` are what the
+/// code calls the two inputs.
+fn report(
+    a: &PlanArgs,
+    mut p: plan::Plan,
+    opts: &plan::PlanOptions,
+    names: [String; 2],
+    stats: &skewjoin::stats::RunStats,
+) -> Result<String> {
     p.settings = opts.settings.listed();
     a.html.write(&p, plan::html)?;
-    let io = || skewjoin::run::table_notes(&stats) + &a.quiet.io_line(&stats);
-    a.also_text.write(|| plan::text(&p) + &io())?;
-    Ok(a.format.render(&p, plan::text, |p| plan::json(p, &stats))
-        + &if a.format.is_text() { io() } else { String::new() })
+    let names = [
+        a.left_name.clone().unwrap_or(names[0].clone()),
+        a.right_name.clone().unwrap_or(names[1].clone()),
+    ];
+    let code = a.emit.language().map(|lang| {
+        let mut j = CodeJoin::new(&p, names, code::today());
+        j.using = using(&a.on);
+        code::emit(&j, lang)
+    });
+    let text = |p: &plan::Plan| plan::text_with(p, code.as_deref());
+    let io = || skewjoin::run::table_notes(stats) + &a.quiet.io_line(stats);
+    a.also_text.write(|| text(&p) + &io())?;
+    let json = |p: &plan::Plan| {
+        let code = code.clone().map(|c| a.emit.out(c, p.acts()));
+        skewjoin::run::json(&WithCode { report: p, code }, stats)
+    };
+    Ok(a.format.render(&p, text, json) + &if a.format.is_text() { io() } else { String::new() })
+}
+
+/// The keys were given as names (`--on k`), as a USING join or `on="k"` names them, rather
+/// than as equalities (`--on a=b`): the code writes them so.
+fn using(on: &[String]) -> bool {
+    on.iter().flat_map(|o| o.split(',')).all(|k| !k.contains('='))
 }
 
 /// `--partition-by`: the window or GROUP BY stage over those columns of the left table.

@@ -9,7 +9,10 @@ use skewjoin::plan::JoinType;
 use skewjoin::rewrite;
 use skewjoin::{Error, Result};
 
-use super::flags::{query_tables, AlsoText, CountingArgs, PlannerArgs, QueryArgs, Quiet, Threads};
+use super::flags::{
+    query_tables, AlsoText, CountingArgs, EmitArgs, PlannerArgs, QueryArgs, Quiet, Threads,
+    WithCode,
+};
 
 /// A Spark SQL query in, the same query with its skewed joins rewritten out
 #[derive(Args)]
@@ -26,6 +29,8 @@ pub struct RewriteArgs {
     /// Write the output to FILE instead of stdout
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
+    #[command(flatten)]
+    emit: EmitArgs,
     #[command(flatten)]
     threads: Threads,
     #[command(flatten)]
@@ -59,10 +64,15 @@ pub fn run(a: RewriteArgs) -> Result<String> {
         rewrite::sql_with_comments(&r)
             + &sql_comments(&(skewjoin::run::table_notes(&stats) + &a.quiet.io_line(&stats)))
     };
+    let code = a.emit.language().map(|lang| code_text(&r, lang));
     a.also_text.write(text)?;
-    let out = match a.format {
-        RewriteFormat::Json => skewjoin::run::json(&r, &stats),
-        RewriteFormat::Sql => text(),
+    let out = match (a.format, &code) {
+        (RewriteFormat::Json, _) => {
+            let code = code.clone().map(|c| a.emit.out(c, !r.changes.is_empty()));
+            skewjoin::run::json(&WithCode { report: &r, code }, &stats)
+        }
+        (RewriteFormat::Sql, Some(code)) => code.clone(),
+        (RewriteFormat::Sql, None) => text(),
     };
     match a.output {
         Some(path) => {
@@ -71,4 +81,26 @@ pub fn run(a: RewriteArgs) -> Result<String> {
         }
         None => Ok(out),
     }
+}
+
+/// Each rewritten join as DataFrame code over its two inputs, in the order of the query; the
+/// rest of the query stays the user's.
+pub fn code_text(r: &rewrite::Rewritten, lang: skewjoin::plan::code::Language) -> String {
+    use skewjoin::plan::code::{today, Language};
+    let c = if lang == Language::PySpark { "#" } else { "//" };
+    if r.changes.is_empty() {
+        return format!(
+            "{c} skewjoin: no join of the query is rewritten: keep the code as it is\n"
+        );
+    }
+    let day = today();
+    r.changes
+        .iter()
+        .filter_map(|ch| {
+            let at = ch.at.map(|at| format!(" ({at} of the query)")).unwrap_or_default();
+            let code = ch.code.as_ref()?.emit(lang, &day, None);
+            Some(format!("{c} skewjoin: in place of {}{at}\n{code}", ch.join))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }

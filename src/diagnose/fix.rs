@@ -418,6 +418,35 @@ pub struct FixReport {
     /// Each table as the job read it and as it is now.
     pub tables: Vec<TableCheck>,
     pub verification: Option<Verification>,
+    /// Where the slow stage's job is in the user's code, as the log records it.
+    pub call_site: Option<super::call_site::CallSite>,
+    /// Why the log gives no call site for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_site_note: Option<String>,
+}
+
+/// The slow stage's call site (of its last attempt), or why the log has none.
+pub fn call_site(app: &App, stage_id: i64) -> Result<super::call_site::CallSite, String> {
+    let stage =
+        app.stages.iter().filter(|((id, _), _)| *id == stage_id).map(|(_, s)| s).next_back();
+    match stage {
+        Some(s) => super::call_site::of_stage(s),
+        None => Err(format!("the log has no stage {stage_id}")),
+    }
+}
+
+/// The rewrite's change of the stage's join (as `StageCheck` finds it), if it was rewritten.
+pub fn stage_change<'a>(
+    d: &Diagnosis,
+    stage_id: i64,
+    r: &'a Rewritten,
+) -> Option<&'a crate::rewrite::Change> {
+    let join =
+        d.findings.iter().find(|f| f.stage_id == Some(stage_id)).and_then(|f| f.join.as_ref());
+    r.changes
+        .iter()
+        .find(|c| join.is_some_and(|j| names_keys(&c.keys.join(" "), j)))
+        .or(r.changes.first())
 }
 
 /// `fix --html`: the diagnosis's page, then the query, the stage predicted against the log's

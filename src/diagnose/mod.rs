@@ -10,6 +10,7 @@
 //! flagged only when the stage is material
 //! (`Options::min_stage_ms` and `MIN_STAGE_SHARE`); below that it is listed as checked.
 
+pub mod call_site;
 mod checks;
 pub mod eventlog;
 mod events;

@@ -42,7 +42,10 @@ pub struct Task {
 pub struct Stage {
     pub id: i64,
     pub attempt: i64,
+    /// Spark's short call site: `collect at job.py:42`, `count at Job.scala:17`.
     pub name: String,
+    /// Its long call site: the stack of the call that submitted it (JVM frames).
+    pub details: String,
     pub num_tasks: i64,
     pub submitted: Option<i64>,
     pub completed: Option<i64>,
@@ -176,6 +179,9 @@ fn stage_entry<'a>(app: &'a mut App, info: &Value) -> &'a mut Stage {
     st.attempt = attempt;
     if let Some(n) = info.get("Stage Name").and_then(|x| x.as_str()) {
         st.name = n.to_string();
+    }
+    if let Some(d) = info.get("Details").and_then(|x| x.as_str()) {
+        st.details = d.to_string();
     }
     if let Some(n) = oi(info, "Number of Tasks") {
         st.num_tasks = n;

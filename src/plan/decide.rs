@@ -331,6 +331,8 @@ fn side_report(s: &SideMeasure, side: Side, how: JoinType) -> SideReport {
         memory_bytes: s.size.memory_bytes,
         bytes_per_row: s.bytes_per_row(),
         columns: s.columns.clone(),
+        key_kinds: s.key_types.clone(),
+        hashable: s.hashable.clone(),
         spark_drops_nulls: how.spark_drops_nulls(side),
         preserved: how.preserves(side),
         may_broadcast: how.may_broadcast(side),

@@ -5,7 +5,8 @@
 //! a plain `Measured` value (key counts, rows per shuffle partition, sizes), and `decide` is a
 //! pure function from that value and the options to the `Plan`, its SQL included. Each strategy
 //! lives in one file under `strategy/` (when it applies, the tasks it leaves, its SQL branches,
-//! its words); `strategy::choose` holds the order they are tried in.
+//! its words); `strategy::choose` holds the order they are tried in. `emit` writes the plan as
+//! SQL, `code` as PySpark or Scala.
 //!
 //! The algebra is `../shared/design/rewrite-algebra.md`: for a set V of non-NULL key values a
 //! join splits exactly into the join of the rest, the join of the V rows, and the NULL-keyed
@@ -14,7 +15,9 @@
 mod advice;
 pub mod aqe;
 mod builder;
+pub mod code;
 pub mod cost;
+pub mod counted;
 mod decide;
 mod decompose;
 mod emit;
@@ -37,7 +40,7 @@ pub use model::{
     display_key, AqeEffect, HotKey, HotSide, JoinType, KeepReason, Plan, PlanOptions, Side,
     SideInput, SideReport, Strategy,
 };
-pub use report::{html, json, text};
+pub use report::{html, json, text, text_with};
 pub use strategy::broadcast_side::COMMENT as BROADCAST_SIDE_COMMENT;
 pub use tasks::TaskStats;
 

@@ -291,6 +291,12 @@ pub struct SideReport {
     pub memory_bytes: u64,
     pub bytes_per_row: f64,
     pub columns: Vec<String>,
+    /// The key columns' types, for their literals in the fix as code (`code`).
+    #[serde(skip)]
+    pub key_kinds: Vec<KeyType>,
+    /// The columns Spark's `hash()` accepts, which a salt in the fix as code hashes.
+    #[serde(skip)]
+    pub hashable: Vec<String>,
     /// Spark drops this side's NULL keys before the shuffle for this join type.
     pub spark_drops_nulls: bool,
     pub preserved: bool,

@@ -13,6 +13,11 @@ pub fn json(plan: &Plan, stats: &crate::stats::RunStats) -> String {
 }
 
 pub fn text(plan: &Plan) -> String {
+    text_with(plan, None)
+}
+
+/// The text report, ending with the fix as `code` (`--emit pyspark|scala`) in place of the SQL.
+pub fn text_with(plan: &Plan, code: Option<&str>) -> String {
     let mut o = String::new();
     header(&mut o, plan);
     before(&mut o, plan);
@@ -34,8 +39,13 @@ pub fn text(plan: &Plan) -> String {
         );
     }
     let _ = writeln!(o);
-    let _ = writeln!(o, "-- SQL (Spark 3.5 and 4.x)");
-    let _ = writeln!(o, "{};", plan.sql);
+    match code {
+        Some(code) => o.push_str(code),
+        None => {
+            let _ = writeln!(o, "-- SQL (Spark 3.5 and 4.x)");
+            let _ = writeln!(o, "{};", plan.sql);
+        }
+    }
     o
 }
 

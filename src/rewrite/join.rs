@@ -181,6 +181,7 @@ pub(super) fn try_join(
         decision: p.decision.clone(),
         aqe: p.aqe.clone(),
         cost: p.cost,
+        code: Some(Box::new(code_parts(p, l, r, &cond))),
     });
     Ok(Outcome::Rewritten(Box::new(Joined {
         alias,
@@ -192,6 +193,27 @@ pub(super) fn try_join(
         branches,
         readings,
     })))
+}
+
+/// What the join's fix as DataFrame code needs: the plan with the keys as the inputs name them
+/// (a subquery may rename its table's), over inputs named as the query names them.
+fn code_parts(mut p: Plan, l: &Input, r: &Input, cond: &Condition) -> plan::code::CodeParts {
+    p.left.keys = cond.left_keys();
+    p.right.keys = cond.right_keys();
+    // A salt hashes the input's own columns (a subquery may give fewer than its table's).
+    for (side, input) in [(&mut p.left, l), (&mut p.right, r)] {
+        let hashable = |c: &String| side.hashable.iter().any(|h| h.eq_ignore_ascii_case(c));
+        side.hashable = input.columns.iter().filter(|c| hashable(c)).cloned().collect();
+    }
+    let unsupported = (!cond.extras.is_empty()).then(|| {
+        "its ON clause has predicates beyond the key equalities: paste the SQL instead".to_string()
+    });
+    plan::code::CodeParts {
+        plan: p,
+        names: [l.display(), r.display()],
+        using: cond.using,
+        unsupported,
+    }
 }
 
 /// A join's plan over the rows that reach it, the filters its counts applied, and why a

@@ -109,6 +109,9 @@ pub struct Change {
     /// The predicted times as written and rewritten.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<plan::cost::JoinCost>,
+    /// What its fix as DataFrame code needs (`--emit pyspark|scala`).
+    #[serde(skip)]
+    pub code: Option<Box<plan::code::CodeParts>>,
 }
 
 #[derive(Debug, Serialize)]

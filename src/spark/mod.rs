@@ -13,7 +13,7 @@
 
 mod count;
 mod table;
-mod wire;
+pub(crate) mod wire;
 
 pub use count::SparkEngine;
 pub use table::{open, open_name};

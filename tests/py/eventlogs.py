@@ -41,7 +41,8 @@ Scenarios and what each is meant to show:
   shows BatchEvalPython.
 - dataframe_join: an inner join written with the DataFrame API (no SQL text in the log) of
   `play_events` (title_id 30% the placeholder 'unknown', which no title has) filtered on a
-  number and a string (views >= 100, kind = 'play') to `titles`: the filters are in the plan.
+  number and a string (views >= 100, kind = 'play') to `titles`: the filters are in the plan;
+  collected, so the stages' call site is the Python line of the join.
 - chain_join: three joins (users, titles, countries) with filters, the SQL text set as the job
   description over catalog tables; the titles join (40% NULL title_id) is the hot stage.
 - rdd_only: an RDD job (no SQL, no DataFrame): partitionBy over pairs whose key is 60% one
@@ -263,7 +264,9 @@ def aqe_null_join(out, name, data):
 
 
 def dataframe_join(out, name, data):
-    """The DataFrame API: no SQL text in the log, the filters only in its plan."""
+    """The DataFrame API: no SQL text in the log, the filters only in its plan. The action is
+    `collect`, which records its Python line as the stages' call site (`collect at
+    eventlogs.py:N`, the line of the join); a `count` would record py4j's frame."""
     from pyspark.sql import functions as F
     ep = write_play_events(data, 300_000, 3000, seed=3)
     _, tp = write_join_tables(data, 300_000, 3000, 0.4, seed=1)
@@ -271,7 +274,7 @@ def dataframe_join(out, name, data):
     try:
         plays = spark.read.parquet(ep).where((F.col("views") >= 100) & (F.col("kind") == "play"))
         titles = spark.read.parquet(tp)
-        log(name, plays.join(titles, "title_id").groupBy("name").count().count())
+        log(name, len(plays.join(titles, "title_id").groupBy("name").count().collect()))
     finally:
         spark.stop()
 

@@ -37,15 +37,20 @@ def measured(spark, sql, collect=True):
     stage the query ran, with `records` and `bytes` read from shuffles. With collect=False the
     rows go to Spark's `noop` sink (the same stages, none of the rows sent to Python) and rows
     is None: for results of millions of rows, compared with `same_rows_in_spark`."""
+    return measured_frame(spark, spark.sql(sql), collect)
+
+
+def measured_frame(spark, df, collect=True):
+    """`measured` of a DataFrame (of this classic session)."""
     sc = spark.sparkContext
     group = f"skewjoin-test-{next(_ids)}"
     sc.setJobGroup(group, group)
     try:
         if collect:
-            rows = spark.sql(sql).collect()
+            rows = df.collect()
         else:
             rows = None
-            spark.sql(sql).write.format("noop").mode("overwrite").save()
+            df.write.format("noop").mode("overwrite").save()
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
     jobs = sc.statusTracker().getJobIdsForGroup(group)

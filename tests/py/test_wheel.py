@@ -6,7 +6,8 @@ python/ on the path, no SKEWJOIN_BIN), then:
 - every API function returns the CLI's JSON on the samples, with typed fields that read it;
 - the bad-input paths raise SkewjoinError with the CLI's one-line message and exit code;
 - the example notebook runs end to end in a real Jupyter kernel (nbclient), each cell's output
-  checked, the HTML render of plan and verify included.
+  checked, the HTML render of plan and verify included, and its `skew_join` section on a local
+  Spark (the test run's pyspark, made visible to the venv as a user's installed pyspark is).
 """
 
 import json
@@ -48,6 +49,16 @@ def venv(wheel, tmp_path_factory):
     p = subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel), *EXTRAS],
                        capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-2000:]
+    # The notebook's skew_join section needs pyspark: this run's own (and py4j), not installed
+    # again from the network, seen by the venv through a .pth file of their folder.
+    import py4j
+    import pyspark
+    shared = home / "pyspark-packages"
+    shared.mkdir()
+    for pkg in (pyspark, py4j):
+        (shared / pkg.__name__).symlink_to(pathlib.Path(pkg.__file__).parent)
+    site = next((env_dir / "lib").glob("python3*/site-packages"))
+    (site / "pyspark-of-the-test-run.pth").write_text(f"{shared}\n")
     shutil.copytree(ROOT / "samples", home / "samples")
     shutil.copytree(ROOT / "examples", home / "examples")
     return env_dir, home
@@ -223,7 +234,7 @@ def test_the_example_notebook_runs_in_a_jupyter_kernel(venv):
             out.append({"stream": text, "html": data.get("text/html", ""), "errors": [o.get("ename") for o in c.outputs if o.output_type == "error"]})
         print(json.dumps(out))""", timeout=900)
     assert all(not c["errors"] for c in got), [c["errors"] for c in got]
-    version, keys, keys_frame, plan, plan_line, rewrite, verify, verify_line = got
+    version, keys, keys_frame, plan, plan_line, rewrite, verify, verify_line, sj, sj_code, sj_tasks, _ = got
     assert version["stream"].strip() == subprocess.run([binary(), "--version"], capture_output=True, text=True).stdout.split()[-1]
     col = cli_json("keys", "samples/events.parquet", "-c", "title_id", "--top", "6", cwd=venv[1])["columns"][0]
     assert keys["stream"].startswith(f"title_id (string): {col['rows']:,} rows, {col['nulls']:,} NULL")
@@ -239,3 +250,11 @@ def test_the_example_notebook_runs_in_a_jupyter_kernel(venv):
     v = cli_json("verify", "samples/query.sql", *TABLES, *SETTINGS, "--engine", "polars", cwd=venv[1])
     assert verify_line["stream"].split() == ["True", str(v["rows_original"]), str(v["rows_rewritten"]),
                                              str(v["predicted_before"]["max_task_rows"]), str(v["predicted_after"]["max_task_rows"])]
+    # skew_join: counted here from the files, rewritten; the code it ran is printed; both joins
+    # give the same rows, and the largest task is the plain join's NULL partition, gone after.
+    assert sj["stream"].split() == ["True", "files", "rewrite", str(len(p["hot_keys"]))], sj["stream"]
+    assert "def left_join_right(left: DataFrame, right: DataFrame) -> DataFrame:" in sj_code["stream"]
+    same, rows_before, rows_after, before, after = sj_tasks["stream"].split()
+    assert same == "True" and rows_before == rows_after == "200000", sj_tasks["stream"]
+    assert int(before) == p["before"]["max_task_rows"] and int(after) * 10 < int(before), sj_tasks["stream"]
+    assert "<table" in sj_tasks["html"] and "plain join" in sj_tasks["html"] and "skew_join" in sj_tasks["html"]
