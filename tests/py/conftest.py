@@ -307,9 +307,3 @@ def event_logs(tmp_path_factory, names=()):
                        capture_output=True, text=True, timeout=1200)
     assert p.returncode == 0, p.stderr[-4000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
-
-
-def pytest_configure(config):
-    # The Spark tests whose outcome can differ between Spark 3.5 and 4.x: the 4.x run needs
-    # only these (`-m both_lines`); every Spark test runs on 3.5.
-    config.addinivalue_line("markers", "both_lines(why): run on Spark 4.x too; `why` says how the outcome can differ between the lines")
