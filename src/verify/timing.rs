@@ -14,19 +14,27 @@ use crate::format::fmt_ms;
 use crate::replay::{self, QueryRun, StageRun, TaskRun};
 
 /// One query's times.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Times {
     /// Measured here: the median timed run.
     pub measured_ms: i64,
     /// The same run's tasks replayed on the cores it ran on here: the replay's own check
     /// against `measured_ms` (None: not run in local mode).
     pub replayed_here_ms: Option<i64>,
-    /// The same run's tasks replayed on one core.
-    pub one_core_ms: i64,
     /// Replayed on the cluster's cores.
     pub cluster_ms: i64,
+    /// The same run's tasks replayed on 1 and 2 cores, here's and the cluster's: what a run
+    /// with `local[1]` or `local[2]` is checked against.
+    pub replayed: Vec<replay::Replayed>,
     /// Every task's time, summed.
     pub task_ms: i64,
+}
+
+impl Times {
+    /// The time replayed on `cores` cores, if it was.
+    pub fn at(&self, cores: u32) -> Option<i64> {
+        self.replayed.iter().find(|r| r.cores == cores).map(|r| r.wall_ms)
+    }
 }
 
 /// Both queries' times here and on the cluster.
@@ -71,12 +79,18 @@ pub fn query_run(r: &RunStats) -> Option<QueryRun> {
 
 fn times(r: &RunStats, cluster: u32, here: Option<u32>) -> Option<Times> {
     let q = query_run(r)?;
+    let mut cores = vec![1, 2, cluster];
+    cores.extend(here);
+    cores.sort_unstable();
+    cores.dedup();
+    let replayed: Vec<replay::Replayed> = cores.iter().map(|&c| replay::replay(&q, c)).collect();
+    let at = |c: u32| replayed.iter().find(|r| r.cores == c).map(|r| r.wall_ms);
     Some(Times {
         measured_ms: r.wall_ms,
-        replayed_here_ms: here.map(|c| replay::replay(&q, c).wall_ms),
-        one_core_ms: replay::replay(&q, 1).wall_ms,
-        cluster_ms: replay::replay(&q, cluster).wall_ms,
+        replayed_here_ms: here.and_then(at),
+        cluster_ms: at(cluster).unwrap_or_default(),
         task_ms: q.task_ms(),
+        replayed,
     })
 }
 
@@ -196,7 +210,7 @@ mod tests {
         assert_eq!((t.before.measured_ms, t.before.replayed_here_ms), (5_300, Some(5_300)));
         assert_eq!(t.before.cluster_ms, 4_100);
         assert_eq!(t.after.cluster_ms, 1_600);
-        assert_eq!(t.before.one_core_ms, 4_000 + 6_400 + 100);
+        assert_eq!(t.before.at(1), Some(4_000 + 6_400 + 100));
         assert!(t.here_speedup < 1.0 && t.cluster_speedup > 2.5);
         assert!(!t.slower_on_cluster(Some(300)));
         assert!(t.line().contains("there the hot task is the stage"));

@@ -246,6 +246,9 @@ def test_fix_rewrites_the_hot_join_and_spark_verifies_it(logs):
     assert st["rewritten"] and st["predicted_after"]["max_task_rows"] * 5 < st["predicted_before"]["max_task_rows"]
     settings = {s["key"]: s["value"] for s in f["rewrite"]["settings"]}
     assert settings["spark.sql.shuffle.partitions"] == "16" and settings["spark.sql.adaptive.enabled"] == "false"
+    # The cluster's size is the log's: local[2]'s one executor of 2 cores, while the stage ran.
+    size = f["rewrite"]["cluster"]
+    assert (size["cores"], size["source"]) == (2, "event_log") and "while stage" in size["detail"], size
     assert v["identical"] and v["rows_original"] == v["rows_rewritten"] == 300_000
     before = max(s["max_task_records"] for s in v["measured_before"]["stages"])
     after = max(s["max_task_records"] for s in v["measured_after"]["stages"])

@@ -60,7 +60,12 @@ def test_advise_a_dataframe_join_as_plan_on_its_files(session):
     want = cli_plan("left", {"spark.sql.shuffle.partitions": "200", "spark.sql.autoBroadcastJoinThreshold": "256KB",
                              "spark.sql.adaptive.enabled": "true", "spark.master": "local[2]"})
     got = j.plan.data
-    assert {k: v for k, v in got.items() if k != "settings"} == {k: v for k, v in want.items() if k != "settings"}
+    mine = lambda p: {k: v for k, v in p.items() if k not in ("settings", "cluster")}  # noqa: E731
+    assert mine(got) == mine(want)
+    # The cluster's size is the live session's, named as such; the CLI read local[2] itself.
+    assert (got["cluster"]["cores"], got["cluster"]["source"]) == (2, "session"), got["cluster"]
+    assert "default parallelism 2" in got["cluster"]["detail"]
+    assert (want["cluster"]["cores"], want["cluster"]["source"]) == (2, "settings")
     assert settings_of(got)["spark.sql.shuffle.partitions"] == "200"
     assert settings_of(got)["spark.sql.autoBroadcastJoinThreshold"] == "256KB"
     # The right side's only filter is Spark's own IS NOT NULL on the key: no note.

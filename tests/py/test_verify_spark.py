@@ -147,3 +147,61 @@ def test_the_demo_predicts_the_tasks_spark_runs_with_aqe_on(tmp_path):
         stages = v[f"measured_{when}"]["stages"]
         join = max(stages, key=lambda st: st["max_task_records"])
         assert (predicted["max_task_rows"], predicted["median_task_rows"]) == (join["max_task_records"], join["median_task_records"]), (when, predicted, join)
+
+
+@pytest.fixture(scope="module")
+def replay_data(tmp_path_factory):
+    """A join whose tasks take real time on this machine: 1.2M facts in 6 files, 20% of them one
+    key, against a 200k-row dimension (over the broadcast threshold, so it is shuffled)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    d = tmp_path_factory.mktemp("replay")
+    g = np.random.default_rng(5)
+    n = 1_200_000
+    k = g.integers(1, 200_001, n)
+    k[g.random(n) < 0.2] = 7
+    facts = pa.table({"k": k, "v": g.random(n)})
+    (d / "facts").mkdir()
+    for i in range(6):
+        pq.write_table(facts.slice(i * n // 6, n // 6), d / "facts" / f"part-{i}.parquet")
+    pq.write_table(pa.table({"k": np.arange(1, 200_001), "g": g.integers(0, 20, 200_000)}), d / "dim.parquet")
+    return {"facts": str(d / "facts"), "dim": str(d / "dim.parquet")}
+
+
+def replayed(tmp_path, data, master):
+    """verify on `master` with a cluster of 8 cores' parallelism (the same tasks on local[1]
+    and local[2]), a warm-up and one timed run; its JSON."""
+    q = tmp_path / "q.sql"
+    q.write_text("SELECT d.g, count(*) AS n, sum(f.v) AS v FROM facts f JOIN dim d ON f.k = d.k GROUP BY d.g")
+    args = [binary(), "verify", str(q), "-q", "--engine", "spark", "--python", sys.executable, "--master", master,
+            "--table", f"facts={data['facts']}", "--table", f"dim={data['dim']}", "--cores", "8",
+            "--broadcast-threshold", "1MB", "--min-gain", "off", "--runs", "2", "--format", "json"]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr + p.stdout
+    v = json.loads(p.stdout)
+    assert v["identical"], v
+    return v
+
+
+def test_the_replay_on_1_and_2_cores_is_what_local_1_and_local_2_measure(replay_data, tmp_path):
+    """The queries' tasks replayed in Spark's order (src/replay.rs): each run's own tasks on its
+    own cores give its measured time, and the tasks measured on 2 cores replayed on 1 give the
+    time local[1] measures, and the other way round, within 15%. The cluster's size (--cores 8)
+    is named where it came from, and its times are the replay's at 8 cores."""
+    one = replayed(tmp_path, replay_data, "local[1]")
+    two = replayed(tmp_path, replay_data, "local[2]")
+    within = lambda got, want: abs(got - want) <= 0.15 * want  # noqa: E731
+    for v, cores in ((one, 1), (two, 2)):
+        t = v["timing"]
+        assert t["here_cores"] == cores and t["cluster"]["cores"] == 8 and t["cluster"]["source"] == "flag", t
+        for when in ("before", "after"):
+            x = t[when]
+            assert x["measured_ms"] == v[f"measured_{when}"]["wall_ms"]
+            assert within(x["replayed_here_ms"], x["measured_ms"]), (cores, when, x)
+            assert x["cluster_ms"] == next(r["wall_ms"] for r in x["replayed"] if r["cores"] == 8)
+            assert x["task_ms"] == v[f"measured_{when}"]["total_task_ms"]
+    at = lambda v, when, cores: next(r["wall_ms"] for r in v["timing"][when]["replayed"] if r["cores"] == cores)  # noqa: E731
+    for when in ("before", "after"):
+        assert within(at(two, when, 1), one["timing"][when]["measured_ms"]), (when, at(two, when, 1), one["timing"][when])
+        assert within(at(one, when, 2), two["timing"][when]["measured_ms"]), (when, at(one, when, 2), two["timing"][when])
