@@ -1,5 +1,5 @@
 """The demo's slow job: samples/query.sql run by Spark in local mode with its event log on, as
-a job that runs with adaptive execution off (the settings of samples/spark-defaults.conf
+a job that runs with adaptive execution off (the settings of samples/scaled-down.conf
 otherwise). The tables are catalog tables over the sample files, and the query is set as the
 job's description (as spark-sql, the Thrift server and notebooks do), so the log holds the SQL.
 
@@ -14,9 +14,9 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 
 def settings():
-    """samples/spark-defaults.conf's settings, AQE off."""
+    """samples/scaled-down.conf's settings, AQE off."""
     conf = {}
-    for line in (HERE / "spark-defaults.conf").read_text().splitlines():
+    for line in (HERE / "scaled-down.conf").read_text().splitlines():
         if line.strip() and not line.startswith("#"):
             key, value = line.split(None, 1)
             conf[key] = value.strip()

@@ -1360,7 +1360,7 @@ fn the_sample_join_is_left_to_aqe_under_the_jobs_settings() {
         "--table",
         "titles=samples/titles.parquet",
         "--spark-defaults",
-        "samples/spark-defaults.conf",
+        "samples/scaled-down.conf",
         "--cores",
         "2",
         "--format",
@@ -1377,7 +1377,7 @@ fn the_sample_join_is_left_to_aqe_under_the_jobs_settings() {
         settings.iter().find(|s| s["key"] == "spark.sql.autoBroadcastJoinThreshold").unwrap();
     assert_eq!(
         (&threshold["value"], &threshold["origin"], &threshold["from"]),
-        (&json!("256k"), &json!("spark_defaults"), &json!("samples/spark-defaults.conf"))
+        (&json!("256k"), &json!("spark_defaults"), &json!("samples/scaled-down.conf"))
     );
     let forced = skewjoin().args(base).args(["--min-gain", "off"]).output().unwrap();
     let f: Value = serde_json::from_slice(&forced.stdout).unwrap();

@@ -129,7 +129,7 @@ def test_timed_runs_and_a_slower_rewrite(data, tmp_path):
 
 @pytest.mark.both_lines("AQE's tasks, and verify's runner reading each line's REST API")
 def test_the_demo_predicts_the_tasks_spark_runs_with_aqe_on(tmp_path):
-    """The README's demo: samples/query.sql under samples/spark-defaults.conf (AQE on, its sizes
+    """The README's demo: samples/query.sql under samples/scaled-down.conf (AQE on, its sizes
     scaled to the samples), the rewrite forced. AQE broadcasts titles at run time before and
     after, and reads the events' shuffle where it was written: the largest task predicted before
     and after is the one Spark runs, record for record. (The WHERE's column `day` is filtered on
@@ -137,7 +137,7 @@ def test_the_demo_predicts_the_tasks_spark_runs_with_aqe_on(tmp_path):
     s = ROOT / "samples"
     args = [binary(), "verify", *ONE_RUN, str(s / "query.sql"), "-q", "--engine", "spark", "--python", sys.executable,
             "--table", f"events={s / 'events.parquet'}", "--table", f"titles={s / 'titles.parquet'}",
-            "--spark-defaults", str(s / "spark-defaults.conf"), "--cores", "2", "--min-gain", "off", "--format", "json"]
+            "--spark-defaults", str(s / "scaled-down.conf"), "--cores", "2", "--min-gain", "off", "--format", "json"]
     p = subprocess.run(args, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr + p.stdout
     v = json.loads(p.stdout)

@@ -119,7 +119,7 @@ def test_the_wheel_is_manylinux_as_auditwheel_reads_its_binary(wheel):
     assert "system-provided shared libraries" in out and "external shared libraries" not in out, out
 
 
-SETTINGS = ["--spark-defaults", "samples/spark-defaults.conf", "--cores", "2", "--min-gain", "off"]
+SETTINGS = ["--spark-defaults", "samples/scaled-down.conf", "--cores", "2", "--min-gain", "off"]
 TABLES = ["--table", "events=samples/events.parquet", "--table", "titles=samples/titles.parquet"]
 
 
@@ -129,7 +129,7 @@ def test_each_function_returns_the_cli_json(venv, tmp_path):
     synthlogs.worked_hot_key(str(log))
     got = in_venv(venv, f"""
         import json, skewjoin
-        s = dict(spark_defaults="samples/spark-defaults.conf", cores=2, min_gain="off")
+        s = dict(spark_defaults="samples/scaled-down.conf", cores=2, min_gain="off")
         t = {{"events": "samples/events.parquet", "titles": "samples/titles.parquet"}}
         sql = open("samples/query.sql").read()
         k = skewjoin.keys("samples/events.parquet", ["title_id", "user_id"], top=5, exact_distinct=True)
@@ -242,7 +242,7 @@ def test_the_example_notebook_runs_in_a_jupyter_kernel(venv):
     # plan and verify render as their --html pages (inline SVG charts).
     assert plan["html"].startswith("<!DOCTYPE html>") and "<svg" in plan["html"]
     p = cli_json("plan", "--left", "samples/events.parquet", "--right", "samples/titles.parquet", "--on", "title_id", "--how", "left",
-                 "--spark-defaults", "samples/spark-defaults.conf", "--cores", "2", cwd=venv[1])
+                 "--spark-defaults", "samples/scaled-down.conf", "--cores", "2", cwd=venv[1])
     assert plan_line["stream"].split() == [p["decision"]["code"], str(p["before"]["max_task_rows"]),
                                            str(p["after"]["max_task_rows"]), str(len(p["hot_keys"]))]
     assert rewrite["stream"].startswith("['rewritten']")
