@@ -11,7 +11,8 @@ task runs for seconds to tens of seconds on this 2-core machine.
   (d) group_by_key     a join followed by a GROUP BY on the join key (AQE drops the split rather
                        than add a shuffle)
   (e) window           a window over a hot partition key
-  (f) chain            a chain of 3 joins with hot keys in two of them
+  (f) chain            a chain of 3 joins with hot keys in two of them (the dimensions, of 2M
+                       and 4M rows, over the broadcast threshold)
   (g) aqe_splits       control: an inner join whose hot partition AQE splits itself (> 256 MB)
   (h) uniform          control: uniform keys
 
@@ -106,17 +107,18 @@ def gen(rows, seed):
     # (d), (g) item 3 has 40% of the sales, each with a 24-character payload (about 400 MB of
     # shuffle in its partition).
     payload = pa.array([f"p{i:023d}" for i in range(100_000)])
-    write("gk_left", {"item": pa.array(hot(g, rows, [3], [0.4], 1_000_000)),
+    write("gk_left", {"item": pa.array(hot(g, rows, [3], [0.4], 4_000_000)),
                       "payload": pa.DictionaryArray.from_arrays(pa.array(g.integers(0, 100_000, rows).astype(np.int32)), payload)})
-    items = 1_000_000
+    # The dimensions are over Spark's 10 MB broadcast threshold as it estimates them.
+    items = 4_000_000
     write("gk_right", {"item": pa.array(np.arange(1, items + 1, dtype=np.int64)), "cat": pa.array(g.integers(0, 30, items))}, files=2)
     # (e) user 11 has 30% of the events.
     write("wd", {"user": pa.array(hot(g, rows, [11], [0.3], 2_000_000)), "region": pa.array(g.integers(0, 50, rows)),
                  "amount": money(rows)})
-    # (f) the fact's a: 20% value 5; b: 15% value 9; c uniform; three dimensions of 1M, 1M, 0.5M.
-    write("ch_fact", {"a": pa.array(hot(g, rows, [5], [0.2], 1_000_000)), "b": pa.array(hot(g, rows, [9], [0.15], 1_000_000)),
-                      "c": pa.array(g.integers(1, 500_001, rows)), "amount": money(rows)})
-    for name, n in (("ch_a", 1_000_000), ("ch_b", 1_000_000), ("ch_c", 500_000)):
+    # (f) the fact's a: 20% value 5; b: 15% value 9; c uniform; three dimensions of 4M, 4M, 2M.
+    write("ch_fact", {"a": pa.array(hot(g, rows, [5], [0.2], 4_000_000)), "b": pa.array(hot(g, rows, [9], [0.15], 4_000_000)),
+                      "c": pa.array(g.integers(1, 2_000_001, rows)), "amount": money(rows)})
+    for name, n in (("ch_a", 4_000_000), ("ch_b", 4_000_000), ("ch_c", 2_000_000)):
         k = name[-1]
         write(name, {k: pa.array(np.arange(1, n + 1, dtype=np.int64)), f"{k}grp": pa.array(g.integers(0, 10, n))}, files=2)
     # (h) uniform keys.
