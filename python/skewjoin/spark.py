@@ -290,7 +290,9 @@ def session_size(spark) -> Dict[str, Any]:
         sc = None
     if sc is not None:
         try:
-            executors = max(len(sc.statusTracker().getExecutorInfos()) - (0 if sc.master.startswith("local") else 1), 1)
+            # The JVM's block managers: the executors and, beside them on a cluster, the driver.
+            managers = sc._jsc.sc().getExecutorMemoryStatus().size()
+            executors = max(managers - (0 if sc.master.startswith("local") else 1), 1)
             return {"cores": int(sc.defaultParallelism),
                     "cores_from": f"the session: {sc.master}, default parallelism {sc.defaultParallelism}, {executors} executor{'s' if executors > 1 else ''}"}
         except Exception:  # noqa: BLE001 - a stopped context

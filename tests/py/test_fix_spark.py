@@ -82,9 +82,12 @@ def test_fix_through_spark4s_history_server(history, logs, name):
     local = fix(logs[name])
     assert served["query"] == local["query"] and served["stage"] == local["stage"]
     # The same rewrite under the same settings, each said to come from where it was read.
-    same = lambda r: ({k: v for k, v in r.items() if k != "settings"}, [(x["key"], x["value"]) for x in r["settings"]])  # noqa: E731
+    same = lambda r: ({k: v for k, v in r.items() if k not in ("settings", "cluster")},  # noqa: E731
+                      [(x["key"], x["value"]) for x in r["settings"]],
+                      (r["cluster"]["cores"], r["cluster"]["source"]))
     assert same(served["rewrite"]) == same(local["rewrite"])
     assert any(x.get("from") == url for x in served["rewrite"]["settings"])
+    assert served["rewrite"]["cluster"]["source"] == "event_log" and url in served["rewrite"]["cluster"]["detail"]
 
 
 def test_fix_counts_catalog_tables_on_spark_connect(logs, connect, tmp_path):
