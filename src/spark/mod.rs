@@ -12,6 +12,7 @@
 //! embedded engine.
 
 mod count;
+mod sampled;
 mod table;
 mod wire;
 
