@@ -75,11 +75,16 @@ class Engine:
             self.spark = b.getOrCreate()
             self.spark.sparkContext.setLogLevel("ERROR")
         if self.remote:
+            bounded_retries(self.spark)
             for k, v in (start.get("conf") or {}).items():
                 self.spark.conf.set(k, v)
         # The kept groups of a key take AQE's coalesced partitions (Spark 4's default), so that
-        # the small jobs over them do not run one task per shuffle partition.
+        # the small jobs over them do not run one task per shuffle partition. The counting
+        # queries run adaptively whatever the job's setting (which the predictions follow,
+        # not these queries): their GROUP BYs then run as many tasks as their bytes need.
         self.spark.conf.set("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true")
+        self.spark.conf.set("spark.sql.adaptive.enabled", "true")
+        self.spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "true")
         self.parallelism = self.default_parallelism()
         self.views = {}
         self.grouped = {}
@@ -110,13 +115,19 @@ class Engine:
         return name
 
     def open(self, r):
-        if r.get("name"):
-            df = self.spark.table(r["name"])
-        else:
-            df = self.spark.read.format(r.get("format") or "parquet").load(r["path"])
-        name = self.view(df)
+        reach = Reach(self)
+        try:
+            if r.get("name"):
+                df = self.spark.table(r["name"])
+            else:
+                # Before Spark reads anything: even the schema is read by a job.
+                reach.check(r["path"])
+                df = self.spark.read.format(r.get("format") or "parquet").load(r["path"])
+            name = self.view(df)
+            rows = self.spark.sql(f"SELECT count(*) FROM {name}").collect()[0][0]
+        except Exception as e:  # noqa: BLE001 - the first jobs that read the files
+            raise reach.unreadable(r.get("path") or r.get("name"), e) from None
         fields = [{"name": f.name, "type": f.dataType.simpleString()} for f in df.schema.fields]
-        rows = self.spark.sql(f"SELECT count(*) FROM {name}").collect()[0][0]
         try:
             files = list(df.inputFiles())
         except Exception:  # noqa: BLE001 - a view or a source without files
@@ -288,6 +299,94 @@ class Engine:
         return key_rows
 
 
+# File systems that a cluster's hosts mount at the same place: a path on one is read as is.
+SHARED_FS = ("nfs", "nfs4", "cifs", "smb3", "ceph", "glusterfs", "lustre", "gpfs", "beegfs", "9p", "virtiofs")
+
+
+class Reach:
+    """Whether the executors of a cluster (a master that is not local) can read a table given
+    by a path on this machine. Executors on other hosts cannot, unless the path is on a shared
+    file system: that is said before any job is sent, from the hosts the executors registered
+    with (no job asks them). Executors on this host with a view of their own (a container, a
+    mount namespace, another user) are found by the first job that reads the files (the one
+    that reads a footer for the schema, before any count): its failure is said in one line
+    naming the file."""
+
+    def __init__(self, engine):
+        self.e = engine
+
+    def cluster(self):
+        """The master, when the executors are other processes than this driver's."""
+        if self.e.remote:
+            return None
+        master = self.e.spark.sparkContext.master
+        return None if master.startswith("local") else master
+
+    def check(self, path):
+        scheme = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*):", path)
+        if self.cluster() is None or (scheme and scheme.group(1).lower() != "file"):
+            return
+        local = re.sub(r"^file:(//)?", "", path)
+        if shared_fs(local):
+            return
+        away = sorted(h for h in self.executor_hosts() if not is_this_host(h))
+        if away:
+            raise RuntimeError(
+                f"{path} is a path on this machine, but the cluster's executors run on {', '.join(away)}, where it is not: "
+                "give a path they all read (HDFS, an object store such as s3://, a shared file system) or the table's catalog name")
+
+    def executor_hosts(self, wait=30):
+        """The hosts of the executors registered so far, waiting up to `wait` s for the first."""
+        tracker = self.e.spark.sparkContext._jsc.sc().statusTracker()
+        deadline = time.time() + wait
+        while True:
+            # The driver is among them, and it is on this machine.
+            hosts = {i.host() for i in tracker.getExecutorInfos()}
+            if len(list(tracker.getExecutorInfos())) > 1 or time.time() > deadline:
+                return hosts
+            time.sleep(0.5)
+
+    def unreadable(self, what, e):
+        """The error of the first job over a table: when a cluster's executor could not find a
+        file the driver listed, one line that says so."""
+        text = str(e)
+        missing = re.search(r"(File (?:file:)?\S+ does not exist)", text)
+        where = re.search(r"\(([^()\s]+) executor (\w+)\)", text)
+        if self.cluster() is None or not missing:
+            return e
+        on = f" (executor {where.group(2)} on {where.group(1)})" if where else ""
+        return RuntimeError(
+            f"the cluster's executors cannot read {what}: {missing.group(1)} for them{on}, though this machine lists it: "
+            "give a path every worker reads (HDFS, an object store, a shared file system) or the table's catalog name")
+
+
+def shared_fs(path):
+    """Whether `path` is on a network file system (its mount's type, from /proc/mounts)."""
+    try:
+        mounts = [line.split()[1:3] for line in open("/proc/mounts")]
+    except OSError:
+        return False
+    best = max((m for m in mounts if path == m[0] or path.startswith(m[0].rstrip("/") + "/")), key=lambda m: len(m[0]), default=None)
+    return bool(best) and (best[1] in SHARED_FS or best[1].startswith("fuse."))
+
+
+def is_this_host(host):
+    """Whether `host` is this machine: one of its addresses can be bound here."""
+    import socket
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    for family, _, _, _, addr in infos:
+        try:
+            with socket.socket(family, socket.SOCK_DGRAM) as s:
+                s.bind((addr[0], 0))
+                return True
+        except OSError:
+            continue
+    return False
+
+
 # Whole files are drawn when the table has at least ENOUGH_FILES of roughly even size (none over
 # 4 times the median), and at least MIN_FILES of them: the embedded engine's rule for row groups.
 ENOUGH_FILES = 32
@@ -360,6 +459,10 @@ class Sample:
         return rows.groupBy("__f", *cols).agg(F.count(F.lit(1)).alias("__c"))
 
     def keep(self, df):
+        # As many partitions as the cluster has cores: the small jobs over the sample's counts
+        # then run one task per core, not one per shuffle partition.
+        if self.e.parallelism:
+            df = df.coalesce(self.e.parallelism)
         df = df.persist()
         self.kept.append(df)
         return df
@@ -415,6 +518,17 @@ def even(sizes):
     """Clusters of roughly even size: none more than 4 times the median."""
     s = sorted(sizes)
     return bool(s) and s[-1] <= 4 * s[len(s) // 2]
+
+
+def bounded_retries(spark):
+    """A Spark Connect server that stops answering is given up after about 45 s of retries (8,
+    backing off to 10 s), not pyspark's 10 minutes: --spark-timeout bounds a slow job, this a
+    server gone."""
+    try:
+        from pyspark.sql.connect.client.retries import DefaultPolicy
+        spark.client.set_retry_policies([DefaultPolicy(max_retries=8, max_backoff=10000)])
+    except Exception:  # noqa: BLE001 - an older client keeps its own policy
+        pass
 
 
 # Wall-clock timestamps travel as microseconds from this one, whatever the session's time zone.

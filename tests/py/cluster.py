@@ -19,6 +19,7 @@ prints them)."""
 import json
 import os
 import pathlib
+import shlex
 import shutil
 import signal
 import socket
@@ -120,8 +121,8 @@ class Daemon:
 
 class Cluster:
     """The running cluster: `master_url` (spark://), `master_ui`, `history_url`, `connect_url`
-    (None without a Connect server), `eventlog_dir`, `conf_dir`, and `env()` for the
-    processes that should use it."""
+    (None without a Connect server), `eventlog_dir`, `conf_dir`, `private` (a folder the
+    executors cannot see, or None), and `env()` for the processes that should use it."""
 
     def __init__(self, base, connect=True):
         self.base = pathlib.Path(base).resolve()
@@ -137,6 +138,12 @@ class Cluster:
         self.history_url = self.connect_url = None
         self._history_env = self._connect_env = None
         self.want_connect = connect and (self.home / "sbin" / "start-connect-server.sh").exists()
+        # A folder the workers do not see (an empty tmpfs over it in their mount namespace),
+        # where the driver, on this machine, does: a table there is one the executors cannot
+        # read. None where this user may not make a mount namespace.
+        self.private = self.base / "private" if can_hide() else None
+        if self.private:
+            self.private.mkdir(exist_ok=True)
         self.master_port, self.master_ui_port = free_port(), free_port()
         self.master_url = f"spark://{HOST}:{self.master_port}"
         self.master_ui = f"http://{HOST}:{self.master_ui_port}"
@@ -150,6 +157,9 @@ class Cluster:
         conf = {
             "spark.eventLog.enabled": "true",
             "spark.eventLog.dir": self.eventlog_dir.as_uri(),
+            # One plain file per application on both lines (4.x compresses and rolls by default).
+            "spark.eventLog.compress": "false",
+            "spark.eventLog.rolling.enabled": "false",
             "spark.history.fs.logDirectory": self.eventlog_dir.as_uri(),
             "spark.driver.host": HOST,
             "spark.driver.bindAddress": HOST,
@@ -184,11 +194,13 @@ class Cluster:
         if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
             raise ClusterError("no java on PATH and no JAVA_HOME: the cluster needs Java 17")
         t0 = time.time()
+        # The History Server starts while the master and workers do.
+        self.start_history(wait=False)
         self.start_master()
         for i in range(WORKERS):
             self.start_worker(i, wait=False)
         self.wait_workers(WORKERS)
-        self.start_history()
+        self.wait_history()
         if self.want_connect:
             self.start_connect()
         self.started_s = time.time() - t0
@@ -209,6 +221,9 @@ class Cluster:
         args = self.spark_class("org.apache.spark.deploy.worker.Worker", "--host", HOST, "--port", str(free_port()),
                                 "--webui-port", str(free_port()), "--cores", str(WORKER_CORES), "--memory",
                                 WORKER_MEMORY, "--work-dir", str(work), self.master_url)
+        if self.private:
+            hide = f"mount -t tmpfs -o size=1m none {shlex.quote(str(self.private))} && exec \"$@\""
+            args = ["unshare", "-m", "--propagation", "private", "sh", "-c", hide, "sh", *args]
         self.workers[i] = Daemon(f"worker-{i}", args, self.env(), self.logs_dir / f"worker-{i}.out", work)
         if wait:
             self.wait_workers(WORKERS)
@@ -229,7 +244,7 @@ class Cluster:
             raise ClusterError(f"the {daemon.name} exited with code {daemon.proc.returncode}; logs:\n{self.logs()}")
         return True
 
-    def start_history(self):
+    def start_history(self, wait=True):
         port = free_port()
         self._history_env = self.env(
             SPARK_IDENT_STRING=f"skewjoin-history-{port}",
@@ -239,6 +254,10 @@ class Cluster:
         subprocess.run(["bash", str(script)], env=self._history_env, check=True, capture_output=True, timeout=60,
                        cwd=self.base)
         self.history_url = f"http://{HOST}:{port}"
+        if wait:
+            self.wait_history()
+
+    def wait_history(self):
         wait_until(f"the History Server at {self.history_url} did not answer",
                    lambda: isinstance(get_json(f"{self.history_url}/api/v1/applications"), list), 90, self.logs)
 
@@ -289,10 +308,14 @@ class Cluster:
 
     # ---- stopping
 
-    def stop(self):
-        """Everything, in the reverse order; each step whatever the others did."""
+    def stop_connect(self):
         if self._connect_env is not None:
             run_quietly([str(self.home / "sbin" / "stop-connect-server.sh")], self._connect_env, self.base)
+            self._connect_env = None
+
+    def stop(self):
+        """Everything, in the reverse order; each step whatever the others did."""
+        self.stop_connect()
         if self._history_env is not None:
             run_quietly(["bash", str(self.home / "sbin" / "stop-history-server.sh")], self._history_env, self.base)
         for d in [*self.workers, self.master]:
@@ -318,6 +341,15 @@ class Cluster:
         return {"spark": self.version, "master": self.master_url, "master_ui": self.master_ui,
                 "history": self.history_url, "connect": self.connect_url, "eventlogs": str(self.eventlog_dir),
                 "conf_dir": str(self.conf_dir)}
+
+
+def can_hide():
+    """Whether a process here may have a mount namespace of its own (root, or a user namespace)."""
+    try:
+        return subprocess.run(["unshare", "-m", "--propagation", "private", "true"], capture_output=True,
+                              timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
 
 
 def run_quietly(args, env, cwd):
