@@ -84,3 +84,78 @@ fn unit_tallies(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::count::{KeyCount, KeySpec};
+    use crate::table::{ColumnSource, ResolvedColumn};
+    use crate::value::{KeyType, Value};
+    use serde_json::json;
+
+    /// 4 of 40 files of 1,000 rows: value 7 in 200, 260, 180 and 240 of their rows.
+    fn drawn() -> (ColumnProfile, Json) {
+        let spec = KeySpec {
+            columns: vec![ResolvedColumn {
+                name: "k".into(),
+                key_type: KeyType::BigInt,
+                source: ColumnSource::Data { index: 0 },
+            }],
+        };
+        let top = vec![KeyCount {
+            key: vec![Value::Long(7)],
+            count: 880,
+            sample_count: None,
+            share: 0.0,
+            share_error: None,
+        }];
+        let counted = ColumnProfile {
+            spec,
+            rows: 40_000,
+            rows_read: 40_000,
+            nulls: 40,
+            distinct: 500,
+            distinct_exact: true,
+            distinct_estimate: false,
+            counts_exact: true,
+            count_error: 0,
+            top,
+            sample: None,
+        };
+        let unit = |n: u64| json!({"rows": 1000, "table_rows": 1000, "nulls": 10, "counts": [n]});
+        let units = vec![unit(200), unit(260), unit(180), unit(240)];
+        let drawn = json!({"method": "whole files", "rows_read": 4000, "units_read": 4,
+                           "units_total": 40, "units": units});
+        (counted, drawn)
+    }
+
+    #[test]
+    fn a_sample_of_whole_files_is_scaled_with_its_interval() {
+        let (counted, drawn) = drawn();
+        let p = profile(counted, &drawn);
+        let s = p.sample.as_ref().unwrap();
+        assert_eq!((s.files_read, s.files_total, s.rows_read), (Some(4), Some(40), 4000));
+        assert!((s.fraction - 0.1).abs() < 1e-12);
+        let k = &p.top[0];
+        assert_eq!((k.count, k.sample_count), (8_800, Some(880)));
+        assert!((k.share - 0.22).abs() < 1e-12);
+        // The files' shares spread 0.18-0.26: Student's t with 3 degrees of freedom over them.
+        let err = k.share_error.unwrap();
+        assert!(err > 0.04 && err < 0.07, "{err}");
+        assert_eq!(p.nulls, 400);
+        assert!(!p.counts_exact && !p.distinct_exact && p.distinct == 500);
+    }
+
+    #[test]
+    fn a_row_sample_has_the_binomial_interval() {
+        let (counted, _) = drawn();
+        let drawn = json!({"method": "rows drawn at random", "rows_read": 4000,
+                           "units": [{"rows": 4000, "table_rows": 40000, "nulls": 40, "counts": [880]}]});
+        let p = profile(counted, &drawn);
+        let err = p.top[0].share_error.unwrap();
+        // Never below the binomial half-width (the finite population correction aside).
+        let binomial = 1.96 * (0.22f64 * 0.78 / 4000.0).sqrt();
+        assert!((err - binomial).abs() < 1e-9, "{err} vs {binomial}");
+        assert_eq!(p.sample.unwrap().files_read, None);
+    }
+}

@@ -68,7 +68,7 @@ def wait_until(what, check, seconds, logs):
         except (OSError, ValueError) as e:
             last = e
         time.sleep(0.5)
-    raise ClusterError(f"{what} within {seconds} s{f' (last: {last})' if last else ''}; logs:\n{logs()}")
+    raise ClusterError(f"{what} within {seconds} s{f' (last: {last})' if last else ''}\nlogs:\n{logs()}")
 
 
 class Daemon:
@@ -177,13 +177,18 @@ class Cluster:
         """The environment of a process that uses the cluster: its SPARK_CONF_DIR, loopback,
         this Python for the executors' Python workers."""
         e = dict(os.environ, SPARK_HOME=str(self.home), SPARK_CONF_DIR=str(self.conf_dir), SPARK_LOCAL_IP=HOST,
-                 PYSPARK_PYTHON=sys.executable, SPARK_LOG_DIR=str(self.logs_dir), SPARK_PID_DIR=str(self.base),
-                 SPARK_DAEMON_MEMORY=DAEMON_MEMORY)
-        for k in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE", "PYSPARK_SUBMIT_ARGS"):
+                 PYSPARK_PYTHON=sys.executable, SPARK_LOG_DIR=str(self.logs_dir), SPARK_PID_DIR=str(self.base))
+        for k in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE", "PYSPARK_SUBMIT_ARGS",
+                  "SPARK_DAEMON_MEMORY"):
             e.pop(k, None)
         e["PATH"] = f"{pathlib.Path(sys.executable).parent}:{e.get('PATH', '')}"
         e.update(extra)
         return e
+
+    def daemon_env(self, **extra):
+        """`env()` for the master, the workers and the History Server: small heaps (the
+        executors and drivers hold the data; a Connect server is a driver, and is not given it)."""
+        return self.env(SPARK_DAEMON_MEMORY=DAEMON_MEMORY, **extra)
 
     def spark_class(self, cls, *args):
         return [str(self.home / "bin" / "spark-class"), cls, *args]
@@ -209,7 +214,7 @@ class Cluster:
     def start_master(self):
         args = self.spark_class("org.apache.spark.deploy.master.Master", "--host", HOST, "--port",
                                 str(self.master_port), "--webui-port", str(self.master_ui_port))
-        self.master = Daemon("master", args, self.env(), self.logs_dir / "master.out", self.base)
+        self.master = Daemon("master", args, self.daemon_env(), self.logs_dir / "master.out", self.base)
         wait_until(f"the master at {self.master_url} did not report ALIVE",
                    lambda: self.need_alive(self.master) and get_json(f"{self.master_ui}/json/").get("status") == "ALIVE",
                    90, self.logs)
@@ -224,7 +229,7 @@ class Cluster:
         if self.private:
             hide = f"mount -t tmpfs -o size=1m none {shlex.quote(str(self.private))} && exec \"$@\""
             args = ["unshare", "-m", "--propagation", "private", "sh", "-c", hide, "sh", *args]
-        self.workers[i] = Daemon(f"worker-{i}", args, self.env(), self.logs_dir / f"worker-{i}.out", work)
+        self.workers[i] = Daemon(f"worker-{i}", args, self.daemon_env(), self.logs_dir / f"worker-{i}.out", work)
         if wait:
             self.wait_workers(WORKERS)
 
@@ -241,12 +246,12 @@ class Cluster:
 
     def need_alive(self, daemon):
         if not daemon.alive():
-            raise ClusterError(f"the {daemon.name} exited with code {daemon.proc.returncode}; logs:\n{self.logs()}")
+            raise ClusterError(f"the {daemon.name} exited with code {daemon.proc.returncode}\nlogs:\n{self.logs()}")
         return True
 
     def start_history(self, wait=True):
         port = free_port()
-        self._history_env = self.env(
+        self._history_env = self.daemon_env(
             SPARK_IDENT_STRING=f"skewjoin-history-{port}",
             SPARK_HISTORY_OPTS=f"-Dspark.history.fs.logDirectory={self.eventlog_dir.as_uri()} -Dspark.history.ui.port={port} "
                                f"-Dspark.history.fs.update.interval=1s -Dspark.ui.host={HOST}")
@@ -288,7 +293,14 @@ class Cluster:
         self.connect_url = f"sc://{HOST}:{port}"
         self.connect_ui = f"http://{HOST}:{ui}"
 
+        ident = self._connect_env["SPARK_IDENT_STRING"]
+
         def listening():
+            # spark-daemon.sh's pid file: a server that exited is said at once, with its error.
+            for pid_file in self.base.glob(f"spark-{ident}-*.pid"):
+                if not pathlib.Path(f"/proc/{pid_file.read_text().strip()}").exists():
+                    logs = sorted(self.logs_dir.glob(f"spark-{ident}-*.out"))
+                    raise ClusterError(f"the Spark Connect server exited: {last_error(logs)}\nlogs:\n{self.logs()}")
             with socket.socket() as s:
                 return s.connect_ex((HOST, port)) == 0
         wait_until(f"the Spark Connect server did not listen on {HOST}:{port}", listening, 180, self.logs)
@@ -341,6 +353,13 @@ class Cluster:
         return {"spark": self.version, "master": self.master_url, "master_ui": self.master_ui,
                 "history": self.history_url, "connect": self.connect_url, "eventlogs": str(self.eventlog_dir),
                 "conf_dir": str(self.conf_dir)}
+
+
+def last_error(logs):
+    """The last line of these logs that names an exception or error (else their last line)."""
+    lines = [line.strip() for p in logs for line in p.read_text(errors="replace").splitlines() if line.strip()]
+    errors = [line for line in lines if "Exception" in line or "Error" in line]
+    return (errors or lines or ["no log"])[-1][:300]
 
 
 def can_hide():

@@ -72,6 +72,7 @@ def one_line_error(p, *parts):
     assert len(err.splitlines()) == 1 and "Traceback" not in err and "panicked" not in err, err
     for part in parts:
         assert part in err, err
+    print("the user saw:", err)
     return err
 
 
@@ -380,6 +381,16 @@ def test_a_table_the_executors_cannot_read(cluster, tables):
     assert len(logged) == 1 and len(jobs) == 1, (logged, len(jobs))
 
 
+def connect_jobs_running(cluster):
+    """Whether the Connect server's application runs a job now (its UI's REST API)."""
+    from cluster import get_json
+    try:
+        app = get_json(f"{cluster.connect_ui}/api/v1/applications")[0]["id"]
+        return bool(get_json(f"{cluster.connect_ui}/api/v1/applications/{app}/jobs?status=running"))
+    except (OSError, ValueError, IndexError, KeyError):
+        return False
+
+
 @pytest.mark.both_lines("the Connect server ships with pyspark 4.x only")
 def test_a_connect_server_that_stops(cluster, tables):
     """The Connect server stopped while --remote counts: one line, well within the timeout (the
@@ -392,7 +403,7 @@ def test_a_connect_server_that_stops(cluster, tables):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cluster.env(),
                             start_new_session=True)
     try:
-        time.sleep(15)
+        wait_for("a job of the count on the Connect server", lambda: connect_jobs_running(cluster), 120)
         assert proc.poll() is None, "the count ended before the server stopped"
         cluster.stop_connect()
         out, err = proc.communicate(timeout=180)
@@ -402,4 +413,5 @@ def test_a_connect_server_that_stops(cluster, tables):
             proc.wait()
     assert proc.returncode == 2, (out, err)
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    print("the user saw:", err.strip(), f"after {time.time() - t0:.0f} s")
     assert time.time() - t0 < 150
