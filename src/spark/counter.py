@@ -555,6 +555,19 @@ def decode(col, t):
     return f"CAST({col} AS {t.upper()})"
 
 
+# What a Spark Connect client meets when its server stops: a shut-down server's own error, or the
+# channel's once it is gone.
+SERVER_GONE = re.compile(r"stopped SparkContext|UNAVAILABLE|failed to connect to all addresses|Connection refused|Socket closed")
+
+
+def said(engine, e):
+    """A request's error in one line; over Spark Connect, a server that stopped is named."""
+    msg = one_line(e)
+    if engine.remote and SERVER_GONE.search(str(e)):
+        return f"the Spark Connect server {engine.remote} stopped answering ({msg})"
+    return msg
+
+
 def main():
     start = json.loads(sys.stdin.readline())
     try:
@@ -572,7 +585,7 @@ def main():
             out = getattr(engine, r["op"])(r)
             reply({"ok": True, "ms": int((time.time() - t0) * 1000), **out})
         except Exception as e:  # noqa: BLE001
-            reply({"ok": False, "error": one_line(e)})
+            reply({"ok": False, "error": said(engine, e)})
     try:
         for g in engine.grouped.values():
             g.unpersist()

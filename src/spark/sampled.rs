@@ -76,10 +76,12 @@ fn unit_tallies(
                 }
             }
             UnitTally {
-                rows: u["rows"].as_u64().unwrap_or(0),
-                table_rows: u["table_rows"].as_u64().unwrap_or(0),
                 nulls: u["nulls"].as_u64().unwrap_or(0),
                 counts,
+                ..UnitTally::new(
+                    u["rows"].as_u64().unwrap_or(0),
+                    u["table_rows"].as_u64().unwrap_or(0),
+                )
             }
         })
         .collect()
