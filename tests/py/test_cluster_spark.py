@@ -413,5 +413,6 @@ def test_a_connect_server_that_stops(cluster, tables):
             proc.wait()
     assert proc.returncode == 2, (out, err)
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert f"the Spark Connect server {cluster.connect_url} stopped answering" in err, err
     print("the user saw:", err.strip(), f"after {time.time() - t0:.0f} s")
     assert time.time() - t0 < 150
