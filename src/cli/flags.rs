@@ -470,8 +470,9 @@ impl CountingArgs {
     }
 
     /// The Spark session, started, with --engine spark; None for the embedded engine (a Spark
-    /// flag given without --engine spark is refused rather than ignored).
-    pub fn session(&self, sample: bool, stats: &Arc<RunStats>) -> Result<Option<Arc<Session>>> {
+    /// flag given without --engine spark is refused rather than ignored). Both engines sample
+    /// (`_sample`: whether the run samples, no longer refused).
+    pub fn session(&self, _sample: bool, stats: &Arc<RunStats>) -> Result<Option<Arc<Session>>> {
         if !self.is_spark() {
             if self.spark.remote.is_some() || self.spark.python.is_some() {
                 return Err(Error::Usage(
@@ -479,11 +480,6 @@ impl CountingArgs {
                 ));
             }
             return Ok(None);
-        }
-        if sample {
-            return Err(Error::Usage(
-                "--sample is for the embedded engine: --engine spark counts every row".into(),
-            ));
         }
         self.spark.start_session(self.spark_timeout, stats).map(Some)
     }

@@ -57,13 +57,15 @@ pub mod weights;
 mod page_reader_tests;
 
 pub(crate) use arrays::{each_i64, each_plain_i64};
-pub(crate) use encode::{decode_key, encode_values, Atoms};
+pub(crate) use encode::{decode_key, encode_values, tally_key, Atoms};
 pub use encode::{each_group_key, group_keys};
 pub use engine::{Embedded, Engine, EngineRef};
 pub use memory::InMemory;
 pub use profile::profile;
 pub use scan::{scan, scan_by_map, PartitionScan, MAX_LOOKUP};
+pub(crate) use stats::share_error;
 pub use table_size::TableSize;
+pub(crate) use tally::UnitTally;
 
 use crate::table::ResolvedColumn;
 use crate::value::{KeyType, Value};
@@ -170,6 +172,11 @@ pub struct SampleInfo {
     /// The column whose pages were sampled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pages_column: Option<String>,
+    /// With whole files (the Spark engine's block sample): the files read, and in the table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files_read: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files_total: Option<usize>,
 }
 
 #[derive(Debug, Clone)]

@@ -7,7 +7,6 @@ use std::fs::File;
 use std::sync::atomic::Ordering;
 
 use arrow_array::{ArrayRef, RecordBatch};
-use hashbrown::HashMap;
 use indicatif::ProgressBar;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
@@ -196,16 +195,7 @@ impl<'r, 'a> UnitRead<'r, 'a> {
         let table_rows = |rows: u64| if clusters.len() == 1 { unit.rows } else { rows };
         let tallies = clusters
             .iter()
-            .map(|&rows| {
-                jobs.iter()
-                    .map(|_| UnitTally {
-                        rows,
-                        table_rows: table_rows(rows),
-                        nulls: 0,
-                        counts: HashMap::new(),
-                    })
-                    .collect()
-            })
+            .map(|&rows| jobs.iter().map(|_| UnitTally::new(rows, table_rows(rows))).collect())
             .collect();
         let pends = jobs
             .iter()
@@ -465,6 +455,7 @@ impl<'r, 'a> UnitRead<'r, 'a> {
         }
         if tally {
             for t in self.tallies.iter_mut().flatten() {
+                t.fold_ints(2000);
                 keep_top(&mut t.counts, 2000);
             }
         }

@@ -284,9 +284,17 @@ impl Counted {
         match &self.source {
             Source::Table(f) => {
                 let (t, k) = f_src(s, f);
+                if t.is_held() && s.group_by.is_none() && opts.aqe.enabled {
+                    // A table Spark reads: its map tasks as that Spark cuts its files.
+                    if let Some((scan, per_map)) =
+                        opts.engine.scan_by_map_tasks(t, k, parts, cands)?
+                    {
+                        return Ok((scan, MapOutputs::Counted(per_map)));
+                    }
+                }
                 if t.is_held() || s.group_by.is_some() || !opts.aqe.enabled {
-                    // A table Spark reads: its files are not known here, so as many map tasks
-                    // as partitions (an aggregate's output comes from that many tasks too).
+                    // A table whose files are not known here: as many map tasks as partitions
+                    // (an aggregate's output comes from that many tasks too).
                     let assumed = if t.is_held() || s.group_by.is_some() {
                         parts
                     } else {

@@ -285,8 +285,9 @@ pub fn spark(
 ) -> Result<Verification> {
     let original = one_query(original, "query")?;
     let rewritten = one_query(rewritten, "rewrite")?;
-    if let Some(url) = &opts.remote {
-        crate::spark::check_reachable(url)?;
+    match &opts.remote {
+        Some(url) => crate::spark::check_reachable(url)?,
+        None => crate::spark::check_master(&opts.master)?,
     }
     let url = opts.remote.as_deref().unwrap_or_default();
     let (original, rewritten, views) = one_part_views(&original, &rewritten, tables)?;

@@ -70,6 +70,42 @@ def find_corpus():
 CORPUS = find_corpus()
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cluster: runs against the Spark standalone cluster of tests/py/cluster.py")
+    config.addinivalue_line("markers", "both_lines(why): runs on Spark 3.5 and again on 4.x, for the reason given")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test that used the cluster shows the tail of the cluster's logs."""
+    outcome = yield
+    report = outcome.get_result()
+    c = item.funcargs.get("cluster") if hasattr(item, "funcargs") else None
+    if report.failed and c is not None:
+        report.sections.append(("Spark cluster logs", c.logs(1500)))
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory):
+    """The Spark standalone cluster of tests/py/cluster.py, on 127.0.0.1: a master, two
+    1-core 2 GB workers, a History Server over the event logs of every application started
+    with `cluster.env()`, and on 4.x a Spark Connect server. Started once per pytest run (about
+    30 s), stopped at its end; a part that does not come up fails the tests with one line."""
+    from cluster import Cluster, ClusterError
+    c = Cluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        c.start()
+    except ClusterError as e:
+        c.stop()
+        print(e)
+        pytest.fail(f"the Spark cluster did not start: {str(e).splitlines()[0]}")
+    except BaseException:
+        c.stop()
+        raise
+    yield c
+    c.stop()
+
+
 def binary():
     b = os.environ.get("SKEWJOIN_BIN") or str(ROOT / "target" / "debug" / "skewjoin")
     if not os.path.exists(b):
