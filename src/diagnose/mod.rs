@@ -15,14 +15,14 @@ mod checks;
 pub mod eventlog;
 mod events;
 mod finding;
-pub mod fix;
 pub mod history;
 mod idle;
+pub mod job_log;
 mod measures;
 pub mod model;
 pub mod plan;
 pub mod report;
-mod spark_expr;
+pub mod spark_expr;
 
 use std::path::Path;
 
