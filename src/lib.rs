@@ -5,7 +5,8 @@
 //! table's report), or `plan` (a join measured, decided, emitted; `window` for a window or GROUP
 //! BY) -> `rewrite` (a query's joins planned and spliced) -> `verify` (both queries run).
 //! `diagnose` reads a Spark event log beside this flow. `hash` is Spark's own Murmur3, for the
-//! partition of a key; `run` and `html` are what reports share (docs/architecture.md has every
+//! partition of a key; `footer` (what every report adds, from the run's statistics) and `html` (the
+//! drawing of the `--html` pages) are what the commands' reports share (docs/architecture.md has every
 //! file).
 
 pub mod cache;
@@ -15,6 +16,7 @@ pub mod count;
 pub mod diagnose;
 pub mod error;
 pub mod fix;
+pub mod footer;
 pub mod format;
 pub mod guard;
 pub mod hash;
@@ -23,9 +25,9 @@ pub mod keys;
 pub mod open;
 mod page;
 pub mod plan;
+pub mod progress;
 pub mod replay;
 pub mod rewrite;
-pub mod run;
 pub mod settings;
 pub mod size;
 pub mod spark;

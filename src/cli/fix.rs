@@ -82,7 +82,7 @@ pub fn run(a: FixArgs) -> Result<(String, bool)> {
     let mut fetched = Vec::new();
     let stats = a.planner.run_stats();
     let path = log_path(&a, &mut fetched)?;
-    let log = eventlog::read(&path, a.quiet.progress(), &stats)?;
+    let log = eventlog::read(&path, &*a.quiet.bars(&stats), &stats)?;
     let options = |job: &JobLog| {
         a.planner.options_with_job(JoinType::Inner, &a.spark, &a.quiet, Some(job), &stats)
     };
@@ -91,7 +91,7 @@ pub fn run(a: FixArgs) -> Result<(String, bool)> {
         log_name: &a.event_log,
         diagnose: diagnose::Options {
             min_stage_ms: a.min_stage.ms()?,
-            progress: a.quiet.progress(),
+            progress: a.quiet.bars(&stats),
             stats: stats.clone(),
         },
         options: &options,
@@ -152,7 +152,7 @@ fn finish(a: &FixArgs, rep: FixReport, stats: &RunStats) -> Result<(String, bool
     } else {
         let rewrites = rep.stage.as_ref().is_some_and(|s| s.rewritten);
         let code = code.clone().map(|c| a.emit.out(c, rewrites));
-        skewjoin::run::json(&WithCode { report: &rep, code }, stats)
+        skewjoin::footer::json(&WithCode { report: &rep, code }, stats)
     };
     Ok((out, same))
 }

@@ -207,7 +207,7 @@ impl PlannerArgs {
             drop_junk: self.drop_junk,
             top: self.hot.top,
             memory,
-            progress: quiet.progress(),
+            progress: quiet.bars(stats),
             extra_predicates: false,
             extras_one_side: false,
             cores: settings.count(settings::DEFAULT_PARALLELISM)?.or(cluster.known()),
@@ -271,7 +271,7 @@ impl QueryArgs {
         }
         let mut out = self.listed()?;
         let Some(dir) = &self.tables_dir else { return Ok(out) };
-        let wanted: Vec<String> = skewjoin::table::dir::table_names(sql)?
+        let wanted: Vec<String> = skewjoin::rewrite::table_names(sql)?
             .into_iter()
             .filter(|n| !out.iter().any(|(m, _)| m == n))
             .collect();
@@ -289,7 +289,7 @@ impl QueryArgs {
         if !self.tables.is_empty() || self.tables_dir.is_some() {
             return Ok(None);
         }
-        skewjoin::table::dir::table_names(sql).map(Some)
+        skewjoin::rewrite::table_names(sql).map(Some)
     }
 
     /// The `--table NAME=TABLE` arguments: (name in lower case, path).
@@ -520,9 +520,17 @@ impl Quiet {
         !self.quiet
     }
 
+    /// Where a run's steps report their progress: bars on a terminal, or nothing with --quiet.
+    pub fn bars(&self, stats: &Arc<RunStats>) -> skewjoin::progress::ProgressRef {
+        if self.quiet {
+            return skewjoin::progress::ProgressRef::none();
+        }
+        skewjoin::progress::ProgressRef::new(super::progress::Bars { stats: stats.clone() })
+    }
+
     /// With --verbose, the line of what the run fetched from object stores; else nothing.
     pub fn io_line(&self, stats: &RunStats) -> String {
-        let line = if self.verbose { skewjoin::run::io_line(stats) } else { None };
+        let line = if self.verbose { skewjoin::footer::io_line(stats) } else { None };
         line.unwrap_or_default()
     }
 }

@@ -8,7 +8,6 @@ use std::sync::atomic::Ordering;
 
 use arrow_array::{ArrayRef, RecordBatch};
 use hashbrown::HashMap;
-use indicatif::ProgressBar;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
@@ -22,6 +21,7 @@ use super::pages::{self, flat_leaf, ColumnChunk};
 use super::tally::{keep_top, ChunkSink, DictTally, UnitTally};
 use super::units::Unit;
 use crate::error::{Error, Result};
+use crate::progress::StepProgress;
 use crate::table::{field_index, read_hint, DataFile, Table};
 
 /// What every unit of a pass is read with.
@@ -34,7 +34,7 @@ pub(crate) struct UnitReader<'a> {
     tally: bool,
     /// A sample of whole pages: the column whose pages were drawn.
     walked: Option<&'a str>,
-    bar: &'a ProgressBar,
+    bar: &'a dyn StepProgress,
 }
 
 impl<'a> UnitReader<'a> {
@@ -45,7 +45,7 @@ impl<'a> UnitReader<'a> {
         jobs: &'a [Job],
         tally: bool,
         walked: Option<&'a str>,
-        bar: &'a ProgressBar,
+        bar: &'a dyn StepProgress,
     ) -> Self {
         let files = table
             .files
@@ -315,7 +315,7 @@ impl<'r, 'a> UnitRead<'r, 'a> {
                     Piece { cluster: c, rows: self.clusters[c] as usize, batch: None, last: true };
                 self.count_piece(local, &piece)?;
             }
-            self.reader.bar.inc(self.unit.rows_read());
+            self.reader.bar.advance(self.unit.rows_read());
             return Ok(());
         }
         let (file, unit) = (self.file, self.unit);
@@ -346,7 +346,7 @@ impl<'r, 'a> UnitRead<'r, 'a> {
                 )?;
                 at += take;
             }
-            self.reader.bar.inc(batch.num_rows() as u64);
+            self.reader.bar.advance(batch.num_rows() as u64);
         }
         Ok(())
     }

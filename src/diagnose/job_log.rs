@@ -50,6 +50,10 @@ impl JobLog {
         } else {
             PathBuf::from(log)
         };
-        Ok(JobLog::of(&eventlog::read(&path, false, stats)?.app, log, None))
+        Ok(JobLog::of(
+            &eventlog::read(&path, &*crate::progress::ProgressRef::none(), stats)?.app,
+            log,
+            None,
+        ))
     }
 }
