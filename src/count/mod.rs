@@ -137,7 +137,8 @@ pub struct ProfileOptions {
     /// Memory for the staged keys, in bytes, shared by all keys: past it they spill to a
     /// temporary file (see `spill`), and the counts stay exact.
     pub memory: usize,
-    pub progress: bool,
+    /// Where the passes report the rows they read.
+    pub progress: crate::progress::ProgressRef,
     /// Count every distinct value exactly, even where the exact top values alone are much
     /// cheaper (see `split`): the distinct count is then exact instead of an estimate.
     pub exact_distinct: bool,
@@ -150,7 +151,7 @@ impl Default for ProfileOptions {
             sample: None,
             seed: 42,
             memory: STAGE_MEMORY,
-            progress: false,
+            progress: Default::default(),
             exact_distinct: false,
         }
     }

@@ -1,4 +1,4 @@
-//! The keys report as an aligned table, JSON or CSV.
+//! The keys report as an aligned table or CSV (its JSON is the report's fields).
 
 use comfy_table::presets::NOTHING;
 use comfy_table::{CellAlignment, Table};
@@ -7,22 +7,8 @@ use super::{ColumnReport, KeysReport};
 use crate::count::SampleInfo;
 use crate::format::{fmt_count, fmt_share};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Table,
-    Json,
-    Csv,
-}
-
-pub fn keys(report: &KeysReport, format: Format, stats: &crate::stats::RunStats) -> String {
-    match format {
-        Format::Json => crate::run::json(report, stats),
-        Format::Csv => keys_csv(report),
-        Format::Table => keys_table(report),
-    }
-}
-
-fn keys_table(report: &KeysReport) -> String {
+/// The report as an aligned table, a block per key column.
+pub fn table(report: &KeysReport) -> String {
     let mut out = String::new();
     for c in &report.columns {
         out.push_str(&column_heading(c));
@@ -160,7 +146,7 @@ fn truncate(s: &str, n: usize) -> String {
     }
 }
 
-fn keys_csv(report: &KeysReport) -> String {
+pub fn csv(report: &KeysReport) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     let _ = w.write_record([
         "column",

@@ -167,7 +167,7 @@ fn profile_options(opts: &PlanOptions) -> ProfileOptions {
         sample: opts.sample,
         seed: opts.seed,
         memory: opts.memory.min(crate::count::STAGE_MEMORY),
-        progress: opts.progress,
+        progress: opts.progress.clone(),
         exact_distinct: false,
     }
 }
@@ -324,7 +324,7 @@ impl Counted {
 fn map_tasks_of(
     table: &Table,
     filtered: Option<&Table>,
-    files: &count::map_tasks::FileSplits,
+    files: &crate::settings::FileSplits,
 ) -> Vec<count::map_tasks::MapTask> {
     let tasks = count::map_tasks::map_tasks(table, files);
     let Some(f) = filtered else { return tasks };
