@@ -8,8 +8,8 @@
 //!   inside the binary (`spark_runner.py`): local mode unless `--master` says otherwise, each
 //!   stage's tasks read from Spark's REST API.
 
-#[cfg(feature = "polars")]
 pub mod both;
+#[cfg(feature = "polars")]
 pub mod polars_engine;
 pub mod polars_sql;
 pub mod timing;
