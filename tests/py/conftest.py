@@ -16,7 +16,7 @@ def pytest_configure(config):
     # scripts/test runs every Spark test on Spark 3.5 and, on 4.x, only the ones marked
     # both_lines: each gives the reason its outcome can differ between the lines.
     config.addinivalue_line("markers", "both_lines(reason): also run on Spark 4.x, for the reason given")
-    config.addinivalue_line("markers", "cluster: runs against the standalone Spark cluster the tests start")
+    config.addinivalue_line("markers", "cluster: runs against the Spark standalone cluster of tests/py/cluster.py")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -68,11 +68,6 @@ def find_corpus():
 
 
 CORPUS = find_corpus()
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "cluster: runs against the Spark standalone cluster of tests/py/cluster.py")
-    config.addinivalue_line("markers", "both_lines(why): runs on Spark 3.5 and again on 4.x, for the reason given")
 
 
 @pytest.hookimpl(hookwrapper=True)
