@@ -223,9 +223,12 @@ def test_advise_from_a_session_on_the_master(cluster):
             "--spark-version", "4.x" if SPARK4 else "3.5", "--min-gain", "off", "--format", "json", "-q"]
     for k, v in got["conf"].items():
         args += ["--conf", f"{k}={v}"]
-    want = as_json(sj(cluster, *args))
-    plan = {k: v for k, v in got["plan"].items() if k not in ("settings", "column_chunks")}
-    assert plan == {k: v for k, v in want.items() if k != "settings"} and plan["hot_keys"]
+    # The cluster's size is the session's: two 1-core workers' executors, read live.
+    size = got["plan"]["cluster"]
+    assert (size["cores"], size["source"]) == (2, "session") and "2 executors" in size["detail"], size
+    want = as_json(sj(cluster, *args, "--cores", "2"))
+    plan = {k: v for k, v in got["plan"].items() if k not in ("settings", "column_chunks", "cluster")}
+    assert plan == {k: v for k, v in want.items() if k not in ("settings", "cluster")} and plan["hot_keys"]
 
 
 # ---- --sample on Spark ----
