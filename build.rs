@@ -1,8 +1,9 @@
 //! Link the binary as a fixed-address (non-PIE) executable on x86_64 Linux: a PIE binary of
-//! this size has about 40,000 relocations that the loader applies at every start, which cost
-//! 0.7 ms of a 1.9 ms `skewjoin --version` (1.1 ms without). Nothing is recompiled for it:
-//! position-independent code links into a fixed-address executable as it is. The trade: the
-//! binary's own image is not placed at a random address (its libraries and heap still are).
+//! this size has tens of thousands of relocations that the loader applies at every start, a
+//! large share of a short command's time (BENCHMARKS.md, "The fixed-address binary"). Nothing
+//! is recompiled for it: position-independent code links into a fixed-address executable as it
+//! is. The trade: the binary's own image is not placed at a random address (its libraries and
+//! heap still are).
 fn main() {
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();

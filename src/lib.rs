@@ -1,9 +1,13 @@
 //! skewjoin: find the hot keys of a Spark join and take them out of the shuffle.
 //!
-//! Data flows one way: `source` (files, footers, columns) -> `count` (count keys) ->
-//! `classify` (null / placeholder / junk / demand) -> `keys` (the report of one command)
-//! -> `report` (text, JSON, CSV; `html` for the `--html` pages). `hash` is Spark's own Murmur3, for
-//! the partition of a key.
+//! Data flows one way: `table` (files, footers, columns) -> `count` (count keys; `spark` counts
+//! them on the user's Spark) -> `classify` (null / placeholder / junk / demand) -> `keys` (one
+//! table's report), or `plan` (a join measured, decided, emitted; `window` for a window or GROUP
+//! BY) -> `rewrite` (a query's joins planned and spliced) -> `verify` (both queries run).
+//! `diagnose` reads a Spark event log beside this flow. `hash` is Spark's own Murmur3, for the
+//! partition of a key; `footer` (what every report adds, from the run's statistics) and `html` (the
+//! drawing of the `--html` pages) are what the commands' reports share (docs/architecture.md has every
+//! file).
 
 pub mod cache;
 pub mod classify;
@@ -11,16 +15,19 @@ pub mod cluster;
 pub mod count;
 pub mod diagnose;
 pub mod error;
+pub mod fix;
+pub mod footer;
 pub mod format;
 pub mod guard;
 pub mod hash;
 pub mod html;
 pub mod keys;
+pub mod open;
 mod page;
 pub mod plan;
+pub mod progress;
 pub mod replay;
 pub mod rewrite;
-pub mod run;
 pub mod settings;
 pub mod size;
 pub mod spark;

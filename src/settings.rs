@@ -106,6 +106,41 @@ pub const OPEN_COST: &str = "spark.sql.files.openCostInBytes";
 pub const FILES_MIN_PARTITIONS: &str = "spark.sql.files.minPartitionNum";
 pub const LEAF_PARALLELISM: &str = "spark.sql.leafNodeDefaultParallelism";
 
+/// `spark.sql.files.maxPartitionBytes` by default: the largest split.
+pub const DEFAULT_MAX_PARTITION_BYTES: u64 = 128 << 20;
+/// `spark.sql.files.openCostInBytes` by default: what opening a file costs, in bytes, when
+/// splits are packed.
+pub const DEFAULT_OPEN_COST: u64 = 4 << 20;
+
+/// How Spark cuts a table's files into map tasks: its settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FileSplits {
+    /// `spark.sql.files.maxPartitionBytes`.
+    pub max_partition_bytes: u64,
+    /// `spark.sql.files.openCostInBytes`.
+    pub open_cost: u64,
+    /// The fewest splits Spark aims at: `spark.sql.files.minPartitionNum`, else the cluster's
+    /// parallelism (None: large, so the splits are `max_partition_bytes`).
+    pub min_partitions: Option<u32>,
+}
+
+impl FileSplits {
+    /// Spark's defaults on a cluster of `cores`.
+    pub fn with_cores(cores: Option<u32>) -> FileSplits {
+        FileSplits {
+            max_partition_bytes: DEFAULT_MAX_PARTITION_BYTES,
+            open_cost: DEFAULT_OPEN_COST,
+            min_partitions: cores,
+        }
+    }
+}
+
+impl Default for FileSplits {
+    fn default() -> Self {
+        FileSplits::with_cores(None)
+    }
+}
+
 /// The settings of one run, in the order they were first set.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SparkSettings {
@@ -276,13 +311,13 @@ impl SparkSettings {
 
     /// How Spark cuts a table's files into map tasks (the cluster's cores, when none of these
     /// is set, are added by the planner).
-    pub fn file_splits(&self) -> Result<crate::count::map_tasks::FileSplits> {
+    pub fn file_splits(&self) -> Result<FileSplits> {
         let size = |k: &str, d: u64| -> Result<u64> {
             Ok(self.bytes(k)?.map(|s| s.unwrap_or(d)).unwrap_or(d))
         };
-        Ok(crate::count::map_tasks::FileSplits {
-            max_partition_bytes: size(MAX_PARTITION_BYTES, 128 << 20)?,
-            open_cost: size(OPEN_COST, 4 << 20)?,
+        Ok(FileSplits {
+            max_partition_bytes: size(MAX_PARTITION_BYTES, DEFAULT_MAX_PARTITION_BYTES)?,
+            open_cost: size(OPEN_COST, DEFAULT_OPEN_COST)?,
             min_partitions: self.count(FILES_MIN_PARTITIONS)?.or(self.count(LEAF_PARALLELISM)?),
         })
     }

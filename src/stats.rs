@@ -4,7 +4,7 @@
 //! spilled past `--memory`, the column chunks decoded (and the decoded columns it keeps: its
 //! `cache::ColumnCache`), and the Spark session that counted. Each
 //! table and each object it reads holds the run's `Arc<RunStats>`, so two runs in one process
-//! (a library caller) keep their numbers apart. `run.rs` renders them.
+//! (a library caller) keep their numbers apart. `footer.rs` renders them.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

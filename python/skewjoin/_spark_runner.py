@@ -131,43 +131,65 @@ def stage_stats(get, ids):
             if not attempts or all(a["status"] in ("COMPLETE", "SKIPPED", "FAILED") for a in attempts):
                 break
             time.sleep(0.1)
-        for a in attempts:
-            if a["status"] != "COMPLETE":
-                continue
-            tl = get(f"/stages/{sid}/{a['attemptId']}/taskList?length=10000000")
-            recs, byts, durs = [], [], []
-            tl = sorted(tl, key=lambda t: t.get("index", 0))
-            ends = []
-            for t in tl:
-                m = t.get("taskMetrics", {}).get("shuffleReadMetrics", {})
-                recs.append(m.get("recordsRead", 0))
-                byts.append(m.get("localBytesRead", 0) + m.get("remoteBytesRead", 0))
-                durs.append(t.get("duration", 0))
-                if t.get("launchTime"):
-                    ends.append(int(when(t["launchTime"])) + t.get("duration", 0))
-            read = sorted(r for r in recs if r > 0)
-            d = sorted(durs)
-            dur = 0
-            submitted = int(when(a["submissionTime"])) if a.get("submissionTime") else None
-            completed = int(when(a["completionTime"])) if a.get("completionTime") else None
-            if submitted is not None and completed is not None:
-                dur = completed - submitted
-            out.append({
-                "stage_id": sid, "tasks": len(tl), "duration_ms": dur,
-                "max_task_records": max(recs, default=0),
-                "median_task_records": read[len(read) // 2] if read else 0,
-                "max_task_bytes": max(byts, default=0),
-                "max_task_ms": max(durs, default=0), "median_task_ms": d[len(d) // 2] if d else 0,
-                "spill_bytes": a.get("memoryBytesSpilled", 0) + a.get("diskBytesSpilled", 0),
-                "task_ms": sum(durs),
-                "task_records": recs,
-                # For the replay on the cluster's cores (src/replay.rs): when the stage was
-                # submitted, its last task finished and it completed (epoch ms), each task's
-                # duration.
-                "submitted_ms": submitted, "completed_ms": completed, "last_finish_ms": max(ends, default=None),
-                "task_durations_ms": durs,
-            })
+        ran = [a for a in attempts if a["status"] in ("COMPLETE", "FAILED")]
+        if not any(a["status"] == "COMPLETE" for a in ran):
+            continue
+        tl, failed = successful_tasks(get, sid, ran)
+        recs, byts, durs = [], [], []
+        for t in tl:
+            m = t.get("taskMetrics", {}).get("shuffleReadMetrics", {})
+            recs.append(m.get("recordsRead", 0))
+            byts.append(m.get("localBytesRead", 0) + m.get("remoteBytesRead", 0))
+            durs.append(t.get("duration", 0))
+        read = sorted(r for r in recs if r > 0)
+        d = sorted(durs)
+        starts = [when(a["submissionTime"]) for a in ran if a.get("submissionTime")]
+        ends = [when(a["completionTime"]) for a in ran if a.get("completionTime")]
+        dur = int(max(ends) - min(starts)) if starts and ends else 0
+        finish = [int(when(t["launchTime"])) + t.get("duration", 0) for t in tl if t.get("launchTime")]
+        out.append({
+            "stage_id": sid, "tasks": len(tl), "duration_ms": dur,
+            "max_task_records": max(recs, default=0),
+            "median_task_records": read[len(read) // 2] if read else 0,
+            "max_task_bytes": max(byts, default=0),
+            "max_task_ms": max(durs, default=0), "median_task_ms": d[len(d) // 2] if d else 0,
+            "spill_bytes": sum(a.get("memoryBytesSpilled", 0) + a.get("diskBytesSpilled", 0) for a in ran),
+            "task_ms": sum(durs),
+            "task_records": recs,
+            "failed_tasks": failed, "attempts": len(ran),
+            # For the replay on the cluster's cores (src/replay.rs): when the stage was
+            # submitted, its last task finished and it completed (epoch ms), each task's
+            # duration.
+            "submitted_ms": int(min(starts)) if starts else None, "completed_ms": int(max(ends)) if ends else None,
+            "last_finish_ms": max(finish, default=None), "task_durations_ms": durs,
+        })
     return out
+
+
+def successful_tasks(get, sid, attempts):
+    """Each partition's successful run, in partition order, over the stage's attempts (a stage
+    whose map outputs were lost with an executor runs again, its next attempt only the
+    partitions lost), the later attempt's where both ran it; and how many runs failed."""
+    done, failed = {}, 0
+    for a in sorted(attempts, key=lambda a: a["attemptId"]):
+        for t in get(f"/stages/{sid}/{a['attemptId']}/taskList?length=10000000"):
+            if t.get("status") == "SUCCESS":
+                done[t.get("index", 0)] = t
+            else:
+                failed += 1
+    return [done[i] for i in sorted(done)], failed
+
+
+def retry_notes(before, after):
+    """What the measured tasks went through: tasks that failed and ran again (an executor lost,
+    say), whose figures are then of each partition's successful run."""
+    notes = []
+    for label, run in (("original", before), ("rewrite", after)):
+        for st in run.get("stages", []):
+            if st.get("failed_tasks") or st.get("attempts", 1) > 1:
+                notes.append(f"{label}: stage {st['stage_id']}: {st['failed_tasks']} task runs failed and ran again "
+                             f"({st['attempts']} attempts; an executor lost, say): its tasks are each partition's successful run")
+    return notes
 
 
 def run_remote(spark, sql, label, digits, ui):
@@ -211,10 +233,21 @@ def connect_ui(spark, spec):
     return f"http://{host}:{port or 4040}"
 
 
+def bounded_retries(spark):
+    """A Spark Connect server that stops answering is given up after about 45 s of retries, not
+    pyspark's 10 minutes."""
+    try:
+        from pyspark.sql.connect.client.retries import DefaultPolicy
+        spark.client.set_retry_policies([DefaultPolicy(max_retries=8, max_backoff=10000)])
+    except Exception:  # noqa: BLE001 - an older client keeps its own policy
+        pass
+
+
 def session(spec, SparkSession):
     """Local mode or a --master through pyspark, or a Spark Connect server with --remote."""
     if spec.get("remote"):
         spark = SparkSession.builder.remote(spec["remote"]).getOrCreate()
+        bounded_retries(spark)
         for k, v in {"spark.sql.session.timeZone": "UTC", **spec["conf"]}.items():
             spark.conf.set(k, v)
         return spark
@@ -331,6 +364,7 @@ def main():
             master = spark.sparkContext.master
         (before, c0), (after, c1) = runs(once, spec["original"], spec["rewritten"], spec.get("runs", 1))
         notes = sorted(n for n in notes if n) if spec.get("remote") else []
+        notes += retry_notes(before, after)
         only0 = list((c0 - c1).elements())[:5]
         only1 = list((c1 - c0).elements())[:5]
         out.write(json.dumps({

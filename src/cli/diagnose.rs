@@ -42,10 +42,11 @@ pub struct DiagnoseArgs {
 }
 
 pub fn run(a: DiagnoseArgs) -> Result<String> {
+    let stats = skewjoin::stats::RunStats::new();
     let opts = diagnose::Options {
         min_stage_ms: a.min_stage.ms()?,
-        progress: a.quiet.progress(),
-        stats: skewjoin::stats::RunStats::new(),
+        progress: a.quiet.bars(&stats),
+        stats,
     };
     let mut fetched = Vec::new();
     let mut server_of = None;

@@ -12,7 +12,7 @@ use clap::{Args, ValueEnum};
 
 use skewjoin::cluster::{self, ClusterSize};
 use skewjoin::count::Sample;
-use skewjoin::diagnose::model::App;
+use skewjoin::diagnose::job_log::JobLog;
 use skewjoin::plan::{JoinType, PlanOptions};
 use skewjoin::settings::{self, Origin, SparkLine, SparkSettings};
 use skewjoin::spark::Session;
@@ -130,7 +130,7 @@ impl PlannerArgs {
         let read;
         let job = match (&self.settings_from, job) {
             (Some(log), _) => {
-                read = job_log(log, stats)?;
+                read = JobLog::read(log, stats)?;
                 Some(&read)
             }
             (None, job) => job,
@@ -207,7 +207,7 @@ impl PlannerArgs {
             drop_junk: self.drop_junk,
             top: self.hot.top,
             memory,
-            progress: quiet.progress(),
+            progress: quiet.bars(stats),
             extra_predicates: false,
             extras_one_side: false,
             cores: settings.count(settings::DEFAULT_PARALLELISM)?.or(cluster.known()),
@@ -220,49 +220,6 @@ impl PlannerArgs {
             engine: Default::default(),
         })
     }
-}
-
-/// What a job's event log says of the job's settings and cluster.
-pub struct JobLog {
-    /// Its Spark properties.
-    pub properties: HashMap<String, String>,
-    /// The log, as the reports name it.
-    pub name: String,
-    /// The cluster its executors made (None: the log recorded none).
-    pub executors: Option<ClusterSize>,
-}
-
-impl JobLog {
-    /// The job of an application read from `name`; `stage`: the slow stage, whose span the
-    /// cores are averaged over (else the executors' peak is the size).
-    pub fn of(app: &App, name: &str, stage: Option<i64>) -> JobLog {
-        let span = stage.and_then(|id| {
-            let st =
-                app.stages.iter().filter(|((s, _), _)| *s == id).map(|(_, st)| st).next_back()?;
-            st.span()
-        });
-        let executors =
-            app.logged_executors(span, &format!("stage {}", stage.unwrap_or_default())).size(name);
-        JobLog { properties: app.properties.clone(), name: name.to_string(), executors }
-    }
-}
-
-/// The Spark properties and executors an event log (or a History Server's application)
-/// recorded.
-fn job_log(log: &str, stats: &Arc<RunStats>) -> Result<JobLog> {
-    use skewjoin::diagnose::{eventlog, history};
-    let dir =
-        tempfile::tempdir().map_err(|source| Error::Io { path: std::env::temp_dir(), source })?;
-    let path = if history::is_server(log) {
-        let t = history::target(log, None, None)?;
-        if t.app.is_none() {
-            return Err(Error::Usage(format!("--settings-from {log}: give the application's URL (its id after /history/ or /applications/)")));
-        }
-        history::fetch_log(&t, dir.path())?
-    } else {
-        PathBuf::from(log)
-    };
-    Ok(JobLog::of(&eventlog::read(&path, false, stats)?.app, log, None))
 }
 
 /// The query and the tables it names: `rewrite`, `verify`.
@@ -314,7 +271,7 @@ impl QueryArgs {
         }
         let mut out = self.listed()?;
         let Some(dir) = &self.tables_dir else { return Ok(out) };
-        let wanted: Vec<String> = skewjoin::table::dir::table_names(sql)?
+        let wanted: Vec<String> = skewjoin::rewrite::table_names(sql)?
             .into_iter()
             .filter(|n| !out.iter().any(|(m, _)| m == n))
             .collect();
@@ -332,7 +289,7 @@ impl QueryArgs {
         if !self.tables.is_empty() || self.tables_dir.is_some() {
             return Ok(None);
         }
-        skewjoin::table::dir::table_names(sql).map(Some)
+        skewjoin::rewrite::table_names(sql).map(Some)
     }
 
     /// The `--table NAME=TABLE` arguments: (name in lower case, path).
@@ -367,25 +324,7 @@ pub fn query_tables(
             .map(|n| skewjoin::spark::open_name(s, &n).map(|t| (n, t)))
             .collect();
     }
-    open_tables(&query.named(sql, quiet, stats)?, session, stats)
-}
-
-/// The named tables, opened (a name given twice keeps its last table): read here, or by the
-/// Spark session.
-pub fn open_tables(
-    named: &[(String, String)],
-    session: Option<&Arc<Session>>,
-    stats: &Arc<RunStats>,
-) -> Result<HashMap<String, Table>> {
-    let mut tables = HashMap::new();
-    for (name, path) in named {
-        let t = match session {
-            Some(s) => skewjoin::spark::open(s, path)?,
-            None => Table::open_in(std::slice::from_ref(path), None, stats)?,
-        };
-        tables.insert(name.clone(), t);
-    }
-    Ok(tables)
+    skewjoin::open::tables(&query.named(sql, quiet, stats)?, session, stats)
 }
 
 /// How to start the user's Spark through pyspark: `verify --engine spark`, and the counting of
@@ -429,6 +368,17 @@ impl SparkArgs {
         Session::start(&opts, stats)
     }
 
+    /// The Spark that runs both queries (`verify --engine spark`, `fix --verify`), with the
+    /// Connect server's UI where the tasks are read.
+    pub fn target(&self, spark_ui: Option<String>) -> skewjoin::verify::both::SparkTarget {
+        skewjoin::verify::both::SparkTarget {
+            python: self.python(),
+            master: self.master.clone(),
+            remote: self.remote.clone(),
+            spark_ui,
+        }
+    }
+
     /// `--conf KEY=VALUE`s, each checked, after `defaults` (a key given again wins).
     pub fn conf(&self, defaults: Vec<(String, String)>) -> Result<Vec<(String, String)>> {
         let mut conf = defaults;
@@ -470,8 +420,9 @@ impl CountingArgs {
     }
 
     /// The Spark session, started, with --engine spark; None for the embedded engine (a Spark
-    /// flag given without --engine spark is refused rather than ignored).
-    pub fn session(&self, sample: bool, stats: &Arc<RunStats>) -> Result<Option<Arc<Session>>> {
+    /// flag given without --engine spark is refused rather than ignored). Both engines sample
+    /// (`_sample`: whether the run samples, no longer refused).
+    pub fn session(&self, _sample: bool, stats: &Arc<RunStats>) -> Result<Option<Arc<Session>>> {
         if !self.is_spark() {
             if self.spark.remote.is_some() || self.spark.python.is_some() {
                 return Err(Error::Usage(
@@ -480,22 +431,12 @@ impl CountingArgs {
             }
             return Ok(None);
         }
-        if sample {
-            return Err(Error::Usage(
-                "--sample is for the embedded engine: --engine spark counts every row".into(),
-            ));
-        }
         self.spark.start_session(self.spark_timeout, stats).map(Some)
     }
 
     /// Where the counts are made: by the Spark session that opened the tables, or here.
     pub fn engine(session: Option<&Arc<Session>>) -> skewjoin::count::EngineRef {
-        match session {
-            Some(s) => {
-                skewjoin::count::EngineRef::new(skewjoin::spark::SparkEngine::new(s.clone()))
-            }
-            None => Default::default(),
-        }
+        skewjoin::open::engine(session)
     }
 
     /// Open a table: its files here, or in Spark (a path or a catalog name).
@@ -575,9 +516,17 @@ impl Quiet {
         !self.quiet
     }
 
+    /// Where a run's steps report their progress: bars on a terminal, or nothing with --quiet.
+    pub fn bars(&self, stats: &Arc<RunStats>) -> skewjoin::progress::ProgressRef {
+        if self.quiet {
+            return skewjoin::progress::ProgressRef::none();
+        }
+        skewjoin::progress::ProgressRef::new(super::progress::Bars { stats: stats.clone() })
+    }
+
     /// With --verbose, the line of what the run fetched from object stores; else nothing.
     pub fn io_line(&self, stats: &RunStats) -> String {
-        let line = if self.verbose { skewjoin::run::io_line(stats) } else { None };
+        let line = if self.verbose { skewjoin::footer::io_line(stats) } else { None };
         line.unwrap_or_default()
     }
 }

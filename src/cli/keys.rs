@@ -4,7 +4,7 @@ use clap::{Args, ValueEnum};
 
 use skewjoin::classify::Classifier;
 use skewjoin::count::{ColumnProfile, KeySpec, ProfileOptions};
-use skewjoin::keys::report::{self, Format};
+use skewjoin::keys::report;
 use skewjoin::keys::{self, KeysOptions};
 use skewjoin::stats::RunStats;
 use skewjoin::table::Table;
@@ -57,16 +57,6 @@ enum KeysFormat {
     Csv,
 }
 
-impl From<KeysFormat> for Format {
-    fn from(f: KeysFormat) -> Format {
-        match f {
-            KeysFormat::Table => Format::Table,
-            KeysFormat::Json => Format::Json,
-            KeysFormat::Csv => Format::Csv,
-        }
-    }
-}
-
 pub fn run(a: KeysArgs) -> Result<String> {
     a.threads.apply();
     let hot_factor = a.hot.hot_factor()?;
@@ -106,15 +96,13 @@ pub fn run(a: KeysArgs) -> Result<String> {
             &KeysOptions { partitions: a.hot.shuffle_partitions.unwrap_or(200), hot_factor },
         );
         let text = || {
-            report::keys(&rep, Format::Table, &stats)
-                + &skewjoin::run::table_notes(&stats)
-                + &a.quiet.io_line(&stats)
+            report::table(&rep) + &skewjoin::footer::table_notes(&stats) + &a.quiet.io_line(&stats)
         };
         a.also_text.write(text)?;
-        Ok(if a.format == KeysFormat::Table {
-            text()
-        } else {
-            report::keys(&rep, a.format.into(), &stats)
+        Ok(match a.format {
+            KeysFormat::Table => text(),
+            KeysFormat::Json => skewjoin::footer::json(&rep, &stats),
+            KeysFormat::Csv => report::csv(&rep),
         })
     })
 }
@@ -142,7 +130,7 @@ fn count_keys(
         sample: a.hot.sample,
         seed: a.hot.seed,
         memory: a.memory as usize,
-        progress: a.quiet.progress(),
+        progress: a.quiet.bars(&table.stats),
         exact_distinct: a.exact_distinct,
     };
     engine.profile(table, &specs, &opts)

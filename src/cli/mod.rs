@@ -6,6 +6,7 @@ mod fix;
 mod flags;
 mod keys;
 mod plan;
+mod progress;
 mod rewrite;
 mod verify;
 

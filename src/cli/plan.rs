@@ -148,11 +148,11 @@ fn report(
         code::emit(&j, lang)
     });
     let text = |p: &plan::Plan| plan::text_with(p, code.as_deref());
-    let io = || skewjoin::run::table_notes(stats) + &a.quiet.io_line(stats);
+    let io = || skewjoin::footer::table_notes(stats) + &a.quiet.io_line(stats);
     a.also_text.write(|| text(&p) + &io())?;
     let json = |p: &plan::Plan| {
         let code = code.clone().map(|c| a.emit.out(c, p.acts()));
-        skewjoin::run::json(&WithCode { report: p, code }, stats)
+        skewjoin::footer::json(&WithCode { report: p, code }, stats)
     };
     Ok(a.format.render(&p, text, json) + &if a.format.is_text() { io() } else { String::new() })
 }
@@ -190,9 +190,9 @@ fn window_plan(
     );
     let p = window::plan(&input, a.shape, &[], classifier, opts)?;
     let stats = &t.stats;
-    let io = || skewjoin::run::table_notes(stats) + &a.quiet.io_line(stats);
+    let io = || skewjoin::footer::table_notes(stats) + &a.quiet.io_line(stats);
     a.also_text.write(|| window::text(&p) + &io())?;
-    Ok(a.format.render(&p, window::text, |p| window::json(p, stats))
+    Ok(a.format.render(&p, window::text, |p| skewjoin::footer::json(p, stats))
         + &if a.format.is_text() { io() } else { String::new() })
 }
 

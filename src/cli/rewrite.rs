@@ -62,14 +62,14 @@ pub fn run(a: RewriteArgs) -> Result<String> {
     let r = rewrite::rewrite(&sql, &tables, &classifier, &opts)?;
     let text = || {
         rewrite::sql_with_comments(&r)
-            + &sql_comments(&(skewjoin::run::table_notes(&stats) + &a.quiet.io_line(&stats)))
+            + &sql_comments(&(skewjoin::footer::table_notes(&stats) + &a.quiet.io_line(&stats)))
     };
     let code = a.emit.language().map(|lang| code_text(&r, lang));
     a.also_text.write(text)?;
     let out = match (a.format, &code) {
         (RewriteFormat::Json, _) => {
             let code = code.clone().map(|c| a.emit.out(c, !r.changes.is_empty()));
-            skewjoin::run::json(&WithCode { report: &r, code }, &stats)
+            skewjoin::footer::json(&WithCode { report: &r, code }, &stats)
         }
         (RewriteFormat::Sql, Some(code)) => code.clone(),
         (RewriteFormat::Sql, None) => text(),

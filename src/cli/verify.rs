@@ -1,24 +1,20 @@
 //! `skewjoin verify`: run the original query and its rewrite side by side; the same rows, and
 //! the largest task before and after.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
 use skewjoin::classify::Classifier;
 use skewjoin::cluster::{self, SizeSource};
-use skewjoin::count::Sample;
 use skewjoin::plan::{JoinType, PlanOptions};
-use skewjoin::rewrite::{self, Rewritten};
+use skewjoin::rewrite;
 use skewjoin::settings::{self, Origin};
-use skewjoin::table::Table;
-use skewjoin::verify::{self, SparkOptions, Verification};
+use skewjoin::verify;
+use skewjoin::verify::both::{on_polars, on_spark, BothQueries, Measuring};
 use skewjoin::{Error, Result};
 
-use super::flags::{
-    open_tables, AlsoText, HtmlOut, PlannerArgs, QueryArgs, Quiet, Runs, SparkArgs, TextOrJson,
-};
+use super::flags::{AlsoText, HtmlOut, PlannerArgs, QueryArgs, Quiet, Runs, SparkArgs, TextOrJson};
 
 /// Run the original query and the rewrite side by side: same rows, and the largest task before and
 /// after
@@ -92,7 +88,7 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
     }
     let sql = a.query.read()?;
     let named = a.query.named(&sql, &a.quiet, &stats)?;
-    let tables = open_tables(&named, None, &stats)?;
+    let tables = skewjoin::open::tables(&named, None, &stats)?;
     let classifier = Classifier::with_file(a.planner.hot.rules.as_deref())?;
     let r = rewrite::rewrite(&sql, &tables, &classifier, &opts)?;
     let rewritten = match &a.rewritten {
@@ -107,11 +103,10 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
     let both = BothQueries { original: &sql, rewritten: &rewritten, planned, named: &named };
     let how = Measuring { tolerance: a.tolerance, runs: a.runs.count() };
     let v = match engine {
-        Engine::Polars => verify_polars(&both, &tables, a.planner.hot.sample, how)?,
-        Engine::Spark => verify_spark(
+        Engine::Polars => on_polars(&both, &tables, a.planner.hot.sample, how)?,
+        Engine::Spark => on_spark(
             &both,
-            &a.spark,
-            a.spark_ui.clone(),
+            &a.spark.target(a.spark_ui.clone()),
             how,
             a.planner.hot.sample.is_some(),
             &opts,
@@ -141,106 +136,9 @@ pub(super) fn here_unless_told(opts: &mut PlanOptions) -> Result<()> {
     Ok(())
 }
 
-/// The two queries to run, and what the planner predicted for the rewrite (None: a rewrite
-/// given by hand).
-pub(super) struct BothQueries<'a> {
-    pub original: &'a str,
-    pub rewritten: &'a str,
-    pub planned: Option<&'a Rewritten>,
-    /// Each table's name in the queries and its path.
-    pub named: &'a [(String, String)],
-}
-
-/// How the two queries are run and compared.
-#[derive(Clone, Copy)]
-pub(super) struct Measuring {
-    /// Floating-point values are equal within this relative tolerance.
-    pub tolerance: f64,
-    /// Each query runs this many times (`--runs`).
-    pub runs: usize,
-}
-
 impl Engine {
     /// The engine asked for, else this build's own: Polars when it has it.
     pub(super) fn or_default(given: Option<Engine>) -> Engine {
         given.unwrap_or(if cfg!(feature = "polars") { Engine::Polars } else { Engine::Spark })
     }
-}
-
-/// Both queries on the user's Spark, with the settings the predictions assumed; `sampled`: the
-/// planner counted a sample (said in a note).
-pub(super) fn verify_spark(
-    q: &BothQueries,
-    spark: &SparkArgs,
-    spark_ui: Option<String>,
-    how: Measuring,
-    sampled: bool,
-    opts: &PlanOptions,
-) -> Result<Verification> {
-    let sopts = SparkOptions {
-        python: spark.python(),
-        master: spark.master.clone(),
-        remote: spark.remote.clone(),
-        spark_ui,
-        tolerance: how.tolerance,
-        runs: how.runs,
-        conf: with_cluster_parallelism(opts),
-        cluster: Some(opts.cluster.clone()),
-    };
-    // A Connect server reads the tables from its own working folder: paths here go absolute.
-    let named: Vec<(String, String)> = q
-        .named
-        .iter()
-        .map(|(n, p)| {
-            (
-                n.clone(),
-                std::path::absolute(p)
-                    .ok()
-                    .filter(|a| a.exists())
-                    .map(|a| a.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| p.clone()),
-            )
-        })
-        .collect();
-    let mut v = verify::spark(q.original, q.rewritten, q.planned, &named, &sopts)?;
-    if sampled {
-        v.notes.push("--sample: the planner counted a sample; the Spark engine ran both queries on the full tables".into());
-    }
-    Ok(v)
-}
-
-/// The settings both queries run with: the job's, and the cluster's parallelism where they
-/// do not set it, so that the stages here have the tasks the cluster's would (AQE coalesces a
-/// shuffle into about as many tasks as `spark.default.parallelism`; files split by it).
-fn with_cluster_parallelism(opts: &PlanOptions) -> Vec<(String, String)> {
-    let mut conf = opts.settings.all();
-    let parallelism = settings::DEFAULT_PARALLELISM;
-    if opts.cluster.known().is_some() && !conf.iter().any(|(k, _)| k == parallelism) {
-        conf.push((parallelism.to_string(), opts.cluster.cores.to_string()));
-    }
-    conf
-}
-
-/// Both queries on Polars, in this process.
-#[cfg(feature = "polars")]
-pub(super) fn verify_polars(
-    q: &BothQueries,
-    tables: &HashMap<String, Table>,
-    sample: Option<Sample>,
-    how: Measuring,
-) -> Result<Verification> {
-    let list: Vec<(String, &Table)> =
-        q.named.iter().filter_map(|(n, _)| tables.get(n).map(|t| (n.clone(), t))).collect();
-    let polars = verify::PolarsOptions { sample, tolerance: how.tolerance, runs: how.runs };
-    verify::polars(q.original, q.rewritten, q.planned, &list, &polars)
-}
-
-#[cfg(not(feature = "polars"))]
-pub(super) fn verify_polars(
-    _: &BothQueries,
-    _: &HashMap<String, Table>,
-    _: Option<Sample>,
-    _: Measuring,
-) -> Result<Verification> {
-    Err(Error::Usage("this skewjoin was built without the polars engine".into()))
 }

@@ -29,6 +29,8 @@ pub(crate) struct BatchSink<'a, 'l> {
     pub(crate) nulls: &'a mut u64,
     /// The cluster's frequent values (sample mode only).
     pub(crate) values: Option<&'a mut HashMap<Vec<u8>, u64>>,
+    /// The same for a fixed-width key, by value (sample mode only).
+    pub(crate) ints: Option<&'a mut HashMap<i64, u64>>,
 }
 
 impl<'a, 'l> BatchSink<'a, 'l> {
@@ -39,8 +41,9 @@ impl<'a, 'l> BatchSink<'a, 'l> {
         cluster: &'a mut UnitTally,
         tally: bool,
     ) -> Self {
-        let UnitTally { counts, nulls, rows, .. } = cluster;
-        BatchSink { local, j, rows: *rows, nulls, values: if tally { Some(counts) } else { None } }
+        let UnitTally { counts, nulls, rows, ints, .. } = cluster;
+        let (values, ints) = if tally { (Some(counts), Some(ints)) } else { (None, None) };
+        BatchSink { local, j, rows: *rows, nulls, values, ints }
     }
 
     /// A fixed-width column of `rows` rows.
@@ -64,8 +67,8 @@ impl<'a, 'l> BatchSink<'a, 'l> {
                 } else {
                     *agg.entry(k).or_insert(0) += 1;
                 }
-                if let Some(t) = self.values.as_mut() {
-                    *t.entry_ref(&k.to_le_bytes()[..]).or_insert(0) += 1;
+                if let Some(t) = self.ints.as_mut() {
+                    *t.entry(k).or_insert(0) += 1;
                 }
             }
             None => nulls += 1,
@@ -114,7 +117,7 @@ impl<'a, 'l> BatchSink<'a, 'l> {
         dict: &mut DictTally,
         last: bool,
     ) -> Result<(), String> {
-        let BatchSink { local, j, rows, nulls: cluster_nulls, values: mut tally } = self;
+        let BatchSink { local, j, rows, nulls: cluster_nulls, values: mut tally, .. } = self;
         // Sample mode: only values above 0.02% of the cluster matter for the error bound of a
         // top value.
         dict.tally_min = rows / 5000;

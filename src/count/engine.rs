@@ -35,6 +35,19 @@ pub trait Engine: Send + Sync {
         partitions: u32,
         keys: &[Vec<Value>],
     ) -> Result<PartitionScan>;
+    /// `scan`, and the same per map task of a job that reads the table: the tasks as the
+    /// engine's own Spark cuts the table's files, for a table whose files are not read here.
+    /// None where the engine does not know them (the embedded engine's tasks come from the
+    /// files: `map_tasks`).
+    fn scan_by_map_tasks(
+        &self,
+        _table: &Table,
+        _spec: &KeySpec,
+        _partitions: u32,
+        _keys: &[Vec<Value>],
+    ) -> Result<Option<(PartitionScan, Vec<PartitionScan>)>> {
+        Ok(None)
+    }
     /// The key columns of the rows that pass `filter` (one row per group with `group_by`).
     fn filtered_keys(
         &self,

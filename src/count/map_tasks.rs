@@ -4,44 +4,11 @@
 
 use parquet::file::metadata::RowGroupMetaData;
 
+use crate::settings::FileSplits;
 use crate::table::Table;
-
-/// `spark.sql.files.maxPartitionBytes`: the largest split.
-pub const MAX_PARTITION_BYTES: u64 = 128 << 20;
-/// `spark.sql.files.openCostInBytes`: what opening a file costs, in bytes, when splits are packed.
-pub const OPEN_COST_BYTES: u64 = 4 << 20;
 
 /// One map task: the row groups it reads, as (file, row group).
 pub type MapTask = Vec<(usize, usize)>;
-
-/// How Spark cuts a table's files into map tasks: its settings.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FileSplits {
-    /// `spark.sql.files.maxPartitionBytes`.
-    pub max_partition_bytes: u64,
-    /// `spark.sql.files.openCostInBytes`.
-    pub open_cost: u64,
-    /// The fewest splits Spark aims at: `spark.sql.files.minPartitionNum`, else the cluster's
-    /// parallelism (None: large, so the splits are `max_partition_bytes`).
-    pub min_partitions: Option<u32>,
-}
-
-impl FileSplits {
-    /// Spark's defaults on a cluster of `cores`.
-    pub fn with_cores(cores: Option<u32>) -> FileSplits {
-        FileSplits {
-            max_partition_bytes: MAX_PARTITION_BYTES,
-            open_cost: OPEN_COST_BYTES,
-            min_partitions: cores,
-        }
-    }
-}
-
-impl Default for FileSplits {
-    fn default() -> Self {
-        FileSplits::with_cores(None)
-    }
-}
 
 /// Spark's map tasks over `table` (FilePartition): files cut into splits of at most
 /// min(max partition bytes, max(open cost, total bytes / min partitions)), packed largest

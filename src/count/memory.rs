@@ -63,6 +63,7 @@ impl InMemory {
             rows: batch.num_rows() as u64,
             disk_bytes: bytes,
             memory_bytes: bytes,
+            files_here: Vec::new(),
         };
         self.lock().insert(name.to_string(), batch);
         Table::held(display, held, stats)

@@ -57,13 +57,15 @@ pub mod weights;
 mod page_reader_tests;
 
 pub(crate) use arrays::{each_i64, each_plain_i64};
-pub(crate) use encode::{decode_key, encode_values, Atoms};
+pub(crate) use encode::{decode_key, encode_values, tally_key, Atoms};
 pub use encode::{each_group_key, group_keys};
 pub use engine::{Embedded, Engine, EngineRef};
 pub use memory::InMemory;
 pub use profile::profile;
 pub use scan::{scan, scan_by_map, PartitionScan, MAX_LOOKUP};
+pub(crate) use stats::share_error;
 pub use table_size::TableSize;
+pub(crate) use tally::UnitTally;
 
 use crate::table::ResolvedColumn;
 use crate::value::{KeyType, Value};
@@ -135,7 +137,8 @@ pub struct ProfileOptions {
     /// Memory for the staged keys, in bytes, shared by all keys: past it they spill to a
     /// temporary file (see `spill`), and the counts stay exact.
     pub memory: usize,
-    pub progress: bool,
+    /// Where the passes report the rows they read.
+    pub progress: crate::progress::ProgressRef,
     /// Count every distinct value exactly, even where the exact top values alone are much
     /// cheaper (see `split`): the distinct count is then exact instead of an estimate.
     pub exact_distinct: bool,
@@ -148,7 +151,7 @@ impl Default for ProfileOptions {
             sample: None,
             seed: 42,
             memory: STAGE_MEMORY,
-            progress: false,
+            progress: Default::default(),
             exact_distinct: false,
         }
     }
@@ -170,6 +173,11 @@ pub struct SampleInfo {
     /// The column whose pages were sampled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pages_column: Option<String>,
+    /// With whole files (the Spark engine's block sample): the files read, and in the table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files_read: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files_total: Option<usize>,
 }
 
 #[derive(Debug, Clone)]

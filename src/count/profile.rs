@@ -19,6 +19,7 @@ use super::tally::UnitTally;
 use super::units::{choose_units, Unit};
 use super::{ColumnProfile, KeyCount, KeySpec, ProfileOptions, SampleInfo};
 use crate::error::{Error, Result};
+use crate::progress::Step;
 use crate::table::Table;
 use crate::value::Value;
 
@@ -57,13 +58,13 @@ fn profile_pass(
     // a sample, whose few row groups would otherwise be counted mostly into that table.
     let switch_at = if sample.is_some() { 0 } else { SWITCH_KEYS };
     let rows_read: u64 = units.iter().map(|u| u.rows_read()).sum();
-    let bar = progress_bar(opts.progress, rows_read, table.in_store(), &table.stats);
+    let bar = opts.progress.start(Step::CountingRows { remote: table.in_store() }, rows_read);
     let tally = opts.sample.is_some() && sample.is_some();
     let walked = sample.as_ref().and_then(|s| s.pages_column.as_deref());
     let want = if opts.top == 0 { usize::MAX } else { opts.top + 1 };
-    let reader = UnitReader::new(table, &fields, &jobs, tally, walked, &bar);
+    let reader = UnitReader::new(table, &fields, &jobs, tally, walked, bar.as_ref());
     let tallies = read_units(&reader, &units, want, switch_at)?;
-    bar.finish_and_clear();
+    bar.finish();
 
     let read = Read { rows: table.rows(), rows_read, sample: sample.as_ref(), tallies };
     let mut out = Vec::new();
@@ -129,50 +130,6 @@ fn read_units(
     // Hand the staged keys in (Local's drop) before they are counted.
     drop(locals);
     Ok(tallies)
-}
-
-/// The bar of a long count on a terminal: rows read of the rows to read, and for a table in an
-/// object store (whatever its rows) the bytes fetched so far and their rate.
-fn progress_bar(
-    show: bool,
-    total: u64,
-    remote: bool,
-    stats: &std::sync::Arc<crate::stats::RunStats>,
-) -> indicatif::ProgressBar {
-    use std::io::IsTerminal;
-    if !show || !std::io::stderr().is_terminal() || (total < 2_000_000 && !remote) {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::with_draw_target(
-        Some(total),
-        indicatif::ProgressDrawTarget::stderr_with_hz(5),
-    );
-    let template = if remote {
-        "{spinner} counting keys {bar:30} {human_pos}/{human_len} rows, {fetched} fetched ({fetch_rate}), eta {eta}"
-    } else {
-        "{spinner} counting keys {bar:30} {human_pos}/{human_len} rows, {per_sec}, eta {eta}"
-    };
-    if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
-        let start = stats.io().bytes;
-        let fetched = move |s: &crate::stats::RunStats| s.io().bytes.saturating_sub(start);
-        let (a, b) = (stats.clone(), stats.clone());
-        let style = style
-            .with_key(
-                "fetched",
-                move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                    let _ = w.write_str(&crate::format::human(fetched(&a)));
-                },
-            )
-            .with_key(
-                "fetch_rate",
-                move |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                    let rate = fetched(&b) as f64 / st.elapsed().as_secs_f64().max(0.001);
-                    let _ = w.write_str(&format!("{}/s", crate::format::human(rate as u64)));
-                },
-            );
-        bar.set_style(style);
-    }
-    bar
 }
 
 /// What a pass read: the table's rows, the rows read, how they were sampled, and the units'

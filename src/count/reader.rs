@@ -7,8 +7,6 @@ use std::fs::File;
 use std::sync::atomic::Ordering;
 
 use arrow_array::{ArrayRef, RecordBatch};
-use hashbrown::HashMap;
-use indicatif::ProgressBar;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
@@ -22,6 +20,7 @@ use super::pages::{self, flat_leaf, ColumnChunk};
 use super::tally::{keep_top, ChunkSink, DictTally, UnitTally};
 use super::units::Unit;
 use crate::error::{Error, Result};
+use crate::progress::StepProgress;
 use crate::table::{field_index, read_hint, DataFile, Table};
 
 /// What every unit of a pass is read with.
@@ -34,7 +33,7 @@ pub(crate) struct UnitReader<'a> {
     tally: bool,
     /// A sample of whole pages: the column whose pages were drawn.
     walked: Option<&'a str>,
-    bar: &'a ProgressBar,
+    bar: &'a dyn StepProgress,
 }
 
 impl<'a> UnitReader<'a> {
@@ -45,7 +44,7 @@ impl<'a> UnitReader<'a> {
         jobs: &'a [Job],
         tally: bool,
         walked: Option<&'a str>,
-        bar: &'a ProgressBar,
+        bar: &'a dyn StepProgress,
     ) -> Self {
         let files = table
             .files
@@ -196,16 +195,7 @@ impl<'r, 'a> UnitRead<'r, 'a> {
         let table_rows = |rows: u64| if clusters.len() == 1 { unit.rows } else { rows };
         let tallies = clusters
             .iter()
-            .map(|&rows| {
-                jobs.iter()
-                    .map(|_| UnitTally {
-                        rows,
-                        table_rows: table_rows(rows),
-                        nulls: 0,
-                        counts: HashMap::new(),
-                    })
-                    .collect()
-            })
+            .map(|&rows| jobs.iter().map(|_| UnitTally::new(rows, table_rows(rows))).collect())
             .collect();
         let pends = jobs
             .iter()
@@ -315,7 +305,7 @@ impl<'r, 'a> UnitRead<'r, 'a> {
                     Piece { cluster: c, rows: self.clusters[c] as usize, batch: None, last: true };
                 self.count_piece(local, &piece)?;
             }
-            self.reader.bar.inc(self.unit.rows_read());
+            self.reader.bar.advance(self.unit.rows_read());
             return Ok(());
         }
         let (file, unit) = (self.file, self.unit);
@@ -346,7 +336,7 @@ impl<'r, 'a> UnitRead<'r, 'a> {
                 )?;
                 at += take;
             }
-            self.reader.bar.inc(batch.num_rows() as u64);
+            self.reader.bar.advance(batch.num_rows() as u64);
         }
         Ok(())
     }
@@ -465,6 +455,7 @@ impl<'r, 'a> UnitRead<'r, 'a> {
         }
         if tally {
             for t in self.tallies.iter_mut().flatten() {
+                t.fold_ints(2000);
                 keep_top(&mut t.counts, 2000);
             }
         }

@@ -47,8 +47,10 @@ pub struct ShuffleBytes {
 /// None when the table has no rows here or cannot be read (the planner then uses the decoded
 /// size).
 pub fn shuffle_bytes(table: &Table, key: &str, columns: Option<&[String]>) -> Option<ShuffleBytes> {
-    if table.is_held() {
-        return None;
+    if let Some(held) = &table.held {
+        // A table an engine holds: from its files when they are here too.
+        let here = Table::open(&held.files_here).ok().filter(|_| !held.files_here.is_empty())?;
+        return shuffle_bytes(&here, key, columns);
     }
     let mut rows: Vec<Row> = Vec::new();
     for file in &table.files {

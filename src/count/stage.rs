@@ -978,8 +978,7 @@ pub(crate) fn count_ints(bufs: &[IntBuf], want: usize) -> io::Result<Counted<i64
 /// A staging partition with more keys than this is split again before it is counted.
 const SPLIT_PART_AT: usize = 1 << 15;
 /// Sub-partitions of a large staging partition: each one's table fits in a core's L2 cache
-/// where the whole partition's would not (2 MB of table for 78K distinct keys, the 40M-row
-/// benchmark's 20M-distinct key).
+/// where the whole partition's would not (BENCHMARKS.md, "The staging sub-partitions").
 const SUBS: usize = 16;
 
 /// Each key of partition `p` (staged in memory or spilled) with its count.

@@ -1,6 +1,7 @@
 //! Error bounds of a share estimated from a sample: the half-width of its 95% interval, from
-//! the spread of the value's share across the sampled units (cluster sampling, with Student's
-//! t and the finite population correction), never below the binomial one.
+//! the spread of the value's share across the sampled units (row groups, pages, or the Spark
+//! engine's files: cluster sampling, with Student's t and the finite population correction),
+//! never below the binomial one.
 
 use super::encode::tally_key;
 use super::tally::UnitTally;
@@ -64,10 +65,12 @@ impl Spread<'_> {
 
     /// Whole row groups or whole pages: the units are the clusters.
     fn whole_units(&self, tallies: &[&UnitTally], info: &SampleInfo) -> f64 {
-        let (read, all) = match (info.pages_read, info.pages_total) {
-            (Some(r), Some(a)) => (r, a),
-            _ => (info.row_groups_read, info.row_groups_total),
-        };
+        let (read, all) =
+            match (info.pages_read, info.pages_total, info.files_read, info.files_total) {
+                (Some(r), Some(a), _, _) => (r, a),
+                (_, _, Some(r), Some(a)) => (r, a),
+                _ => (info.row_groups_read, info.row_groups_total),
+            };
         let fpc = 1.0 - read as f64 / all.max(1) as f64;
         let t = if tallies.len() < 2 { 1.96 } else { t975(tallies.len() - 1) };
         self.cluster(tallies, fpc).max(t * self.binomial())

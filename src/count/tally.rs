@@ -19,6 +19,30 @@ pub(crate) struct UnitTally {
     /// NULL rows (of a composite key: rows with a NULL part; only a single column's are used).
     pub(crate) nulls: u64,
     pub(crate) counts: HashMap<Vec<u8>, u64>,
+    /// A fixed-width key's values, tallied by value: a unit of a million distinct keys would
+    /// otherwise allocate a million byte keys (the sample cost more than the exact count). Its
+    /// most frequent move into `counts` when the unit is done (`fold_ints`).
+    pub(crate) ints: HashMap<i64, u64>,
+}
+
+impl UnitTally {
+    pub(crate) fn new(rows: u64, table_rows: u64) -> UnitTally {
+        UnitTally { rows, table_rows, nulls: 0, counts: HashMap::new(), ints: HashMap::new() }
+    }
+
+    /// The `n` most frequent values of `ints` (those above the n-th count, as `keep_top`
+    /// keeps them) into `counts`, keyed as `tally_key` encodes an integer.
+    pub(crate) fn fold_ints(&mut self, n: usize) {
+        if self.ints.len() > n {
+            let mut counts: Vec<u64> = self.ints.values().copied().collect();
+            let (_, t, _) = counts.select_nth_unstable_by(n, |a, b| b.cmp(a));
+            let t = *t;
+            self.ints.retain(|_, c| *c > t);
+        }
+        for (k, c) in self.ints.drain() {
+            *self.counts.entry(k.to_le_bytes().to_vec()).or_insert(0) += c;
+        }
+    }
 }
 
 /// Keep the entries of `m` above its `n`-th largest count.

@@ -145,6 +145,8 @@ fn whole_row_groups(
         pages_read: None,
         pages_total: None,
         pages_column: None,
+        files_read: None,
+        files_total: None,
     };
     (picked, Some(info))
 }
@@ -199,6 +201,8 @@ fn whole_pages(
         pages_read: Some(n),
         pages_total: Some(sizes.len()),
         pages_column: Some(name.to_string()),
+        files_read: None,
+        files_total: None,
     };
     Some((picked, Some(info)))
 }
@@ -250,6 +254,8 @@ fn row_runs(
         pages_read: None,
         pages_total: None,
         pages_column: None,
+        files_read: None,
+        files_total: None,
     };
     (picked, Some(info))
 }

@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use super::model::Stage;
+use super::model::{App, Stage};
 
 /// The place in the user's code whose call ran the stage.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -46,6 +46,16 @@ const NOT_USER: [&str; 9] = [
     "com.sun.",
     "$line",
 ];
+
+/// The call site of stage `stage_id` (of its last attempt), or why the log has none.
+pub fn of_stage_id(app: &App, stage_id: i64) -> Result<CallSite, String> {
+    let stage =
+        app.stages.iter().filter(|((id, _), _)| *id == stage_id).map(|(_, s)| s).next_back();
+    match stage {
+        Some(s) => of_stage(s),
+        None => Err(format!("the log has no stage {stage_id}")),
+    }
+}
 
 /// The stage's call site, or why the log does not give one.
 pub fn of_stage(stage: &Stage) -> Result<CallSite, String> {

@@ -14,11 +14,10 @@ use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use indicatif::ProgressBar;
-
 use super::events::{self, Line};
 use super::model::App;
 use crate::error::{Error, Result};
+use crate::progress::{Counted, Progress, Step, StepProgress};
 use crate::stats::RunStats;
 
 /// The application a log describes, and what went wrong on the way.
@@ -85,19 +84,20 @@ fn remote_files_of(url: &str, stats: &RunStats) -> Result<Vec<PathBuf>> {
 
 /// The decoded bytes of one log file, as a stream, and the codec its first bytes name. The
 /// file's bytes are counted on `bar` as they are read.
-fn open(
+fn open<'a>(
     file: &Path,
-    bar: &ProgressBar,
+    bar: &'a dyn StepProgress,
     stats: &Arc<RunStats>,
-) -> Result<(Box<dyn Read>, &'static str)> {
+) -> Result<(Box<dyn Read + 'a>, &'static str)> {
     let text = file.to_string_lossy();
     let local = if crate::table::store::is_remote(&text) {
         crate::table::store::download(&text, stats)?
     } else {
         fs::File::open(file).map_err(|source| Error::Io { path: file.to_path_buf(), source })?
     };
-    bar.inc_length(local.metadata().map(|m| m.len()).unwrap_or(0));
-    let mut raw = std::io::BufReader::with_capacity(1 << 20, bar.wrap_read(local));
+    bar.grow(local.metadata().map(|m| m.len()).unwrap_or(0));
+    let mut raw =
+        std::io::BufReader::with_capacity(1 << 20, Counted { inner: local, progress: bar });
     let head = raw.fill_buf().map_err(|source| Error::Io { path: file.to_path_buf(), source })?;
     if head.starts_with(&[0x28, 0xB5, 0x2F, 0xFD]) {
         let d = zstd::stream::read::Decoder::with_buffer(raw)
@@ -293,9 +293,9 @@ const STEP: usize = 8 << 20;
 
 /// Read the log at `path` into the application it describes, as one stream: memory holds one
 /// step of the log and what the model keeps per task, whatever the log's size.
-pub fn read(path: &Path, progress: bool, stats: &Arc<RunStats>) -> Result<Log> {
+pub fn read(path: &Path, progress: &dyn Progress, stats: &Arc<RunStats>) -> Result<Log> {
     let files = files_of(path, stats)?;
-    let bar = progress_bar(progress);
+    let bar = progress.start(Step::ReadingLog, 0);
     let mut feed = Feed {
         app: App::default(),
         warnings: Vec::new(),
@@ -307,12 +307,12 @@ pub fn read(path: &Path, progress: bool, stats: &Arc<RunStats>) -> Result<Log> {
     let mut codec = "none";
     for (fi, f) in files.iter().enumerate() {
         feed.start_file(f, fi == 0);
-        let (input, c) = open(f, &bar, stats)?;
+        let (input, c) = open(f, bar.as_ref(), stats)?;
         codec = c;
         read_lines(input, c, &mut feed)?;
         feed.end_file();
     }
-    bar.finish_and_clear();
+    bar.finish();
     if feed.app.events == 0 {
         return Err(Error::bad_file(path, "no events: an empty Spark event log"));
     }
@@ -320,24 +320,8 @@ pub fn read(path: &Path, progress: bool, stats: &Arc<RunStats>) -> Result<Log> {
     Ok(Log { app: feed.app, warnings: feed.warnings, files, codec })
 }
 
-/// A bar by bytes of the log files read, on a terminal only.
-fn progress_bar(show: bool) -> ProgressBar {
-    use std::io::IsTerminal;
-    if !show || !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar =
-        ProgressBar::with_draw_target(Some(0), indicatif::ProgressDrawTarget::stderr_with_hz(5));
-    if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "{spinner} reading the event log {bar:30} {binary_bytes}/{binary_total_bytes}, {binary_bytes_per_sec}, eta {eta}",
-    ) {
-        bar.set_style(style);
-    }
-    bar
-}
-
 /// Read `input` step by step, parse each step's whole lines in parallel, take them in order.
-fn read_lines(mut input: Box<dyn Read>, codec: &str, feed: &mut Feed) -> Result<()> {
+fn read_lines(mut input: Box<dyn Read + '_>, codec: &str, feed: &mut Feed) -> Result<()> {
     use rayon::prelude::*;
     let mut buf: Vec<u8> = Vec::with_capacity(STEP * 2);
     loop {

@@ -15,14 +15,14 @@ mod checks;
 pub mod eventlog;
 mod events;
 mod finding;
-pub mod fix;
 pub mod history;
 mod idle;
+pub mod job_log;
 mod measures;
 pub mod model;
 pub mod plan;
 pub mod report;
-mod spark_expr;
+pub mod spark_expr;
 
 use std::path::Path;
 
@@ -144,8 +144,8 @@ fn stage_report(app: &App, st: &Stage, app_ms: i64, active_ms: i64) -> StageRepo
 pub struct Options {
     /// A stage shorter than this gets no finding (its checks are still listed).
     pub min_stage_ms: i64,
-    /// A progress bar by bytes while the log is read (on a terminal only).
-    pub progress: bool,
+    /// Where the reading of the log reports its progress.
+    pub progress: crate::progress::ProgressRef,
     /// The run's statistics (what it fetched from object stores).
     pub stats: std::sync::Arc<crate::stats::RunStats>,
 }
@@ -154,7 +154,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             min_stage_ms: MIN_STAGE_MS,
-            progress: false,
+            progress: Default::default(),
             stats: crate::stats::RunStats::new(),
         }
     }
@@ -164,7 +164,7 @@ impl Default for Options {
 pub const MIN_STAGE_MS: i64 = 10_000;
 
 pub fn diagnose(path: &Path, baseline: Option<&Path>, opts: &Options) -> Result<Diagnosis> {
-    diagnose_log(&eventlog::read(path, opts.progress, &opts.stats)?, baseline, opts)
+    diagnose_log(&eventlog::read(path, &*opts.progress, &opts.stats)?, baseline, opts)
 }
 
 /// `diagnose` of a log already read (`fix` reads the job's settings from the same one).
@@ -177,7 +177,7 @@ pub fn diagnose_log(
     let mut warnings = ev.warnings.clone();
     let base = match baseline {
         Some(b) => {
-            let bev = eventlog::read(b, opts.progress, &opts.stats)?;
+            let bev = eventlog::read(b, &*opts.progress, &opts.stats)?;
             warnings.extend(bev.warnings.iter().map(|w| format!("baseline: {w}")));
             Some(bev)
         }

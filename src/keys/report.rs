@@ -1,4 +1,4 @@
-//! The keys report as an aligned table, JSON or CSV.
+//! The keys report as an aligned table or CSV (its JSON is the report's fields).
 
 use comfy_table::presets::NOTHING;
 use comfy_table::{CellAlignment, Table};
@@ -7,22 +7,8 @@ use super::{ColumnReport, KeysReport};
 use crate::count::SampleInfo;
 use crate::format::{fmt_count, fmt_share};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Table,
-    Json,
-    Csv,
-}
-
-pub fn keys(report: &KeysReport, format: Format, stats: &crate::stats::RunStats) -> String {
-    match format {
-        Format::Json => crate::run::json(report, stats),
-        Format::Csv => keys_csv(report),
-        Format::Table => keys_table(report),
-    }
-}
-
-fn keys_table(report: &KeysReport) -> String {
+/// The report as an aligned table, a block per key column.
+pub fn table(report: &KeysReport) -> String {
     let mut out = String::new();
     for c in &report.columns {
         out.push_str(&column_heading(c));
@@ -82,18 +68,31 @@ fn distinct_qualifier(c: &ColumnReport) -> &'static str {
 /// The line that says what a sample read (it starts with a line break).
 fn sample_line(c: &ColumnReport, s: &SampleInfo) -> String {
     format!(
-        "\nsampled {} of {} rows ({}) by {}, {}{} of {} row groups; counts scaled to the table, shares +- 95% interval",
+        "\nsampled {} of {} rows ({}) by {}{}; counts scaled to the table, shares +- 95% interval",
         fmt_count(s.rows_read),
         fmt_count(c.rows),
         fmt_share(s.fraction),
         s.method,
-        match (s.pages_read, s.pages_total, &s.pages_column) {
-            (Some(r), Some(t), Some(col)) => format!("{} of {} pages of {col}, in ", fmt_count(r as u64), fmt_count(t as u64)),
-            _ => String::new(),
-        },
-        s.row_groups_read,
-        s.row_groups_total
+        units_read(s),
     )
+}
+
+/// The units a sample read, after a comma: pages in row groups, row groups, or files (the
+/// Spark engine's row sample reads every file and has none to say).
+fn units_read(s: &SampleInfo) -> String {
+    let n = |x: usize| fmt_count(x as u64);
+    match (s.pages_read, s.pages_total, &s.pages_column, s.files_read, s.files_total) {
+        (Some(r), Some(t), Some(col), _, _) => format!(
+            ", {} of {} pages of {col}, in {} of {} row groups",
+            n(r),
+            n(t),
+            s.row_groups_read,
+            s.row_groups_total
+        ),
+        (_, _, _, Some(r), Some(t)) => format!(", {} of {} files", n(r), n(t)),
+        _ if s.row_groups_total == 0 => String::new(),
+        _ => format!(", {} of {} row groups", s.row_groups_read, s.row_groups_total),
+    }
 }
 
 /// The column's top values, one row each, with the share's interval when sampled.
@@ -147,7 +146,7 @@ fn truncate(s: &str, n: usize) -> String {
     }
 }
 
-fn keys_csv(report: &KeysReport) -> String {
+pub fn csv(report: &KeysReport) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     let _ = w.write_record([
         "column",

@@ -167,7 +167,7 @@ fn profile_options(opts: &PlanOptions) -> ProfileOptions {
         sample: opts.sample,
         seed: opts.seed,
         memory: opts.memory.min(crate::count::STAGE_MEMORY),
-        progress: opts.progress,
+        progress: opts.progress.clone(),
         exact_distinct: false,
     }
 }
@@ -284,9 +284,17 @@ impl Counted {
         match &self.source {
             Source::Table(f) => {
                 let (t, k) = f_src(s, f);
+                if t.is_held() && s.group_by.is_none() && opts.aqe.enabled {
+                    // A table Spark reads: its map tasks as that Spark cuts its files.
+                    if let Some((scan, per_map)) =
+                        opts.engine.scan_by_map_tasks(t, k, parts, cands)?
+                    {
+                        return Ok((scan, MapOutputs::Counted(per_map)));
+                    }
+                }
                 if t.is_held() || s.group_by.is_some() || !opts.aqe.enabled {
-                    // A table Spark reads: its files are not known here, so as many map tasks
-                    // as partitions (an aggregate's output comes from that many tasks too).
+                    // A table whose files are not known here: as many map tasks as partitions
+                    // (an aggregate's output comes from that many tasks too).
                     let assumed = if t.is_held() || s.group_by.is_some() {
                         parts
                     } else {
@@ -316,7 +324,7 @@ impl Counted {
 fn map_tasks_of(
     table: &Table,
     filtered: Option<&Table>,
-    files: &count::map_tasks::FileSplits,
+    files: &crate::settings::FileSplits,
 ) -> Vec<count::map_tasks::MapTask> {
     let tasks = count::map_tasks::map_tasks(table, files);
     let Some(f) = filtered else { return tasks };

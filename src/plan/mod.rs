@@ -40,7 +40,7 @@ pub use model::{
     display_key, AqeEffect, HotKey, HotSide, JoinType, KeepReason, Plan, PlanOptions, Side,
     SideInput, SideReport, Strategy,
 };
-pub use report::{html, json, text, text_with};
+pub use report::{html, text, text_with};
 pub use strategy::broadcast_side::COMMENT as BROADCAST_SIDE_COMMENT;
 pub use tasks::TaskStats;
 

@@ -117,7 +117,8 @@ pub struct PlanOptions {
     /// Most frequent values per side considered as hot candidates.
     pub top: usize,
     pub memory: usize,
-    pub progress: bool,
+    /// Where the counting reports its progress.
+    pub progress: crate::progress::ProgressRef,
     /// The ON clause has predicates beyond the key equalities (the `rewrite` command): the
     /// branches that find unmatched rows from distinct keys alone are then not safe.
     pub extra_predicates: bool,
@@ -142,14 +143,14 @@ pub struct PlanOptions {
     pub min_gain: Option<f64>,
     /// How Spark cuts a table's files into map tasks (its `min_partitions` falls back to
     /// `cores`: use `file_splits`).
-    pub files: crate::count::map_tasks::FileSplits,
+    pub files: crate::settings::FileSplits,
     /// Where the tables' counts are made: read here, or by the Spark session that holds them.
     pub engine: crate::count::EngineRef,
 }
 
 impl PlanOptions {
     /// How Spark cuts a table's files into map tasks on this cluster.
-    pub fn file_splits(&self) -> crate::count::map_tasks::FileSplits {
+    pub fn file_splits(&self) -> crate::settings::FileSplits {
         let mut f = self.files;
         f.min_partitions = f.min_partitions.or(self.cores);
         f
@@ -169,7 +170,7 @@ impl Default for PlanOptions {
             drop_junk: false,
             top: 20,
             memory: 2 << 30,
-            progress: false,
+            progress: Default::default(),
             extra_predicates: false,
             extras_one_side: false,
             cores: None,

@@ -7,11 +7,6 @@ use super::strategy::broadcast_side;
 use super::{HotKey, Plan};
 use crate::format::{fmt_count, fmt_share, human};
 
-/// The plan as JSON, with what the run adds (`run::json`).
-pub fn json(plan: &Plan, stats: &crate::stats::RunStats) -> String {
-    crate::run::json(plan, stats)
-}
-
 pub fn text(plan: &Plan) -> String {
     text_with(plan, None)
 }

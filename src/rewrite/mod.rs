@@ -54,6 +54,7 @@ use crate::table::Table;
 pub use comments::sql_with_comments;
 pub(crate) use condition::conjuncts as spark_conjuncts;
 use names::lc;
+pub use names::table_names;
 pub use note::Note;
 pub use reason::{LeftAlone, Untraced};
 use scope::{repoint_all, Remap};

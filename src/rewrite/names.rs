@@ -1,12 +1,50 @@
-//! Names and small SQL pieces the rewrite reads and builds: the name a FROM item goes by,
-//! select items made from text, a join as the reports show it.
+//! Names and small SQL pieces the rewrite reads and builds: the tables a query names, the name
+//! a FROM item goes by, select items made from text, a join as the reports show it.
+
+use std::collections::BTreeSet;
+use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    Ident, ObjectName, ObjectNamePart, SelectItem, SetExpr, TableFactor, TableWithJoins,
+    Ident, ObjectName, ObjectNamePart, Query, SelectItem, SetExpr, TableFactor, TableWithJoins,
+    Visit, Visitor,
 };
 
 use crate::error::{Error, Result};
 use crate::sql::{ident, parse_query};
+
+/// The tables a query names (lower case, without quotes), CTE names excluded, in first-seen
+/// order.
+pub fn table_names(sql: &str) -> Result<Vec<String>> {
+    let stmts = crate::sql::parse(sql)?;
+    let mut v = Names::default();
+    let _ = stmts.visit(&mut v);
+    Ok(v.tables.into_iter().filter(|t| !v.ctes.contains(t)).collect())
+}
+
+#[derive(Default)]
+struct Names {
+    tables: Vec<String>,
+    ctes: BTreeSet<String>,
+}
+
+impl Visitor for Names {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
+        if let Some(w) = &q.with {
+            self.ctes.extend(w.cte_tables.iter().map(|c| c.alias.name.value.to_ascii_lowercase()));
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_relation(&mut self, name: &ObjectName) -> ControlFlow<()> {
+        let n = name.to_string().replace('`', "").to_ascii_lowercase();
+        if !self.tables.contains(&n) {
+            self.tables.push(n);
+        }
+        ControlFlow::Continue(())
+    }
+}
 
 /// A name as the rewrite compares it.
 pub(super) fn lc(s: &str) -> String {
@@ -85,4 +123,15 @@ pub(super) fn join_text(twj: &TableWithJoins, j: usize) -> String {
         None => twj.relation.to_string(),
     };
     t.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_without_ctes() {
+        let sql = "WITH x AS (SELECT * FROM a) SELECT * FROM x, `B` JOIN db.c ON 1=1 WHERE EXISTS (SELECT 1 FROM a)";
+        assert_eq!(table_names(sql).unwrap(), vec!["a", "b", "db.c"]);
+    }
 }

@@ -7,14 +7,14 @@ use std::sync::Arc;
 
 use serde_json::{json, Value as Json};
 
-use super::{wire, Session};
+use super::{sampled, wire, Session};
 use sqlparser::ast::Expr;
 
 use crate::count::engine::WeightedSum;
 use crate::count::filter::{Filtered, RowFilter};
 use crate::count::weights::Sums;
 use crate::count::{
-    share, ColumnProfile, Engine, KeyCount, KeySpec, PartitionScan, ProfileOptions,
+    share, ColumnProfile, Engine, KeyCount, KeySpec, PartitionScan, ProfileOptions, Sample,
 };
 use crate::error::{Error, Result};
 use crate::table::{Held, Table};
@@ -46,20 +46,15 @@ impl Engine for SparkEngine {
         "spark"
     }
 
-    /// Every key of `specs`, counted exactly by Spark.
+    /// Every key of `specs`, counted by Spark: exactly, or over a sample it draws (`sample`).
     fn profile(
         &self,
         table: &Table,
         specs: &[KeySpec],
         opts: &ProfileOptions,
     ) -> Result<Vec<ColumnProfile>> {
-        if opts.sample.is_some() {
-            return Err(Error::Usage(
-                "--sample is for the embedded engine: --engine spark counts every row".into(),
-            ));
-        }
         let held = self.held(table)?;
-        specs.iter().map(|spec| profile_one(&self.session, table, held, spec, opts.top)).collect()
+        specs.iter().map(|spec| profile_one(&self.session, table, held, spec, opts)).collect()
     }
 
     fn scan(
@@ -70,6 +65,18 @@ impl Engine for SparkEngine {
         keys: &[Vec<Value>],
     ) -> Result<PartitionScan> {
         scan(&self.session, table, self.held(table)?, spec, partitions, keys)
+    }
+
+    /// Spark's own map tasks: the partitions of its scan of the table, each task's rows
+    /// counted where Spark reads them (`spark_partition_id()`).
+    fn scan_by_map_tasks(
+        &self,
+        table: &Table,
+        spec: &KeySpec,
+        partitions: u32,
+        keys: &[Vec<Value>],
+    ) -> Result<Option<(PartitionScan, Vec<PartitionScan>)>> {
+        scan_by_map(&self.session, table, self.held(table)?, spec, partitions, keys).map(Some)
     }
 
     fn filtered_keys(
@@ -101,12 +108,15 @@ fn profile_one(
     table: &Table,
     st: &Held,
     spec: &KeySpec,
-    top: usize,
+    opts: &ProfileOptions,
 ) -> Result<ColumnProfile> {
-    let a = session.request(
-        &json!({"op": "profile", "view": st.name, "keys": spec.names(), "top": top}),
-        &format!("counting {} in {}", spec.name(), table.display),
-    )?;
+    let sample = opts.sample.map(|s| match s {
+        Sample::Fraction(f) => json!({"fraction": f}),
+        Sample::Rows(n) => json!({"rows": n}),
+    });
+    let req = json!({"op": "profile", "view": st.name, "keys": spec.names(), "top": opts.top,
+                     "sample": sample, "seed": opts.seed});
+    let a = session.request(&req, &format!("counting {} in {}", spec.name(), table.display))?;
     let rows = a["rows"].as_u64().unwrap_or(0);
     let types = spec.types();
     let mut counted = Vec::new();
@@ -120,7 +130,7 @@ fn profile_one(
             share_error: None,
         });
     }
-    Ok(ColumnProfile {
+    let exact = ColumnProfile {
         spec: spec.clone(),
         rows,
         rows_read: rows,
@@ -132,7 +142,11 @@ fn profile_one(
         count_error: 0,
         top: counted,
         sample: None,
-    })
+    };
+    match a.get("sample").filter(|s| !s.is_null()) {
+        Some(drawn) => Ok(sampled::profile(exact, drawn)),
+        None => Ok(exact),
+    }
 }
 
 /// The rows of every shuffle partition and of each of `keys`, as Spark partitions them.
@@ -168,6 +182,72 @@ fn scan(
     let null_rows: u64 = null_partition_rows.iter().sum();
     let rows = null_rows + partition_rows.iter().sum::<u64>();
     Ok(PartitionScan { rows, null_rows, null_partition_rows, partition_rows, key_rows })
+}
+
+/// The rows of every shuffle partition and of each of `keys`, in all and per map task of
+/// Spark's scan of the table (as many as its partitions: an empty one is a task too).
+fn scan_by_map(
+    session: &Session,
+    table: &Table,
+    st: &Held,
+    spec: &KeySpec,
+    partitions: u32,
+    keys: &[Vec<Value>],
+) -> Result<(PartitionScan, Vec<PartitionScan>)> {
+    let candidates: Vec<Vec<Json>> =
+        keys.iter().map(|k| k.iter().map(wire::candidate).collect()).collect();
+    let req = json!({"op": "scan_by_map", "view": st.name, "keys": spec.names(), "partitions": partitions, "candidates": candidates});
+    let what = format!("partitioning {} in {} by map task", spec.name(), table.display);
+    let a = session.request(&req, &what)?;
+    let n = partitions.max(1) as usize;
+    let maps = a["maps"].as_u64().unwrap_or(0) as usize;
+    let empty = || PartitionScan {
+        rows: 0,
+        null_rows: 0,
+        null_partition_rows: vec![0; n],
+        partition_rows: vec![0; n],
+        key_rows: vec![0; keys.len()],
+    };
+    let mut per_map: Vec<PartitionScan> = (0..maps).map(|_| empty()).collect();
+    let bad = || Error::Internal(format!("Spark engine: {what}: an entry out of range"));
+    let triples = |name: &str| -> Vec<Vec<u64>> {
+        a[name]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| t.as_array().into_iter().flatten().map(|x| x.as_u64().unwrap_or(0)).collect())
+            .collect()
+    };
+    // [map, partition, 1 when the key is NULL, rows]
+    for t in triples("rows") {
+        let (m, p, null, c) = (t[0] as usize, t[1] as usize, t[2] == 1, t[3]);
+        let s = per_map.get_mut(m).filter(|_| p < n).ok_or_else(bad)?;
+        s.rows += c;
+        if null {
+            s.null_rows += c;
+            s.null_partition_rows[p] += c;
+        } else {
+            s.partition_rows[p] += c;
+        }
+    }
+    // [map, candidate, rows]
+    for t in triples("key_rows") {
+        let (m, i, c) = (t[0] as usize, t[1] as usize, t[2]);
+        *per_map.get_mut(m).and_then(|s| s.key_rows.get_mut(i)).ok_or_else(bad)? += c;
+    }
+    let mut total = empty();
+    for s in &per_map {
+        total.rows += s.rows;
+        total.null_rows += s.null_rows;
+        for p in 0..n {
+            total.partition_rows[p] += s.partition_rows[p];
+            total.null_partition_rows[p] += s.null_partition_rows[p];
+        }
+        for (i, c) in s.key_rows.iter().enumerate() {
+            total.key_rows[i] += c;
+        }
+    }
+    Ok((total, per_map))
 }
 
 /// The key columns of the rows that meet `filter` (one row per group with `group_by`), as a
@@ -206,6 +286,7 @@ fn filtered(
         rows: rows_out,
         disk_bytes: 0,
         memory_bytes: 0,
+        files_here: Vec::new(),
     };
     let t = Table::held(&table.display, sub, &table.stats);
     let columns = keys.names().iter().map(|k| t.resolve(k)).collect::<Result<Vec<_>>>()?;

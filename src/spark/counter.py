@@ -11,13 +11,16 @@ Requests:
   open     a table by path (Parquet) or catalog name: its fields, rows, size and files
   filter   a view of a table's rows that meet the query's conditions (one row per group)
   profile  a key's rows, NULL rows, distinct values, most frequent values, rows per partition
-  scan     the rows of each candidate value
+  scan     the rows of each shuffle partition and of each candidate value
+  scan_by_map  the same per map task (each partition of Spark's scan of the table)
 Values go back in a form that loses nothing: integers as numbers, dates as days and timestamps
 as microseconds since 1970 (session time zone UTC), floats and decimals as Spark's strings,
 binaries as hex.
 """
 import json
+import math
 import os
+import random
 import re
 import sys
 import time
@@ -72,11 +75,16 @@ class Engine:
             self.spark = b.getOrCreate()
             self.spark.sparkContext.setLogLevel("ERROR")
         if self.remote:
+            bounded_retries(self.spark)
             for k, v in (start.get("conf") or {}).items():
                 self.spark.conf.set(k, v)
         # The kept groups of a key take AQE's coalesced partitions (Spark 4's default), so that
-        # the small jobs over them do not run one task per shuffle partition.
+        # the small jobs over them do not run one task per shuffle partition. The counting
+        # queries run adaptively whatever the job's setting (which the predictions follow,
+        # not these queries): their GROUP BYs then run as many tasks as their bytes need.
         self.spark.conf.set("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true")
+        self.spark.conf.set("spark.sql.adaptive.enabled", "true")
+        self.spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "true")
         self.parallelism = self.default_parallelism()
         self.views = {}
         self.grouped = {}
@@ -107,13 +115,19 @@ class Engine:
         return name
 
     def open(self, r):
-        if r.get("name"):
-            df = self.spark.table(r["name"])
-        else:
-            df = self.spark.read.format(r.get("format") or "parquet").load(r["path"])
-        name = self.view(df)
+        reach = Reach(self)
+        try:
+            if r.get("name"):
+                df = self.spark.table(r["name"])
+            else:
+                # Before Spark reads anything: even the schema is read by a job.
+                reach.check(r["path"])
+                df = self.spark.read.format(r.get("format") or "parquet").load(r["path"])
+            name = self.view(df)
+            rows = self.spark.sql(f"SELECT count(*) FROM {name}").collect()[0][0]
+        except Exception as e:  # noqa: BLE001 - the first jobs that read the files
+            raise reach.unreadable(r.get("path") or r.get("name"), e) from None
         fields = [{"name": f.name, "type": f.dataType.simpleString()} for f in df.schema.fields]
-        rows = self.spark.sql(f"SELECT count(*) FROM {name}").collect()[0][0]
         try:
             files = list(df.inputFiles())
         except Exception:  # noqa: BLE001 - a view or a source without files
@@ -193,7 +207,16 @@ class Engine:
 
     def profile(self, r):
         view, keys = r["view"], r["keys"]
+        if r.get("sample"):
+            drawn = Sample(self, view, keys, r["sample"], int(r.get("seed") or 0)).draw()
+            if drawn is not None:
+                return drawn.profile(int(r["top"]))
         g = self.groups(view, keys)
+        return self.profile_of(g, keys, int(r["top"]))
+
+    def profile_of(self, g, keys, top_n):
+        """The profile of a key's groups `g` (its columns and __c): distinct keys, rows, NULL
+        rows and the most frequent keys (all with top_n 0), in a fixed order."""
         gv = self.view(g)
         any_null = " OR ".join(f"{q(c)} IS NULL" for c in keys)
         # Distinct keys as the embedded engine counts them: a column's values but NULL; a
@@ -202,13 +225,19 @@ class Engine:
         tot = self.spark.sql(
             f"SELECT coalesce(sum(CASE WHEN {all_null} THEN 0 ELSE 1 END), 0), coalesce(sum(__c), 0), coalesce(sum(CASE WHEN {any_null} THEN __c ELSE 0 END), 0) FROM {gv}"
         ).collect()[0]
-        enc = ", ".join(f"{e} AS __k{i}" for i, e in enumerate(self.encoded(g, keys)))
-        limit = f" LIMIT {int(r['top'])}" if int(r["top"]) > 0 else ""
-        # Ties in a fixed order: NULL-keyed first (as the embedded engine), then by value.
-        order = ", ".join(f"__k{i}" for i in range(len(keys)))
-        rows = self.spark.sql(f"SELECT {enc}, __c FROM {gv} ORDER BY __c DESC, ({any_null}) DESC, {order}{limit}").collect()
+        rows = self.spark.sql(self.top_sql(g, gv, keys, top_n)).collect()
         top = [{"key": [plain(row[f"__k{i}"]) for i in range(len(keys))], "rows": row["__c"]} for row in rows]
         return {"distinct": tot[0], "rows": tot[1], "null_rows": tot[2], "top": top}
+
+    def top_sql(self, g, gv, keys, top_n, extra=""):
+        """The most frequent keys of the groups in view `gv`, each encoded as __k0.. (and the
+        key's own columns with `extra`): ties in a fixed order, NULL-keyed first (as the
+        embedded engine), then by value."""
+        enc = ", ".join(f"{e} AS __k{i}" for i, e in enumerate(self.encoded(g, keys)))
+        any_null = " OR ".join(f"{q(c)} IS NULL" for c in keys)
+        limit = f" LIMIT {top_n}" if top_n > 0 else ""
+        order = ", ".join(f"__k{i}" for i in range(len(keys)))
+        return f"SELECT {enc}, __c{extra} FROM {gv} ORDER BY __c DESC, ({any_null}) DESC, {order}{limit}"
 
     def scan(self, r):
         view, keys, parts = r["view"], r["keys"], int(r["partitions"])
@@ -227,19 +256,279 @@ class Engine:
             key_rows = self.candidate_rows(g, gv, keys, r["candidates"], key_rows)
         return {"partition_rows": part_rows, "null_partition_rows": null_rows, "key_rows": key_rows}
 
-    def candidate_rows(self, g, gv, keys, candidates, key_rows):
+    def scan_by_map(self, r):
+        """`scan` per map task: the rows of each partition of Spark's scan of the view (the
+        tasks of the map stage of a job that reads it), sent as [map, partition, NULL?, rows]
+        and the candidates' as [map, candidate, rows]."""
+        view, keys, parts = r["view"], r["keys"], int(r["partitions"])
+        cols = ", ".join(q(c) for c in keys)
+        any_null = " OR ".join(f"{q(c)} IS NULL" for c in keys)
+        # The task's index is taken right above the scan, before anything could move a row.
+        tagged = f"(SELECT spark_partition_id() AS __m, * FROM {view})"
+        rows = self.spark.sql(
+            f"SELECT __m, pmod(hash({cols}), {parts}) AS p, ({any_null}) AS n, count(*) AS c FROM {tagged} GROUP BY 1, 2, 3").collect()
+        out = [[row["__m"], row["p"], 1 if row["n"] else 0, row["c"]] for row in rows]
+        key_rows = []
+        if r["candidates"]:
+            wanted = self.candidates(keys, r["candidates"], {f.name: f.dataType.simpleString() for f in self.views[view].schema.fields})
+            on = " AND ".join(f"g.{q(k)} = w.{q(k)}" for k in keys)
+            key_rows = [[row[0], row[1], row[2]] for row in self.spark.sql(
+                f"SELECT g.__m, w.__i, count(*) FROM {tagged} g JOIN {wanted} w ON {on} GROUP BY 1, 2").collect()]
+        maps = max([m for m, *_ in out], default=-1) + 1
+        try:
+            maps = max(maps, int(self.views[view]._jdf.queryExecution().toRdd().getNumPartitions()))
+        except Exception:  # noqa: BLE001 - Spark Connect: the tasks that read rows
+            pass
+        return {"maps": maps, "rows": out, "key_rows": key_rows}
+
+    def candidates(self, keys, candidates, types):
+        """The candidate values as a view: __i, then each key column in its type."""
         from pyspark.sql.types import LongType, StringType, StructField, StructType
 
         schema = StructType([StructField("__i", LongType(), False)] + [StructField(f"__v{j}", StringType(), True) for j in range(len(keys))])
         data = [[i] + [None if v is None else str(v) for v in cand] for i, cand in enumerate(candidates)]
         cands = self.view(self.spark.createDataFrame(data, schema))
-        types = {f.name: f.dataType.simpleString() for f in g.schema.fields}
         decoded = ", ".join(f"{decode(f'__v{j}', types[k])} AS {q(k)}" for j, k in enumerate(keys))
-        wanted = self.view(self.spark.sql(f"SELECT __i, {decoded} FROM {cands}"))
+        return self.view(self.spark.sql(f"SELECT __i, {decoded} FROM {cands}"))
+
+    def candidate_rows(self, g, gv, keys, candidates, key_rows):
+        wanted = self.candidates(keys, candidates, {f.name: f.dataType.simpleString() for f in g.schema.fields})
         on = " AND ".join(f"g.{q(k)} = w.{q(k)}" for k in keys)
         for row in self.spark.sql(f"SELECT w.__i, g.__c FROM {gv} g JOIN {wanted} w ON {on}").collect():
             key_rows[row[0]] += row[1]
         return key_rows
+
+
+# File systems that a cluster's hosts mount at the same place: a path on one is read as is.
+SHARED_FS = ("nfs", "nfs4", "cifs", "smb3", "ceph", "glusterfs", "lustre", "gpfs", "beegfs", "9p", "virtiofs")
+
+
+class Reach:
+    """Whether the executors of a cluster (a master that is not local) can read a table given
+    by a path on this machine. Executors on other hosts cannot, unless the path is on a shared
+    file system: that is said before any job is sent, from the hosts the executors registered
+    with (no job asks them). Executors on this host with a view of their own (a container, a
+    mount namespace, another user) are found by the first job that reads the files (the one
+    that reads a footer for the schema, before any count): its failure is said in one line
+    naming the file."""
+
+    def __init__(self, engine):
+        self.e = engine
+
+    def cluster(self):
+        """The master, when the executors are other processes than this driver's."""
+        if self.e.remote:
+            return None
+        master = self.e.spark.sparkContext.master
+        return None if master.startswith("local") else master
+
+    def check(self, path):
+        scheme = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*):", path)
+        if self.cluster() is None or (scheme and scheme.group(1).lower() != "file"):
+            return
+        local = re.sub(r"^file:(//)?", "", path)
+        if shared_fs(local):
+            return
+        away = sorted(h for h in self.executor_hosts() if not is_this_host(h))
+        if away:
+            raise RuntimeError(
+                f"{path} is a path on this machine, but the cluster's executors run on {', '.join(away)}, where it is not: "
+                "give a path they all read (HDFS, an object store such as s3://, a shared file system) or the table's catalog name")
+
+    def executor_hosts(self, wait=30):
+        """The hosts of the executors registered so far, waiting up to `wait` s for the first."""
+        tracker = self.e.spark.sparkContext._jsc.sc().statusTracker()
+        deadline = time.time() + wait
+        while True:
+            # The driver is among them, and it is on this machine.
+            hosts = {i.host() for i in tracker.getExecutorInfos()}
+            if len(list(tracker.getExecutorInfos())) > 1 or time.time() > deadline:
+                return hosts
+            time.sleep(0.5)
+
+    def unreadable(self, what, e):
+        """The error of the first job over a table: when a cluster's executor could not find a
+        file the driver listed, one line that says so."""
+        text = str(e)
+        missing = re.search(r"(File (?:file:)?\S+ does not exist)", text)
+        where = re.search(r"\(([^()\s]+) executor (\w+)\)", text)
+        if self.cluster() is None or not missing:
+            return e
+        on = f" (executor {where.group(2)} on {where.group(1)})" if where else ""
+        return RuntimeError(
+            f"the cluster's executors cannot read {what}: {missing.group(1)} for them{on}, though this machine lists it: "
+            "give a path every worker reads (HDFS, an object store, a shared file system) or the table's catalog name")
+
+
+def shared_fs(path):
+    """Whether `path` is on a network file system (its mount's type, from /proc/mounts)."""
+    try:
+        mounts = [line.split()[1:3] for line in open("/proc/mounts")]
+    except OSError:
+        return False
+    best = max((m for m in mounts if path == m[0] or path.startswith(m[0].rstrip("/") + "/")), key=lambda m: len(m[0]), default=None)
+    return bool(best) and (best[1] in SHARED_FS or best[1].startswith("fuse."))
+
+
+def is_this_host(host):
+    """Whether `host` is this machine: one of its addresses can be bound here."""
+    import socket
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    for family, _, _, _, addr in infos:
+        try:
+            with socket.socket(family, socket.SOCK_DGRAM) as s:
+                s.bind((addr[0], 0))
+                return True
+        except OSError:
+            continue
+    return False
+
+
+# Whole files are drawn when the table has at least ENOUGH_FILES of roughly even size (none over
+# 4 times the median), and at least MIN_FILES of them: the embedded engine's rule for row groups.
+ENOUGH_FILES = 32
+MIN_FILES = 4
+
+
+class Sample:
+    """A sample of a view's rows for a key's profile, drawn on Spark.
+
+    Whole files when the table has enough of even size: a filter on `_metadata.file_path`
+    prunes the others when Spark lists the files, so they are never read (a block sample, as
+    the embedded engine's whole row groups). Otherwise rows drawn at random (Spark's
+    `sample()`): every file is read, and the sample saves the aggregation and its shuffle. The
+    answer holds, per unit read (a file, or the one pool of random rows), its rows, NULL rows
+    and the counts of the top keys: the 95% intervals are computed from them as the embedded
+    engine's are."""
+
+    def __init__(self, engine, view, keys, spec, seed):
+        self.e, self.view, self.keys, self.spec, self.seed = engine, view, keys, spec, seed
+        self.df = engine.views[view]
+        self.kept = []
+
+    def files(self):
+        """[(path, rows)] of the view's files, sorted; None when it is not a file source."""
+        from pyspark.sql import functions as F
+        try:
+            got = self.df.groupBy(F.col("_metadata.file_path").alias("f")).count().collect()
+        except Exception:  # noqa: BLE001 - a view over a query, or a source without files
+            return None
+        return sorted((r["f"], r["count"]) for r in got)
+
+    def target(self, total):
+        if self.spec.get("rows") is not None:
+            return int(self.spec["rows"])
+        return math.ceil(total * float(self.spec["fraction"]))
+
+    def draw(self):
+        """The sample, or None when it would hold the whole table (counted exactly)."""
+        files = self.files()
+        total = sum(c for _, c in files) if files is not None else self.df.count()
+        target = self.target(total)
+        if total == 0 or target >= total:
+            return None
+        files = [f for f in files or [] if f[1] > 0]
+        if len(files) >= ENOUGH_FILES and even([c for _, c in files]):
+            order = list(files)
+            random.Random(self.seed).shuffle(order)
+            chosen, rows = [], 0
+            for f in order:
+                if rows >= target and len(chosen) >= MIN_FILES:
+                    break
+                chosen.append(f)
+                rows += f[1]
+            self.method, self.units_total, self.total = "whole files", len(files), total
+            self.chosen = chosen
+        else:
+            self.method, self.units_total, self.total = "rows drawn at random (Spark's sample(): every file is read)", None, total
+            self.fraction = target / total
+        return self
+
+    def per_file(self):
+        """The sampled rows' keys grouped by file and key: __f, the key's columns, __c."""
+        from pyspark.sql import functions as F
+        cols = [F.col(q(k)) for k in self.keys]
+        if self.method == "whole files":
+            f = F.col("_metadata.file_path")
+            rows = self.df.where(f.isin([p for p, _ in self.chosen])).select(f.alias("__f"), *cols)
+        else:
+            rows = self.df.select(F.lit("").alias("__f"), *cols).sample(False, self.fraction, self.seed)
+        return rows.groupBy("__f", *cols).agg(F.count(F.lit(1)).alias("__c"))
+
+    def keep(self, df):
+        # As many partitions as the cluster has cores: the small jobs over the sample's counts
+        # then run one task per core, not one per shuffle partition.
+        if self.e.parallelism:
+            df = df.coalesce(self.e.parallelism)
+        df = df.persist()
+        self.kept.append(df)
+        return df
+
+    def profile(self, top_n):
+        try:
+            return self.counted(top_n)
+        finally:
+            for df in self.kept:
+                df.unpersist()
+
+    def counted(self, top_n):
+        keys = ", ".join(q(k) for k in self.keys)
+        fv = self.e.view(self.keep(self.per_file()))
+        g = self.keep(self.e.spark.sql(f"SELECT {keys}, sum(__c) AS __c FROM {fv} GROUP BY {keys}"))
+        out = self.e.profile_of(g, self.keys, top_n)
+        units = self.units(fv, g, top_n, out["top"])
+        rows_read = out["rows"]
+        read = len(units) if self.method == "whole files" else None
+        out.update(rows=self.total, sample={
+            "method": self.method, "rows_read": rows_read, "fraction": rows_read / self.total,
+            "units_read": read, "units_total": self.units_total, "units": units})
+        return out
+
+    def units(self, fv, g, top_n, top):
+        """Per unit read: its rows, NULL rows and the rows of each of `top`, in order."""
+        gv = self.e.view(g)
+        tk = self.e.view(self.e.spark.sql(self.e.top_sql(g, gv, self.keys, top_n)))
+        enc = ", ".join(f"{e} AS __k{i}" for i, e in enumerate(self.e.encoded(g, self.keys)))
+        on = " AND ".join(f"u.__k{i} <=> t.__k{i}" for i in range(len(self.keys)))
+        kcols = ", ".join(f"t.__k{i}" for i in range(len(self.keys)))
+        per = self.e.spark.sql(
+            f"SELECT u.__f, {kcols}, u.__c FROM (SELECT __f, {enc}, __c FROM {fv}) u JOIN {tk} t ON {on}").collect()
+        index = {tuple(k["key"]): i for i, k in enumerate(top)}
+        any_null = " OR ".join(f"{q(c)} IS NULL" for c in self.keys)
+        agg = self.e.spark.sql(
+            f"SELECT __f, sum(__c) AS n, sum(CASE WHEN {any_null} THEN __c ELSE 0 END) AS z FROM {fv} GROUP BY __f").collect()
+        files = dict(self.chosen) if self.method == "whole files" else {"": self.total}
+        units = {r["__f"]: {"rows": r["n"], "table_rows": files.get(r["__f"], r["n"]), "nulls": r["z"],
+                            "counts": [0] * len(top)} for r in agg}
+        # A drawn file that holds no row of the key (all filtered away) is a unit of 0 rows.
+        if self.method == "whole files":
+            for p, c in self.chosen:
+                units.setdefault(p, {"rows": 0, "table_rows": c, "nulls": 0, "counts": [0] * len(top)})
+        for r in per:
+            i = index.get(tuple(plain(r[f"__k{j}"]) for j in range(len(self.keys))))
+            if i is not None:
+                units[r["__f"]]["counts"][i] += r["__c"]
+        return [units[k] for k in sorted(units)]
+
+
+def even(sizes):
+    """Clusters of roughly even size: none more than 4 times the median."""
+    s = sorted(sizes)
+    return bool(s) and s[-1] <= 4 * s[len(s) // 2]
+
+
+def bounded_retries(spark):
+    """A Spark Connect server that stops answering is given up after about 45 s of retries (8,
+    backing off to 10 s), not pyspark's 10 minutes: --spark-timeout bounds a slow job, this a
+    server gone."""
+    try:
+        from pyspark.sql.connect.client.retries import DefaultPolicy
+        spark.client.set_retry_policies([DefaultPolicy(max_retries=8, max_backoff=10000)])
+    except Exception:  # noqa: BLE001 - an older client keeps its own policy
+        pass
 
 
 # Wall-clock timestamps travel as microseconds from this one, whatever the session's time zone.
@@ -266,6 +555,19 @@ def decode(col, t):
     return f"CAST({col} AS {t.upper()})"
 
 
+# What a Spark Connect client meets when its server stops: a shut-down server's own error, or the
+# channel's once it is gone.
+SERVER_GONE = re.compile(r"stopped SparkContext|UNAVAILABLE|failed to connect to all addresses|Connection refused|Socket closed")
+
+
+def said(engine, e):
+    """A request's error in one line; over Spark Connect, a server that stopped is named."""
+    msg = one_line(e)
+    if engine.remote and SERVER_GONE.search(str(e)):
+        return f"the Spark Connect server {engine.remote} stopped answering ({msg})"
+    return msg
+
+
 def main():
     start = json.loads(sys.stdin.readline())
     try:
@@ -283,7 +585,7 @@ def main():
             out = getattr(engine, r["op"])(r)
             reply({"ok": True, "ms": int((time.time() - t0) * 1000), **out})
         except Exception as e:  # noqa: BLE001
-            reply({"ok": False, "error": one_line(e)})
+            reply({"ok": False, "error": said(engine, e)})
     try:
         for g in engine.grouped.values():
             g.unpersist()

@@ -12,6 +12,7 @@
 //! embedded engine.
 
 mod count;
+mod sampled;
 mod table;
 pub(crate) mod wire;
 
@@ -64,8 +65,9 @@ pub struct Session {
 impl Session {
     /// Start Python with `counter.py` and wait for the session.
     pub fn start(opts: &SparkOptions, stats: &Arc<RunStats>) -> Result<Arc<Session>> {
-        if let Some(url) = &opts.remote {
-            check_reachable(url)?;
+        match &opts.remote {
+            Some(url) => check_reachable(url)?,
+            None => check_master(&opts.master)?,
         }
         let t0 = Instant::now();
         let dir = std::env::temp_dir();
@@ -299,22 +301,46 @@ pub fn check_reachable(url: &str) -> Result<()> {
     let hostport = rest.split(['/', ';']).next().unwrap_or_default();
     let hostport =
         if hostport.contains(':') { hostport.to_string() } else { format!("{hostport}:15002") };
-    use std::net::ToSocketAddrs;
-    let addrs: Vec<_> = hostport
-        .to_socket_addrs()
-        .map_err(|e| Error::Usage(format!("--remote {shown}: cannot resolve {hostport}: {e}")))?
-        .collect();
+    connect(&hostport)
+        .map_err(|e| Error::Usage(format!("Spark Connect server {hostport} is not reachable: {e}")))
+}
+
+/// A standalone master (`spark://HOST:PORT`, or several for a standby: `spark://h1:p1,h2:p2`)
+/// answers on TCP within 10 s, or a one-line error: pyspark would otherwise retry for a minute
+/// and then leave a session with no executors, whose first job waits for ever. Other masters
+/// (local, yarn, k8s://) are not checked here.
+pub fn check_master(master: &str) -> Result<()> {
+    let Some(list) = master.strip_prefix("spark://") else { return Ok(()) };
     let mut last = None;
-    for a in addrs {
-        match std::net::TcpStream::connect_timeout(&a, Duration::from_secs(10)) {
-            Ok(_) => return Ok(()),
+    for hostport in list.split(',').map(str::trim).filter(|h| !h.is_empty()) {
+        let hostport =
+            if hostport.contains(':') { hostport.to_string() } else { format!("{hostport}:7077") };
+        match connect(&hostport) {
+            Ok(()) => return Ok(()),
             Err(e) => last = Some(e),
         }
     }
     Err(Error::Usage(format!(
-        "Spark Connect server {hostport} is not reachable: {}",
-        last.map(|e| e.to_string()).unwrap_or_else(|| "no address".into())
+        "Spark master {master} is not reachable: {}",
+        last.unwrap_or_else(|| "no HOST:PORT in it".into())
     )))
+}
+
+/// A TCP connection to `hostport` within 10 s, or why not.
+fn connect(hostport: &str) -> std::result::Result<(), String> {
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<_> = hostport
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {hostport}: {e}"))?
+        .collect();
+    let mut last = format!("{hostport} has no address");
+    for a in addrs {
+        match std::net::TcpStream::connect_timeout(&a, Duration::from_secs(10)) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Err(last)
 }
 
 #[cfg(test)]
@@ -339,6 +365,12 @@ mod tests {
             "{e}"
         );
         assert!(check_reachable("http://x").is_err());
+        let e = check_master(&format!("spark://127.0.0.1:{port}")).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("Spark master spark://127.0.0.1:{port} is not reachable")),
+            "{e}"
+        );
+        assert!(check_master("local[2]").is_ok() && check_master("yarn").is_ok());
     }
 
     #[test]

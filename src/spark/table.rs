@@ -64,13 +64,9 @@ fn open_as(session: &Arc<Session>, spec: &str, by_name: bool) -> Result<Table> {
         .as_array()
         .map(|f| f.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
         .unwrap_or_default();
-    let size = footer_size(&files, rows).unwrap_or_else(|| {
-        spark_size(
-            spec,
-            rows,
-            (a["size_bytes"].as_u64(), a["size_exact"].as_bool() == Some(true)),
-            session.stats(),
-        )
+    let (size, files_here) = footer_size(&files, rows).unwrap_or_else(|| {
+        let estimate = (a["size_bytes"].as_u64(), a["size_exact"].as_bool() == Some(true));
+        (spark_size(spec, rows, estimate, session.stats()), Vec::new())
     });
     // The table is known to the session by its temporary view.
     let held = Held {
@@ -79,6 +75,7 @@ fn open_as(session: &Arc<Session>, spec: &str, by_name: bool) -> Result<Table> {
         rows: size.rows,
         disk_bytes: size.disk_bytes,
         memory_bytes: size.memory_bytes,
+        files_here,
     };
     Ok(Table::held(spec, held, session.stats()))
 }
@@ -122,9 +119,9 @@ pub fn is_catalog_name(spec: &str) -> bool {
     spec.split('.').all(ident) && !spec.ends_with(".parquet")
 }
 
-/// The sizes from the files' footers, when every file is on this machine and they agree with
-/// Spark's row count.
-fn footer_size(files: &[String], rows: u64) -> Option<TableSize> {
+/// The sizes from the files' footers, and the files' local paths, when every file is on this
+/// machine and they agree with Spark's row count.
+fn footer_size(files: &[String], rows: u64) -> Option<(TableSize, Vec<String>)> {
     if files.is_empty() || files.len() > MAX_FOOTERS {
         return None;
     }
@@ -135,7 +132,7 @@ fn footer_size(files: &[String], rows: u64) -> Option<TableSize> {
     let local: Vec<String> = local.into_iter().map(|p| percent_decode(&p)).collect();
     let t = Table::open(&local).ok()?;
     let size = TableSize::of(&t);
-    (size.rows == rows).then_some(size)
+    (size.rows == rows).then_some((size, local))
 }
 
 /// Spark's `sizeInBytes` for both sizes, with a note that says so.

@@ -1,49 +1,12 @@
-//! `--tables DIR`: every table a query names, found under one folder: `name`, `name.parquet`,
-//! and Spark's warehouse layout (`db.db/name` for `db.name`, `name` for `default.name`).
-//! Names are compared ignoring case, as Spark compares them.
+//! `--tables DIR`: tables found by name under one folder: `name`, `name.parquet`, and Spark's
+//! warehouse layout (`db.db/name` for `db.name`, `name` for `default.name`). Names are compared
+//! ignoring case, as Spark compares them. The names are the caller's (those a query names:
+//! `rewrite::table_names`): tables read no SQL.
 
-use std::collections::BTreeSet;
-use std::ops::ControlFlow;
 use std::path::Path;
-
-use sqlparser::ast::{ObjectName, Query, Visit, Visitor};
 
 use crate::error::{Error, Result};
 use crate::stats::RunStats;
-
-/// The tables a query names (lower case, without quotes), CTE names excluded, in first-seen
-/// order.
-pub fn table_names(sql: &str) -> Result<Vec<String>> {
-    let stmts = crate::sql::parse(sql)?;
-    let mut v = Names::default();
-    let _ = stmts.visit(&mut v);
-    Ok(v.tables.into_iter().filter(|t| !v.ctes.contains(t)).collect())
-}
-
-#[derive(Default)]
-struct Names {
-    tables: Vec<String>,
-    ctes: BTreeSet<String>,
-}
-
-impl Visitor for Names {
-    type Break = ();
-
-    fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
-        if let Some(w) = &q.with {
-            self.ctes.extend(w.cte_tables.iter().map(|c| c.alias.name.value.to_ascii_lowercase()));
-        }
-        ControlFlow::Continue(())
-    }
-
-    fn pre_visit_relation(&mut self, name: &ObjectName) -> ControlFlow<()> {
-        let n = name.to_string().replace('`', "").to_ascii_lowercase();
-        if !self.tables.contains(&n) {
-            self.tables.push(n);
-        }
-        ControlFlow::Continue(())
-    }
-}
 
 /// The tables found under a folder: (name, path) each, and the names not found.
 pub struct Found {
@@ -125,12 +88,6 @@ fn local_children(dir: &str) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_without_ctes() {
-        let sql = "WITH x AS (SELECT * FROM a) SELECT * FROM x, `B` JOIN db.c ON 1=1 WHERE EXISTS (SELECT 1 FROM a)";
-        assert_eq!(table_names(sql).unwrap(), vec!["a", "b", "db.c"]);
-    }
 
     #[test]
     fn layouts() {

@@ -94,6 +94,9 @@ pub struct Held {
     /// Bytes on disk, and decoded in memory (`count::TableSize`).
     pub disk_bytes: u64,
     pub memory_bytes: u64,
+    /// The table's files when they are on this machine too (their footers gave the sizes):
+    /// what its rows weigh in a shuffle is estimated from them, as for a table read here.
+    pub files_here: Vec<String>,
 }
 
 /// Where a key column's values come from.

@@ -8,6 +8,7 @@
 //!   inside the binary (`spark_runner.py`): local mode unless `--master` says otherwise, each
 //!   stage's tasks read from Spark's REST API.
 
+pub mod both;
 #[cfg(feature = "polars")]
 pub mod polars_engine;
 pub mod polars_sql;
@@ -25,8 +26,10 @@ use crate::rewrite::Rewritten;
 
 const RUNNER: &str = include_str!("../../python/skewjoin/_spark_runner.py");
 
+/// How both queries run on Spark: the runner's Python, the Spark it starts, how they are
+/// compared and the settings they run with.
 #[derive(Debug, Clone)]
-pub struct SparkOptions {
+pub struct SparkRunOptions {
     pub python: String,
     pub master: String,
     /// A Spark Connect server, `sc://HOST:PORT`, instead of pyspark's own session.
@@ -281,12 +284,13 @@ pub fn spark(
     rewritten: &str,
     r: Option<&Rewritten>,
     tables: &[(String, String)],
-    opts: &SparkOptions,
+    opts: &SparkRunOptions,
 ) -> Result<Verification> {
     let original = one_query(original, "query")?;
     let rewritten = one_query(rewritten, "rewrite")?;
-    if let Some(url) = &opts.remote {
-        crate::spark::check_reachable(url)?;
+    match &opts.remote {
+        Some(url) => crate::spark::check_reachable(url)?,
+        None => crate::spark::check_master(&opts.master)?,
     }
     let url = opts.remote.as_deref().unwrap_or_default();
     let (original, rewritten, views) = one_part_views(&original, &rewritten, tables)?;
@@ -413,7 +417,7 @@ fn runner_spec(
     original: &str,
     rewritten: &str,
     tables: &[(String, String)],
-    opts: &SparkOptions,
+    opts: &SparkRunOptions,
 ) -> serde_json::Value {
     let digits = (-opts.tolerance.log10()).round().clamp(1.0, 17.0) as i64;
     serde_json::json!({

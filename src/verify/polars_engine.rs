@@ -242,8 +242,9 @@ fn spark_columns(name: &str, lf: &mut LazyFrame) -> Result<(Vec<Expr>, Vec<Strin
             e = e.cast(DataType::Int64).cast(DataType::Datetime(*tu, None));
         }
         // This build's Polars joins and groups no decimals (that needs its 128-bit integer
-        // types, another 15 minutes of build): a decimal is read as a double, the same for
-        // both queries. Keys up to 15 digits stay distinct.
+        // types, a much longer build: BENCHMARKS.md, "Decimals in the Polars engine"): a
+        // decimal is read as a double, the same for both queries. Keys up to 15 digits stay
+        // distinct.
         if let DataType::Decimal(_, _) = dt {
             e = e.cast(DataType::Float64);
             decimals.push(lower.clone());

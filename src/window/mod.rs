@@ -24,7 +24,7 @@ mod tests;
 
 pub use decide::decide;
 pub use map_side::{distinct_records, map_tasks, reduced_records, DistinctRecords, MapTask};
-pub use report::{json, text};
+pub use report::text;
 
 use serde::Serialize;
 use serde_json::Value as Json;

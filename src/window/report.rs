@@ -6,11 +6,6 @@ use std::fmt::Write;
 use super::{Verdict, WindowPlan};
 use crate::format::{fmt_count, fmt_share};
 
-/// The plan as JSON, with what the run adds (`run::json`).
-pub fn json(p: &WindowPlan, stats: &crate::stats::RunStats) -> String {
-    crate::run::json(p, stats)
-}
-
 pub fn text(p: &WindowPlan) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "{} of {} by {}", p.shape.label(), p.input, p.keys.join(", "));

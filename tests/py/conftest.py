@@ -16,7 +16,7 @@ def pytest_configure(config):
     # scripts/test runs every Spark test on Spark 3.5 and, on 4.x, only the ones marked
     # both_lines: each gives the reason its outcome can differ between the lines.
     config.addinivalue_line("markers", "both_lines(reason): also run on Spark 4.x, for the reason given")
-    config.addinivalue_line("markers", "cluster: runs against the standalone Spark cluster the tests start")
+    config.addinivalue_line("markers", "cluster: runs against the Spark standalone cluster of tests/py/cluster.py")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -68,6 +68,37 @@ def find_corpus():
 
 
 CORPUS = find_corpus()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test that used the cluster shows the tail of the cluster's logs."""
+    outcome = yield
+    report = outcome.get_result()
+    c = item.funcargs.get("cluster") if hasattr(item, "funcargs") else None
+    if report.failed and c is not None:
+        report.sections.append(("Spark cluster logs", c.logs(1500)))
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory):
+    """The Spark standalone cluster of tests/py/cluster.py, on 127.0.0.1: a master, two
+    1-core 2 GB workers, a History Server over the event logs of every application started
+    with `cluster.env()`, and on 4.x a Spark Connect server. Started once per pytest run (about
+    30 s), stopped at its end; a part that does not come up fails the tests with one line."""
+    from cluster import Cluster, ClusterError
+    c = Cluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        c.start()
+    except ClusterError as e:
+        c.stop()
+        print(e)
+        pytest.fail(f"the Spark cluster did not start: {str(e).splitlines()[0]}")
+    except BaseException:
+        c.stop()
+        raise
+    yield c
+    c.stop()
 
 
 def binary():

@@ -86,7 +86,12 @@ def test_advise_sql_over_temporary_views_plans_and_rewrites(session):
             "--spark-version", LINE, "--min-gain", "off", "--format", "json", "-q"]
     for k, v in conf.items():
         args += ["--conf", f"{k}={v}"]
+    # The session's size given as advise gives it (--cores, --cores-from): the same rewrite.
+    size = sj.session_size(session)
+    assert size["cores"] == 2 and size["cores_from"].startswith("the session: local[2]"), size
+    args += ["--cores", str(size["cores"]), "--cores-from", size["cores_from"]]
     assert a.rewrite.data == json.loads(run(*args, check=True).stdout)
+    assert (a.rewrite.data["cluster"]["cores"], a.rewrite.data["cluster"]["source"]) == (2, "session")
     check = sj.verify(SQL, a.rewrite.sql, spark=session)
     assert check.identical and check.before.rows == check.after.rows > 0, str(check)
     assert check.before.max_task_records is not None and check.after.max_task_records is not None

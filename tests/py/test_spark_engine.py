@@ -221,7 +221,19 @@ def test_connect_errors_are_one_line(connect):
     one_line_error(run("keys", "sj.events", "-c", "title_id", *spark_args(f"sc://127.0.0.1:{port}")), f"127.0.0.1:{port} is not reachable")
     one_line_error(run("verify", SAMPLES / "query.sql", "--table", f"events={EVENTS}", "--table", f"titles={TITLES}", "--engine", "spark",
                        "--python", sys.executable, "--remote", f"sc://127.0.0.1:{port}"), f"127.0.0.1:{port} is not reachable")
-    one_line_error(run("plan", "--left", "sj.events", "--right", "sj.titles", "--on", "title_id", "--sample", "1%", *spark_args(connect)), "--sample")
+
+
+def test_sample_of_a_catalog_table_over_connect(connect):
+    """--sample on Spark: sj.events is one file, too few to draw whole: rows drawn at random by
+    Spark (every file read), the counts scaled, the NULL share within its interval of the exact
+    one."""
+    exact = json.loads(run("keys", EVENTS, "-c", "title_id", "--top", "3", "--format", "json", "-q", check=True).stdout)
+    p = run("keys", "sj.events", "-c", "title_id", "--top", "3", "--sample", "10%", "--format", "json", "-q", *spark_args(connect), check=True)
+    c = without_spark(p.stdout)["columns"][0]
+    assert c["sample"]["method"].startswith("rows drawn at random") and "files_read" not in c["sample"], c["sample"]
+    assert 15_000 < c["sample"]["rows_read"] < 25_000 and c["rows"] == 200_000 and not c["exact"], c
+    null, truth = c["top"][0], exact["columns"][0]["top"][0]
+    assert null["value"] is None is truth["value"] and abs(null["share"] - truth["share"]) <= null["share_error"], (null, truth)
 
 
 def test_errors_before_spark_starts(tmp_path):

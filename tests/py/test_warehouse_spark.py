@@ -1,4 +1,4 @@
-"""Warehouse query shapes (issue 39) against real Spark, AQE and broadcasts off: each is
+"""Warehouse query shapes against real Spark, AQE and broadcasts off: each is
 planned as Spark plans it, its predicted largest task is Spark's measured one, and the rewrite
 returns the original's rows.
 

@@ -1,7 +1,9 @@
-//! What a command run says beside its answer, in every report: the tables' notes (a table
-//! format's version, counts that are bounds), what it fetched from object stores, spilled and
-//! decoded, and the Spark that counted. `json` adds them to any report's JSON; `table_notes`
-//! and `io_line` are their text lines. All of it is the run's `RunStats`.
+//! The footer of every report: what a command run says beside its answer, the tables' notes (a
+//! table format's version, counts that are bounds), what it fetched from object stores, spilled
+//! and decoded, and the Spark that counted. `json` adds them to any report's JSON; `table_notes`
+//! and `io_line` are their text lines. All of it is the run's `RunStats`. The command line adds
+//! the footer to the report a command's module rendered from its value: a report module does
+//! not import this one.
 
 use crate::format::fmt_count;
 use crate::stats::RunStats;
