@@ -187,6 +187,11 @@ def test_fix_a_job_that_ran_on_the_cluster(cluster, cluster_job):
     st = f["stage"]
     assert f["query"]["source"] == "rebuilt_from_plan" and abs(st["before_gap"]) <= 0.05 and st["rewritten"], st
     assert f["verification"]["identical"]
+    # The cluster's size, read from the log: two 1-core executors (item 6 of issue 53), which
+    # verify gives the runs here as their parallelism.
+    size = f["rewrite"]["cluster"]
+    assert (size["cores"], size["source"]) == (2, "event_log") and "2 executors" in size["detail"], size
+    assert f["verification"]["timing"]["cluster"]["cores"] == 2, f["verification"]["timing"]
     on = fix(cluster, log, "--verify", *on_master(cluster))
     v = on["verification"]
     before = max(s["max_task_records"] for s in v["measured_before"]["stages"])
