@@ -99,7 +99,18 @@ def multiset(rows):
 
 
 def same_rows_in_spark(spark, sql_a, sql_b):
-    """Whether the two queries give the same rows as multisets, compared by Spark itself
-    (EXCEPT ALL both ways): for results too large to collect."""
-    a, b = spark.sql(sql_a), spark.sql(sql_b)
-    return a.exceptAll(b).isEmpty() and b.exceptAll(a).isEmpty()
+    """Whether the two queries give the same rows as multisets, compared by Spark itself: for
+    results too large to collect. Each side's row count and two sums of a hash of every row
+    (xxhash64 and Murmur3, 96 bits), its columns taken by position: a multiset fingerprint that
+    a missing, extra or changed row moves unless two hashes collide at once. EXCEPT ALL both
+    ways, exact, took 25 of this check's 33 s on 5.4M rows."""
+    from pyspark.sql import functions as F
+
+    def fingerprint(sql):
+        df = spark.sql(sql)
+        cols = [F.col(f"c{i}") for i in range(len(df.columns))]
+        df = df.toDF(*[f"c{i}" for i in range(len(df.columns))])
+        wide = "decimal(38,0)"  # no overflow under ANSI mode: 5.4M hashes of 64 bits sum under 10^26
+        return tuple(df.agg(F.count(F.lit(1)), F.sum(F.xxhash64(*cols).cast(wide)), F.sum(F.hash(*cols).cast(wide))).first())
+
+    return fingerprint(sql_a) == fingerprint(sql_b)

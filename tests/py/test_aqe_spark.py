@@ -152,6 +152,18 @@ def test_aqe_predictions_match_spark(aqe_spark, data, name, left, right, how, ex
     assert abs(after - p["after"]["max_task_rows"]) <= 0.05 * after, (after, p["after"], p["aqe"])
 
 
+def test_the_fingerprint_of_a_large_result_tells_a_row_moved_added_or_changed(aqe_spark):
+    """same_rows_in_spark, which compares the hot-both-sides results, is not blind: a row
+    duplicated in place of another, one more row, or one value changed all differ."""
+    base = "SELECT id AS k, id % 3 AS v FROM range(1000)"
+    assert same_rows_in_spark(aqe_spark, base, f"SELECT * FROM ({base}) ORDER BY v DESC")
+    for other in (f"SELECT k, v FROM ({base}) WHERE k <> 5 UNION ALL SELECT 4 AS k, 1 AS v",
+                  f"{base} UNION ALL SELECT 0 AS k, 0 AS v",
+                  f"SELECT k, CASE WHEN k = 7 THEN 2 ELSE v END AS v FROM ({base})",
+                  f"SELECT v AS k, k AS v FROM ({base})"):
+        assert not same_rows_in_spark(aqe_spark, base, other), other
+
+
 def test_a_runtime_switch_to_broadcast_is_left_to_aqe(aqe_spark, data, tmp_path):
     """The dimension filtered to 100 rows looks like its whole file to Spark's planner (over the
     8 KB threshold), so it plans a sort-merge join; once the shuffles have run, AQE sees 100 rows
