@@ -185,7 +185,7 @@ CASES = [
     ("not-exists-chain", CH, "SELECT f.id, dim2.n2 FROM f LEFT JOIN dim2 ON f.k2 = dim2.d2 WHERE NOT EXISTS (SELECT 1 FROM dim3 WHERE dim3.d3 = f.k3 AND dim3.n3 <> 'n3 4')", T4, False),
     ("in-grouped-having", EV, "SELECT e.event_id FROM events e WHERE e.title_id IN (SELECT title_id FROM events GROUP BY title_id HAVING count(*) > 1)", T4, False),
     ("exists-composite", ["orders", "accounts"], "SELECT o.amount FROM orders o WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.region = o.region AND a.account = o.account AND a.owner <> 'owner 7')", T4, True),
-    ("grouped-composite-on-one", CH, "WITH g AS (SELECT k3, k2, count(*) AS n FROM f GROUP BY k3, k2) SELECT f.id, g.k2, g.n FROM f JOIN g ON f.k3 = g.k3 WHERE f.v > 0.9", T4, False),
+    ("grouped-composite-on-one", CH, "WITH g AS (SELECT k3, k2, count(*) AS n FROM f GROUP BY k3, k2) SELECT f.id, g.k2, g.n FROM f JOIN g ON f.k3 = g.k3 WHERE f.v > 0.99", T4, False),
 ]
 
 
