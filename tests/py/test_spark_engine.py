@@ -236,6 +236,27 @@ def test_sample_of_a_catalog_table_over_connect(connect):
     assert null["value"] is None is truth["value"] and abs(null["share"] - truth["share"]) <= null["share_error"], (null, truth)
 
 
+@pytest.mark.skipif(SPARK4, reason="local mode on Spark 3.5; Spark 4.x is tested through Spark Connect")
+def test_sample_of_whole_files_reads_their_rows_from_the_footers(tmp_path):
+    """--sample on Spark over 40 plain Parquet files whose names need escaping (a space, '+',
+    '%41'): each file's rows from its footer (no scan of every file), 4 files drawn and read
+    whole, their rows exactly the footers', the counts scaled to the table, the hot value's
+    share within its interval of the exact share."""
+    import numpy as np
+    d = tmp_path / "t"
+    d.mkdir()
+    rng = np.random.default_rng(3)
+    for i in range(40):
+        k = np.where(rng.random(5_000) < 0.3, 1, rng.integers(10, 50_000, 5_000))
+        pq.write_table(pa.table({"k": k}), d / f"part {i:02d} +%41.parquet")
+    c = json.loads(run("keys", str(d), "-c", "k", "--top", "2", "--sample", "10%", "--seed", "5", "--format", "json", "-q",
+                       *spark_args(), check=True).stdout)["columns"][0]
+    s = c["sample"]
+    assert (s["method"], s["files_read"], s["files_total"], s["rows_read"], c["rows"]) == ("whole files", 4, 40, 20_000, 200_000), s
+    hot = c["top"][0]
+    assert hot["value"] == 1 and abs(hot["share"] - 0.3) <= hot["share_error"], hot
+
+
 def test_errors_before_spark_starts(tmp_path):
     no_pyspark = tmp_path / "python"
     hide = "import sys; sys.modules['pyspark'] = None; sys.argv = sys.argv[1:]; exec(open(sys.argv[0]).read())"
