@@ -130,7 +130,8 @@ pub fn replay(q: &QueryRun, cores: u32) -> Replayed {
     let mut busy = Busy::default();
     loop {
         settle(&w, &tasks, &next, &last, &mut end);
-        let Reverse(core) = *free.peek().expect("at least one core");
+        // Never empty: each task popped is pushed back with its finish.
+        let Some(&Reverse(core)) = free.peek() else { break };
         let Some(i) = pick(&order, &w, &tasks, &next, &end, core) else { break };
         free.pop();
         let start = core.max(ready(i, &w, &end));

@@ -118,15 +118,16 @@ class Engine:
 
     def open(self, r):
         reach = Reach(self)
+        fmt = r.get("format") or "parquet"
         try:
             if r.get("name"):
                 df = self.spark.table(r["name"])
             else:
                 # Before Spark reads anything: even the schema is read by a job.
                 reach.check(r["path"])
-                df = self.spark.read.format(r.get("format") or "parquet").load(r["path"])
+                df = self.spark.read.format(fmt).load(r["path"])
             name = self.view(df)
-            if not r.get("name") and (r.get("format") or "parquet") == "parquet":
+            if not r.get("name") and fmt == "parquet":
                 self.plain_parquet.add(name)
             rows = self.spark.sql(f"SELECT count(*) FROM {name}").collect()[0][0]
         except Exception as e:  # noqa: BLE001 - the first jobs that read the files
@@ -442,8 +443,8 @@ class Sample:
         if self.e.remote or self.view not in self.e.plain_parquet:
             return None
         try:
-            jvm, sc = self.e.spark._jvm, self.e.spark.sparkContext
-            conf = sc._jsc.hadoopConfiguration()
+            jvm = self.e.spark._jvm
+            conf = self.e.spark.sparkContext._jsc.hadoopConfiguration()
             out = []
             for f in self.df.inputFiles():
                 path = jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(f))
@@ -557,7 +558,7 @@ class Sample:
             short = [p for p, c in self.chosen if units[p]["rows"] != c]
             if short:
                 raise RuntimeError(f"the sample read {units[short[0]]['rows']:,} rows of {short[0]}, whose footer holds "
-                                   f"{dict(self.chosen)[short[0]]:,}: an internal fault, please report it")
+                                   f"{files[short[0]]:,}: an internal fault, please report it")
         return [units[k] for k in sorted(units)]
 
 

@@ -648,8 +648,8 @@ pub fn text(v: &Verification) -> String {
     if let Some(t) = &v.timing {
         o.push_str(&format!("time at the cluster's size: {}\n", t.line()));
     }
-    if v.slower && v.timing.as_ref().is_some_and(|t| !t.cluster_is_here()) {
-        let t = v.timing.as_ref().expect("checked");
+    let on_cluster = v.timing.as_ref().filter(|t| !t.cluster_is_here());
+    if let (true, Some(t)) = (v.slower, on_cluster) {
         o.push_str(&format!(
             "SLOWER: at {} cores the rewrite's tasks take {} against the original's {}, more than the noise measured here allows\n",
             t.cluster.cores,

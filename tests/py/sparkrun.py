@@ -108,8 +108,8 @@ def same_rows_in_spark(spark, sql_a, sql_b):
 
     def fingerprint(sql):
         df = spark.sql(sql)
-        cols = [F.col(f"c{i}") for i in range(len(df.columns))]
-        df = df.toDF(*[f"c{i}" for i in range(len(df.columns))])
+        names = [f"c{i}" for i in range(len(df.columns))]
+        df, cols = df.toDF(*names), [F.col(n) for n in names]
         wide = "decimal(38,0)"  # no overflow under ANSI mode: 5.4M hashes of 64 bits sum under 10^26
         return tuple(df.agg(F.count(F.lit(1)), F.sum(F.xxhash64(*cols).cast(wide)), F.sum(F.hash(*cols).cast(wide))).first())
 
