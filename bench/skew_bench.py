@@ -13,7 +13,8 @@ task runs for seconds to tens of seconds on this 2-core machine.
   (e) window           a window over a hot partition key
   (f) chain            a chain of 3 joins with hot keys in two of them (the dimensions, of 2M
                        and 4M rows, over the broadcast threshold)
-  (g) aqe_splits       control: an inner join whose hot partition AQE splits itself (> 256 MB)
+  (g) aqe_splits       control: an inner join whose hot partition AQE splits itself (~500 MB,
+                       over 256 MB)
   (h) uniform          control: uniform keys
 
 For each shape: the decision at 2 and at 64 cores (`skewjoin rewrite --cores N`, with its
@@ -49,8 +50,10 @@ OUT = ROOT / "target" / "skew-bench.json"
 CONF = ["--conf", "spark.driver.memory=8g"]
 
 
-def write(name, columns, files=8):
-    """A table of `files` Parquet files (Spark's map tasks follow its files and 128 MB splits)."""
+def write(name, columns, files=64):
+    """A table of `files` Parquet files (Spark's map tasks follow its files and 128 MB splits).
+    A fact table has 64: a cluster's scan runs in many short tasks, and the hot task is what
+    is left long (with 8 files a 64-core cluster waits on its 8 scan tasks as long as on it)."""
     t = pa.table(columns)
     d = DATA / name
     d.mkdir(parents=True, exist_ok=True)
@@ -81,7 +84,10 @@ def hot(gen, n, values, shares, rest):
 def gen(rows, seed):
     g = np.random.default_rng(seed)
     DATA.mkdir(parents=True, exist_ok=True)
-    money = lambda n: pa.array(np.round(g.random(n) * 100, 2))  # noqa: E731
+    # Amounts in cents and weights as integers: their sums are exact in any order, so that the
+    # rewrite's rows compare equal to the original's (sums of doubles differ in their last bits).
+    money = lambda n: pa.array(g.integers(0, 10_000, n))  # noqa: E731
+    weight = lambda n: pa.array(g.integers(0, 1 << 30, n))  # noqa: E731
     # (a) NULL on both sides (20% and 30%), '' on the left (10%); the rest over 2M customers.
     r = g.random(rows)
     codes = np.where(r < 0.3, -1, g.integers(1, 2_000_001, rows))
@@ -100,18 +106,20 @@ def gen(rows, seed):
     g.shuffle(right)
     write("lh_right", {"session": pa.array(right), "dur": money(m)}, files=4)
     # (c) ad 7 has 15% of the clicks (about 60 MB of shuffle, under 256 MB).
-    # ut_right is over Spark's 10 MB broadcast threshold as it estimates it (the columns read).
+    # The dimensions (here and below) are over Spark's 10 MB broadcast threshold as it
+    # estimates them (their files' size for the columns read): keys in no order and a weight
+    # of random integers, which no encoding shrinks.
     write("ut_left", {"ad": pa.array(hot(g, rows, [7], [0.15], 5_000_000)), "cost": money(rows)})
     ads = 5_000_000
-    write("ut_right", {"ad": pa.array(np.arange(1, ads + 1, dtype=np.int64)), "grp": pa.array(g.integers(0, 40, ads))}, files=2)
-    # (d), (g) item 3 has 40% of the sales, each with a 24-character payload (about 400 MB of
-    # shuffle in its partition).
+    write("ut_right", {"ad": pa.array(g.permutation(np.arange(1, ads + 1, dtype=np.int64))),
+                       "grp": pa.array(g.integers(0, 40, ads)), "w": weight(ads)}, files=2)
+    # (d) item 3 has 40% of the sales (the query reads the key only).
     payload = pa.array([f"p{i:023d}" for i in range(100_000)])
     write("gk_left", {"item": pa.array(hot(g, rows, [3], [0.4], 4_000_000)),
                       "payload": pa.DictionaryArray.from_arrays(pa.array(g.integers(0, 100_000, rows).astype(np.int32)), payload)})
-    # The dimensions are over Spark's 10 MB broadcast threshold as it estimates them.
     items = 4_000_000
-    write("gk_right", {"item": pa.array(np.arange(1, items + 1, dtype=np.int64)), "cat": pa.array(g.integers(0, 30, items))}, files=2)
+    write("gk_right", {"item": pa.array(g.permutation(np.arange(1, items + 1, dtype=np.int64))),
+                       "cat": pa.array(g.integers(0, 30, items)), "w": weight(items)}, files=2)
     # (e) user 11 has 30% of the events.
     write("wd", {"user": pa.array(hot(g, rows, [11], [0.3], 2_000_000)), "region": pa.array(g.integers(0, 50, rows)),
                  "amount": money(rows)})
@@ -120,11 +128,25 @@ def gen(rows, seed):
                       "c": pa.array(g.integers(1, 2_000_001, rows)), "amount": money(rows)})
     for name, n in (("ch_a", 4_000_000), ("ch_b", 4_000_000), ("ch_c", 2_000_000)):
         k = name[-1]
-        write(name, {k: pa.array(np.arange(1, n + 1, dtype=np.int64)), f"{k}grp": pa.array(g.integers(0, 10, n))}, files=2)
+        write(name, {k: pa.array(g.permutation(np.arange(1, n + 1, dtype=np.int64))), f"{k}grp": pa.array(g.integers(0, 10, n)),
+                     f"{k}w": weight(n)}, files=2)
+    gen_aqe_splits(rows, seed)
     # (h) uniform keys.
     write("un_left", {"k": pa.array(g.integers(1, 5_000_001, rows, dtype=np.int64)), "amount": money(rows)})
     n = 5_000_000
     write("un_right", {"k": pa.array(np.arange(1, n + 1, dtype=np.int64)), "grp": pa.array(g.integers(0, 40, n))}, files=4)
+
+
+def gen_aqe_splits(rows, seed):
+    """(g) item 3 has 40% of the sales, each with a 40-character payload of random letters that
+    the shuffle's LZ4 cannot shrink: its partition is about 500 MB, over AQE's 256 MB, and
+    AQE splits it. Its own generator, so that it can be written alone."""
+    g = np.random.default_rng(seed + 1)
+    letters = np.frombuffer(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", dtype=np.uint8)
+    distinct = 200_000
+    payload = pa.array([bytes(r).decode() for r in letters[g.integers(0, len(letters), (distinct, 40))]])
+    write("sp_left", {"item": pa.array(hot(g, rows, [3], [0.4], 4_000_000)),
+                      "payload": pa.DictionaryArray.from_arrays(pa.array(g.integers(0, distinct, rows).astype(np.int32)), payload)})
 
 
 SHAPES = [
@@ -134,19 +156,20 @@ SHAPES = [
     ("b", "left_hot_right", ["lh_left", "lh_right"],
      "SELECT e.kind, count(*) AS n, sum(s.dur) AS dur\nFROM lh_left e LEFT JOIN lh_right s ON e.session = s.session\nGROUP BY e.kind"),
     ("c", "under_threshold", ["ut_left", "ut_right"],
-     "SELECT r.grp, count(*) AS n, sum(l.cost) AS cost\nFROM ut_left l JOIN ut_right r ON l.ad = r.ad\nGROUP BY r.grp"),
+     "SELECT r.grp, count(*) AS n, sum(l.cost) AS cost, sum(r.w) AS w\nFROM ut_left l JOIN ut_right r ON l.ad = r.ad\nGROUP BY r.grp"),
     ("d", "group_by_key", ["gk_left", "gk_right"],
-     "SELECT l.item, count(*) AS n, max(r.cat) AS cat\nFROM gk_left l JOIN gk_right r ON l.item = r.item\nGROUP BY l.item\n"
-     "ORDER BY n DESC LIMIT 20"),
+     "SELECT l.item, count(*) AS n, max(r.cat) AS cat, sum(r.w) AS w\nFROM gk_left l JOIN gk_right r ON l.item = r.item\nGROUP BY l.item\n"
+     "ORDER BY n DESC, l.item LIMIT 20"),
     ("e", "window", ["wd"],
-     "SELECT region, count(*) AS n, sum(amount / user_total) AS share\n"
+     "SELECT region, count(*) AS n, sum(user_total) AS totals\n"
      "FROM (SELECT region, amount, sum(amount) OVER (PARTITION BY user) AS user_total FROM wd) t\nGROUP BY region"),
     ("f", "chain", ["ch_fact", "ch_a", "ch_b", "ch_c"],
-     "SELECT ca.agrp, cb.bgrp, count(*) AS n, count(cc.cgrp) AS with_c, sum(f.amount) AS amount\n"
+     "SELECT ca.agrp, cb.bgrp, count(*) AS n, count(cc.cgrp) AS with_c, sum(f.amount) AS amount,\n"
+     "       sum(ca.aw + cb.bw) AS w, sum(cc.cw) AS cw\n"
      "FROM ch_fact f JOIN ch_a ca ON f.a = ca.a JOIN ch_b cb ON f.b = cb.b LEFT JOIN ch_c cc ON f.c = cc.c\n"
      "GROUP BY ca.agrp, cb.bgrp"),
-    ("g", "aqe_splits", ["gk_left", "gk_right"],
-     "SELECT r.cat, count(*) AS n, sum(length(l.payload)) AS bytes\nFROM gk_left l JOIN gk_right r ON l.item = r.item\nGROUP BY r.cat"),
+    ("g", "aqe_splits", ["sp_left", "gk_right"],
+     "SELECT r.cat, count(*) AS n, sum(length(l.payload)) AS bytes, sum(r.w) AS w\nFROM sp_left l JOIN gk_right r ON l.item = r.item\nGROUP BY r.cat"),
     ("h", "uniform", ["un_left", "un_right"],
      "SELECT r.grp, count(*) AS n, sum(l.amount) AS amount\nFROM un_left l JOIN un_right r ON l.k = r.k\nGROUP BY r.grp"),
 ]
@@ -173,9 +196,9 @@ def decision(sql_file, tables, cores):
         return {"error": out["error"]}
     changes = [c["decision"]["code"] for c in out.get("changes", [])]
     left = [u.get("code") or u.get("reason", {}).get("code") for u in out.get("unchanged_joins", [])]
-    windows = [w.get("verdict", {}).get("code") if isinstance(w.get("verdict"), dict) else w.get("code")
-               for w in out.get("windows", [])]
-    return {"rewritten": changes, "left": left, "windows": windows, "changed": bool(out.get("changed")),
+    windows = [(w.get("plan") or {}).get("verdict") or w.get("code") for w in out.get("windows", [])]
+    rewritten = bool(changes) or any(w.get("status") == "rewritten" for w in out.get("windows", []))
+    return {"rewritten": changes, "left": left, "windows": windows, "changed": rewritten,
             "sql_bytes": len(out.get("sql", ""))}
 
 
@@ -225,21 +248,25 @@ def secs(ms):
 
 def table():
     res = json.loads(OUT.read_text())
-    print("| shape | decision, 2 cores | decision, 64 cores | rows | here, median of 3 (64-core tasks) | replayed at 64 cores | replayed at 200 | task time summed | SQL bytes | Spark planning |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| shape | decision, 2 cores | decision, 64 cores | rows | largest task, records | here, median of 3 (64-core tasks) "
+          "| replayed at 64 cores | replayed at 200 | task time summed | SQL bytes | Spark planning | decided for 2 cores, here |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for letter, name, _, _ in SHAPES:
         r = res.get(letter)
         if not r:
             continue
         codes = lambda d: ", ".join(d.get("rewritten", []) + d.get("left", []) + [w for w in d.get("windows", []) if w]) or "-"  # noqa: E731
-        v, w = r.get("at_64", {}), r.get("at_200", {})
+        v, w, two = r.get("at_64", {}), r.get("at_200", {}), r.get("at_2")
         pair = lambda x: f"{secs(x[0])} -> {secs(x[1])}" if x and None not in x else "-"  # noqa: E731
-        ratio = lambda x: f" ({x[0] / max(x[1], 1):.1f}x)" if x and None not in x else ""  # noqa: E731
+        ratio = lambda x: f" ({x[0] / max(x[1], 1):.2f}x)" if x and None not in x else ""  # noqa: E731
+        records = v.get("largest_task_records")
         print(f"| ({letter}) {name} | {codes(r['decided_2'])} | {codes(r['decided_64'])} | "
-              f"{'identical' if v.get('identical') else 'DIFFERENT'} | {pair(v.get('wall_ms'))} | "
+              f"{'identical' if v.get('identical') else 'DIFFERENT'} | "
+              f"{f'{records[0]:,} -> {records[1]:,}' if records else '-'} | {pair(v.get('wall_ms'))} | "
               f"{pair(v.get('replayed_ms'))}{ratio(v.get('replayed_ms'))} | {pair(w.get('replayed_ms'))}{ratio(w.get('replayed_ms'))} | "
               f"{pair(v.get('task_ms'))} | {r['decided_64'].get('sql_bytes', '-')} | "
-              f"{' -> '.join(f'{x} ms' for x in v.get('planning_ms') or []) or '-'} |")
+              f"{' -> '.join(f'{x} ms' for x in v.get('planning_ms') or []) or '-'} | "
+              f"{pair(two.get('wall_ms')) + (' identical' if two.get('identical') else ' DIFFERENT') if two else 'as written'} |")
 
 
 def main():

@@ -1,5 +1,6 @@
-//! A last line of defence: the Parquet reader can panic on some corrupt files. Such a panic
-//! becomes an error that names the file, never a crash with a backtrace.
+//! A last line of defence: the Parquet reader can panic on some corrupt files, and Polars on
+//! some queries. Such a panic becomes an error that names the file or the query, never a crash
+//! with a backtrace. The process's one panic hook is here.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Once;
@@ -14,7 +15,7 @@ thread_local! {
     static GUARDED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
-/// Run `f`, turning a panic into `Err(message)`. A panic inside `f` prints nothing; any other
+/// Run `f`, turning a panic into `Err(the panic's message)`. A panic inside `f` prints nothing; any other
 /// panic (a bug elsewhere, a failing test) still goes to the default hook.
 pub fn no_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     QUIET.call_once(|| {
@@ -29,11 +30,9 @@ pub fn no_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     let r = catch_unwind(AssertUnwindSafe(f));
     GUARDED.with(|g| g.set(g.get() - 1));
     r.map_err(|p| {
-        let msg = p
-            .downcast_ref::<&str>()
+        p.downcast_ref::<&str>()
             .map(|s| s.to_string())
             .or_else(|| p.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown failure".into());
-        format!("the Parquet reader failed ({msg})")
+            .unwrap_or_else(|| "unknown failure".into())
     })
 }

@@ -1,5 +1,6 @@
 //! The `skewjoin` binary: parse the arguments (the commands are in `cli/`), run the command,
-//! print its output. Errors are one line on stderr and exit code 2; verify's difference is 1.
+//! print its output. Errors are one line on stderr (JSON with `--format json`) and exit code 2,
+//! or 3 for a bug in skewjoin; verify's difference is 1.
 
 mod cli;
 
@@ -46,11 +47,16 @@ fn main() -> ExitCode {
                     ExitCode::SUCCESS
                 };
             }
-            eprintln!("skewjoin: error: {}", one_line(&e.render().to_string()));
+            let msg = one_line(&e.render().to_string());
+            report(&msg, "usage", skewjoin::error::Kind::Usage);
             return ExitCode::from(2);
         }
     };
-    match cli.run() {
+    // A panic is a bug in skewjoin: one line and the internal fault's exit code, not a trace.
+    let ran = skewjoin::guard::no_panic(|| cli.run()).unwrap_or_else(|panic| {
+        Err(skewjoin::Error::Internal(format!("skewjoin stopped on a bug: {panic}")))
+    });
+    match ran {
         Ok((out, same)) => {
             use std::io::Write;
             let mut stdout = std::io::stdout().lock();
@@ -64,13 +70,30 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             // No secret of the environment in a message, whatever a server or library put in it.
-            eprintln!(
-                "skewjoin: error: {}",
-                skewjoin::table::store::redact(&one_line(&e.to_string()))
-            );
-            ExitCode::from(2)
+            let msg = skewjoin::table::store::redact(&one_line(&e.to_string()));
+            report(&msg, e.code(), e.kind());
+            ExitCode::from(e.exit_code())
         }
     }
+}
+
+/// A failure on stderr: one line of text, or with `--format json` the failure's JSON (its
+/// code and kind for a script, the message for a person).
+fn report(msg: &str, code: &str, kind: skewjoin::error::Kind) {
+    if wants_json(std::env::args()) {
+        eprintln!("{}", skewjoin::error::failure_json(code, kind, msg));
+    } else {
+        eprintln!("skewjoin: error: {msg}");
+    }
+}
+
+/// Whether the command line asks for JSON (`--format json` or `--format=json`): read from the
+/// words themselves, so that an argument clap rejects still gets its failure as JSON.
+fn wants_json(args: impl Iterator<Item = String>) -> bool {
+    let args: Vec<String> = args.collect();
+    args.iter().enumerate().any(|(i, a)| {
+        a == "--format=json" || (a == "--format" && args.get(i + 1).is_some_and(|v| v == "json"))
+    })
 }
 
 /// Clap's multi-line message as one line: no usage block, no "For more information".

@@ -37,15 +37,34 @@ fn json(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// Runs and expects the one-line error contract: exit 2, one line, no panic.
-fn error(args: &[&str]) -> String {
+/// A failure as `--format json` gives it on stderr.
+#[derive(Debug)]
+struct Failure {
+    code: String,
+    kind: String,
+    message: String,
+}
+
+/// Runs and expects the error contract: exit 2, one line of text, no panic; and with
+/// `--format json`, the same message with its code and kind as one JSON line.
+fn error(args: &[&str]) -> Failure {
     let out = skewjoin().args(args).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(2), "stderr: {err}");
-    assert!(err.starts_with("skewjoin: error: "), "{err}");
+    let text = err.strip_prefix("skewjoin: error: ").unwrap_or_else(|| panic!("{err}"));
     assert_eq!(err.matches('\n').count(), 1, "not one line: {err}");
     assert!(!err.contains("panicked"));
-    err
+    let out = skewjoin().args(args).args(["--format", "json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let j: Value = serde_json::from_slice(&out.stderr)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let field = |k: &str| j["error"][k].as_str().unwrap_or_else(|| panic!("{j}")).to_string();
+    let failure = Failure { code: field("code"), kind: field("kind"), message: field("message") };
+    // clap names the last repeated flag it rejects: the texts may differ only there.
+    if failure.code != "usage" || !text.contains("--format") {
+        assert_eq!(failure.message, text.trim_end(), "{j}");
+    }
+    failure
 }
 
 /// events: 1000 rows; title: 400 NULL, 200 'unknown', 150 'hot', the rest 250 distinct.
@@ -754,7 +773,7 @@ fn user_rules_file() {
     std::fs::write(&rules, "[[rule]]\nname = 1\n").unwrap();
     let e =
         error(&["keys", p.to_str().unwrap(), "-c", "title_id", "--rules", rules.to_str().unwrap()]);
-    assert!(e.contains("bad rules file"), "{e}");
+    assert_eq!((e.code.as_str(), e.kind.as_str()), ("usage", "usage"), "{e:?}");
 }
 
 #[test]
@@ -762,30 +781,40 @@ fn bad_input_is_one_line_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let p = events(dir.path());
     let ps = p.to_str().unwrap();
-    assert!(error(&["keys", "/no/such/file.parquet", "-c", "x"])
-        .contains("/no/such/file.parquet: no such file or directory"));
+    let code = |args: &[&str]| {
+        let e = error(args);
+        (e.code, e.kind)
+    };
+    let is = |c: &str, k: &str| (c.to_string(), k.to_string());
+    let missing = error(&["keys", "/no/such/file.parquet", "-c", "x"]);
+    assert_eq!((missing.code.as_str(), missing.kind.as_str()), ("not_found", "usage"));
+    // The path is what the user looks for in the message.
+    assert!(missing.message.starts_with("/no/such/file.parquet:"), "{missing:?}");
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
-    assert!(error(&["keys", empty.to_str().unwrap(), "-c", "x"]).contains("no Parquet files found"));
+    assert_eq!(code(&["keys", empty.to_str().unwrap(), "-c", "x"]), is("no_parquet", "usage"));
     let text = dir.path().join("notes.parquet");
     std::fs::write(&text, "this is not parquet at all, just text").unwrap();
-    assert!(error(&["keys", text.to_str().unwrap(), "-c", "x"]).contains("not a Parquet file"));
+    assert_eq!(code(&["keys", text.to_str().unwrap(), "-c", "x"]), is("bad_file", "data"));
     let trunc = dir.path().join("trunc.parquet");
     let bytes = std::fs::read(&p).unwrap();
     std::fs::write(&trunc, &bytes[..bytes.len() / 2]).unwrap();
-    assert!(error(&["keys", trunc.to_str().unwrap(), "-c", "title_id"]).contains("trunc.parquet"));
+    let e = error(&["keys", trunc.to_str().unwrap(), "-c", "title_id"]);
+    assert_eq!((e.code.as_str(), e.kind.as_str()), ("bad_file", "data"));
+    assert!(e.message.starts_with(trunc.to_str().unwrap()), "{e:?}");
     let e = error(&["keys", ps, "-c", "nope"]);
-    assert!(
-        e.contains("column nope: no such column")
-            && e.contains("available: title_id, user_id, region, hours, day"),
-        "{e}"
-    );
-    assert!(error(&["keys", ps, "-c", "title_id", "--frobnicate"]).contains("--frobnicate"));
-    assert!(error(&["keys", ps]).contains("--column"));
-    assert!(error(&["keys", ps, "-c", "title_id", "--sample", "2.5"]).contains("bad sample"));
-    assert!(error(&["keys", ps, "-c", "title_id", "--memory", "lots"]).contains("bad size"));
-    assert!(error(&["keys", ps, "-c", "title_id", "--shuffle-partitions", "0"])
-        .contains("shuffle-partitions"));
+    assert_eq!((e.code.as_str(), e.kind.as_str()), ("no_column", "usage"));
+    // The columns there are, for the user to pick from.
+    assert!(e.message.ends_with("available: title_id, user_id, region, hours, day"), "{e:?}");
+    for bad in [
+        &["keys", ps, "-c", "title_id", "--frobnicate"][..],
+        &["keys", ps],
+        &["keys", ps, "-c", "title_id", "--sample", "2.5"],
+        &["keys", ps, "-c", "title_id", "--memory", "lots"],
+        &["keys", ps, "-c", "title_id", "--shuffle-partitions", "0"],
+    ] {
+        assert_eq!(code(bad), is("usage", "usage"), "{bad:?}");
+    }
     // A column whose type differs between the files of one table.
     let other = dir.path().join("t2");
     write(
@@ -799,7 +828,7 @@ fn bad_input_is_one_line_and_exit_2() {
         8,
     );
     let e = error(&["keys", other.to_str().unwrap(), "-c", "k"]);
-    assert!(e.contains("column k is string here but int"), "{e}");
+    assert_eq!((e.code.as_str(), e.kind.as_str()), ("bad_file", "data"), "{e:?}");
 }
 
 /// Output cut short by its reader (`| head`) ends the run quietly with exit code 0: no
@@ -1316,7 +1345,7 @@ fn tables_found_under_a_folder() {
     );
     // Neither flag: one line naming both.
     let e = error(&["rewrite", q.to_str().unwrap()]);
-    assert!(e.contains("--table"), "{e}");
+    assert_eq!(e.code, "usage", "{e:?}");
 }
 
 /// Cargo has no wildcard for per-package profiles, so every polars crate needs its own
@@ -1397,8 +1426,8 @@ fn the_sample_join_is_left_to_aqe_under_the_jobs_settings() {
         "spark.sql.adaptive.enabled=yes",
     ]);
     assert_eq!(
-        e.trim(),
-        "skewjoin: error: spark.sql.adaptive.enabled=yes: not true or false (--conf)"
+        (e.code.as_str(), e.message.as_str()),
+        ("usage", "spark.sql.adaptive.enabled=yes: not true or false (--conf)")
     );
 }
 
@@ -1438,7 +1467,7 @@ fn also_text_writes_the_text_report_of_the_same_run() {
         );
     }
     let e = error(&["keys", ev, "-c", "title_id", "--also-text", "/nonexistent/dir/report.txt"]);
-    assert!(e.contains("/nonexistent/dir/report.txt"), "{e}");
+    assert!(e.message.starts_with("/nonexistent/dir/report.txt"), "{e:?}");
 }
 
 /// The layering of `src/`: no circle of imports between folders or inside `table/`, and
@@ -1480,7 +1509,7 @@ fn plan_from_counts_made_on_spark_and_its_code() {
     );
     assert!(code.contains("joined = events_join_titles(events, titles)"), "{code}");
     let err = error(&["plan", "--counts", p, "--on", "k", "--shuffle-partitions", "8"]);
-    assert!(err.contains("counted for 4 shuffle partitions, planned for 8"), "{err}");
+    assert_eq!(err.code, "usage", "{err:?}");
     std::fs::write(
         &path,
         counts
@@ -1490,5 +1519,5 @@ fn plan_from_counts_made_on_spark_and_its_code() {
     )
     .unwrap();
     let err = error(&[&["plan", "--counts", p], &common[..]].concat());
-    assert!(err.contains("events: no column k"), "{err}");
+    assert_eq!(err.code, "usage", "{err:?}");
 }

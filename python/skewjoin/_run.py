@@ -16,14 +16,18 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 
 class SkewjoinError(Exception):
-    """A run of skewjoin that failed: `message` is its one-line error, `exit_code` its exit
-    code (2 for bad input), `argv` the command that ran."""
+    """A run of skewjoin that failed: `message` is its one-line error; `code` its stable code
+    (`not_found`, `bad_file`, `no_column`, `usage`, `server`, `internal`, ...; docs/commands.md
+    lists them) and `kind` whose fault it is (`usage`, `data`, `server`, `system`, `internal`);
+    `exit_code` the process's exit code (2, or 3 for a bug in skewjoin); `argv` the command."""
 
-    def __init__(self, message: str, exit_code: int, argv: Sequence[str] = ()):
+    def __init__(self, message: str, exit_code: int, argv: Sequence[str] = (), code: str = "usage", kind: str = "usage"):
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
         self.argv = list(argv)
+        self.code = code
+        self.kind = kind
 
 
 _binary_path: Optional[str] = None
@@ -120,15 +124,17 @@ def run(command: str, args: Iterable[str], stdin: Optional[str] = None, html: bo
         try:
             p = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise SkewjoinError(f"skewjoin {command} did not finish in {timeout} s", 2, argv) from None
+            raise SkewjoinError(f"skewjoin {command} did not finish in {timeout} s", 2, argv, "timeout", "server") from None
         except OSError as e:
-            raise SkewjoinError(f"{argv[0]}: cannot run: {e.strerror}", 2, argv) from None
+            raise SkewjoinError(f"{argv[0]}: cannot run: {e.strerror}", 2, argv, "cannot_run", "system") from None
         if p.returncode not in (0, 1):
-            raise SkewjoinError(_message(p.stderr, p.returncode), p.returncode, argv)
+            f = _failure(p.stderr, p.returncode)
+            raise SkewjoinError(f["message"], p.returncode, argv, f["code"], f["kind"])
         try:
             data = json.loads(p.stdout)
         except ValueError:
-            raise SkewjoinError(f"skewjoin {command} printed no JSON report: {_message(p.stderr, p.returncode)}", 2, argv) from None
+            f = _failure(p.stderr, p.returncode)
+            raise SkewjoinError(f"skewjoin {command} printed no JSON report: {f['message']}", 3, argv, "internal", "internal") from None
         text = _read(text_path) or ""
         page = _read(html_path) if html else None
         return Run(data, text, page, p.returncode)
@@ -142,10 +148,17 @@ def _read(path: str) -> Optional[str]:
         return None
 
 
-def _message(stderr: str, code: int) -> str:
-    """The binary's one-line error (`skewjoin: error: ...`), without its prefix."""
+def _failure(stderr: str, exit_code: int) -> dict:
+    """The binary's failure: the JSON line it prints with `--format json` (code, kind,
+    message), or else its last line of text."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     for line in reversed(lines):
+        if line.startswith('{"error"'):
+            try:
+                return json.loads(line)["error"]
+            except (ValueError, KeyError):
+                break
         if line.startswith("skewjoin: error: "):
-            return line[len("skewjoin: error: ") :]
-    return lines[-1] if lines else f"skewjoin exited with code {code}"
+            return {"code": "usage", "kind": "usage", "message": line[len("skewjoin: error: ") :]}
+    message = lines[-1] if lines else f"skewjoin exited with code {exit_code}"
+    return {"code": "internal", "kind": "internal", "message": message}

@@ -104,7 +104,10 @@ fn read_units(
                 .map_err(|p| {
                     Error::bad_file(
                         path,
-                        format!("corrupt data in row group {}: {p}", unit.row_group),
+                        format!(
+                            "corrupt data in row group {}: the Parquet reader failed ({p})",
+                            unit.row_group
+                        ),
                     )
                 })?
                 .map_err(|e| match e {

@@ -271,8 +271,7 @@ pub fn fetch_log(t: &Target, dir: &std::path::Path) -> Result<PathBuf> {
         None => ids.first().cloned(),
     };
     let zip = download(t, &format!("{}/logs", app_url(t, app, attempt.as_deref())))?;
-    unpack(zip, dir)
-        .map_err(|e| Error::Store { what: format!("{}: the event log of {app}", t.base), msg: e })
+    unpack(zip, dir).map_err(|e| Error::store(format!("{}: the event log of {app}", t.base), e))
 }
 
 /// Unpack the server's zip into `dir`; the one top-level entry (a file or a rolling folder).
@@ -350,9 +349,15 @@ async fn get(t: &Target, url: &str) -> Result<reqwest::Response> {
             if said.is_empty() { String::new() } else { format!(": {said}") }
         )
     };
+    let code = match status.as_u16() {
+        404 => "not_found",
+        401 | 403 => "access_denied",
+        _ => "store",
+    };
     Err(Error::Store {
         what: format!("{} ({})", t.base, url.strip_prefix(&t.base).unwrap_or(url)),
         msg,
+        code,
     })
 }
 
@@ -396,14 +401,14 @@ fn unreachable(t: &Target, e: &reqwest::Error) -> Error {
     } else {
         cause
     };
-    Error::Store {
-        what: format!("cannot reach the Spark History Server at {}", t.base),
-        msg: crate::table::store::redact(&msg),
-    }
+    Error::store(
+        format!("cannot reach the Spark History Server at {}", t.base),
+        crate::table::store::redact(&msg),
+    )
 }
 
 fn not_history(t: &Target, why: &str) -> Error {
-    Error::Store { what: t.base.clone(), msg: format!("not a Spark History Server: {why}") }
+    Error::store(t.base.clone(), format!("not a Spark History Server: {why}"))
 }
 
 #[cfg(test)]

@@ -181,7 +181,7 @@ impl Session {
             Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => return Err(self.died(what)),
             Err(RecvTimeoutError::Timeout) => {
                 self.kill();
-                return Err(Error::Usage(format!(
+                return Err(Error::Server(format!(
                     "Spark engine: {what} took longer than --spark-timeout {} s; stopped",
                     self.timeout.as_secs()
                 )));
@@ -192,7 +192,7 @@ impl Session {
         if answer["ok"].as_bool() == Some(true) {
             Ok(answer)
         } else {
-            Err(Error::Usage(self.without_secret(format!(
+            Err(Error::Server(self.without_secret(format!(
                 "Spark engine: {what}: {}",
                 answer["error"].as_str().unwrap_or("failed")
             ))))
@@ -203,7 +203,7 @@ impl Session {
     fn died(&self, what: &str) -> Error {
         self.kill();
         let log = std::fs::read_to_string(self.log.path()).unwrap_or_default();
-        Error::Usage(self.without_secret(format!(
+        Error::Server(self.without_secret(format!(
             "Spark engine: {what}: the Python process ended: {}",
             last_error_line(&log)
         )))
@@ -301,8 +301,9 @@ pub fn check_reachable(url: &str) -> Result<()> {
     let hostport = rest.split(['/', ';']).next().unwrap_or_default();
     let hostport =
         if hostport.contains(':') { hostport.to_string() } else { format!("{hostport}:15002") };
-    connect(&hostport)
-        .map_err(|e| Error::Usage(format!("Spark Connect server {hostport} is not reachable: {e}")))
+    connect(&hostport).map_err(|e| {
+        Error::Server(format!("Spark Connect server {hostport} is not reachable: {e}"))
+    })
 }
 
 /// A standalone master (`spark://HOST:PORT`, or several for a standby: `spark://h1:p1,h2:p2`)
@@ -320,7 +321,7 @@ pub fn check_master(master: &str) -> Result<()> {
             Err(e) => last = Some(e),
         }
     }
-    Err(Error::Usage(format!(
+    Err(Error::Server(format!(
         "Spark master {master} is not reachable: {}",
         last.unwrap_or_else(|| "no HOST:PORT in it".into())
     )))

@@ -358,7 +358,7 @@ impl Table {
                 source: ColumnSource::Partition { index },
             });
         }
-        Err(Error::Column {
+        Err(Error::NoColumn {
             column: name.into(),
             msg: format!(
                 "no such column in {}; available: {}",
@@ -632,7 +632,10 @@ fn read_footer(path: &Path, at: &Location, stats_of: &[usize]) -> Result<ArrowRe
                 Err(Error::bad_file(path, format!("corrupt Parquet footer: {msg}")))
             }
         }
-        Err(panic) => Err(Error::bad_file(path, format!("corrupt Parquet footer: {panic}"))),
+        Err(panic) => Err(Error::bad_file(
+            path,
+            format!("corrupt Parquet footer: the Parquet reader failed ({panic})"),
+        )),
     }
 }
 

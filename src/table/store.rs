@@ -605,12 +605,12 @@ fn store_error(what: &str, e: &object_store::Error) -> Error {
     let answer = server_answer(&said);
     let code = answer.as_ref().map_or("", |(c, _)| c.as_str());
     let detail = answer.as_ref().map_or_else(|| said.clone(), |(c, m)| format!("{c}: {m}"));
-    let msg = match (e, code) {
+    let (msg, fault) = match (e, code) {
         (object_store::Error::NotFound { .. }, _) | (_, "NoSuchKey" | "BlobNotFound") => {
-            "no such object".to_string()
+            ("no such object".to_string(), "not_found")
         }
-        (_, "NoSuchBucket") => "no such bucket".to_string(),
-        (_, "ContainerNotFound") => "no such container".to_string(),
+        (_, "NoSuchBucket") => ("no such bucket".to_string(), "not_found"),
+        (_, "ContainerNotFound") => ("no such container".to_string(), "not_found"),
         (
             _,
             "SignatureDoesNotMatch"
@@ -619,22 +619,23 @@ fn store_error(what: &str, e: &object_store::Error) -> Error {
             | "TokenRefreshRequired"
             | "InvalidToken"
             | "AuthenticationFailed",
-        ) => {
-            format!("the credentials were refused ({detail})")
-        }
+        ) => (format!("the credentials were refused ({detail})"), "credentials"),
         (object_store::Error::Unauthenticated { .. }, _) => {
-            format!("the credentials were refused ({detail})")
+            (format!("the credentials were refused ({detail})"), "credentials")
         }
         (object_store::Error::PermissionDenied { .. }, _)
         | (_, "AccessDenied" | "AuthorizationFailure" | "AuthorizationPermissionMismatch") => {
-            format!("access denied ({detail})")
+            (format!("access denied ({detail})"), "access_denied")
         }
-        _ if answer.is_some() => {
-            format!("the server answered {}{detail}{}", http_status(&said), retries(&said))
-        }
-        _ => said,
+        // The client could not load them (a service account file that is not there).
+        _ if said.contains("credential error") => (said, "credentials"),
+        _ if answer.is_some() => (
+            format!("the server answered {}{detail}{}", http_status(&said), retries(&said)),
+            "store",
+        ),
+        _ => (said, "store"),
     };
-    Error::Store { what: what.to_string(), msg }
+    Error::Store { what: what.to_string(), msg, code: fault }
 }
 
 /// The HTTP status of a failed request quoted in `said` (`503 Service Unavailable, `), if any.

@@ -295,9 +295,12 @@ pub fn spark(
     let url = opts.remote.as_deref().unwrap_or_default();
     let (original, rewritten, views) = one_part_views(&original, &rewritten, tables)?;
     let parsed = run_spark_runner(&runner_spec(&original, &rewritten, &views, opts), &opts.python)
-        .map_err(|e| Error::Usage(crate::spark::without_url_secret(&e.to_string(), url)))?;
+        .map_err(|e| match e {
+            Error::Usage(m) => Error::Usage(crate::spark::without_url_secret(&m, url)),
+            e => Error::Server(crate::spark::without_url_secret(&e.to_string(), url)),
+        })?;
     if let Some(e) = parsed.error {
-        return Err(Error::Usage(crate::spark::without_url_secret(&e, url)));
+        return Err(Error::Server(crate::spark::without_url_secret(&e, url)));
     }
     let (mut before, mut after) = (
         parsed.before.unwrap_or_default().with_task_total(),
@@ -453,8 +456,9 @@ fn run_spark_runner(spec: &serde_json::Value, python: &str) -> Result<RunnerOut>
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(spec.to_string().as_bytes());
     }
-    let out =
-        child.wait_with_output().map_err(|e| Error::Usage(format!("the Spark engine failed: {e}")));
+    let out = child
+        .wait_with_output()
+        .map_err(|e| Error::Server(format!("the Spark engine failed: {e}")));
     let _ = std::fs::remove_file(&script);
     runner_answer(&out?, python)
 }
@@ -469,7 +473,7 @@ fn runner_answer(out: &std::process::Output, python: &str) -> Result<RunnerOut> 
         _ => {
             let err = String::from_utf8_lossy(&out.stderr);
             let line = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output");
-            Err(Error::Usage(format!("the Spark engine ({python}) failed: {}", line.trim())))
+            Err(Error::Server(format!("the Spark engine ({python}) failed: {}", line.trim())))
         }
     }
 }

@@ -137,6 +137,19 @@ def run(*args, check=False):
     return p
 
 
+def failure(p):
+    """The failure of a run of the binary, held to its contract (exit 2, one line on stderr,
+    no panic): `{"code", "kind", "message"}` from the JSON of a `--format json` run; a text
+    run's line gives the message only."""
+    assert p.returncode == 2, (p.returncode, p.stdout[:300], p.stderr)
+    err = p.stderr
+    assert err.count("\n") == 1 and "panicked" not in err, err
+    if err.startswith("{"):
+        return json.loads(err)["error"]
+    assert err.startswith("skewjoin: error: "), err
+    return {"message": err[len("skewjoin: error: "):].rstrip("\n")}
+
+
 @pytest.fixture
 def corpus():
     if not CORPUS.exists():

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from conftest import ROOT, SECRET, free_port, sj, wait_listening
-from test_object_store import (bad_cases, bad_file_columns, delta_like_disk, keys_like_disk, make_delta, make_tables, one_line_error,
+from test_object_store import (bad_cases, bad_file_columns, delta_like_disk, keys_like_disk, make_delta, make_tables, one_line_error, store_failure,
                                plan_and_rewrite_like_disk)
 
 AZURITE = ROOT / "tests" / "node" / "node_modules" / ".bin" / "azurite-blob"
@@ -81,15 +81,16 @@ def test_plan_and_rewrite_over_azure_as_over_disk(azurite):
 
 def test_missing_container_blob_and_refused_key(azurite):
     env, _ = azurite
-    err = one_line_error(az(env, "keys", "az://no-such-container/t/", "--column", "k"))
-    assert "az://no-such-container/t/" in err and "no such" in err, err
-    err = one_line_error(az(env, "keys", f"az://{CONTAINER}/samples/nothing.parquet", "--column", "k"))
-    assert "nothing.parquet" in err and "no such object" in err, err
+    def keys(table, **kw):
+        return store_failure(az(env, "keys", table, "--column", "title_id", "--format", "json", **kw))
+    code, kind, err = keys("az://no-such-container/t/")
+    assert (code, kind) == ("not_found", "usage") and err.startswith("az://no-such-container/t/"), err
+    code, kind, err = keys(f"az://{CONTAINER}/samples/nothing.parquet")
+    assert (code, kind) == ("not_found", "usage") and "nothing.parquet" in err, err
     # A wrong account key: Azurite refuses the signature; the key is never printed.
     wrong = {"AZURE_STORAGE_ACCOUNT_KEY": "c2otdGVzdC1zZWNyZXQtWnE4dzNYdg==", "AZURE_STORAGE_ACCOUNT_NAME": ACCOUNT}
-    p = az(env, "keys", f"az://{CONTAINER}/samples/events.parquet", "--column", "title_id", extra=wrong)
-    err = one_line_error(p)
-    assert "samples/events.parquet" in err and ("refused" in err or "denied" in err), err
+    code, kind, err = keys(f"az://{CONTAINER}/samples/events.parquet", extra=wrong)
+    assert code in ("credentials", "access_denied") and kind == "usage" and "samples/events.parquet" in err, err
     assert wrong["AZURE_STORAGE_ACCOUNT_KEY"] not in err and SECRET not in err, err
 
 

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pyspark
 import pytest
 
-from conftest import ROOT, binary, free_port
+from conftest import ROOT, binary, failure, free_port
 
 SPARK4 = int(pyspark.__version__.split(".")[0]) >= 4
 SAMPLES = ROOT / "samples"
@@ -366,9 +366,11 @@ def test_a_master_that_is_not_there(cluster, tmp_path):
     gone = f"spark://127.0.0.1:{free_port()}"
     t0 = time.time()
     args = ["--engine", "spark", "--python", sys.executable, "--master", gone]
-    one_line_error(sj(cluster, "keys", EVENTS, "-c", "title_id", *args), f"Spark master {gone} is not reachable")
-    one_line_error(sj(cluster, "verify", SAMPLES / "query.sql", "--table", f"events={EVENTS}", "--table",
-                      f"titles={TITLES}", *args), f"Spark master {gone} is not reachable")
+    counted = failure(sj(cluster, "keys", EVENTS, "-c", "title_id", *args, "--format", "json"))
+    verified = failure(sj(cluster, "verify", SAMPLES / "query.sql", "--table", f"events={EVENTS}", "--table",
+                          f"titles={TITLES}", *args, "--format", "json"))
+    for f in (counted, verified):
+        assert (f["code"], f["kind"]) == ("server", "server") and gone in f["message"], f
     assert time.time() - t0 < 30
 
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import binary, event_logs, run
+from conftest import binary, event_logs, failure, run
 
 
 @pytest.fixture(scope="module")
@@ -202,8 +202,9 @@ def test_history_server_attempts(history, tmp_path):
     assert "hot_key" in kinds(last) and last["app"]["tasks"] == 808
     first = json.loads(run("diagnose", url, "--app", app, "--attempt", "1", "--format", "json").stdout)
     same_diagnosis(first, json.loads(run("diagnose", folder / f"{app}_1", "--format", "json").stdout))
-    p = run("diagnose", f"{url}/api/v1/applications/{app}/9")
-    assert p.returncode == 2 and "has no attempt 9 (it has attempts 2, 1)" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    f = failure(run("diagnose", f"{url}/api/v1/applications/{app}/9", "--format", "json"))
+    # The attempts there are, for the user to pick from.
+    assert f["code"] == "usage" and f["message"].endswith("has no attempt 9 (it has attempts 2, 1)"), f
     # A baseline named by its id on the same server (the URL's attempt 2 is not given to it).
     d = json.loads(run("diagnose", f"{url}/history/{app}/2/jobs/", "--baseline", apps["hot_null_join"], "--format", "json").stdout)
     assert d["baseline"]["id"] == apps["hot_null_join"] and d["app"]["tasks"] == 808

@@ -18,7 +18,7 @@ import urllib.request
 import pytest
 
 from conftest import ROOT, free_port, run, sj, wait_listening
-from test_object_store import (bad_cases, bad_file_columns, delta_like_disk, keys_like_disk, make_delta, make_tables, ok, one_line_error,
+from test_object_store import (bad_cases, bad_file_columns, delta_like_disk, keys_like_disk, make_delta, make_tables, ok, one_line_error, store_failure,
                                plan_and_rewrite_like_disk, write_event_logs)
 
 BUCKET = "lake"
@@ -106,25 +106,29 @@ def test_diagnose_reads_an_event_log_from_gcs(gcs):
     for url in [f"gs://{BUCKET}/logs/app-1", f"gs://{BUCKET}/logs/eventlog_v2_app-2"]:
         remote = json.loads(ok(gs(env, "diagnose", url, "--format", "json")))
         assert remote["findings"] == disk["findings"] and remote["stages"] == disk["stages"]
-    err = one_line_error(gs(env, "diagnose", f"gs://{BUCKET}/logs/app-9"))
-    assert "app-9" in err and "no such object" in err, err
+    code, kind, err = store_failure(gs(env, "diagnose", f"gs://{BUCKET}/logs/app-9", "--format", "json"))
+    assert (code, kind) == ("not_found", "usage") and "app-9" in err, err
 
 
 def test_missing_bucket_object_key_file_and_server(gcs, tmp_path):
     env, _ = gcs
-    err = one_line_error(gs(env, "keys", "gs://no-such-bucket/t/", "--column", "k"))
-    assert "gs://no-such-bucket/t/" in err and "no bucket named no-such-bucket" in err, err
-    err = one_line_error(gs(env, "keys", f"gs://{BUCKET}/samples/nothing.parquet", "--column", "k"))
-    assert "nothing.parquet" in err and "no such object" in err, err
-    err = one_line_error(gs(env, "keys", f"gs://{BUCKET}/samples/events.parquet", "--column", "k", extra={"GOOGLE_SERVICE_ACCOUNT": str(tmp_path / "none.json")}))
-    assert "none.json" in err and "service account file" in err, err
+    def keys(table, **kw):
+        return store_failure(gs(env, "keys", table, "--column", "k", "--format", "json", **kw))
+    # fake-gcs-server answers a missing bucket with HTTP 500: a server's failure, as far as a
+    # client can tell.
+    code, kind, err = keys("gs://no-such-bucket/t/")
+    assert (code, kind) == ("store", "server") and err.startswith("gs://no-such-bucket/t/"), err
+    code, kind, err = keys(f"gs://{BUCKET}/samples/nothing.parquet")
+    assert (code, kind) == ("not_found", "usage") and "nothing.parquet" in err, err
+    code, kind, err = keys(f"gs://{BUCKET}/samples/events.parquet", extra={"GOOGLE_SERVICE_ACCOUNT": str(tmp_path / "none.json")})
+    assert kind == "usage" and "none.json" in err, (code, err)
     # Nothing listens on the port: refused at once, retried, one line (no hang).
     gone = tmp_path / "gone.json"
     gone.write_text(json.dumps({"private_key": "x", "private_key_id": "x", "client_email": "x@example.com", "disable_oauth": True,
                                 "gcs_base_url": f"http://127.0.0.1:{free_port()}"}))
     t = time.time()
-    err = one_line_error(gs(env, "keys", f"gs://{BUCKET}/samples/events.parquet", "--column", "k", extra={"GOOGLE_SERVICE_ACCOUNT": str(gone)}))
-    assert "error sending request" in err and time.time() - t < 60, err
+    code, kind, err = keys(f"gs://{BUCKET}/samples/events.parquet", extra={"GOOGLE_SERVICE_ACCOUNT": str(gone)})
+    assert (code, kind) == ("store", "server") and time.time() - t < 60, err
 
 
 @pytest.mark.parametrize("path", bad_cases(), ids=lambda p: p.name)

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import synthlogs
-from conftest import CORPUS, ROOT, SECRET, free_port, run, sj, upload
+from conftest import CORPUS, ROOT, SECRET, failure, free_port, run, sj, upload
 
 BUCKET = "lake"
 SAMPLES = ROOT / "samples"
@@ -223,20 +223,28 @@ def test_rewrite_finds_the_querys_tables_in_a_warehouse_folder(s3):
 
 
 def one_line_error(p):
-    assert p.returncode == 2, (p.returncode, p.stdout[:300], p.stderr)
-    assert p.stderr.startswith("skewjoin: error: ") and p.stderr.count("\n") == 1, p.stderr
-    assert "panicked" not in p.stderr and SECRET not in p.stderr, p.stderr
-    return p.stderr
+    """The failure's message (held to the one-line contract), with no secret in it."""
+    assert SECRET not in p.stderr, p.stderr
+    return failure(p)["message"]
+
+
+def store_failure(p):
+    """The failure of a `--format json` run, as (code, kind, message), with no secret in it."""
+    assert SECRET not in p.stderr, p.stderr
+    f = failure(p)
+    return f["code"], f["kind"], f["message"]
 
 
 def test_missing_bucket_object_and_column(s3):
     endpoint, _ = s3
-    err = one_line_error(sj(endpoint, "keys", "s3://no-such-bucket/t/", "--column", "k"))
-    assert "s3://no-such-bucket/t/" in err and "no such bucket" in err, err
-    err = one_line_error(sj(endpoint, "keys", f"s3://{BUCKET}/samples/nothing.parquet", "--column", "k"))
-    assert "nothing.parquet" in err and "no such object" in err, err
-    err = one_line_error(sj(endpoint, "keys", f"s3://{BUCKET}/samples/events.parquet", "--column", "nope"))
-    assert "nope" in err and "title_id" in err, err
+    def keys(table, column):
+        return store_failure(sj(endpoint, "keys", table, "--column", column, "--format", "json"))
+    code, kind, message = keys("s3://no-such-bucket/t/", "k")
+    assert (code, kind) == ("not_found", "usage") and message.startswith("s3://no-such-bucket/t/"), message
+    code, kind, message = keys(f"s3://{BUCKET}/samples/nothing.parquet", "k")
+    assert (code, kind) == ("not_found", "usage") and message.startswith(f"s3://{BUCKET}/samples/nothing.parquet"), message
+    code, kind, message = keys(f"s3://{BUCKET}/samples/events.parquet", "nope")
+    assert (code, kind) == ("no_column", "usage"), message
 
 
 def test_wrong_endpoint_fails_fast_with_one_line(s3):
@@ -267,8 +275,8 @@ def bad_file_columns(path):
 def test_bad_files_from_the_store_end_in_one_line_error(s3, path):
     endpoint, _ = s3
     args = bad_file_columns(path)
-    err = one_line_error(sj(endpoint, "keys", f"s3://{BUCKET}/bad_data/{path.name}", *args, "--format", "json"))
-    assert path.name in err or "column" in err, err
+    code, kind, err = store_failure(sj(endpoint, "keys", f"s3://{BUCKET}/bad_data/{path.name}", *args, "--format", "json"))
+    assert kind == "data" and (path.name in err or code == "bad_column"), (code, kind, err)
 
 
 class FaultProxy:
@@ -368,8 +376,9 @@ def test_a_server_that_keeps_failing_ends_in_one_line(s3):
     endpoint, _ = s3
     proxy = FaultProxy(endpoint, {}, every="error")
     try:
-        err = one_line_error(sj(proxy.endpoint, "keys", f"s3://{BUCKET}/samples/events.parquet", "--column", "title_id", timeout=90))
-        assert "503" in err and f"s3://{BUCKET}/samples/events.parquet" in err, err
+        code, kind, err = store_failure(sj(proxy.endpoint, "keys", f"s3://{BUCKET}/samples/events.parquet", "--column", "title_id",
+                                           "--format", "json", timeout=90))
+        assert (code, kind) == ("store", "server") and "503" in err and f"s3://{BUCKET}/samples/events.parquet" in err, err
     finally:
         proxy.close()
 
@@ -409,8 +418,8 @@ def test_diagnose_reads_an_event_log_from_the_store(s3, moto_s3, tmp_path):
     for url in [f"s3://{BUCKET}/logs/app-1", f"s3://{BUCKET}/logs/eventlog_v2_app-2"]:
         remote = json.loads(ok(sj(endpoint, "diagnose", url, "--format", "json")))
         assert remote["findings"] == local["findings"] and remote["stages"] == local["stages"]
-    err = one_line_error(sj(endpoint, "diagnose", f"s3://{BUCKET}/logs/app-9"))
-    assert "app-9" in err and "no such object" in err, err
+    code, kind, err = store_failure(sj(endpoint, "diagnose", f"s3://{BUCKET}/logs/app-9", "--format", "json"))
+    assert (code, kind) == ("not_found", "usage") and "app-9" in err, err
 
 
 @pytest.fixture(scope="module")
@@ -449,15 +458,15 @@ def guarded_s3(tmp_path_factory):
 def test_denied_access_and_a_wrong_key_end_in_one_line(guarded_s3):
     endpoint, key = guarded_s3
     user_secret = key["SecretAccessKey"]
-    p = sj(endpoint, "keys", "s3://guarded/t/", "--column", "title_id",
+    p = sj(endpoint, "keys", "s3://guarded/t/", "--column", "title_id", "--format", "json",
            env={"AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": user_secret})
-    err = one_line_error(p)
-    assert "s3://guarded/t/" in err and "access denied (AccessDenied: Access Denied)" in err, err
+    code, kind, err = store_failure(p)
+    assert (code, kind) == ("access_denied", "usage") and err.startswith("s3://guarded/t/"), err
     assert user_secret not in err and "<Error>" not in err, err
-    p = sj(endpoint, "keys", "s3://guarded/t/", "--column", "title_id",
+    p = sj(endpoint, "keys", "s3://guarded/t/", "--column", "title_id", "--format", "json",
            env={"AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": "wrong-" + user_secret})
-    err = one_line_error(p)
-    assert "s3://guarded/t/" in err and "the credentials were refused (SignatureDoesNotMatch: " in err, err
+    code, kind, err = store_failure(p)
+    assert (code, kind) == ("credentials", "usage") and err.startswith("s3://guarded/t/"), err
     assert user_secret not in err, err
 
 

@@ -13,7 +13,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from conftest import run
+from conftest import failure, run
 from sparkrun import max_records, measured
 from test_plan_spark import P, data, sj_spark, write  # noqa: F401  (fixtures)
 
@@ -282,11 +282,11 @@ def test_sql_output_and_errors(data, more, tmp_path):
     assert p.stdout.startswith("-- skewjoin: ") and "largest task" in p.stdout and p.stdout.rstrip().endswith(";")
     # SQL that does not parse: one line with line and column, exit 2.
     q.write_text("SELECT * FROM events e LEFT JOIN titles t ON e.title_id = = t.title_id")
-    p = run("rewrite", q, "--table", f"events={data['events']}")
-    assert p.returncode == 2 and "Line: 1" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    f = failure(run("rewrite", q, "--table", f"events={data['events']}", "--format", "json"))
+    # Where the SQL breaks, for the user to look at.
+    assert f["code"] == "usage" and "Line: 1" in f["message"], f
     # A bad --table.
-    p = run("rewrite", q, "--table", "events")
-    assert p.returncode == 2 and "NAME=TABLE" in p.stderr
+    assert failure(run("rewrite", q, "--table", "events", "--format", "json"))["code"] == "usage"
     # Nothing hot: the query comes back (reformatted) with a note.
     q.write_text("SELECT * FROM titles a JOIN titles b ON a.title_id = b.title_id")
     p = run("rewrite", q, "--table", f"titles={data['titles']}", "-q")

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import LEGACY, ONE_RUN, ROOT, binary
+from conftest import LEGACY, ONE_RUN, ROOT, binary, failure
 from test_plan_spark import P, data  # noqa: F401  (fixture)
 
 
@@ -83,14 +83,13 @@ def test_broken_rewrite_is_caught(data, tmp_path):
 def test_engine_errors_are_one_line(data, tmp_path):
     tables = {n: data[n] for n in ["events", "titles"]}
     sql = "SELECT * FROM events e JOIN titles t ON e.title_id = t.title_id"
-    p = verify(tmp_path, sql, tables, python="/nonexistent/python3")
-    assert p.returncode == 2 and "cannot run" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
-    for extra, why in [(["--conf", "novalue"], "KEY=VALUE")]:
-        p = verify(tmp_path, sql, tables, *extra)
-        assert p.returncode == 2 and why in p.stderr and len(p.stderr.strip().splitlines()) == 1, (extra, p.stderr)
+    f = failure(verify(tmp_path, sql, tables, python="/nonexistent/python3"))
+    assert (f["code"], f["kind"]) == ("usage", "usage") and "/nonexistent/python3" in f["message"], f
+    f = failure(verify(tmp_path, sql, tables, "--conf", "novalue"))
+    assert (f["code"], f["kind"]) == ("usage", "usage"), f
     # A rewrite Spark refuses (a misspelled column) is Spark's one-line error.
-    p = verify(tmp_path, sql, tables, rewritten="SELECT nope FROM events")
-    assert p.returncode == 2 and "Spark:" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    f = failure(verify(tmp_path, sql, tables, rewritten="SELECT nope FROM events"))
+    assert (f["code"], f["kind"]) == ("server", "server") and "Spark:" in f["message"], f
 
 
 def test_timed_runs_and_a_slower_rewrite(data, tmp_path):

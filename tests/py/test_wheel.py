@@ -4,7 +4,7 @@ python/ on the path, no SKEWJOIN_BIN), then:
 
 - the `skewjoin` command it installs gives the same output as the build under test;
 - every API function returns the CLI's JSON on the samples, with typed fields that read it;
-- the bad-input paths raise SkewjoinError with the CLI's one-line message and exit code;
+- the bad-input paths raise SkewjoinError with the CLI's one-line message, its code and kind, and exit code;
 - the example notebook runs end to end in a real Jupyter kernel (nbclient), each cell's output
   checked, the HTML render of plan and verify included, and its `skew_join` section on a local
   Spark (the test run's pyspark, made visible to the venv as a user's installed pyspark is).
@@ -196,13 +196,14 @@ def test_each_function_returns_the_cli_json(venv, tmp_path):
     assert t["html"] == ["<!DOCTYPE html>", True, "<!DOCTYPE html>", "<pre>"]
 
 
-@pytest.mark.parametrize("call,message", [
-    ('skewjoin.keys("samples/missing.parquet", "title_id")', "samples/missing.parquet: no such file or directory"),
-    ('skewjoin.plan("samples/events.parquet", "samples/titles.parquet", on="nope")', "column nope: no such column"),
-    ('skewjoin.rewrite("SELEC x FROM t", tables={"t": "samples/titles.parquet"})', "SQL does not parse"),
-    ('skewjoin.plan("samples/events.parquet", "samples/titles.parquet", on="title_id", no_such_option=1)', "unexpected argument '--no-such-option'"),
+@pytest.mark.parametrize("call,code,kind", [
+    ('skewjoin.keys("samples/missing.parquet", "title_id")', "not_found", "usage"),
+    ('skewjoin.plan("samples/events.parquet", "samples/titles.parquet", on="nope")', "no_column", "usage"),
+    ('skewjoin.rewrite("SELEC x FROM t", tables={"t": "samples/titles.parquet"})', "usage", "usage"),
+    ('skewjoin.plan("samples/events.parquet", "samples/titles.parquet", on="title_id", no_such_option=1)', "usage", "usage"),
+    ('skewjoin.keys("samples/query.sql", "title_id")', "bad_file", "data"),
 ])
-def test_errors_raise_with_the_cli_message(venv, call, message):
+def test_errors_raise_with_the_cli_code_and_message(venv, call, code, kind):
     env_dir, home = venv
     got = in_venv(venv, f"""
         import json, skewjoin
@@ -210,10 +211,10 @@ def test_errors_raise_with_the_cli_message(venv, call, message):
             {call}
             print(json.dumps(None))
         except skewjoin.SkewjoinError as e:
-            print(json.dumps([e.message, e.exit_code, str(e)]))""")
+            print(json.dumps([e.message, e.exit_code, str(e), e.code, e.kind]))""")
     assert got is not None, "no exception"
-    msg, code, text = got
-    assert code == 2 and msg == text and message in msg and "\n" not in msg
+    msg, exit_code, text, got_code, got_kind = got
+    assert (exit_code, got_code, got_kind) == (2, code, kind) and msg == text and msg and "\n" not in msg
 
 
 def test_the_example_notebook_runs_in_a_jupyter_kernel(venv):
