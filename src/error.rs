@@ -106,9 +106,7 @@ impl Error {
             | Error::KeyTypes(_)
             | Error::Column { .. }
             | Error::Io { .. } => Kind::Data,
-            Error::Store {
-                code: "not_found" | "access_denied" | "credentials", ..
-            } => Kind::Usage,
+            Error::Store { code: "not_found" | "access_denied" | "credentials", .. } => Kind::Usage,
             Error::Store { .. } | Error::Server(_) => Kind::Server,
             Error::Spill { .. } => Kind::System,
             Error::Internal(_) => Kind::Internal,
