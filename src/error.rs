@@ -102,10 +102,13 @@ impl Error {
             Error::NotFound(_) | Error::NoParquet(_) | Error::Usage(_) | Error::NoColumn { .. } => {
                 Kind::Usage
             }
-            Error::BadFile { .. }
-            | Error::KeyTypes(_)
-            | Error::Column { .. }
-            | Error::Io { .. } => Kind::Data,
+            Error::Io { source, .. } => match source.kind() {
+                // A path the user gave that is not there, or not theirs to read or write.
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => Kind::Usage,
+                std::io::ErrorKind::StorageFull => Kind::System,
+                _ => Kind::Data,
+            },
+            Error::BadFile { .. } | Error::KeyTypes(_) | Error::Column { .. } => Kind::Data,
             Error::Store { code: "not_found" | "access_denied" | "credentials", .. } => Kind::Usage,
             Error::Store { .. } | Error::Server(_) => Kind::Server,
             Error::Spill { .. } => Kind::System,
@@ -153,6 +156,13 @@ mod tests {
                 2,
             ),
             (Error::Spill { dir: "/tmp".into(), source: io() }, "spill", Kind::System, 2),
+            (
+                Error::Io { path: "q.sql".into(), source: std::io::ErrorKind::NotFound.into() },
+                "io",
+                Kind::Usage,
+                2,
+            ),
+            (Error::Io { path: "x".into(), source: io() }, "io", Kind::Data, 2),
             (Error::Internal("a bug".into()), "internal", Kind::Internal, 3),
         ];
         for (e, code, kind, exit) in cases {

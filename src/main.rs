@@ -53,7 +53,7 @@ fn main() -> ExitCode {
         }
     };
     // A panic is a bug in skewjoin: one line and the internal fault's exit code, not a trace.
-    let ran = skewjoin::guard::no_panic(|| cli.run()).unwrap_or_else(|panic| {
+    let ran = skewjoin::guard::no_panic_anywhere(|| cli.run()).unwrap_or_else(|panic| {
         Err(skewjoin::Error::Internal(format!("skewjoin stopped on a bug: {panic}")))
     });
     match ran {
@@ -80,7 +80,7 @@ fn main() -> ExitCode {
 /// A failure on stderr: one line of text, or with `--format json` the failure's JSON (its
 /// code and kind for a script, the message for a person).
 fn report(msg: &str, code: &str, kind: skewjoin::error::Kind) {
-    if wants_json(std::env::args()) {
+    if wants_json(std::env::args_os()) {
         eprintln!("{}", skewjoin::error::failure_json(code, kind, msg));
     } else {
         eprintln!("skewjoin: error: {msg}");
@@ -89,8 +89,9 @@ fn report(msg: &str, code: &str, kind: skewjoin::error::Kind) {
 
 /// Whether the command line asks for JSON (`--format json` or `--format=json`): read from the
 /// words themselves, so that an argument clap rejects still gets its failure as JSON.
-fn wants_json(args: impl Iterator<Item = String>) -> bool {
-    let args: Vec<String> = args.collect();
+fn wants_json(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
+    // Not every argument is UTF-8 (a path): compare the words, never convert them.
+    let args: Vec<std::ffi::OsString> = args.collect();
     args.iter().enumerate().any(|(i, a)| {
         a == "--format=json" || (a == "--format" && args.get(i + 1).is_some_and(|v| v == "json"))
     })

@@ -134,7 +134,7 @@ def run(command: str, args: Iterable[str], stdin: Optional[str] = None, html: bo
             data = json.loads(p.stdout)
         except ValueError:
             f = _failure(p.stderr, p.returncode)
-            raise SkewjoinError(f"skewjoin {command} printed no JSON report: {f['message']}", 3, argv, "internal", "internal") from None
+            raise SkewjoinError(f"skewjoin {command} printed no JSON report: {f['message']}", p.returncode, argv, "internal", "internal") from None
         text = _read(text_path) or ""
         page = _read(html_path) if html else None
         return Run(data, text, page, p.returncode)
@@ -159,6 +159,7 @@ def _failure(stderr: str, exit_code: int) -> dict:
             except (ValueError, KeyError):
                 break
         if line.startswith("skewjoin: error: "):
-            return {"code": "usage", "kind": "usage", "message": line[len("skewjoin: error: ") :]}
+            kind = "internal" if exit_code == 3 else "usage"
+            return {"code": kind, "kind": kind, "message": line[len("skewjoin: error: ") :]}
     message = lines[-1] if lines else f"skewjoin exited with code {exit_code}"
     return {"code": "internal", "kind": "internal", "message": message}

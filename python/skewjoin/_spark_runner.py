@@ -42,6 +42,16 @@ def norm(v, digits):
 
 MAX_PAIRED = 10_000
 
+# Spark's and Python's own words for a mistake in what the user gave: a query or name Spark
+# cannot resolve, SQL it cannot parse, a Python without pyspark.
+USER_FAULTS = {"AnalysisException", "ParseException", "ImportError", "ModuleNotFoundError", "FileNotFoundError"}
+
+
+def fault(e):
+    """Whose fault an exception is: `usage` for the user's, `server` for the engine's."""
+    names = {c.__name__ for c in type(e).__mro__}
+    return "usage" if names & USER_FAULTS else "server"
+
 
 def pair_off(c0, c1, digits):
     """Takes out of both multisets the pairs of rows that the rounded comparison left apart but
@@ -51,20 +61,29 @@ def pair_off(c0, c1, digits):
     if not s0 or len(s0) != len(s1) or len(s0) > MAX_PAIRED:
         return
     rest = lambda r: tuple("~" if isinstance(v, float) else v for v in r)  # noqa: E731
+    # In one order whatever order Spark gave the rows in, each to its closest candidate: the
+    # verdict does not depend on the run.
+    s0.sort(key=repr)
+    s1.sort(key=repr)
     by_rest = {}
     for r in s1:
         by_rest.setdefault(rest(r), []).append(r)
     for r0 in s0:
         candidates = by_rest.get(rest(r0), [])
-        for i, r1 in enumerate(candidates):
-            if all(a == b or close(a, b, digits) for a, b in zip(r0, r1)):
-                candidates.pop(i)
-                c0[r0] -= 1
-                c1[r1] -= 1
-                break
+        near = [(distance(r0, r1), i) for i, r1 in enumerate(candidates)
+                if all(a == b or close(a, b, digits) for a, b in zip(r0, r1))]
+        if near:
+            r1 = candidates.pop(min(near)[1])
+            c0[r0] -= 1
+            c1[r1] -= 1
     for c in (c0, c1):
         for r in [r for r, n in c.items() if n <= 0]:
             del c[r]
+
+
+def distance(r0, r1):
+    """How far apart two rows' floats are, summed."""
+    return sum(abs(a - b) for a, b in zip(r0, r1) if isinstance(a, float) and isinstance(b, float) and a != b)
 
 
 def close(a, b, digits):
@@ -373,7 +392,7 @@ def main():
     try:
         from pyspark.sql import SparkSession
     except ImportError as e:
-        out.write(json.dumps({"error": f"pyspark cannot be imported by {sys.executable} ({e}): pip install pyspark, or pass --python"}) + "\n")
+        out.write(json.dumps({"error": f"pyspark cannot be imported by {sys.executable} ({e}): pip install pyspark, or pass --python", "kind": "usage"}) + "\n")
         return
     try:
         spark = session(spec, SparkSession)
@@ -411,7 +430,7 @@ def main():
         }, default=str) + "\n")
     except Exception as e:  # a query Spark refuses: one line for the user
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        out.write(json.dumps({"error": f"Spark: {msg}"}) + "\n")
+        out.write(json.dumps({"error": f"Spark: {msg}", "kind": fault(e)}) + "\n")
     finally:
         spark.stop()
 

@@ -509,6 +509,7 @@ def verify(original, rewritten, spark=None, digits: int = 12, runs: int = 1) -> 
         def once(sql, label):
             return runner.run(spark, sql, label, digits)
     (before, c0), (after, c1) = runner.runs(once, original, rewritten, runs)
+    runner.pair_off(c0, c1, digits)
     if remote is not None:
         notes = sorted(n for n in seen if n)
     only0 = list((c0 - c1).elements())[:5]

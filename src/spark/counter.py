@@ -608,6 +608,17 @@ def decode(col, t):
 SERVER_GONE = re.compile(r"stopped SparkContext|UNAVAILABLE|failed to connect to all addresses|Connection refused|Socket closed")
 
 
+# Spark's and Python's own words for a mistake in what the user gave: a query or name Spark
+# cannot resolve, SQL it cannot parse, a Python without pyspark, a path that is not there.
+USER_FAULTS = {"AnalysisException", "ParseException", "ImportError", "ModuleNotFoundError", "FileNotFoundError"}
+
+
+def fault(e):
+    """Whose fault an exception is: `usage` for the user's, `server` for the engine's."""
+    names = {c.__name__ for c in type(e).__mro__}
+    return "usage" if names & USER_FAULTS else "server"
+
+
 def said(engine, e):
     """A request's error in one line; over Spark Connect, a server that stopped is named."""
     msg = one_line(e)
@@ -622,7 +633,7 @@ def main():
         engine = Engine(start)
         reply({"ok": True, **engine.hello()})
     except Exception as e:  # noqa: BLE001
-        reply({"ok": False, "error": one_line(e)})
+        reply({"ok": False, "error": one_line(e), "kind": fault(e)})
         return
     for line in sys.stdin:
         if not line.strip():
@@ -633,7 +644,7 @@ def main():
             out = getattr(engine, r["op"])(r)
             reply({"ok": True, "ms": int((time.time() - t0) * 1000), **out})
         except Exception as e:  # noqa: BLE001
-            reply({"ok": False, "error": said(engine, e)})
+            reply({"ok": False, "error": said(engine, e), "kind": fault(e)})
     try:
         for g in engine.grouped.values():
             g.unpersist()

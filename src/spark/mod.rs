@@ -192,10 +192,12 @@ impl Session {
         if answer["ok"].as_bool() == Some(true) {
             Ok(answer)
         } else {
-            Err(Error::Server(self.without_secret(format!(
+            let msg = self.without_secret(format!(
                 "Spark engine: {what}: {}",
                 answer["error"].as_str().unwrap_or("failed")
-            ))))
+            ));
+            // The engine says whose fault it is: a query or path of the user's, or Spark's.
+            Err(if answer["kind"] == "usage" { Error::Usage(msg) } else { Error::Server(msg) })
         }
     }
 

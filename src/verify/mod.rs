@@ -181,6 +181,9 @@ impl RunStats {
 #[derive(Debug, Deserialize)]
 struct RunnerOut {
     error: Option<String>,
+    /// Whose fault `error` is: `usage` (the query), else the engine's.
+    #[serde(default)]
+    kind: Option<String>,
     spark_version: Option<String>,
     master: Option<String>,
     identical: Option<bool>,
@@ -297,10 +300,16 @@ pub fn spark(
     let parsed = run_spark_runner(&runner_spec(&original, &rewritten, &views, opts), &opts.python)
         .map_err(|e| match e {
             Error::Usage(m) => Error::Usage(crate::spark::without_url_secret(&m, url)),
-            e => Error::Server(crate::spark::without_url_secret(&e.to_string(), url)),
+            Error::Server(m) => Error::Server(crate::spark::without_url_secret(&m, url)),
+            other => other,
         })?;
     if let Some(e) = parsed.error {
-        return Err(Error::Server(crate::spark::without_url_secret(&e, url)));
+        let msg = crate::spark::without_url_secret(&e, url);
+        return Err(if parsed.kind.as_deref() == Some("usage") {
+            Error::Usage(msg)
+        } else {
+            Error::Server(msg)
+        });
     }
     let (mut before, mut after) = (
         parsed.before.unwrap_or_default().with_task_total(),

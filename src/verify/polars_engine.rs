@@ -373,13 +373,13 @@ fn run_one(
     }
     let t0 = Instant::now();
     // Polars panics on some inputs it cannot handle: that is one line for the user too.
-    let out = crate::guard::no_panic(|| ctx.execute(&q.sql).and_then(|lf| lf.collect()));
+    let out = crate::guard::no_panic_anywhere(|| ctx.execute(&q.sql).and_then(|lf| lf.collect()));
     let df = match out {
         Ok(r) => {
             r.map_err(|e| perr(&format!("the {which} query (rendered for Polars SQL) failed"), e))?
         }
         Err(msg) => {
-            return Err(Error::Server(format!(
+            return Err(Error::Usage(format!(
                 "polars: the {which} query (rendered for Polars SQL) stopped Polars: {}",
                 msg.lines().next().unwrap_or("a panic")
             )));
@@ -395,23 +395,28 @@ const MAX_PAIRED: usize = 10_000;
 /// that differ only by one unit in the last digit kept of their floating-point cells: a sum on
 /// a rounding boundary (cents summed in another order) falls on either side of it.
 fn pair_off(c0: &mut HashMap<Vec<String>, i64>, c1: &mut HashMap<Vec<String>, i64>, digits: usize) {
-    let (Some(s0), Some(s1)) = (surplus(c0, c1), surplus(c1, c0)) else { return };
+    let (Some(mut s0), Some(mut s1)) = (surplus(c0, c1), surplus(c1, c0)) else { return };
     if s0.len() != s1.len() || s0.is_empty() {
         return;
     }
+    // In one order whatever order the maps gave, each row to its closest candidate: the
+    // verdict does not depend on the run.
+    s0.sort();
+    s1.sort();
     let mut by_rest: HashMap<Vec<&str>, Vec<&Vec<String>>> = HashMap::new();
     for r in &s1 {
         by_rest.entry(rest(r)).or_default().push(r);
     }
     for r0 in &s0 {
         let Some(candidates) = by_rest.get_mut(&rest(r0)) else { continue };
-        let Some(i) = candidates
+        let near = candidates
             .iter()
-            .position(|r1| r0.iter().zip(r1.iter()).all(|(a, b)| a == b || close(a, b, digits)))
-        else {
-            continue;
-        };
-        let r1 = candidates.swap_remove(i);
+            .enumerate()
+            .filter(|(_, r1)| r0.iter().zip(r1.iter()).all(|(a, b)| a == b || close(a, b, digits)))
+            .map(|(i, r1)| (distance(r0, r1), i))
+            .min_by(|x, y| x.0.total_cmp(&y.0));
+        let Some((_, i)) = near else { continue };
+        let r1 = candidates.remove(i);
         for (c, r) in [(&mut *c0, r0), (&mut *c1, r1)] {
             if let Some(n) = c.get_mut(r) {
                 *n -= 1;
@@ -448,6 +453,11 @@ fn rounded_float(c: &str) -> Option<f64> {
     } else {
         None
     }
+}
+
+/// How far apart two rows' rounded floats are, summed.
+fn distance(r0: &[String], r1: &[String]) -> f64 {
+    r0.iter().zip(r1).filter_map(|(a, b)| Some((rounded_float(a)? - rounded_float(b)?).abs())).sum()
 }
 
 /// A row's cells other than its rounded floats.

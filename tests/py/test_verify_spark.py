@@ -87,9 +87,9 @@ def test_engine_errors_are_one_line(data, tmp_path):
     assert (f["code"], f["kind"]) == ("usage", "usage") and "/nonexistent/python3" in f["message"], f
     f = failure(verify(tmp_path, sql, tables, "--conf", "novalue"))
     assert (f["code"], f["kind"]) == ("usage", "usage"), f
-    # A rewrite Spark refuses (a misspelled column) is Spark's one-line error.
+    # A rewrite Spark refuses (a misspelled column) is Spark's one-line error, the user's to fix.
     f = failure(verify(tmp_path, sql, tables, rewritten="SELECT nope FROM events"))
-    assert (f["code"], f["kind"]) == ("server", "server") and "Spark:" in f["message"], f
+    assert (f["code"], f["kind"]) == ("usage", "usage") and "Spark:" in f["message"], f
 
 
 def test_timed_runs_and_a_slower_rewrite(data, tmp_path):
