@@ -79,6 +79,16 @@ impl Error {
         Error::Store { what: what.into(), msg: msg.into(), code: "store" }
     }
 
+    /// A failure the Spark engine reported, with whose fault it says it is (`usage`: the
+    /// user's query or path; anything else: the engine's own).
+    pub fn from_engine(kind: Option<&str>, msg: String) -> Self {
+        if kind == Some("usage") {
+            Error::Usage(msg)
+        } else {
+            Error::Server(msg)
+        }
+    }
+
     /// The error's stable code: scripts and tests match it, never the message's words.
     pub fn code(&self) -> &'static str {
         match self {

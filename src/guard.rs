@@ -44,6 +44,11 @@ pub fn no_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     })
 }
 
+/// `no_panic` around the Parquet reader: its panic said as the reader's failure.
+pub fn no_reader_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    no_panic(f).map_err(|msg| format!("the Parquet reader failed ({msg})"))
+}
+
 /// `no_panic`, quiet for a panic on any thread while `f` runs: for a whole command, or a
 /// library (Polars) that runs its work on its own threads.
 pub fn no_panic_anywhere<T>(f: impl FnOnce() -> T) -> Result<T, String> {

@@ -100,14 +100,11 @@ fn read_units(
             let slot = rayon::current_thread_index().unwrap_or(0) % locals.len();
             let mut guard = locals[slot].lock().unwrap_or_else(|e| e.into_inner());
             let path = &reader.file(unit).path;
-            crate::guard::no_panic(|| reader.read(unit, &mut guard))
+            crate::guard::no_reader_panic(|| reader.read(unit, &mut guard))
                 .map_err(|p| {
                     Error::bad_file(
                         path,
-                        format!(
-                            "corrupt data in row group {}: the Parquet reader failed ({p})",
-                            unit.row_group
-                        ),
+                        format!("corrupt data in row group {}: {p}", unit.row_group),
                     )
                 })?
                 .map_err(|e| match e {

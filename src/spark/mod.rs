@@ -197,7 +197,7 @@ impl Session {
                 answer["error"].as_str().unwrap_or("failed")
             ));
             // The engine says whose fault it is: a query or path of the user's, or Spark's.
-            Err(if answer["kind"] == "usage" { Error::Usage(msg) } else { Error::Server(msg) })
+            Err(Error::from_engine(answer["kind"].as_str(), msg))
         }
     }
 

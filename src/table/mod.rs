@@ -621,7 +621,7 @@ fn read_footer(path: &Path, at: &Location, stats_of: &[usize]) -> Result<ArrowRe
         .with_column_stats_policy(Skip::skip_except(stats_of))
         .with_encoding_stats_policy(Skip::SkipAll)
         .with_size_stats_policy(Skip::SkipAll);
-    let loaded = crate::guard::no_panic(|| ArrowReaderMetadata::load(&file, options));
+    let loaded = crate::guard::no_reader_panic(|| ArrowReaderMetadata::load(&file, options));
     match loaded {
         Ok(Ok(m)) => Ok(fix_row_count(m)),
         Ok(Err(e)) => {
@@ -632,10 +632,7 @@ fn read_footer(path: &Path, at: &Location, stats_of: &[usize]) -> Result<ArrowRe
                 Err(Error::bad_file(path, format!("corrupt Parquet footer: {msg}")))
             }
         }
-        Err(panic) => Err(Error::bad_file(
-            path,
-            format!("corrupt Parquet footer: the Parquet reader failed ({panic})"),
-        )),
+        Err(panic) => Err(Error::bad_file(path, format!("corrupt Parquet footer: {panic}"))),
     }
 }
 

@@ -305,11 +305,7 @@ pub fn spark(
         })?;
     if let Some(e) = parsed.error {
         let msg = crate::spark::without_url_secret(&e, url);
-        return Err(if parsed.kind.as_deref() == Some("usage") {
-            Error::Usage(msg)
-        } else {
-            Error::Server(msg)
-        });
+        return Err(Error::from_engine(parsed.kind.as_deref(), msg));
     }
     let (mut before, mut after) = (
         parsed.before.unwrap_or_default().with_task_total(),
