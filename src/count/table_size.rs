@@ -33,6 +33,27 @@ impl TableSize {
         }
         s
     }
+    /// Compressed bytes of the chunks of `columns` (every column when None): what a scan that
+    /// reads only those columns takes from the files. A table an engine holds gives its size.
+    pub fn read_bytes(table: &Table, columns: Option<&[String]>) -> u64 {
+        if table.held.is_some() {
+            return TableSize::of(table).disk_bytes;
+        }
+        let wanted = |path: &str| {
+            let top = path.split('.').next().unwrap_or(path);
+            columns.is_none_or(|cs| cs.iter().any(|c| c.eq_ignore_ascii_case(top)))
+        };
+        let mut bytes = 0;
+        for f in &table.files {
+            for rg in f.meta.metadata().row_groups() {
+                for c in rg.columns().iter().filter(|c| wanted(&c.column_path().string())) {
+                    bytes += c.compressed_size().max(0) as u64;
+                }
+            }
+        }
+        bytes
+    }
+
     pub fn bytes_per_row(&self) -> f64 {
         if self.rows == 0 {
             0.0

@@ -5,8 +5,9 @@
 //!
 //! A stage of tasks on `slots` cores takes at least its largest task and at least its total
 //! work spread over the slots: `max(largest, total / slots)` (the greedy schedule Spark's task
-//! scheduler makes is within one task of that). A task costs a fixed start plus a rate per row
-//! it reads. The rewrite pays for what it adds: every UNION ALL branch reads its inputs again
+//! scheduler makes is within one task of that). A join task costs a fixed start plus a rate per
+//! record it reads; a scan a rate per row and per compressed byte it reads (decoding a wide
+//! string column costs more than its row count says). The rewrite pays for what it adds: every UNION ALL branch reads its inputs again
 //! (each scan a map stage of its own), and the rows joined to a broadcast slice or side are
 //! joined where they are read.
 
@@ -23,14 +24,21 @@ pub struct Rates {
     pub join_row_s: f64,
     /// Per row a scan reads and writes to the shuffle.
     pub scan_row_s: f64,
+    /// Per compressed byte of the columns a scan reads.
+    pub scan_byte_s: f64,
     /// A stage's start (scheduling, its first wave of tasks).
     pub stage_s: f64,
 }
 
 /// The rates `bench/cost_calibration.py` measured on Spark 3.5 in local mode on a 2-core
 /// machine (docs/cost-model.md).
-pub const MEASURED: Rates =
-    Rates { task_s: 0.027, join_row_s: 0.84e-6, scan_row_s: 0.55e-6, stage_s: 0.2 };
+pub const MEASURED: Rates = Rates {
+    task_s: 0.125,
+    join_row_s: 0.32e-6,
+    scan_row_s: 0.0094e-6,
+    scan_byte_s: 0.040e-6,
+    stage_s: 0.2,
+};
 
 /// One stage's predicted time.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -52,9 +60,31 @@ pub fn stage(tasks: &[Task], slots: u32, r: &Rates) -> StageTime {
     }
 }
 
-/// The time of scanning `rows` rows into a shuffle (or a broadcast) on `slots` cores.
-pub fn scan(rows: u64, slots: u32, r: &Rates) -> f64 {
-    r.stage_s + rows as f64 * r.scan_row_s / f64::from(slots.max(1))
+/// What a scan reads: rows, and the compressed bytes of the columns read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Scan {
+    pub rows: u64,
+    pub bytes: u64,
+}
+
+impl std::ops::Add for Scan {
+    type Output = Scan;
+    fn add(self, o: Scan) -> Scan {
+        Scan { rows: self.rows + o.rows, bytes: self.bytes + o.bytes }
+    }
+}
+
+impl std::ops::Mul<u64> for Scan {
+    type Output = Scan;
+    fn mul(self, n: u64) -> Scan {
+        Scan { rows: self.rows * n, bytes: self.bytes * n }
+    }
+}
+
+/// The time of a scan into a shuffle (or a broadcast) on `slots` cores.
+pub fn scan(s: Scan, slots: u32, r: &Rates) -> f64 {
+    let work = s.rows as f64 * r.scan_row_s + s.bytes as f64 * r.scan_byte_s;
+    r.stage_s + work / f64::from(slots.max(1))
 }
 
 /// The join as written and as rewritten, in seconds.
@@ -84,26 +114,26 @@ impl JoinCost {
     }
 }
 
-/// The join's cost before and after: `inputs` rows of each side, the tasks of each, and the
-/// rows the rewrite's extra branches read again.
+/// The join's cost before and after: the scan of each side, the tasks of each, and what the
+/// rewrite's extra branches read again.
 pub fn join(
-    inputs: [u64; 2],
+    inputs: [Scan; 2],
     before: &[Task],
     after: &[Task],
-    read_again: u64,
+    read_again: Scan,
     slots: u32,
     r: &Rates,
 ) -> JoinCost {
     // Both inputs' map stages share the slots.
     let scans = scan(inputs[0] + inputs[1], slots, r);
     let (b, a) = (stage(before, slots, r), stage(after, slots, r));
-    let again = if read_again > 0 { scan(read_again, slots, r) } else { 0.0 };
+    let again = if read_again.rows > 0 { scan(read_again, slots, r) } else { 0.0 };
     JoinCost {
         before_seconds: scans + b.seconds,
         before_stage: b,
         after_seconds: scans + again + a.seconds,
         after_stage: a,
-        rows_read_again: read_again,
+        rows_read_again: read_again.rows,
         slots,
     }
 }
@@ -112,7 +142,12 @@ pub fn join(
 mod tests {
     use super::*;
 
-    const R: Rates = Rates { task_s: 0.01, join_row_s: 1e-6, scan_row_s: 1e-7, stage_s: 0.1 };
+    const R: Rates =
+        Rates { task_s: 0.01, join_row_s: 1e-6, scan_row_s: 1e-7, scan_byte_s: 0.0, stage_s: 0.1 };
+
+    fn rows(rows: u64) -> Scan {
+        Scan { rows, bytes: 0 }
+    }
 
     #[test]
     fn a_stage_takes_its_largest_task_or_its_work_over_the_slots() {
@@ -128,12 +163,29 @@ mod tests {
     fn a_rewrite_that_reads_its_inputs_again_for_a_small_task_costs_more() {
         let before = vec![(3_000, 0.0); 8];
         let after = vec![(2_000, 0.0); 8];
-        let c = join([1_000_000, 1_000], &before, &after, 1_000_000, 2, &R);
+        let c = join([rows(1_000_000), rows(1_000)], &before, &after, rows(1_000_000), 2, &R);
         assert!(c.ratio() > 1.0, "{c:?}");
         // A hot task of 5M rows is worth reading 1M rows again.
         let mut before = vec![(3_000, 0.0); 8];
         before.push((5_000_000, 0.0));
-        let c = join([6_000_000, 1_000], &before, &after, 6_000_000, 2, &R);
+        let c = join([rows(6_000_000), rows(1_000)], &before, &after, rows(6_000_000), 2, &R);
         assert!(c.ratio() < 0.5, "{c:?}");
+    }
+
+    #[test]
+    fn a_wide_input_read_again_costs_more_than_a_narrow_one() {
+        // The skew benchmark's full outer join at 64 cores: a NULL task of 5.3M records
+        // against 67 even tasks, the rewrite reading 24M rows 5 times. Its strings (34
+        // compressed bytes a row) make the reads cost more than the hot task; 5-byte rows
+        // would not.
+        let mut before = vec![(252_000, 0.0); 67];
+        before.push((5_284_443, 0.0));
+        let after = vec![(252_000, 0.0); 67];
+        let wide = Scan { rows: 24_000_000, bytes: 24_000_000 * 34 };
+        let narrow = Scan { rows: 24_000_000, bytes: 24_000_000 * 5 };
+        let c = join([wide, Scan::default()], &before, &after, wide * 5, 64, &MEASURED);
+        assert!(c.ratio() > 1.0, "{c:?}");
+        let c = join([narrow, Scan::default()], &before, &after, narrow * 5, 64, &MEASURED);
+        assert!(c.ratio() < 0.8, "{c:?}");
     }
 }

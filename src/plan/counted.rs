@@ -122,6 +122,7 @@ fn side(path: &Path, s: SideCounts, partitions: u32, candidates: usize) -> Resul
         columns,
         hashable,
         size: TableSize { rows: s.rows, disk_bytes: s.size_bytes, memory_bytes: s.size_bytes },
+        read_bytes: s.size_bytes,
         scan,
         maps: MapOutputs::Assumed(s.map_tasks.max(1)),
         shuffle: None,

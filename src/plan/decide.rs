@@ -103,14 +103,14 @@ fn judge(
     opts: &PlanOptions,
 ) {
     let branches = plan.sql.matches("UNION ALL").count() as u64;
-    let inputs = [m.left.scan.rows, m.right.scan.rows];
-    let read_again = branches * (inputs[0] + inputs[1]);
+    let inputs = [m.left.scan_size(), m.right.scan_size()];
+    let read_again = (inputs[0] + inputs[1]) * branches;
     let mut c =
         cost::join(inputs, &before.tasks, &after.tasks, read_again, run.slots, &cost::MEASURED);
     c.add_broadcast_join(broadcast_rows(plan, m), &cost::MEASURED);
     let aqe = match &before.aqe {
         Some(a) if a.broadcast.is_some() => {
-            verdict::AqeDoes::Broadcasts(a.broadcast.map_or(0, |s| inputs[s as usize]))
+            verdict::AqeDoes::Broadcasts(a.broadcast.map_or(0, |s| inputs[s as usize].rows))
         }
         Some(a) if splits_a_hot_partition(a, plan, m) => verdict::AqeDoes::Splits,
         _ => verdict::AqeDoes::Nothing,

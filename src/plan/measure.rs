@@ -28,6 +28,9 @@ pub struct SideMeasure {
     /// The columns Spark's `hash()` accepts, for a salt.
     pub hashable: Vec<String>,
     pub size: TableSize,
+    /// Compressed bytes of the columns the query reads, from the footers: what each scan of the
+    /// side decodes (a scan's time follows them more than its rows: docs/cost-model.md).
+    pub read_bytes: u64,
     /// Rows per shuffle partition, NULL-keyed rows, and the rows of each candidate.
     pub scan: PartitionScan,
     /// The same, per map task of the shuffle that feeds the join.
@@ -84,6 +87,13 @@ impl SideMeasure {
         self.size.bytes_per_row()
     }
 
+    /// The scan of the side's rows as counted (after its conditions and earlier joins): its
+    /// rows, and their bytes at the table's compressed bytes per row of the columns read.
+    pub fn scan_size(&self) -> super::cost::Scan {
+        let per_row = self.read_bytes as f64 / self.size.rows.max(1) as f64;
+        super::cost::Scan { rows: self.scan.rows, bytes: (self.scan.rows as f64 * per_row) as u64 }
+    }
+
     /// Bytes per row as the shuffle writes them (compressed): of the rows of values that are
     /// not frequent, and of a hot value's; and before compression. The sample's estimate, else
     /// the decoded size for all three.
@@ -117,6 +127,7 @@ impl SideMeasure {
             hashable: columns.clone(),
             columns,
             size: TableSize { rows: scan.rows, disk_bytes: bytes, memory_bytes: bytes },
+            read_bytes: bytes,
             scan,
             maps: MapOutputs::Assumed(1),
             shuffle: None,
@@ -432,6 +443,7 @@ fn side(
         columns: s.table.column_names(),
         hashable: hashable_columns(s.table),
         size: TableSize::of(s.table),
+        read_bytes: TableSize::read_bytes(s.table, s.shuffled.as_deref()),
         scan,
         maps,
         shuffle: s.keys.columns.first().filter(|_| aqe).and_then(|k| {
