@@ -38,6 +38,9 @@ pub enum Error {
     /// engine's Python process, a Spark master, a Spark Connect server.
     #[error("{0}")]
     Server(String),
+    /// This machine cannot give what the tool needs to run: threads, a TLS setup.
+    #[error("{0}")]
+    System(String),
     #[error("{path}: cannot read: {source}")]
     Io { path: PathBuf, source: std::io::Error },
     /// Keys past the memory budget could not be written to, or read from, their temporary file.
@@ -104,6 +107,7 @@ impl Error {
             Error::Server(_) => "server",
             Error::Io { .. } => "io",
             Error::Spill { .. } => "spill",
+            Error::System(_) => "system",
         }
     }
 
@@ -121,7 +125,7 @@ impl Error {
             Error::BadFile { .. } | Error::KeyTypes(_) | Error::Column { .. } => Kind::Data,
             Error::Store { code: "not_found" | "access_denied" | "credentials", .. } => Kind::Usage,
             Error::Store { .. } | Error::Server(_) => Kind::Server,
-            Error::Spill { .. } => Kind::System,
+            Error::Spill { .. } | Error::System(_) => Kind::System,
             Error::Internal(_) => Kind::Internal,
         }
     }

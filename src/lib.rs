@@ -50,3 +50,17 @@ pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
         state
     }
 }
+
+/// Write `batch` to one Parquet file with `props` (the writer's defaults when None): the unit
+/// tests' one Parquet writer.
+#[cfg(test)]
+pub(crate) fn write_test_parquet(
+    path: &std::path::Path,
+    batch: &arrow_array::RecordBatch,
+    props: Option<parquet::file::properties::WriterProperties>,
+) {
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), props).unwrap();
+    w.write(batch).unwrap();
+    w.close().unwrap();
+}

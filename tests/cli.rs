@@ -1,26 +1,17 @@
 //! End-to-end tests of `skewjoin keys` on files written here, and on bad input.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::{
     ArrayRef, Date32Array, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
 };
-use parquet::arrow::ArrowWriter;
 use parquet::file::properties::WriterProperties;
 use serde_json::{json, Value};
-use std::process::Command;
 
-fn write(path: &Path, cols: Vec<(&str, ArrayRef)>, row_group: usize) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let batch = RecordBatch::try_from_iter(cols).unwrap();
-    let props = WriterProperties::builder().set_max_row_group_row_count(Some(row_group)).build();
-    let mut w =
-        ArrowWriter::try_new(File::create(path).unwrap(), batch.schema(), Some(props)).unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
-}
+mod common;
+use common::{write_batch, write_in_groups, write_row_groups};
+use std::process::Command;
 
 /// The binary under test: this build's, or $SKEWJOIN_BIN (scripts/same-output points it at a
 /// stand-in that runs two builds and compares them).
@@ -81,7 +72,7 @@ fn events(dir: &Path) -> PathBuf {
     let user: Vec<i64> = (0..n).map(|i| if i % 10 == 0 { -1 } else { i as i64 % 300 }).collect();
     let region: Vec<&str> = (0..n).map(|i| if i % 2 == 0 { "EU" } else { "US" }).collect();
     let p = dir.join("events.parquet");
-    write(
+    write_in_groups(
         &p,
         vec![
             ("title_id", Arc::new(StringArray::from(title)) as ArrayRef),
@@ -189,7 +180,7 @@ fn hive_folders_globs_and_several_paths_are_one_table() {
     let root = dir.path().join("t");
     for (day, n) in [("2026-01-01", 30), ("2026-01-02", 10), ("__HIVE_DEFAULT_PARTITION__", 5)] {
         let p = root.join(format!("day={day}")).join("part-00000.snappy.parquet");
-        write(&p, vec![("k", Arc::new(Int32Array::from(vec![7; n])) as ArrayRef)], 8);
+        write_in_groups(&p, vec![("k", Arc::new(Int32Array::from(vec![7; n])) as ArrayRef)], 8);
     }
     std::fs::write(root.join("_SUCCESS"), "").unwrap();
     std::fs::write(root.join("day=2026-01-01").join(".part-00000.crc"), "x").unwrap();
@@ -227,7 +218,7 @@ fn sample_reports_shares_with_error_bounds() {
         })
         .collect();
     let p = dir.path().join("big.parquet");
-    write(&p, vec![("k", Arc::new(Int64Array::from(k)) as ArrayRef)], 4096);
+    write_in_groups(&p, vec![("k", Arc::new(Int64Array::from(k)) as ArrayRef)], 4096);
     let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--sample", "0.1", "--top", "2"]);
     let c = &j["columns"][0];
     assert_eq!(c["exact"], false);
@@ -243,7 +234,7 @@ fn sample_reports_shares_with_error_bounds() {
     }
     // Few row groups: a row selection instead.
     let p2 = dir.path().join("few.parquet");
-    write(
+    write_in_groups(
         &p2,
         vec![(
             "k",
@@ -288,7 +279,7 @@ fn small_samples_read_at_least_four_whole_row_groups() {
             }
         })
         .collect();
-    write(&p, vec![("k", Arc::new(StringArray::from(k)) as ArrayRef)], 1000);
+    write_in_groups(&p, vec![("k", Arc::new(StringArray::from(k)) as ArrayRef)], 1000);
     for sample in ["0.01", "400", "3000"] {
         let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--sample", sample]);
         let info = &j["columns"][0]["sample"];
@@ -311,7 +302,7 @@ fn clustered_nulls_get_the_spread_of_the_row_groups() {
     let p = dir.path().join("clustered.parquet");
     let k: Vec<Option<i64>> =
         (0..64_000).map(|i| if i < 20_000 { None } else { Some(i % 7) }).collect();
-    write(&p, vec![("k", Arc::new(Int64Array::from(k)) as ArrayRef)], 1000);
+    write_in_groups(&p, vec![("k", Arc::new(Int64Array::from(k)) as ArrayRef)], 1000);
     let truth = 20.0 / 64.0;
     let mut inside = 0;
     for seed in 0..20 {
@@ -350,15 +341,9 @@ fn uneven_row_groups_are_sampled_in_row_runs() {
             .unwrap()
     };
     let props = WriterProperties::builder().set_max_row_group_row_count(Some(200_000)).build();
-    let mut w =
-        ArrowWriter::try_new(File::create(&p).unwrap(), batch(1, "x").schema(), Some(props))
-            .unwrap();
-    for _ in 0..39 {
-        w.write(&batch(1000, "small")).unwrap();
-        w.flush().unwrap();
-    }
-    w.write(&batch(100_000, "big")).unwrap();
-    w.close().unwrap();
+    let mut batches: Vec<RecordBatch> = (0..39).map(|_| batch(1000, "small")).collect();
+    batches.push(batch(100_000, "big"));
+    write_row_groups(&p, &batches, props);
     let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--sample", "0.05"]);
     let c = &j["columns"][0];
     assert!(
@@ -396,10 +381,7 @@ fn write_paged(
     batch: &RecordBatch,
     props: parquet::file::properties::WriterPropertiesBuilder,
 ) {
-    let mut w = ArrowWriter::try_new(File::create(p).unwrap(), batch.schema(), Some(props.build()))
-        .unwrap();
-    w.write(batch).unwrap();
-    w.close().unwrap();
+    write_batch(p, batch, props.build());
 }
 
 /// Rows `from..to` of the paged table; each value of `k` has `pad` after it.
@@ -643,7 +625,7 @@ fn keys_past_memory_spill_and_stay_exact() {
     // Spread over a range far wider than the rows: staged by hash, not counted by value.
     let k: Vec<i64> = (0..n).map(|i| if i % 4 == 0 { 42 } else { i * 1000 }).collect();
     let p = dir.path().join("wide.parquet");
-    write(&p, vec![("k", Arc::new(Int64Array::from(k)) as ArrayRef)], 65536);
+    write_in_groups(&p, vec![("k", Arc::new(Int64Array::from(k)) as ArrayRef)], 65536);
     let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--memory", "1MB", "--top", "2"]);
     let c = &j["columns"][0];
     assert_eq!(c["exact"], true);
@@ -702,7 +684,7 @@ fn a_narrow_integer_key_is_counted_by_value_without_spilling() {
     let mut top: Vec<(i64, u64)> = want.iter().map(|(&v, &c)| (v, c)).collect();
     top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let p = dir.path().join("narrow.parquet");
-    write(&p, vec![("k", Arc::new(Int64Array::from(k)) as ArrayRef)], 65536);
+    write_in_groups(&p, vec![("k", Arc::new(Int64Array::from(k)) as ArrayRef)], 65536);
     let j = json(&["keys", p.to_str().unwrap(), "-c", "k", "--memory", "1MB", "--top", "4"]);
     let c = &j["columns"][0];
     assert!(j.get("spilled_bytes").is_none(), "{j}");
@@ -817,12 +799,12 @@ fn bad_input_is_one_line_and_exit_2() {
     }
     // A column whose type differs between the files of one table.
     let other = dir.path().join("t2");
-    write(
+    write_in_groups(
         &other.join("a.parquet"),
         vec![("k", Arc::new(Int32Array::from(vec![1, 2])) as ArrayRef)],
         8,
     );
-    write(
+    write_in_groups(
         &other.join("b.parquet"),
         vec![("k", Arc::new(StringArray::from(vec!["1"])) as ArrayRef)],
         8,
@@ -839,7 +821,7 @@ fn a_closed_pipe_is_not_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("many.parquet");
     let keys: Vec<String> = (0..20_000).map(|i| format!("key-{i:06}")).collect();
-    write(&p, vec![("k", Arc::new(StringArray::from(keys)) as ArrayRef)], 4096);
+    write_in_groups(&p, vec![("k", Arc::new(StringArray::from(keys)) as ArrayRef)], 4096);
     let script = format!(
         "{} keys {} -c k --top 0 | head -c 10 >/dev/null; echo ${{PIPESTATUS[0]}}",
         env!("CARGO_BIN_EXE_skewjoin"),
@@ -909,9 +891,7 @@ fn page_reader_counts_what_arrow_counts() {
             .set_max_row_group_row_count(Some(25_000))
             .set_compression(codec)
             .build();
-        let mut w = ArrowWriter::try_new(File::create(&p).unwrap(), schema, Some(props)).unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
+        write_batch(&p, &batch, props);
         let args = [
             "keys",
             p.to_str().unwrap(),
@@ -980,7 +960,7 @@ fn split_case(path: &Path, groups: usize, cold: u64, light_hot: impl Fn(usize) -
             }
         }
     }
-    write(path, vec![("k", Arc::new(StringArray::from(vals)) as ArrayRef)], 20_000);
+    write_in_groups(path, vec![("k", Arc::new(StringArray::from(vals)) as ArrayRef)], 20_000);
 }
 
 fn top_counts(c: &Value) -> Vec<(Value, u64)> {
@@ -1135,20 +1115,19 @@ fn dup_case(
         .set_compression(parquet::basic::Compression::UNCOMPRESSED)
         .set_max_row_group_row_count(Some(1 << 20))
         .build();
-    let mut w =
-        ArrowWriter::try_new(File::create(path).unwrap(), schema.clone(), Some(props)).unwrap();
     let mut at = 0;
+    let mut batches = Vec::new();
     for n in rgs {
-        let batch = RecordBatch::try_new(
-            schema.clone(),
-            vec![Arc::new(StringArray::from(vals[at..at + n].to_vec())) as ArrayRef],
-        )
-        .unwrap();
-        w.write(&batch).unwrap();
-        w.flush().unwrap();
+        batches.push(
+            RecordBatch::try_new(
+                schema.clone(),
+                vec![Arc::new(StringArray::from(vals[at..at + n].to_vec())) as ArrayRef],
+            )
+            .unwrap(),
+        );
         at += n;
     }
-    w.close().unwrap();
+    write_row_groups(path, &batches, props);
     counts
 }
 
@@ -1240,7 +1219,7 @@ fn plan_pass_from_pages_equals_the_arrow_pass() {
     let right: Vec<Option<String>> =
         (0..300).map(|i| Some(format!("k{i}"))).chain([Some("hot".to_string()), None]).collect();
     let r = dir.path().join("right.parquet");
-    write(&r, vec![("k", Arc::new(StringArray::from(right)) as ArrayRef)], 1000);
+    write_in_groups(&r, vec![("k", Arc::new(StringArray::from(right)) as ArrayRef)], 1000);
     for (name, version, dict_limit) in [
         ("v1.parquet", WriterVersion::PARQUET_1_0, 1 << 20),
         ("v2.parquet", WriterVersion::PARQUET_2_0, 1 << 20),
@@ -1263,9 +1242,7 @@ fn plan_pass_from_pages_equals_the_arrow_pass() {
             .set_data_page_row_count_limit(2000)
             .set_max_row_group_row_count(Some(15_000))
             .build();
-        let mut w = ArrowWriter::try_new(File::create(&p).unwrap(), schema, Some(props)).unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
+        write_batch(&p, &batch, props);
         for how in ["left", "inner", "full"] {
             let args = [
                 "plan",

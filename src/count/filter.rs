@@ -153,7 +153,7 @@ pub fn filtered_keys(
     for (n, file) in table.files.iter().enumerate() {
         let out = dir.path().join(format!("part-{n:05}.parquet"));
         let (i, o) = filter_file(file, &out_names, filter, groups.as_mut(), &out)
-            .map_err(|e| Error::Usage(format!("{}: {e}", file.path.display())))?;
+            .map_err(|e| Error::bad_file(&file.path, e))?;
         rows_in += i;
         rows_out += o;
         paths.push(out.to_string_lossy().into_owned());
@@ -232,7 +232,7 @@ pub(crate) fn sum_rows(table: &Table, sum: &WeightedSum) -> Result<(Sums, u64)> 
     let mut rows = 0;
     for file in &table.files {
         let (sums, read) = sum_file(file, by, types, filter, weights, nulls)
-            .map_err(|e| Error::Usage(format!("{}: {e}", file.path.display())))?;
+            .map_err(|e| Error::bad_file(&file.path, e))?;
         out.merge(sums);
         rows += read;
     }
@@ -770,10 +770,7 @@ mod tests {
         let props = parquet::file::properties::WriterProperties::builder()
             .set_max_row_group_row_count(Some(97))
             .build();
-        let mut w =
-            ArrowWriter::try_new(File::create(&path).unwrap(), b.schema(), Some(props)).unwrap();
-        w.write(&b).unwrap();
-        w.close().unwrap();
+        crate::write_test_parquet(&path, &b, Some(props));
         let table = Table::open(&[path.to_string_lossy().into_owned()]).unwrap();
         assert_eq!(table.files[0].meta.metadata().num_row_groups(), 11);
         // a's values 0..4 match 0..4 rows; b's 0 and 2 match 3 rows, 1 none.

@@ -329,11 +329,7 @@ mod tests {
         let b = batch();
         let props = parquet::file::properties::WriterProperties::builder()
             .set_max_row_group_row_count(Some(700));
-        let file = std::fs::File::create(&path).unwrap();
-        let mut w =
-            parquet::arrow::ArrowWriter::try_new(file, b.schema(), Some(props.build())).unwrap();
-        w.write(&b).unwrap();
-        w.close().unwrap();
+        crate::write_test_parquet(&path, &b, Some(props.build()));
         let stats = RunStats::new();
         let on_disk = Table::open_in(&[path.display().to_string()], None, &stats).unwrap();
         let engine = InMemory::new();

@@ -7,7 +7,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
-use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{WriterProperties, WriterVersion};
 use parquet::file::reader::{FileReader, SerializedFileReader};
@@ -60,9 +59,7 @@ fn write_opt_req(p: &Path, version: WriterVersion, dict_limit: usize, codec: Com
         .set_max_row_group_row_count(Some(25_000))
         .set_compression(codec)
         .build();
-    let mut w = ArrowWriter::try_new(File::create(p).unwrap(), schema, Some(props)).unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
+    crate::write_test_parquet(p, &batch, Some(props));
 }
 
 /// v1 and v2 data pages, dictionary pages that overflow into plain pages, NULLs, required
@@ -160,10 +157,7 @@ fn page_reader_survives_damaged_chunks() {
             .set_data_page_row_count_limit(2000)
             .set_max_row_group_row_count(Some(10_000))
             .build();
-        let mut w =
-            ArrowWriter::try_new(File::create(&p).unwrap(), batch.schema(), Some(props)).unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
+        crate::write_test_parquet(&p, &batch, Some(props));
         let good = std::fs::read(&p).unwrap();
         let md = SerializedFileReader::new(File::open(&p).unwrap()).unwrap().metadata().clone();
         let descr = md.file_metadata().schema_descr().column(0);

@@ -247,11 +247,7 @@ mod tests {
             ],
         )
         .unwrap();
-        let mut w =
-            parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&p).unwrap(), schema, None)
-                .unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
+        crate::write_test_parquet(&p, &batch, None);
         let t = Table::open(&[p.to_string_lossy().into_owned()]).unwrap();
         let s = shuffle_bytes(&t, "k", None).unwrap();
         // 4 (length) + 8 (NULL bits) + 2 x 8 (slots) + 8 (a 6-byte string padded): 36 bytes.

@@ -317,7 +317,7 @@ fn client() -> Result<&'static reqwest::Client> {
             .build()
             .map_err(|e| e.to_string())
     });
-    c.as_ref().map_err(|e| Error::Internal(format!("cannot start the HTTP client: {e}")))
+    c.as_ref().map_err(|e| Error::System(format!("cannot start the HTTP client: {e}")))
 }
 
 /// GET `url`: the answer if it is a success, else one line with the server's own message.

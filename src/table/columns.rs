@@ -107,7 +107,8 @@ pub fn row_group(
             }
         }
     }
-    let batches = assemble(schema, &fields, got.into_iter().flatten().collect())?;
+    let batches = assemble(schema, &fields, got.into_iter().flatten().collect())
+        .map_err(|e| crate::Error::bad_file(&file.path, format!("row group {g}: {e}")))?;
     Ok(Box::new(batches.into_iter().map(Ok)))
 }
 
@@ -152,14 +153,14 @@ fn read_columns(
     Ok(out)
 }
 
-/// The batches of the columns `fields` (in schema order), from each one's arrays.
+/// The batches of the columns `fields` (in schema order), from each one's arrays; an error when
+/// they do not line up (chunks of one row group with different row counts: a corrupt file).
 fn assemble(
     schema: &Schema,
     fields: &[usize],
     columns: Vec<Arc<Vec<ArrayRef>>>,
-) -> crate::Result<Vec<RecordBatch>> {
-    let projected =
-        Arc::new(schema.project(fields).map_err(|e| crate::Error::Usage(e.to_string()))?);
+) -> Result<Vec<RecordBatch>, String> {
+    let projected = Arc::new(schema.project(fields).map_err(|e| e.to_string())?);
     let n = columns.first().map_or(0, |c| c.len());
     (0..n)
         .map(|b| {
@@ -168,11 +169,8 @@ fn assemble(
                 .map(|c| c.get(b).cloned())
                 .collect::<Option<_>>()
                 .unwrap_or_default();
-            RecordBatch::try_new(projected.clone(), arrays).map_err(|e| {
-                crate::Error::Usage(format!(
-                    "columns of one row group read apart do not line up: {e}"
-                ))
-            })
+            RecordBatch::try_new(projected.clone(), arrays)
+                .map_err(|e| format!("columns of one row group read apart do not line up: {e}"))
         })
         .collect()
 }
@@ -191,14 +189,7 @@ mod tests {
         let names = Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("n{}", i % 13))))
             as ArrayRef;
         let batch = RecordBatch::try_from_iter([("id", ids), ("name", names)]).unwrap();
-        let mut w = parquet::arrow::ArrowWriter::try_new(
-            std::fs::File::create(&path).unwrap(),
-            batch.schema(),
-            None,
-        )
-        .unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
+        crate::write_test_parquet(&path, &batch, None);
         let stats = RunStats::with_column_budget(64 << 20);
         let table =
             crate::table::Table::open_in(&[path.to_string_lossy().into_owned()], None, &stats)

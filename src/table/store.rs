@@ -466,9 +466,9 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime> {
             .build()
             .map_err(|e| e.to_string())
     });
-    built.as_ref().map_err(|e| {
-        Error::Internal(format!("cannot start the object store client's threads: {e}"))
-    })
+    built
+        .as_ref()
+        .map_err(|e| Error::System(format!("cannot start the object store client's threads: {e}")))
 }
 
 /// Per request: the time to connect and the time for the whole answer.

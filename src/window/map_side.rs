@@ -380,14 +380,7 @@ mod tests {
         let b = vec![Some(1), Some(2), Some(1), None, Some(5), Some(1)];
         let batch =
             RecordBatch::try_from_iter(vec![("k", col(k)), ("a", col(a)), ("b", col(b))]).unwrap();
-        let mut w = parquet::arrow::ArrowWriter::try_new(
-            std::fs::File::create(&p).unwrap(),
-            batch.schema(),
-            None,
-        )
-        .unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
+        crate::write_test_parquet(&p, &batch, None);
         let t = Table::open(&[p.to_string_lossy().into_owned()]).unwrap();
         let keys = KeySpec { columns: vec![t.resolve("k").unwrap()] };
         let d = [t.resolve("a").unwrap(), t.resolve("b").unwrap()];

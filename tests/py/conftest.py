@@ -137,6 +137,39 @@ def run(*args, check=False):
     return p
 
 
+def rewrite_json(tmp_path, query, *args):
+    """`skewjoin rewrite QUERY -q --format json ARGS`, held to exit 0: its JSON. `query` is a
+    file, or SQL text (written to tmp_path/q.sql)."""
+    if isinstance(query, str):
+        (tmp_path / "q.sql").write_text(query)
+        query = tmp_path / "q.sql"
+    p = run("rewrite", query, "-q", "--format", "json", *args)
+    assert p.returncode == 0, f"{query}: {p.stderr}"
+    return json.loads(p.stdout)
+
+
+def verify_run(tmp_path, sql, tables, *args, rewritten=None, timeout=600):
+    """`skewjoin verify` of `sql` over `tables` ({name: path}, or NAME=PATH strings), with the
+    rewrite's SQL given when `rewritten` is: the finished process."""
+    (tmp_path / "q.sql").write_text(sql)
+    pairs = tables.items() if isinstance(tables, dict) else (t.split("=", 1) for t in tables)
+    argv = [binary(), "verify", *map(str, args), str(tmp_path / "q.sql"), "-q", "--format", "json"]
+    argv += [a for name, path in pairs for a in ("--table", f"{name}={path}")]
+    if rewritten is not None:
+        (tmp_path / "rewritten.sql").write_text(rewritten)
+        argv += ["--rewritten", str(tmp_path / "rewritten.sql")]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+
+
+def write_parquet(path, cols, **options):
+    """One Parquet file of `cols` (a pyarrow table, or columns by name), written with
+    pyarrow's `options` (row_group_size, ...): its path, as a string."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    pq.write_table(cols if isinstance(cols, pa.Table) else pa.table(cols), path, **options)
+    return str(path)
+
+
 def failure(p):
     """The failure of a run of the binary, held to its contract (exit 2, one line on stderr,
     no panic): `{"code", "kind", "message"}` from the JSON of a `--format json` run; a text

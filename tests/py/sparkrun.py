@@ -2,6 +2,7 @@
 REST API (the status store behind the UI): shuffle-read records and bytes per task."""
 import itertools
 import json
+import math
 import time
 import urllib.request
 from collections import Counter
@@ -94,8 +95,18 @@ def median_records(tasks):
     return r[len(r) // 2] if r else 0
 
 
-def multiset(rows):
-    return Counter(tuple(r) for r in rows)
+def multiset(rows, digits=None):
+    """The rows as a multiset: each row's values as a tuple, counted. With `digits`, floats are
+    rounded to that many significant digits and NaN is one value (sums added in another order
+    differ in their last bits; NaN equals nothing)."""
+    if digits is None:
+        return Counter(tuple(r) for r in rows)
+
+    def norm(v):
+        if isinstance(v, float):
+            return "NaN" if math.isnan(v) else float(f"{v:.{digits}g}")
+        return v
+    return Counter(tuple(norm(v) for v in r) for r in rows)
 
 
 def same_rows_in_spark(spark, sql_a, sql_b):

@@ -8,7 +8,6 @@ import http.client
 import http.server
 import json
 import os
-import pathlib
 import re
 import shutil
 import socket

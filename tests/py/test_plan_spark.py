@@ -5,18 +5,12 @@ import json
 import random
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-from conftest import failure, run
+from conftest import failure, run, write_parquet
 from sparkrun import max_records, measured, multiset, sort_merge_joins
 
 P = 32  # shuffle partitions for these tests: small data, many tasks still
-
-
-def write(path, cols, row_group_size=None):
-    pq.write_table(pa.table(cols), path, row_group_size=row_group_size)
-    return str(path)
 
 
 def keys_with(rng, n, hot, distinct, prefix="k"):
@@ -39,17 +33,17 @@ def data(tmp_path_factory):
     # 1. NULLs on the kept side of a left join, a placeholder, and a real hot title.
     n = 40_000
     k = keys_with(rng, n, [(None, 0.30), ("unknown", 0.20), ("k00007", 0.20)], 3000)
-    sets["events"] = write(d / "events.parquet", {
+    sets["events"] = write_parquet(d / "events.parquet", {
         "event_id": list(range(n)), "title_id": k, "hours": [rng.random() for _ in range(n)]})
-    sets["titles"] = write(d / "titles.parquet", {
+    sets["titles"] = write_parquet(d / "titles.parquet", {
         "title_id": [f"k{i:05d}" for i in range(3000)] + [None] * 20,
         "name": [f"title {i} " + "x" * 40 for i in range(3020)]})
 
     # 2. The same hot key on both sides, many to many: salting.
     lk = keys_with(rng, 20_000, [("hot", 0.4)], 2000)
     rk = keys_with(rng, 4_000, [("hot", 0.005)], 2000)
-    sets["mm_left"] = write(d / "mm_left.parquet", {"k": lk, "a": list(range(len(lk)))})
-    sets["mm_right"] = write(d / "mm_right.parquet", {"k": rk, "b": [f"b{i}" for i in range(len(rk))]})
+    sets["mm_left"] = write_parquet(d / "mm_left.parquet", {"k": lk, "a": list(range(len(lk)))})
+    sets["mm_right"] = write_parquet(d / "mm_right.parquet", {"k": rk, "b": [f"b{i}" for i in range(len(rk))]})
 
     # 3. A composite key (region, account) with a hot pair and NULLs in either part.
     n = 30_000
@@ -61,8 +55,8 @@ def data(tmp_path_factory):
         region[i] = None
     for i in range(12000, 13000):
         acct[i] = None
-    sets["orders"] = write(d / "orders.parquet", {"region": region, "account": pa.array(acct, pa.int64()), "amount": [i % 97 for i in range(n)]})
-    sets["accounts"] = write(d / "accounts.parquet", {
+    sets["orders"] = write_parquet(d / "orders.parquet", {"region": region, "account": pa.array(acct, pa.int64()), "amount": [i % 97 for i in range(n)]})
+    sets["accounts"] = write_parquet(d / "accounts.parquet", {
         "region": [r for r in ["EU", "US", "APAC"] for _ in range(2000)],
         "account": pa.array([a for _ in range(3) for a in range(2000)], pa.int64()),
         "owner": [f"owner {i}" for i in range(6000)]})
@@ -70,8 +64,8 @@ def data(tmp_path_factory):
     # 4. Both sides hot and both with NULLs, for full and right joins; a junk account.
     lk = keys_with(rng, 20_000, [(None, 0.25), ("qa_test_user_01", 0.2), ("k00001", 0.2)], 1500)
     rk = keys_with(rng, 12_000, [(None, 0.25), ("k00002", 0.25)], 1500)
-    sets["fl"] = write(d / "fl.parquet", {"k": lk, "x": list(range(len(lk)))})
-    sets["fr"] = write(d / "fr.parquet", {"k": rk, "y": list(range(len(rk)))})
+    sets["fl"] = write_parquet(d / "fl.parquet", {"k": lk, "x": list(range(len(lk)))})
+    sets["fr"] = write_parquet(d / "fr.parquet", {"k": rk, "y": list(range(len(rk)))})
     return sets
 
 
@@ -162,8 +156,8 @@ def test_hostile_key_values(sj_spark, tmp_path):
     hostile = ["x'); DROP TABLE t; --", "a\\'b", "back\\slash", "new\nline", "日本語 ' \" `"]
     lk = [h for h in hostile for _ in range(3000)] + [f"k{i}" for i in range(5000)]
     rk = hostile + [f"k{i}" for i in range(5000)]
-    lp = write(tmp_path / "hl.parquet", {"k": lk, "v": list(range(len(lk)))})
-    rp = write(tmp_path / "hr.parquet", {"k": rk, "w": list(range(len(rk)))})
+    lp = write_parquet(tmp_path / "hl.parquet", {"k": lk, "v": list(range(len(lk)))})
+    rp = write_parquet(tmp_path / "hr.parquet", {"k": rk, "w": list(range(len(rk)))})
     spark.read.parquet(lp).createOrReplaceTempView("lt")
     spark.read.parquet(rp).createOrReplaceTempView("rt")
     p = plan(lp, rp, ["k"], "inner", "--broadcast-threshold", "4KB")
@@ -183,6 +177,6 @@ def test_bad_input(data, tmp_path):
     f = plan("--left", data["orders"], "--right", data["accounts"], "--on", "account=owner")
     assert (f["code"], f["kind"]) == ("key_types", "data"), f
     # A nested key.
-    nested = write(tmp_path / "nested.parquet", {"k": [[1, 2], [3]], "v": [1, 2]})
+    nested = write_parquet(tmp_path / "nested.parquet", {"k": [[1, 2], [3]], "v": [1, 2]})
     f = plan("--left", nested, "--right", data["titles"], "--on", "k=title_id")
     assert (f["code"], f["kind"]) == ("bad_column", "data"), f

@@ -4,18 +4,18 @@ significant digits, since a UNION ALL changes the order of a sum). Where the dat
 the query is the join itself, Spark's largest shuffle-read task must also be 4x smaller."""
 import datetime as dt
 import json
-import math
 import os
 import random
-from collections import Counter
 from decimal import Decimal
+from functools import partial
 
 import pyarrow as pa
 import pytest
 
-from conftest import failure, run
+import sparkrun
+from conftest import failure, rewrite_json, run, write_parquet
 from sparkrun import max_records, measured
-from test_plan_spark import P, data, sj_spark, write  # noqa: F401  (fixtures)
+from test_plan_spark import P, data, sj_spark  # noqa: F401  (fixtures)
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +28,8 @@ def more(tmp_path_factory):
     lk = [h for h in hostile for _ in range(2500)] + [f"k{i}" for i in range(6000)]
     rk = hostile + [f"k{i}" for i in range(6000)]
     out = {
-        "hl": write(d / "hl.parquet", {"k": lk, "v": list(range(len(lk)))}),
-        "hr": write(d / "hr.parquet", {"k": rk, "w": list(range(len(rk)))}),
+        "hl": write_parquet(d / "hl.parquet", {"k": lk, "v": list(range(len(lk)))}),
+        "hr": write_parquet(d / "hr.parquet", {"k": rk, "w": list(range(len(rk)))}),
     }
     n = 20_000
     base_ts = dt.datetime(2026, 1, 5, 10, 0, 0, 123456, tzinfo=dt.timezone.utc)
@@ -43,7 +43,7 @@ def more(tmp_path_factory):
         "i": pa.array([1 << 40 if hot_i(i) else rng.randrange(5000) for i in range(n)], pa.int64()),
         "v": pa.array(range(n), pa.int64()),
     }
-    out["tl"] = write(d / "tl.parquet", cols)
+    out["tl"] = write_parquet(d / "tl.parquet", cols)
     # The right side: the distinct values of the left, so every hot value matches one row.
     t = pa.table(cols)
     rcols = {}
@@ -53,7 +53,7 @@ def more(tmp_path_factory):
     m = min(len(v) for v in rcols.values())
     rcols = {c: v.slice(0, m) for c, v in rcols.items()}
     rcols["w"] = pa.array(range(m), pa.int64())
-    out["tr"] = write(d / "tr.parquet", rcols)
+    out["tr"] = write_parquet(d / "tr.parquet", rcols)
     # A star schema for chains of joins: fact f(id, k1, k2, k3, v) with k1 even, k2 40% 'hot2'
     # and 20% NULL, k3 35% 'hot3'; one dimension per key.
     n = 20_000
@@ -61,26 +61,18 @@ def more(tmp_path_factory):
     k3 = ["hot3"] * 7000 + [f"c{rng.randrange(1500)}" for _ in range(n - 7000)]
     rng.shuffle(k2)
     rng.shuffle(k3)
-    out["f"] = write(d / "f.parquet", {"id": list(range(n)), "k1": [f"a{rng.randrange(1500)}" for _ in range(n)], "k2": k2, "k3": k3, "v": [rng.random() for _ in range(n)]})
-    out["dim1"] = write(d / "dim1.parquet", {"k1": [f"a{i}" for i in range(1400)], "n1": [f"n1 {i}" for i in range(1400)]})
-    out["dim2"] = write(d / "dim2.parquet", {"d2": ["hot2"] + [f"b{i}" for i in range(1400)], "n2": [f"n2 {i}" for i in range(1401)]})
-    out["dim3"] = write(d / "dim3.parquet", {"d3": ["hot3"] + [f"c{i}" for i in range(1400)], "n3": [f"n3 {i}" for i in range(1401)]})
+    out["f"] = write_parquet(d / "f.parquet", {"id": list(range(n)), "k1": [f"a{rng.randrange(1500)}" for _ in range(n)], "k2": k2, "k3": k3, "v": [rng.random() for _ in range(n)]})
+    out["dim1"] = write_parquet(d / "dim1.parquet", {"k1": [f"a{i}" for i in range(1400)], "n1": [f"n1 {i}" for i in range(1400)]})
+    out["dim2"] = write_parquet(d / "dim2.parquet", {"d2": ["hot2"] + [f"b{i}" for i in range(1400)], "n2": [f"n2 {i}" for i in range(1401)]})
+    out["dim3"] = write_parquet(d / "dim3.parquet", {"d3": ["hot3"] + [f"c{i}" for i in range(1400)], "n3": [f"n3 {i}" for i in range(1401)]})
     # A dimension that repeats rows: a{i} on i % 3 + 1 rows (a join with it multiplies f's).
     dk = [f"a{i}" for i in range(1400) for _ in range(i % 3 + 1)]
-    out["dup1"] = write(d / "dup1.parquet", {"k1": dk, "m1": [f"m1 {j}" for j in range(len(dk))]})
+    out["dup1"] = write_parquet(d / "dup1.parquet", {"k1": dk, "m1": [f"m1 {j}" for j in range(len(dk))]})
     return out
 
 
-def norm(v):
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "NaN"
-        return float(f"{v:.9g}")
-    return v
-
-
-def multiset(rows):
-    return Counter(tuple(norm(x) for x in r) for r in rows)
+# Floats to 9 significant digits: the rewrite's sums add in another order.
+multiset = partial(sparkrun.multiset, digits=9)
 
 
 def names(rows):
@@ -203,14 +195,7 @@ def register(spark, data, more, names_):
 
 
 def rewrite(sql, tables, extra, tmp_path):
-    q = tmp_path / "q.sql"
-    q.write_text(sql)
-    args = ["rewrite", str(q), "-q", "--shuffle-partitions", P, "--format", "json", *extra]
-    for t in tables:
-        args += ["--table", t]
-    p = run(*args)
-    assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)
+    return rewrite_json(tmp_path, sql, "--shuffle-partitions", P, *extra, *(a for t in tables for a in ("--table", t)))
 
 
 # The cases also run on Spark 4.x: one of each shape of emitted SQL (each join type, USING,
@@ -411,7 +396,7 @@ def test_spark_broadcast_estimate_is_of_the_columns_read(sj_spark, data, more, s
     pad = lambda: "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(30))
     cols = {"d3": ["hot3"] + [f"c{i}" for i in range(1400)], "n3": [f"n3 {i}" for i in range(1401)]}
     cols.update({f"pad{j}": [pad() for _ in range(1401)] for j in range(8)})
-    wide = write(tmp_path / "wide.parquet", cols)
+    wide = write_parquet(tmp_path / "wide.parquet", cols)
     register(spark, data, more, ["f"])
     spark.read.parquet(wide).createOrReplaceTempView("wide")
     threshold = os.path.getsize(wide) // 2
@@ -517,8 +502,8 @@ def test_full_outer_using_over_values_views(sj_spark, tmp_path, sql):
     rows in branches of their own)."""
     rows1 = [(1, "a"), (1, "b"), (1, "c"), (1, "d"), (2, "e"), (None, "f"), (3, "g")]
     rows2 = [(1, "x"), (1, "y"), (1, "z"), (4, "w"), (None, "v"), (2, "u")]
-    p1 = write(tmp_path / "nt1.parquet", {"k": [r[0] for r in rows1], "v": [r[1] for r in rows1]})
-    p2 = write(tmp_path / "nt2.parquet", {"k": [r[0] for r in rows2], "w": [r[1] for r in rows2]})
+    p1 = write_parquet(tmp_path / "nt1.parquet", {"k": [r[0] for r in rows1], "v": [r[1] for r in rows1]})
+    p2 = write_parquet(tmp_path / "nt2.parquet", {"k": [r[0] for r in rows2], "w": [r[1] for r in rows2]})
     q = tmp_path / "q.sql"
     q.write_text(sql)
     p = run("rewrite", q, "-q", "--format", "json", "--shuffle-partitions", 4, "--hot-factor", 1, "--broadcast-threshold", 1,

@@ -3,14 +3,13 @@ tests/py/tpcds.py into target/): every query is read, every join in it listed, p
 with a reason, at Spark's default broadcast threshold (where the dimensions are broadcast) and
 at 1 KB (where every join shuffles and the fact tables' NULL foreign keys are hot). The rows of
 the queries that change are compared on Spark in test_tpcds_spark.py."""
-import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 import tpcds
-from conftest import ROOT, run
+from conftest import ROOT, rewrite_json
 
 SF = 0.1
 QUERIES = [f"q{n:02d}" for n in range(1, 100)]
@@ -22,9 +21,7 @@ def tpc():
 
 
 def rewrite(tpc, q, *extra):
-    p = run("rewrite", tpc / "queries" / f"{q}.sql", "--tables", tpc / "tables", "--format", "json", "-q", *extra)
-    assert p.returncode == 0, f"{q}: {p.stderr}"
-    return json.loads(p.stdout)
+    return rewrite_json(None, tpc / "queries" / f"{q}.sql", "--tables", tpc / "tables", *extra)
 
 
 _RUNS = {}

@@ -5,12 +5,11 @@ broadcast threshold and run on Spark with sort-merge joins. Each: the same rows 
 Spark's largest task at least 4x smaller, and the predicted largest task within 3% of the
 measured one before and after (a join left as written before a rewritten one counted on each
 branch's rows)."""
-import json
 
 import pytest
 
 import tpcds_skew
-from conftest import ROOT, run
+from conftest import ROOT, rewrite_json
 from sparkrun import max_records, measured, multiset, sort_merge_joins
 from test_tpcds import tpc  # noqa: F401  (fixture)
 
@@ -32,11 +31,7 @@ def sess(spark, skewed):
 
 
 def rewrite(skewed, sql, tmp_path):
-    q = tmp_path / "q.sql"
-    q.write_text(sql)
-    p = run("rewrite", q, "--tables", skewed, "--shuffle-partitions", str(P), "--broadcast-threshold", "1KB", "--format", "json", "-q")
-    assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)
+    return rewrite_json(tmp_path, sql, "--tables", skewed, "--shuffle-partitions", P, "--broadcast-threshold", "1KB")
 
 
 def predicted(r):

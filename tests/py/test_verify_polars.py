@@ -7,22 +7,13 @@ import subprocess
 
 import pytest
 
-from conftest import LEGACY, binary
+from conftest import LEGACY, binary, verify_run
 from test_plan_spark import P, data  # noqa: F401  (fixture)
 from test_rewrite_spark import CASES, more, paths  # noqa: F401  (fixture)
 
 
 def verify(tmp_path, sql, tables, *extra, rewritten=None):
-    q = tmp_path / "q.sql"
-    q.write_text(sql)
-    args = [binary(), "verify", *LEGACY, str(q), "-q", "--engine", "polars", "--shuffle-partitions", str(P), "--format", "json", *extra]
-    for t in tables:
-        args += ["--table", t]
-    if rewritten is not None:
-        w = tmp_path / "rewritten.sql"
-        w.write_text(rewritten)
-        args += ["--rewritten", str(w)]
-    return subprocess.run(args, capture_output=True, text=True, timeout=600)
+    return verify_run(tmp_path, sql, tables, *LEGACY, "--engine", "polars", "--shuffle-partitions", P, *extra, rewritten=rewritten)
 
 
 @pytest.fixture(scope="module", autouse=True)

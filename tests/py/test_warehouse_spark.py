@@ -6,14 +6,13 @@ returns the original's rows.
   reach the next join with a NULL key, in one task.
 - Equal keys from two tables: a hub table joined last to two tables already equal on its key.
 - An equality that every branch of an OR shares: Spark pulls it out and joins on it."""
-import json
 import random
 
 import pytest
 
-from conftest import run
+from conftest import rewrite_json, write_parquet
 from sparkrun import max_records, measured, multiset
-from test_plan_spark import P, sj_spark, write  # noqa: F401  (fixtures)
+from test_plan_spark import P, sj_spark  # noqa: F401  (fixtures)
 
 T0 = ["--broadcast-threshold", "100"]
 
@@ -26,16 +25,16 @@ def wh(tmp_path_factory):
     # facts: d_id 15% NULL, the rest over 2,000 ids of which dim1 has 1,800 (10% unmatched).
     d_id = [None if i % 20 < 3 else rng.randrange(2000) for i in range(n)]
     out = {
-        "facts": write(d / "facts.parquet", {"fid": list(range(n)), "d_id": d_id, "amt": [rng.random() for _ in range(n)]}),
-        "dim1": write(d / "dim1.parquet", {"id": list(range(1800)), "e_id": [rng.randrange(500) for _ in range(1800)]}),
-        "dim2": write(d / "dim2.parquet", {"id": list(range(500)), "name": [f"e{i}" for i in range(500)]}),
+        "facts": write_parquet(d / "facts.parquet", {"fid": list(range(n)), "d_id": d_id, "amt": [rng.random() for _ in range(n)]}),
+        "dim1": write_parquet(d / "dim1.parquet", {"id": list(range(1800)), "e_id": [rng.randrange(500) for _ in range(1800)]}),
+        "dim2": write_parquet(d / "dim2.parquet", {"id": list(range(500)), "name": [f"e{i}" for i in range(500)]}),
     }
     # A hub `item` joined to sales and returns on one id; 30% of sales and 10 returns on item 7.
     sales_item = [7 if rng.random() < 0.3 else rng.randrange(3000) for _ in range(20_000)]
     ret_item = [7] * 10 + [rng.randrange(3000) for _ in range(290)]
-    out["sales"] = write(d / "sales.parquet", {"s_id": list(range(20_000)), "s_item": sales_item, "qty": [rng.randrange(9) for _ in range(20_000)]})
-    out["returns"] = write(d / "returns.parquet", {"r_id": list(range(300)), "r_item": ret_item})
-    out["item"] = write(d / "item.parquet", {"i_id": list(range(3000)), "brand": [f"b{i % 40}" for i in range(3000)]})
+    out["sales"] = write_parquet(d / "sales.parquet", {"s_id": list(range(20_000)), "s_item": sales_item, "qty": [rng.randrange(9) for _ in range(20_000)]})
+    out["returns"] = write_parquet(d / "returns.parquet", {"r_id": list(range(300)), "r_item": ret_item})
+    out["item"] = write_parquet(d / "item.parquet", {"i_id": list(range(3000)), "brand": [f"b{i % 40}" for i in range(3000)]})
     return out
 
 
@@ -49,11 +48,7 @@ def register(spark, wh, names_):
 
 
 def rewrite(sql, names_, wh, tmp_path, *extra):
-    q = tmp_path / "q.sql"
-    q.write_text(sql)
-    p = run("rewrite", q, "-q", "--shuffle-partitions", P, "--format", "json", *T0, *tables(wh, names_), *extra)
-    assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)
+    return rewrite_json(tmp_path, sql, "--shuffle-partitions", P, *T0, *tables(wh, names_), *extra)
 
 
 SNOWFLAKE = "SELECT f.fid, d.e_id, e.name FROM facts f LEFT JOIN dim1 d ON f.d_id = d.id LEFT JOIN dim2 e ON d.e_id = e.id"

@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import run
+from conftest import rewrite_json, run, write_parquet
 from sparkrun import max_records, measured
-from test_plan_spark import P, sj_spark, write  # noqa: F401  (fixtures)
+from test_plan_spark import P, sj_spark  # noqa: F401  (fixtures)
 from test_rewrite_spark import multiset
 
 
@@ -41,16 +41,12 @@ def views(tmp_path_factory):
     folder = d / "views"
     folder.mkdir()
     for i in range(5):
-        write(folder / f"part-{i}.parquet", {c: v[i * n // 5:(i + 1) * n // 5] for c, v in cols.items()})
+        write_parquet(folder / f"part-{i}.parquet", {c: v[i * n // 5:(i + 1) * n // 5] for c, v in cols.items()})
     return str(folder)
 
 
 def rewrite(sql, views, tmp_path):
-    q = tmp_path / "q.sql"
-    q.write_text(sql)
-    p = run("rewrite", q, "-q", "--shuffle-partitions", P, "--cores", 2, "--format", "json", "--table", f"views={views}")
-    assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)
+    return rewrite_json(tmp_path, sql, "--shuffle-partitions", P, "--cores", 2, "--table", f"views={views}")
 
 
 def measured_broadcasting(spark, sql):
@@ -106,7 +102,7 @@ def test_window_over_a_join_counted_through_it(sj_spark, views, tmp_path):
     so the prediction is exact; rewritten with the join in every branch. Spark broadcasts the
     dimension (as it would at 20 KB), so the window's shuffle is the only one."""
     ids = list(range(1, 300)) + list(range(1, 50))
-    titles = write(tmp_path / "titles.parquet", {"title_id": ids, "genre": [f"g{i % 7}" for i in ids]})
+    titles = write_parquet(tmp_path / "titles.parquet", {"title_id": ids, "genre": [f"g{i % 7}" for i in ids]})
     sql = ("SELECT v.id, v.user_id, t.genre, sum(v.hours) OVER (PARTITION BY v.user_id) AS total "
            "FROM views v JOIN titles t ON v.title_id = t.title_id WHERE v.day > 3 AND t.genre <> 'g3'")
     q = tmp_path / "q.sql"
@@ -128,7 +124,7 @@ def test_window_over_a_join_counted_through_it(sj_spark, views, tmp_path):
     assert within(plan["before"]["max_task_rows"], mb, 0.01) and within(plan["after"]["max_task_rows"], ma, 0.01), (plan["before"], plan["after"], mb, ma)
     # A GROUP BY over a join: Spark runs the broadcast join in views' map tasks, and
     # aggregates each task's rows per user before the shuffle.
-    titles = write(tmp_path / "all_titles.parquet", {"title_id": list(range(1, 500)), "genre": [f"g{i % 7}" for i in range(1, 500)]})
+    titles = write_parquet(tmp_path / "all_titles.parquet", {"title_id": list(range(1, 500)), "genre": [f"g{i % 7}" for i in range(1, 500)]})
     sj_spark.read.parquet(titles).createOrReplaceTempView("titles")
     sql = "SELECT v.user_id, count(*) AS n, max(t.genre) AS g FROM views v JOIN titles t ON v.title_id = t.title_id GROUP BY v.user_id"
     q.write_text(sql)
