@@ -4,8 +4,11 @@ with a 64-core cluster's parallelism and AQE on (as `verify --cores 64` runs the
 task's run time, input rows and bytes and shuffle records from Spark's REST API, and fit by
 least squares
 
-    scan task seconds = task_s + rows read x scan_row_s + shuffle bytes written x scan_byte_s
+    scan task seconds = a + rows read x scan_row_s + compressed bytes read x scan_byte_s
     join task seconds = task_s + records read x join_row_s
+
+(The scan's intercept `a`, 0.04 s, is left out of the model: its scan costs the stage's rows
+and bytes spread over the cores, and a stage's start, `stage_s`.)
 
 A scan's cost follows what its rows weigh: the benchmark's full outer join reads 32-byte
 random strings, three times the cost per row of the calibration's short keys.

@@ -170,6 +170,7 @@ mod tests {
                 2,
             ),
             (Error::Spill { dir: "/tmp".into(), source: io() }, "spill", Kind::System, 2),
+            (Error::System("no threads".into()), "system", Kind::System, 2),
             (
                 Error::Io { path: "q.sql".into(), source: std::io::ErrorKind::NotFound.into() },
                 "io",

@@ -152,8 +152,7 @@ pub fn filtered_keys(
     let mut paths = Vec::new();
     for (n, file) in table.files.iter().enumerate() {
         let out = dir.path().join(format!("part-{n:05}.parquet"));
-        let (i, o) = filter_file(file, &out_names, filter, groups.as_mut(), &out)
-            .map_err(|e| Error::bad_file(&file.path, e))?;
+        let (i, o) = filter_file(file, &out_names, filter, groups.as_mut(), &out)?;
         rows_in += i;
         rows_out += o;
         paths.push(out.to_string_lossy().into_owned());
@@ -164,45 +163,51 @@ pub fn filtered_keys(
 }
 
 /// One file's passing rows (the first of each new group, when grouped), the `keys` columns
-/// only, written to `out`: (rows read, rows kept).
+/// only, written to `out`: (rows read, rows kept). What the file holds that cannot be read or
+/// filtered is the file's fault (`bad_file`); the temporary file that cannot be written, this
+/// machine's.
 fn filter_file(
     file: &DataFile,
     keys: &[String],
     filter: &RowFilter,
     mut groups: Option<&mut Groups>,
     out: &std::path::Path,
-) -> std::result::Result<(u64, u64), String> {
-    let fields = wanted_fields(file, keys.iter().map(|k| k.to_ascii_lowercase()), filter)?;
+) -> Result<(u64, u64)> {
+    let bad = |e: String| Error::bad_file(&file.path, e);
+    let unwritable = |e: parquet::errors::ParquetError| {
+        Error::System(format!("{}: cannot write a temporary file: {e}", out.display()))
+    };
+    let fields =
+        wanted_fields(file, keys.iter().map(|k| k.to_ascii_lowercase()), filter).map_err(bad)?;
     // The key columns' places in the batches, and the output's schema (its file is written
     // even when no row passes, so the table always has one).
-    let schema = file.meta.schema().project(&fields).map_err(|e| e.to_string())?;
-    let key_idx: Vec<usize> =
-        keys.iter().map(|k| column_index(&schema, k)).collect::<std::result::Result<_, _>>()?;
-    let key_schema = Arc::new(schema.project(&key_idx).map_err(|e| e.to_string())?);
-    let mut writer =
-        ArrowWriter::try_new(File::create(out).map_err(|e| e.to_string())?, key_schema, None)
-            .map_err(|e| e.to_string())?;
+    let schema = file.meta.schema().project(&fields).map_err(|e| bad(e.to_string()))?;
+    let key_idx: Vec<usize> = keys
+        .iter()
+        .map(|k| column_index(&schema, k))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(bad)?;
+    let key_schema = Arc::new(schema.project(&key_idx).map_err(|e| bad(e.to_string()))?);
+    let created =
+        File::create(out).map_err(|e| Error::Io { path: out.to_path_buf(), source: e })?;
+    let mut writer = ArrowWriter::try_new(created, key_schema, None).map_err(unwritable)?;
     let (mut rows_in, mut rows_out) = (0u64, 0u64);
     for g in 0..file.meta.metadata().num_row_groups() {
-        for batch in crate::table::columns::row_group(file, &file.meta, g, &fields)
-            .map_err(|e| e.to_string())?
-        {
-            let batch = batch.map_err(|e| e.to_string())?;
-            let mut pass = all_true(&filter.conditions, &batch)?;
+        for batch in crate::table::columns::row_group(file, &file.meta, g, &fields)? {
+            let batch = batch?;
+            let mut pass = all_true(&filter.conditions, &batch).map_err(bad)?;
             if let Some(g) = groups.as_deref_mut() {
-                pass = first_of_groups(g, &batch, &pass)?;
+                pass = first_of_groups(g, &batch, &pass).map_err(bad)?;
             }
-            let kept = arrow_select::filter::filter_record_batch(
-                &batch.project(&key_idx).map_err(|e| e.to_string())?,
-                &pass,
-            )
-            .map_err(|e| e.to_string())?;
+            let keys_only = batch.project(&key_idx).map_err(|e| bad(e.to_string()))?;
+            let kept = arrow_select::filter::filter_record_batch(&keys_only, &pass)
+                .map_err(|e| bad(e.to_string()))?;
             rows_in += batch.num_rows() as u64;
             rows_out += kept.num_rows() as u64;
-            writer.write(&kept).map_err(|e| e.to_string())?;
+            writer.write(&kept).map_err(unwritable)?;
         }
     }
-    writer.close().map_err(|e| e.to_string())?;
+    writer.close().map_err(unwritable)?;
     Ok((rows_in, rows_out))
 }
 

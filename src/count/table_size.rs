@@ -34,19 +34,22 @@ impl TableSize {
         s
     }
     /// Compressed bytes of the chunks of `columns` (every column when None): what a scan that
-    /// reads only those columns takes from the files. A table an engine holds gives its size.
+    /// reads only those columns takes from the files. A table an engine holds: from its files
+    /// here when there are, else its whole size.
     pub fn read_bytes(table: &Table, columns: Option<&[String]>) -> u64 {
-        if table.held.is_some() {
-            return TableSize::of(table).disk_bytes;
+        if let Some(held) = &table.held {
+            let here =
+                (!held.files_here.is_empty()).then(|| Table::open(&held.files_here).ok()).flatten();
+            return here.map_or(held.disk_bytes, |t| TableSize::read_bytes(&t, columns));
         }
-        let wanted = |path: &str| {
-            let top = path.split('.').next().unwrap_or(path);
+        let wanted = |path: &parquet::schema::types::ColumnPath| {
+            let top = path.parts().first().map_or("", String::as_str);
             columns.is_none_or(|cs| cs.iter().any(|c| c.eq_ignore_ascii_case(top)))
         };
         let mut bytes = 0;
         for f in &table.files {
             for rg in f.meta.metadata().row_groups() {
-                for c in rg.columns().iter().filter(|c| wanted(&c.column_path().string())) {
+                for c in rg.columns().iter().filter(|c| wanted(c.column_path())) {
                     bytes += c.compressed_size().max(0) as u64;
                 }
             }

@@ -122,10 +122,18 @@ fn side(path: &Path, s: SideCounts, partitions: u32, candidates: usize) -> Resul
         columns,
         hashable,
         size: TableSize { rows: s.rows, disk_bytes: s.size_bytes, memory_bytes: s.size_bytes },
-        read_bytes: s.size_bytes,
+        read_bytes: read_bytes(s.size_bytes, s.rows),
         scan,
         maps: MapOutputs::Assumed(s.map_tasks.max(1)),
         shuffle: None,
         filter: None,
     })
+}
+
+/// A DataFrame's bytes read, from Spark's size estimate: that is the files' size for a scan, but
+/// a product of its inputs' for a join, and Long.MaxValue where Spark does not know: taken at
+/// most `MAX_ROW_BYTES` a row, so that an unknown size prices a scan high, not without end.
+fn read_bytes(size_bytes: u64, rows: u64) -> u64 {
+    const MAX_ROW_BYTES: u64 = 256;
+    size_bytes.min(rows.saturating_mul(MAX_ROW_BYTES))
 }

@@ -87,11 +87,18 @@ impl SideMeasure {
         self.size.bytes_per_row()
     }
 
-    /// The scan of the side's rows as counted (after its conditions and earlier joins): its
-    /// rows, and their bytes at the table's compressed bytes per row of the columns read.
+    /// What a scan of the side reads: every row of its table where conditions filter them
+    /// (Spark reads them all to apply them), else the rows counted; and their bytes at the
+    /// table's compressed bytes per row of the columns read.
     pub fn scan_size(&self) -> super::cost::Scan {
+        let rows = self.filter.as_ref().map_or(self.scan.rows, |f| f.rows_in.max(self.scan.rows));
         let per_row = self.read_bytes as f64 / self.size.rows.max(1) as f64;
-        super::cost::Scan { rows: self.scan.rows, bytes: (self.scan.rows as f64 * per_row) as u64 }
+        let tasks = match &self.maps {
+            // A split that starts no row group reads nothing: its task ends at once.
+            MapOutputs::Counted(maps) => maps.iter().filter(|m| m.rows > 0).count() as u64,
+            MapOutputs::Assumed(n) => u64::from(*n),
+        };
+        super::cost::Scan { rows, bytes: (rows as f64 * per_row) as u64, tasks }
     }
 
     /// Bytes per row as the shuffle writes them (compressed): of the rows of values that are
@@ -443,7 +450,7 @@ fn side(
         columns: s.table.column_names(),
         hashable: hashable_columns(s.table),
         size: TableSize::of(s.table),
-        read_bytes: TableSize::read_bytes(s.table, s.shuffled.as_deref()),
+        read_bytes: TableSize::read_bytes(s.table, read_columns(s).as_deref()),
         scan,
         maps,
         shuffle: s.keys.columns.first().filter(|_| aqe).and_then(|k| {
@@ -458,6 +465,15 @@ fn side(
             outer_nulls: s.through.as_ref().map_or(0, |w| w.null_rows),
         }),
     }
+}
+
+/// The columns a scan of the side reads: those the query needs above the join, its keys and
+/// its conditions' (None: every column).
+fn read_columns(s: &SideInput) -> Option<Vec<String>> {
+    let mut cols = s.shuffled.clone()?;
+    cols.extend(s.keys.names());
+    cols.extend(s.filter.iter().flat_map(|f| f.columns()));
+    Some(cols)
 }
 
 /// The hot candidates: the non-NULL values of `left` then `right`, each once, at most as many

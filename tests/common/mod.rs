@@ -12,6 +12,7 @@ use parquet::file::properties::WriterProperties;
 /// Write `batches` to one Parquet file, each batch a row group of its own (or split where it
 /// passes `props`' row-group size), creating the folder; returns its path.
 pub fn write_row_groups(path: &Path, batches: &[RecordBatch], props: WriterProperties) -> String {
+    assert!(!batches.is_empty(), "{}: no batch to write", path.display());
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let mut w = ArrowWriter::try_new(File::create(path).unwrap(), batches[0].schema(), Some(props))
         .unwrap();
