@@ -96,7 +96,9 @@ impl SideMeasure {
         let tasks = match &self.maps {
             // A split that starts no row group reads nothing: its task ends at once.
             MapOutputs::Counted(maps) => maps.iter().filter(|m| m.rows > 0).count() as u64,
-            MapOutputs::Assumed(n) => u64::from(*n),
+            // Not counted: no bound (an engine that holds the table and the files here would
+            // assume different numbers, and the decision must not depend on where it counts).
+            MapOutputs::Assumed(_) => 0,
         };
         super::cost::Scan { rows, bytes: (rows as f64 * per_row) as u64, tasks }
     }
