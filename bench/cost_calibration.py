@@ -8,39 +8,17 @@ records from Spark's REST API, and fit, by least squares,
 Usage: .venv/bin/python bench/cost_calibration.py [ROWS ...]   (default 200000 1000000 4000000)
 Prints the rates and the fit's error; docs/cost-model.md records a run.
 """
-import json
 import random
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
-
-def tasks_of(spark, sql):
-    sc = spark.sparkContext
-    group = f"cal-{time.time_ns()}"
-    sc.setJobGroup(group, group)
-    t0 = time.time()
-    spark.sql(sql).write.format("noop").mode("overwrite").save()
-    wall = time.time() - t0
-    base = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}"
-    stages = set()
-    for j in sc.statusTracker().getJobIdsForGroup(group):
-        stages.update(sc.statusTracker().getJobInfo(j).stageIds)
-    time.sleep(1)
-    out = []
-    for sid in sorted(stages):
-        for a in json.load(urllib.request.urlopen(f"{base}/stages/{sid}")):
-            for t in json.load(urllib.request.urlopen(f"{base}/stages/{sid}/{a['attemptId']}/taskList?length=100000")):
-                m = t["taskMetrics"]
-                out.append({"stage": sid, "seconds": m["executorRunTime"] / 1000,
-                            "read": m["shuffleReadMetrics"]["recordsRead"], "input": m["inputMetrics"]["recordsRead"]})
-    return wall, out
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cost_fit import tasks_of  # noqa: E402  (each task's time, rows and bytes, from the REST API)
 
 
 def fit(points):
@@ -78,8 +56,8 @@ def main():
             spark.read.parquet(str(dim)).createOrReplaceTempView("d")
             tasks_of(spark, "SELECT f.k, f.v, d.name FROM f JOIN d ON f.k = d.k")  # warm up
             wall, tasks = tasks_of(spark, "SELECT f.k, f.v, d.name FROM f JOIN d ON f.k = d.k")
-            joins += [(t["read"], t["seconds"]) for t in tasks if t["read"] > 0]
-            scans += [(t["input"], t["seconds"]) for t in tasks if t["input"] > 0]
+            joins += [(t["shuffle_records"], t["seconds"]) for t in tasks if t["shuffle_records"] > 0]
+            scans += [(t["input_rows"], t["seconds"]) for t in tasks if t["input_rows"] > 0]
             print(f"rows {n:>9,} partitions {parts:>3} hot {hot:.1f}: {wall:.2f} s wall, largest join task "
                   f"{max(t['read'] for t in tasks):,} records in {max(t['seconds'] for t in tasks if t['read'] > 0):.2f} s")
     a, b, e = fit(joins)
