@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python" / "skewjoin"))
-import _spark_runner as runner  # noqa: E402  (verify's REST API readers: the tasks of a run)
+import _spark_driver as runner  # noqa: E402  (verify's REST API readers: the tasks of a run)
 DIMS = ["customer", "product", "store", "promo", "ship", "region", "channel"]
 
 

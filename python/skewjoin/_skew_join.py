@@ -275,7 +275,7 @@ def _groups(df, keys):
 
 
 def _encoded(df, keys) -> list:
-    """Each key as an expression whose value goes to the binary without loss (counter.py's)."""
+    """Each key as an expression whose value goes to the binary without loss (the driver's, _spark_driver.py)."""
     from pyspark.sql import functions as F
 
     types = {f.name.lower(): f.dataType.simpleString() for f in df.schema.fields}

@@ -491,30 +491,14 @@ def verify(original, rewritten, spark=None, digits: int = 12, runs: int = 1) -> 
     read from the session's UI when it has one. With `runs` > 1 each query runs that many
     times, alternating, the original first: the first gives the rows and warms up, the others
     are timed (the CLI's `verify --runs`)."""
-    from . import _spark_runner as runner
+    from . import _spark_driver as driver
 
     if spark is None:
         spark = original.sparkSession if not isinstance(original, str) else _active()
-    notes = []
     remote = _connect_host(spark)
-    if remote is not None:
-        ui = runner.connect_ui(spark, {"remote": f"sc://{remote}"})
-        seen = set()
-
-        def once(sql, label):
-            stats, counts, note = runner.run_remote(spark, sql, label, digits, ui)
-            seen.add(note)
-            return stats, counts
-    else:
-        def once(sql, label):
-            return runner.run(spark, sql, label, digits)
-    (before, c0), (after, c1) = runner.runs(once, original, rewritten, runs)
-    runner.pair_off(c0, c1, digits)
-    if remote is not None:
-        notes = sorted(n for n in seen if n)
-    only0 = list((c0 - c1).elements())[:5]
-    only1 = list((c1 - c0).elements())[:5]
-    return SparkCheck(c0 == c1, _spark_run(before), _spark_run(after), only0, only1, notes)
+    ui = driver.connect_ui(spark, {"remote": f"sc://{remote}"}) if remote is not None else None
+    before, after, identical, only0, only1, notes = driver.compare(spark, original, rewritten, digits, runs, ui)
+    return SparkCheck(identical, _spark_run(before), _spark_run(after), only0, only1, notes)
 
 
 def _spark_run(r: dict) -> SparkRun:

@@ -55,9 +55,6 @@ pub struct FixArgs {
     /// machine cannot read
     #[arg(long)]
     count_on_spark: bool,
-    /// With --count-on-spark: the longest Spark's start or one counting job may take, in seconds
-    #[arg(long, default_value_t = 3600, value_name = "SECONDS", requires = "count_on_spark")]
-    spark_timeout: u64,
     /// The planner's options; the job's settings are the log's own (--settings-from another
     /// log, --spark-defaults or --conf change them)
     #[command(flatten)]
@@ -86,7 +83,7 @@ pub fn run(a: FixArgs) -> Result<(String, bool)> {
     let options = |job: &JobLog| {
         a.planner.options_with_job(JoinType::Inner, &a.spark, &a.quiet, Some(job), &stats)
     };
-    let start_spark = || a.spark.start_session(a.spark_timeout, &stats);
+    let start_spark = || a.spark.start_session(&stats);
     let req = FixRequest {
         log_name: &a.event_log,
         diagnose: diagnose::Options {
@@ -97,7 +94,10 @@ pub fn run(a: FixArgs) -> Result<(String, bool)> {
         options: &options,
         rules: a.planner.hot.rules.as_deref(),
         count_on_spark: if a.count_on_spark { Some(&start_spark) } else { None },
-        verify: a.verify.then(|| Verifying { on: verify_on(&a), how: measuring(&a) }),
+        verify: match a.verify {
+            true => Some(Verifying { on: verify_on(&a)?, how: measuring(&a) }),
+            false => None,
+        },
     };
     let rep = fix::fix(&log, &req).map_err(|f| {
         // A table gone since the run: the diagnosis still stands, printed before the error.
@@ -117,11 +117,11 @@ pub fn run(a: FixArgs) -> Result<(String, bool)> {
 }
 
 /// The engine `--verify` runs both queries on.
-fn verify_on(a: &FixArgs) -> VerifyOn {
-    match Engine::or_default(a.engine) {
-        Engine::Spark => VerifyOn::Spark(a.spark.target(None)),
+fn verify_on(a: &FixArgs) -> Result<VerifyOn> {
+    Ok(match Engine::or_default(a.engine) {
+        Engine::Spark => VerifyOn::Spark(a.spark.options(None)?),
         Engine::Polars => VerifyOn::Polars,
-    }
+    })
 }
 
 /// How `--verify` compares both queries: `--runs` each, floating-point values to verify's

@@ -15,7 +15,7 @@ use skewjoin::count::Sample;
 use skewjoin::diagnose::job_log::JobLog;
 use skewjoin::plan::{JoinType, PlanOptions};
 use skewjoin::settings::{self, Origin, SparkLine, SparkSettings};
-use skewjoin::spark::Session;
+use skewjoin::spark::{Purpose, Session, SparkOptions};
 use skewjoin::stats::RunStats;
 use skewjoin::table::Table;
 use skewjoin::{Error, Result};
@@ -345,6 +345,10 @@ pub struct SparkArgs {
     /// or runs the queries starts with it (spark.sql.adaptive.enabled=false: AQE off)
     #[arg(long = "conf", value_name = "KEY=VALUE")]
     pub conf: Vec<String>,
+    /// The longest Spark's start, one counting job, or verify's runs of both queries may take,
+    /// in seconds
+    #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
+    pub spark_timeout: u64,
 }
 
 impl SparkArgs {
@@ -355,28 +359,22 @@ impl SparkArgs {
             .unwrap_or_else(|| "python3".into())
     }
 
-    /// The Spark these flags name, started for counting; `timeout_s` bounds its start and each
-    /// counting job.
-    pub fn start_session(&self, timeout_s: u64, stats: &Arc<RunStats>) -> Result<Arc<Session>> {
-        let opts = skewjoin::spark::SparkOptions {
-            python: self.python(),
-            master: self.master.clone(),
-            remote: self.remote.clone(),
-            conf: self.conf(Vec::new())?,
-            timeout: std::time::Duration::from_secs(timeout_s.max(1)),
-        };
-        Session::start(&opts, stats)
-    }
-
-    /// The Spark that runs both queries (`verify --engine spark`, `fix --verify`), with the
-    /// Connect server's UI where the tasks are read.
-    pub fn target(&self, spark_ui: Option<String>) -> skewjoin::verify::both::SparkTarget {
-        skewjoin::verify::both::SparkTarget {
+    /// The Spark these flags name, as counting and verify reach it (`spark_ui`: a Connect
+    /// server's UI, where verify reads the tasks).
+    pub fn options(&self, spark_ui: Option<String>) -> Result<SparkOptions> {
+        Ok(SparkOptions {
             python: self.python(),
             master: self.master.clone(),
             remote: self.remote.clone(),
             spark_ui,
-        }
+            conf: self.conf(Vec::new())?,
+            timeout: std::time::Duration::from_secs(self.spark_timeout.max(1)),
+        })
+    }
+
+    /// The Spark these flags name, started for counting.
+    pub fn start_session(&self, stats: &Arc<RunStats>) -> Result<Arc<Session>> {
+        Session::start(&self.options(None)?, Purpose::Counting, stats)
     }
 
     /// `--conf KEY=VALUE`s, each checked, after `defaults` (a key given again wins).
@@ -401,9 +399,6 @@ pub struct CountingArgs {
     /// jobs on the user's Spark, which hashes the keys itself; a TABLE may then be a catalog name)
     #[arg(long, value_enum, default_value_t = CountingEngine::Embedded)]
     engine: CountingEngine,
-    /// With --engine spark: the longest Spark's start or one counting job may take, in seconds
-    #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
-    spark_timeout: u64,
     #[command(flatten)]
     pub spark: SparkArgs,
 }
@@ -431,7 +426,7 @@ impl CountingArgs {
             }
             return Ok(None);
         }
-        self.spark.start_session(self.spark_timeout, stats).map(Some)
+        self.spark.start_session(stats).map(Some)
     }
 
     /// Where the counts are made: by the Spark session that opened the tables, or here.

@@ -106,7 +106,7 @@ pub fn run(a: VerifyArgs) -> Result<(String, bool)> {
         Engine::Polars => on_polars(&both, &tables, a.planner.hot.sample, how)?,
         Engine::Spark => on_spark(
             &both,
-            &a.spark.target(a.spark_ui.clone()),
+            &a.spark.options(a.spark_ui.clone())?,
             how,
             a.planner.hot.sample.is_some(),
             &opts,

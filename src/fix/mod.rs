@@ -28,8 +28,9 @@ use crate::error::{Error, Result};
 use crate::plan::PlanOptions;
 use crate::rewrite::{self, Rewritten};
 use crate::spark::Session;
+use crate::spark::SparkOptions;
 use crate::table::Table;
-use crate::verify::both::{on_polars, on_spark, BothQueries, Measuring, SparkTarget};
+use crate::verify::both::{on_polars, on_spark, BothQueries, Measuring};
 use crate::verify::Verification;
 use query::FixQuery;
 use stage::StageCheck;
@@ -66,7 +67,7 @@ pub enum VerifyOn {
     /// Polars, in this process, on the tables' files here.
     Polars,
     /// The user's Spark.
-    Spark(SparkTarget),
+    Spark(SparkOptions),
 }
 
 /// `fix`'s report: the diagnosis (locate, measure, diagnose), then the fix and its proof.

@@ -1,8 +1,8 @@
 //! A join counted elsewhere: the counts a Spark session made of its two DataFrames
 //! (`skewjoin.spark.skew_join`, where a side is not a whole scan of files this machine
 //! reads), handed over as JSON (`plan --counts FILE`) and read into the `Measured` value that
-//! `decide` takes, so the same decision, report and code follow. The key values come as
-//! `counter.py` sends them (`spark::wire`): integers as numbers, dates as days, timestamps as
+//! `decide` takes, so the same decision, report and code follow. The key values come as the
+//! pyspark driver sends them (`spark::wire`): integers as numbers, dates as days, timestamps as
 //! microseconds, floats and decimals as strings, binaries as hex.
 
 use std::path::Path;

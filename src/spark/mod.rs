@@ -3,9 +3,11 @@
 //! catalog name. Spark hashes the keys itself, so the rows per shuffle partition are Spark's by
 //! construction.
 //!
-//! A `Session` is one Python process running `counter.py` (the user's pyspark: local mode, a
-//! `--master`, or a Spark Connect server with `--remote sc://HOST:PORT`), spoken to in JSON
-//! lines, each answer waited for at most `timeout`. A table opened through it (`table::open`) is a
+//! A `Session` is one Python process running the driver (`python/skewjoin/_spark_driver.py`, the
+//! one pyspark program skewjoin has: the user's pyspark in local mode, a `--master`, or a Spark
+//! Connect server with `--remote sc://HOST:PORT`), spoken to in JSON lines, each answer waited
+//! for at most `timeout`. A session is started for counting or for verify's runs of both
+//! queries (`Purpose`). A table opened through it (`table::open`) is a
 //! `table::Table` the session holds (no files, a temporary view). `SparkEngine` (`count.rs`) is
 //! the `count::Engine` a run passes to its measure steps: its counts are Spark's, and
 //! everything after the counts (classifying, deciding, the SQL, the reports) is shared with the
@@ -30,19 +32,42 @@ use serde_json::{json, Value as Json};
 use crate::error::{Error, Result};
 use crate::stats::RunStats;
 
-/// How to reach Spark.
+/// The driver, carried by the binary and written to a temporary file for the user's Python.
+const DRIVER: &str = include_str!("../../python/skewjoin/_spark_driver.py");
+
+/// How to reach Spark: counting's and verify's alike.
 #[derive(Debug, Clone)]
 pub struct SparkOptions {
-    /// The Python with pyspark that runs `counter.py`.
+    /// The Python with pyspark that runs the driver.
     pub python: String,
     /// `local[*]` or the user's master (ignored with `remote`).
     pub master: String,
     /// `sc://HOST:PORT` of a Spark Connect server.
     pub remote: Option<String>,
+    /// The Connect server's UI, where verify reads the tasks (default: its host at
+    /// spark.ui.port).
+    pub spark_ui: Option<String>,
     /// Settings for the session.
     pub conf: Vec<(String, String)>,
     /// The longest one request (Spark's start included) may take.
     pub timeout: Duration,
+}
+
+/// What a session is started for: the counting jobs run adaptively whatever the job's setting;
+/// verify's queries run with the job's settings, the UI keeping every task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    Counting,
+    Verify,
+}
+
+impl Purpose {
+    fn name(self) -> &'static str {
+        match self {
+            Purpose::Counting => "counting",
+            Purpose::Verify => "verify",
+        }
+    }
 }
 
 /// What the run asked of Spark, for the reports.
@@ -63,8 +88,12 @@ pub struct Session {
 }
 
 impl Session {
-    /// Start Python with `counter.py` and wait for the session.
-    pub fn start(opts: &SparkOptions, stats: &Arc<RunStats>) -> Result<Arc<Session>> {
+    /// Start Python with the driver and wait for the session, for `purpose`.
+    pub fn start(
+        opts: &SparkOptions,
+        purpose: Purpose,
+        stats: &Arc<RunStats>,
+    ) -> Result<Arc<Session>> {
         match &opts.remote {
             Some(url) => check_reachable(url)?,
             None => check_master(&opts.master)?,
@@ -72,10 +101,10 @@ impl Session {
         let t0 = Instant::now();
         let dir = std::env::temp_dir();
         let script = tempfile::Builder::new()
-            .prefix("skewjoin-counter-")
+            .prefix("skewjoin-driver-")
             .suffix(".py")
             .tempfile()
-            .and_then(|mut f| f.write_all(include_str!("counter.py").as_bytes()).map(|_| f))
+            .and_then(|mut f| f.write_all(DRIVER.as_bytes()).map(|_| f))
             .map_err(|e| Error::Io { path: dir.clone(), source: e })?;
         let log = tempfile::Builder::new()
             .prefix("skewjoin-spark-")
@@ -90,7 +119,7 @@ impl Session {
             .stderr(stderr)
             .env("PYSPARK_PYTHON", &opts.python)
             .spawn()
-            .map_err(|e| Error::Usage(format!("cannot run {} for --engine spark: {e} (pass --python with a Python that has pyspark)", opts.python)))?;
+            .map_err(|e| Error::Usage(format!("cannot run {} for the Spark engine: {e} (pass --python with a Python that has pyspark)", opts.python)))?;
         let stdin = child
             .stdin
             .take()
@@ -120,7 +149,7 @@ impl Session {
         let conf: serde_json::Map<String, Json> =
             opts.conf.iter().map(|(k, v)| (k.clone(), Json::String(v.clone()))).collect();
         let hello = session.ask(
-            &json!({"master": opts.master, "remote": opts.remote, "conf": conf}),
+            &json!({"master": opts.master, "remote": opts.remote, "conf": conf, "for": purpose.name()}),
             "starting Spark",
         )?;
         // The script is read by Python before it answers; it can go.

@@ -1,4 +1,4 @@
-//! A key's profile from a sample that Spark drew (`counter.py`'s `Sample`: whole files, or rows
+//! A key's profile from a sample that Spark drew (the driver's `Sample`: whole files, or rows
 //! at random): the counts scaled to the table, and each share's 95% interval computed from the
 //! units read (the files, or the one pool of random rows) by the embedded engine's own
 //! statistics (`count::share_error`), so that both engines state their errors alike.

@@ -1,7 +1,8 @@
-//! Values and types between skewjoin and `counter.py`: Spark's type names (`simpleString`) as
-//! Arrow types, so that a Spark table's columns resolve like a file's; key values back from
-//! Spark (integers as numbers, dates as days, timestamps as microseconds, floats and decimals as
-//! Spark's strings, binaries as hex) and candidate values sent to it as strings it casts back.
+//! Values and types between skewjoin and the pyspark driver (`_spark_driver.py`): Spark's type
+//! names (`simpleString`) as Arrow types, so that a Spark table's columns resolve like a file's;
+//! key values back from Spark (integers as numbers, dates as days, timestamps as microseconds,
+//! floats and decimals as Spark's strings, binaries as hex) and candidate values sent to it as
+//! strings it casts back.
 
 use std::sync::Arc;
 
@@ -56,7 +57,7 @@ fn decimal(t: &str) -> DataType {
     }
 }
 
-/// A key value as `counter.py` encodes it, in the key's type; None when it does not parse.
+/// A key value as the driver encodes it, in the key's type; None when it does not parse.
 pub fn value(j: &Json, t: KeyType) -> Option<Value> {
     if j.is_null() {
         return Some(Value::Null);
@@ -80,7 +81,7 @@ pub fn value(j: &Json, t: KeyType) -> Option<Value> {
     })
 }
 
-/// A candidate value as the string `counter.py` casts back to the key's type.
+/// A candidate value as the string the driver casts back to the key's type.
 pub fn candidate(v: &Value) -> Json {
     Json::String(match v {
         Value::Null => return Json::Null,

@@ -4,12 +4,14 @@
 
 use std::collections::HashMap;
 
-use super::{SparkRunOptions, Verification};
+pub use super::Measuring;
+use super::Verification;
 use crate::count::Sample;
 use crate::error::Result;
 use crate::plan::PlanOptions;
 use crate::rewrite::Rewritten;
 use crate::settings;
+use crate::spark::SparkOptions;
 use crate::table::Table;
 
 /// The two queries to run, and what the planner predicted for the rewrite (None: a rewrite
@@ -22,45 +24,17 @@ pub struct BothQueries<'a> {
     pub named: &'a [(String, String)],
 }
 
-/// How the two queries are run and compared.
-#[derive(Clone, Copy)]
-pub struct Measuring {
-    /// Floating-point values are equal within this relative tolerance.
-    pub tolerance: f64,
-    /// Each query runs this many times (`--runs`).
-    pub runs: usize,
-}
-
-/// The user's Spark that runs both queries, as pyspark reaches it.
-#[derive(Debug, Clone)]
-pub struct SparkTarget {
-    pub python: String,
-    pub master: String,
-    /// A Spark Connect server, `sc://HOST:PORT`, instead of pyspark's own session.
-    pub remote: Option<String>,
-    /// The Connect server's UI, for the tasks (default: its host at spark.ui.port).
-    pub spark_ui: Option<String>,
-}
-
-/// Both queries on the user's Spark, with the settings the predictions assumed; `sampled`: the
-/// planner counted a sample (said in a note).
+/// Both queries on the user's Spark, with the settings the predictions assumed (they hold the
+/// `--conf`s of `spark`, and replace them); `sampled`: the planner counted a sample (said in a
+/// note).
 pub fn on_spark(
     q: &BothQueries,
-    spark: &SparkTarget,
+    spark: &SparkOptions,
     how: Measuring,
     sampled: bool,
     opts: &PlanOptions,
 ) -> Result<Verification> {
-    let run = SparkRunOptions {
-        python: spark.python.clone(),
-        master: spark.master.clone(),
-        remote: spark.remote.clone(),
-        spark_ui: spark.spark_ui.clone(),
-        tolerance: how.tolerance,
-        runs: how.runs,
-        conf: with_cluster_parallelism(opts),
-        cluster: Some(opts.cluster.clone()),
-    };
+    let run = SparkOptions { conf: with_cluster_parallelism(opts), ..spark.clone() };
     // A Connect server reads the tables from its own working folder: paths here go absolute.
     let named: Vec<(String, String)> = q
         .named
@@ -76,7 +50,8 @@ pub fn on_spark(
             )
         })
         .collect();
-    let mut v = super::spark(q.original, q.rewritten, q.planned, &named, &run)?;
+    let mut v =
+        super::spark(q.original, q.rewritten, q.planned, &named, &run, how, Some(&opts.cluster))?;
     if sampled {
         v.notes.push("--sample: the planner counted a sample; the Spark engine ran both queries on the full tables".into());
     }

@@ -4,9 +4,9 @@
 //! Two engines:
 //! - `polars` (cargo feature `polars`): both queries in this process on Polars' lazy SQL engine,
 //!   rendered for Polars SQL from the same AST (`polars_sql`), on the full tables or a sample;
-//! - `spark`: the user's own Spark, driven through pyspark by a small Python program shipped
-//!   inside the binary (`spark_runner.py`): local mode unless `--master` says otherwise, each
-//!   stage's tasks read from Spark's REST API.
+//! - `spark`: the user's own Spark, through the pyspark driver every Spark request goes
+//!   through (`crate::spark::Session`, started for verify): local mode unless `--master` says
+//!   otherwise, each stage's tasks read from Spark's REST API.
 
 pub mod both;
 #[cfg(feature = "polars")]
@@ -14,35 +14,21 @@ pub mod polars_engine;
 pub mod polars_sql;
 pub mod timing;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::format::{fmt_count, fmt_ms, human_i64};
 use crate::plan::TaskStats;
 use crate::rewrite::Rewritten;
+use crate::spark::{Purpose, Session, SparkOptions};
 
-const RUNNER: &str = include_str!("../../python/skewjoin/_spark_runner.py");
-
-/// How both queries run on Spark: the runner's Python, the Spark it starts, how they are
-/// compared and the settings they run with.
-#[derive(Debug, Clone)]
-pub struct SparkRunOptions {
-    pub python: String,
-    pub master: String,
-    /// A Spark Connect server, `sc://HOST:PORT`, instead of pyspark's own session.
-    pub remote: Option<String>,
-    /// The Connect server's UI, for the tasks (default: its host at spark.ui.port).
-    pub spark_ui: Option<String>,
-    /// Relative tolerance for floating-point values.
+/// How the two queries are run and compared.
+#[derive(Debug, Clone, Copy)]
+pub struct Measuring {
+    /// Floating-point values are equal within this relative tolerance.
     pub tolerance: f64,
-    /// Each query runs this many times, alternating, the original first.
+    /// Each query runs this many times (`--runs`), alternating, the original first.
     pub runs: usize,
-    pub conf: Vec<(String, String)>,
-    /// The cluster the tasks measured are replayed on (None: not replayed).
-    pub cluster: Option<crate::cluster::ClusterSize>,
 }
 
 /// How the Polars engine runs both queries.
@@ -180,10 +166,6 @@ impl RunStats {
 
 #[derive(Debug, Deserialize)]
 struct RunnerOut {
-    error: Option<String>,
-    /// Whose fault `error` is: `usage` (the query), else the engine's.
-    #[serde(default)]
-    kind: Option<String>,
     spark_version: Option<String>,
     master: Option<String>,
     identical: Option<bool>,
@@ -287,26 +269,22 @@ pub fn spark(
     rewritten: &str,
     r: Option<&Rewritten>,
     tables: &[(String, String)],
-    opts: &SparkRunOptions,
+    opts: &SparkOptions,
+    how: Measuring,
+    cluster: Option<&crate::cluster::ClusterSize>,
 ) -> Result<Verification> {
     let original = one_query(original, "query")?;
     let rewritten = one_query(rewritten, "rewrite")?;
-    match &opts.remote {
-        Some(url) => crate::spark::check_reachable(url)?,
-        None => crate::spark::check_master(&opts.master)?,
-    }
-    let url = opts.remote.as_deref().unwrap_or_default();
     let (original, rewritten, views) = one_part_views(&original, &rewritten, tables)?;
-    let parsed = run_spark_runner(&runner_spec(&original, &rewritten, &views, opts), &opts.python)
-        .map_err(|e| match e {
-            Error::Usage(m) => Error::Usage(crate::spark::without_url_secret(&m, url)),
-            Error::Server(m) => Error::Server(crate::spark::without_url_secret(&m, url)),
-            other => other,
-        })?;
-    if let Some(e) = parsed.error {
-        let msg = crate::spark::without_url_secret(&e, url);
-        return Err(Error::from_engine(parsed.kind.as_deref(), msg));
-    }
+    // A run of its own: the session's summary is verify's, not the report's counting.
+    let session = Session::start(opts, Purpose::Verify, &crate::stats::RunStats::new())?;
+    let answer = session.request(
+        &verify_request(&original, &rewritten, &views, opts, how),
+        "running both queries",
+    )?;
+    drop(session);
+    let parsed: RunnerOut = serde_json::from_value(answer)
+        .map_err(|e| Error::Internal(format!("Spark engine: unreadable verify answer: {e}")))?;
     let (mut before, mut after) = (
         parsed.before.unwrap_or_default().with_task_total(),
         parsed.after.unwrap_or_default().with_task_total(),
@@ -321,7 +299,7 @@ pub fn spark(
     let (predicted_before, predicted_after) = predicted(r);
     let (slower_here, noise_ms) = ran_slower(&before, &after);
     let here = crate::cluster::local_cores(&opts.master).filter(|_| opts.remote.is_none());
-    let timing = opts.cluster.as_ref().and_then(|c| timing::Timing::of(&before, &after, c, here));
+    let timing = cluster.and_then(|c| timing::Timing::of(&before, &after, c, here));
     let slower = match &timing {
         Some(t) if !t.cluster_is_here() => t.slower_on_cluster(noise_ms),
         _ => slower_here,
@@ -342,14 +320,14 @@ pub fn spark(
         inputs: tables.iter().map(|(n, _)| format!("{n}: all rows")).collect(),
         identical: parsed.identical.unwrap_or(false) && before.columns == after.columns,
         columns_match: before.columns == after.columns,
-        tolerance: opts.tolerance,
+        tolerance: how.tolerance,
         rows_original: before.rows,
         rows_rewritten: after.rows,
         only_in_original: parsed.only_in_original,
         only_in_rewritten: parsed.only_in_rewritten,
         predicted_before,
         predicted_after,
-        runs: opts.runs,
+        runs: how.runs,
         noise_ms,
         slower,
         timing,
@@ -377,8 +355,6 @@ fn aqe_predicted(r: Option<&Rewritten>) -> Vec<String> {
         .collect()
 }
 
-/// What the Spark runner reads on its stdin: the master, the settings, the tables, both queries
-/// and the digits that floating-point values are compared to.
 /// Table names and their paths.
 type Named = Vec<(String, String)>;
 
@@ -421,66 +397,25 @@ fn one_part_views(
     Ok((one_part(original)?, one_part(rewritten)?, views))
 }
 
-fn runner_spec(
+/// The driver's `verify` request: the tables, both queries, the digits that floating-point values
+/// are compared to, the runs, and the Connect server's UI.
+fn verify_request(
     original: &str,
     rewritten: &str,
     tables: &[(String, String)],
-    opts: &SparkRunOptions,
+    opts: &SparkOptions,
+    how: Measuring,
 ) -> serde_json::Value {
-    let digits = (-opts.tolerance.log10()).round().clamp(1.0, 17.0) as i64;
+    let digits = (-how.tolerance.log10()).round().clamp(1.0, 17.0) as i64;
     serde_json::json!({
-        "master": opts.master,
-        "remote": opts.remote,
+        "op": "verify",
         "spark_ui": opts.spark_ui,
-        "conf": opts.conf.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
         "tables": tables.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
         "original": original,
         "rewritten": rewritten,
         "digits": digits,
-        "runs": opts.runs,
+        "runs": how.runs,
     })
-}
-
-/// Write the runner to a temporary file, run it with `python` on `spec`, and read its answer.
-fn run_spark_runner(spec: &serde_json::Value, python: &str) -> Result<RunnerOut> {
-    let script = std::env::temp_dir().join(format!("skewjoin-verify-{}.py", std::process::id()));
-    std::fs::write(&script, RUNNER).map_err(|e| Error::Io { path: script.clone(), source: e })?;
-    let child = Command::new(python)
-        .arg(&script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let mut child = match child {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = std::fs::remove_file(&script);
-            return Err(Error::Usage(format!("cannot run {python} for the Spark engine: {e} (pass --python with a Python that has pyspark)")));
-        }
-    };
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(spec.to_string().as_bytes());
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| Error::Server(format!("the Spark engine failed: {e}")));
-    let _ = std::fs::remove_file(&script);
-    runner_answer(&out?, python)
-}
-
-/// The runner's answer: the last line of its stdout that is a JSON object; without one, the
-/// last line of its stderr is the error.
-fn runner_answer(out: &std::process::Output, python: &str) -> Result<RunnerOut> {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let last = stdout.lines().rev().find(|l| l.trim_start().starts_with('{'));
-    match last.map(serde_json::from_str::<RunnerOut>) {
-        Some(Ok(p)) => Ok(p),
-        _ => {
-            let err = String::from_utf8_lossy(&out.stderr);
-            let line = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output");
-            Err(Error::Server(format!("the Spark engine ({python}) failed: {}", line.trim())))
-        }
-    }
 }
 
 /// The version of the Polars crate this binary embeds.

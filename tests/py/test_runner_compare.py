@@ -1,4 +1,4 @@
-"""The Spark runner's comparison of two results as multisets (python/skewjoin/_spark_runner.py),
+"""The Spark runner's comparison of two results as multisets (python/skewjoin/_spark_driver.py),
 run on rows as pyspark gives them, without Spark: floats rounded to the tolerance's digits, and a
 sum on a rounding boundary (cents added in another order) not taken for a difference."""
 import sys
@@ -7,7 +7,7 @@ from collections import Counter
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "python"))
-from skewjoin._spark_runner import norm, pair_off  # noqa: E402
+from skewjoin._spark_driver import norm, pair_off  # noqa: E402
 
 
 def multiset(rows, digits=9):

@@ -81,7 +81,11 @@ def test_engine_errors_are_one_line(data, tmp_path):
     assert (f["code"], f["kind"]) == ("usage", "usage"), f
     # A rewrite Spark refuses (a misspelled column) is Spark's one-line error, the user's to fix.
     f = failure(verify(tmp_path, sql, tables, rewritten="SELECT nope FROM events"))
-    assert (f["code"], f["kind"]) == ("usage", "usage") and "Spark:" in f["message"], f
+    assert (f["code"], f["kind"]) == ("usage", "usage") and "`nope`" in f["message"], f
+    # Spark's start and both queries' runs are bounded by --spark-timeout: past it, the driver
+    # is stopped (here before Spark has even started) and the command fails in one line.
+    f = failure(verify(tmp_path, sql, tables, "--spark-timeout", "1"))
+    assert (f["code"], f["kind"]) == ("server", "server") and "--spark-timeout" in f["message"], f
 
 
 def test_timed_runs_and_a_slower_rewrite(data, tmp_path):

@@ -1,22 +1,31 @@
-"""skewjoin's Spark counting engine: the jobs `--engine spark` runs on the user's Spark (local
-mode through pyspark, a --master, or a Spark Connect server with --remote), so that a table too
-big for one machine, or known only by its catalog name, is counted where it lives and hashed by
-Spark itself.
+"""skewjoin's one pyspark driver: what skewjoin asks of the user's Spark (local mode through
+pyspark, a --master, or a Spark Connect server with --remote) goes through this file.
 
-The first line on stdin says how to start the session; every later line is one request, and
-every answer is one JSON line on the protocol stream (the process's stdout when it started;
-stdout itself is sent to stderr, so that nothing Spark prints can corrupt an answer).
+Run as a script (the binary carries this file and runs it with the user's Python) it serves one
+session: the first line on stdin says how to start it and what for (`"for": "counting"` or
+`"verify"`); every later line is one request, and every answer is one JSON line on the protocol
+stream (the process's stdout when it started; stdout itself is sent to stderr, so that nothing
+Spark prints can corrupt an answer).
 
-Requests:
+Counting (`keys`, `plan`, `rewrite` with `--engine spark`): a table too big for one machine, or
+known only by its catalog name, is counted where it lives and hashed by Spark itself.
   open     a table by path (Parquet) or catalog name: its fields, rows, size and files
   filter   a view of a table's rows that meet the query's conditions (one row per group)
   profile  a key's rows, NULL rows, distinct values, most frequent values, rows per partition
   scan     the rows of each shuffle partition and of each candidate value
   scan_by_map  the same per map task (each partition of Spark's scan of the table)
 Values go back in a form that loses nothing: integers as numbers, dates as days and timestamps
-as microseconds since 1970 (session time zone UTC), floats and decimals as Spark's strings,
-binaries as hex.
+as microseconds since 1970, floats and decimals as Spark's strings, binaries as hex.
+
+Verifying (`verify --engine spark`, `fix --verify`):
+  verify   both queries on the session, their rows compared as multisets, every stage's tasks
+           read from Spark's REST API (or the Connect server's UI)
+
+Imported, it is the Python API's too: `skewjoin.spark.verify` runs `compare` on the caller's
+own session, with a query as SQL text or a DataFrame.
 """
+import datetime
+import decimal
 import json
 import math
 import os
@@ -24,15 +33,8 @@ import random
 import re
 import sys
 import time
-
-PROTO = os.fdopen(os.dup(1), "w")
-os.dup2(2, 1)
-
-
-def reply(obj):
-    PROTO.write(json.dumps(obj) + "\n")
-    PROTO.flush()
-
+import urllib.request
+from collections import Counter
 
 TOKEN = re.compile(r";\s*token=[^;\s]*", re.IGNORECASE)
 
@@ -52,32 +54,97 @@ def one_line(e):
     return first[:1000]
 
 
+# What a Spark Connect client meets when its server stops: a shut-down server's own error, or the
+# channel's once it is gone.
+SERVER_GONE = re.compile(r"stopped SparkContext|UNAVAILABLE|failed to connect to all addresses|Connection refused|Socket closed")
+
+
+# Spark's and Python's own words for a mistake in what the user gave: a query or name Spark
+# cannot resolve, SQL it cannot parse, a Python without pyspark, a path that is not there.
+USER_FAULTS = {"AnalysisException", "ParseException", "ImportError", "ModuleNotFoundError", "FileNotFoundError"}
+
+
+def fault(e):
+    """Whose fault an exception is: `usage` for the user's, `server` for the engine's."""
+    names = {c.__name__ for c in type(e).__mro__}
+    return "usage" if names & USER_FAULTS else "server"
+
+
+def said(remote, e):
+    """A request's error in one line; over Spark Connect, a server that stopped is named."""
+    msg = one_line(e)
+    if remote and SERVER_GONE.search(str(e)):
+        return f"the Spark Connect server {remote} stopped answering ({msg})"
+    return msg
+
+
+def bounded_retries(spark):
+    """A Spark Connect server that stops answering is given up after about 45 s of retries (8,
+    backing off to 10 s), not pyspark's 10 minutes: --spark-timeout bounds a slow job, this a
+    server gone."""
+    try:
+        from pyspark.sql.connect.client.retries import DefaultPolicy
+        spark.client.set_retry_policies([DefaultPolicy(max_retries=8, max_backoff=10000)])
+    except Exception:  # noqa: BLE001 - an older client keeps its own policy
+        pass
+
+
+# A verifying session's UI keeps every task of both queries (their times are read from it), on
+# a free port; its timestamps are UTC whatever the machine's zone, so that rows compare alike.
+VERIFY_CONF = {"spark.ui.enabled": "true", "spark.ui.port": "0", "spark.ui.showConsoleProgress": "false",
+               "spark.ui.retainedTasks": "10000000"}
+UTC = {"spark.sql.session.timeZone": "UTC"}
+
+
+def start_session(start):
+    """The session `start` names: a Spark Connect server (`remote`), else pyspark's own with
+    `master`, each with the settings in `conf`."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as e:
+        raise ImportError(f"pyspark cannot be imported by {sys.executable} ({e}): pip install pyspark, or pass --python") from e
+    verifying = start.get("for") == "verify"
+    conf = {**(UTC if verifying else {}), **(start.get("conf") or {})}
+    if start.get("remote"):
+        spark = SparkSession.builder.remote(start["remote"]).getOrCreate()
+        bounded_retries(spark)
+        for k, v in conf.items():
+            spark.conf.set(k, v)
+        return spark
+    # A local session even where pyspark's Connect client left its switches in the environment
+    # (--remote, not SPARK_REMOTE, chooses Spark Connect).
+    for k in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE"):
+        os.environ.pop(k, None)
+    b = SparkSession.builder.master(start.get("master") or "local[*]").appName(f"skewjoin {start.get('for', 'counting')}")
+    for k, v in {**(VERIFY_CONF if verifying else {}), **conf}.items():
+        b = b.config(k, v)
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def hello(spark, remote):
+    """The first answer: the session's Spark version, application and master."""
+    try:
+        app = spark.conf.get("spark.app.id")
+    except Exception:  # noqa: BLE001 - not every server exposes it
+        app = None
+    master = remote or spark.conf.get("spark.master", None)
+    return {"version": spark.version, "app_id": app, "master": master}
+
+
+# ---- counting -------------------------------------------------------------------------------
+
 def q(name):
     return "`" + name.replace("`", "``") + "`"
 
 
-class Engine:
-    def __init__(self, start):
-        from pyspark.sql import SparkSession
+class Counting:
+    """The counting requests, on a session started for counting."""
 
-        self.remote = start.get("remote")
-        if not self.remote:
-            # A local session even where pyspark's Connect client left its switches in the
-            # environment (--remote, not SPARK_REMOTE, chooses Spark Connect).
-            for k in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE"):
-                os.environ.pop(k, None)
-        if self.remote:
-            self.spark = SparkSession.builder.remote(self.remote).getOrCreate()
-        else:
-            b = SparkSession.builder.master(start.get("master") or "local[*]").appName("skewjoin counting")
-            for k, v in (start.get("conf") or {}).items():
-                b = b.config(k, v)
-            self.spark = b.getOrCreate()
-            self.spark.sparkContext.setLogLevel("ERROR")
-        if self.remote:
-            bounded_retries(self.spark)
-            for k, v in (start.get("conf") or {}).items():
-                self.spark.conf.set(k, v)
+    def __init__(self, spark, remote):
+        self.spark = spark
+        self.remote = remote
         # The kept groups of a key take AQE's coalesced partitions (Spark 4's default), so that
         # the small jobs over them do not run one task per shuffle partition. The counting
         # queries run adaptively whatever the job's setting (which the predictions follow,
@@ -100,14 +167,6 @@ class Engine:
                 return int(self.spark.conf.get("spark.default.parallelism"))
             except Exception:  # noqa: BLE001
                 return None
-
-    def hello(self):
-        try:
-            app = self.spark.conf.get("spark.app.id")
-        except Exception:  # noqa: BLE001 - not every server exposes it
-            app = None
-        master = self.remote or self.spark.conf.get("spark.master", None)
-        return {"version": self.spark.version, "app_id": app, "master": master}
 
     def view(self, df):
         self.n += 1
@@ -568,17 +627,6 @@ def even(sizes):
     return bool(s) and s[-1] <= 4 * s[len(s) // 2]
 
 
-def bounded_retries(spark):
-    """A Spark Connect server that stops answering is given up after about 45 s of retries (8,
-    backing off to 10 s), not pyspark's 10 minutes: --spark-timeout bounds a slow job, this a
-    server gone."""
-    try:
-        from pyspark.sql.connect.client.retries import DefaultPolicy
-        spark.client.set_retry_policies([DefaultPolicy(max_retries=8, max_backoff=10000)])
-    except Exception:  # noqa: BLE001 - an older client keeps its own policy
-        pass
-
-
 # Wall-clock timestamps travel as microseconds from this one, whatever the session's time zone.
 NTZ_EPOCH = "TIMESTAMP_NTZ'1970-01-01 00:00:00'"
 
@@ -603,35 +651,382 @@ def decode(col, t):
     return f"CAST({col} AS {t.upper()})"
 
 
-# What a Spark Connect client meets when its server stops: a shut-down server's own error, or the
-# channel's once it is gone.
-SERVER_GONE = re.compile(r"stopped SparkContext|UNAVAILABLE|failed to connect to all addresses|Connection refused|Socket closed")
 
 
-# Spark's and Python's own words for a mistake in what the user gave: a query or name Spark
-# cannot resolve, SQL it cannot parse, a Python without pyspark, a path that is not there.
-USER_FAULTS = {"AnalysisException", "ParseException", "ImportError", "ModuleNotFoundError", "FileNotFoundError"}
+# ---- verifying ------------------------------------------------------------------------------
+
+def norm(v, digits):
+    if v is None:
+        return None
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "NaN"
+        if math.isinf(v) or v == 0:
+            return v
+        return float(f"{v:.{digits}g}")
+    if isinstance(v, decimal.Decimal):
+        return str(v.normalize()) if v == v else "NaN"
+    if isinstance(v, (datetime.datetime, datetime.date)):
+        return v.isoformat()
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v).hex()
+    if isinstance(v, (list, tuple)):
+        return json.dumps([norm(x, digits) for x in v], default=str)
+    if isinstance(v, dict):
+        return json.dumps({str(k): norm(x, digits) for k, x in v.items()}, default=str, sort_keys=True)
+    if hasattr(v, "asDict"):
+        return json.dumps({k: norm(x, digits) for k, x in v.asDict().items()}, default=str, sort_keys=True)
+    return v
 
 
-def fault(e):
-    """Whose fault an exception is: `usage` for the user's, `server` for the engine's."""
-    names = {c.__name__ for c in type(e).__mro__}
-    return "usage" if names & USER_FAULTS else "server"
+MAX_PAIRED = 10_000
+
+def pair_off(c0, c1, digits):
+    """Takes out of both multisets the pairs of rows that the rounded comparison left apart but
+    that differ only by one unit in the last digit kept of their floats: a sum on a rounding
+    boundary (cents summed in another order) falls on either side of it."""
+    s0, s1 = list((c0 - c1).elements()), list((c1 - c0).elements())
+    if not s0 or len(s0) != len(s1) or len(s0) > MAX_PAIRED:
+        return
+    rest = lambda r: tuple("~" if isinstance(v, float) else v for v in r)  # noqa: E731
+    # In one order whatever order Spark gave the rows in, each to its closest candidate: the
+    # verdict does not depend on the run.
+    s0.sort(key=repr)
+    s1.sort(key=repr)
+    by_rest = {}
+    for r in s1:
+        by_rest.setdefault(rest(r), []).append(r)
+    for r0 in s0:
+        candidates = by_rest.get(rest(r0), [])
+        near = [(distance(r0, r1), i) for i, r1 in enumerate(candidates)
+                if all(a == b or close(a, b, digits) for a, b in zip(r0, r1))]
+        if near:
+            r1 = candidates.pop(min(near)[1])
+            c0[r0] -= 1
+            c1[r1] -= 1
+    for c in (c0, c1):
+        for r in [r for r, n in c.items() if n <= 0]:
+            del c[r]
 
 
-def said(engine, e):
-    """A request's error in one line; over Spark Connect, a server that stopped is named."""
-    msg = one_line(e)
-    if engine.remote and SERVER_GONE.search(str(e)):
-        return f"the Spark Connect server {engine.remote} stopped answering ({msg})"
-    return msg
+def distance(r0, r1):
+    """How far apart two rows' floats are, summed."""
+    return sum(abs(a - b) for a, b in zip(r0, r1) if isinstance(a, float) and isinstance(b, float) and a != b)
+
+
+def close(a, b, digits):
+    """Two rounded floats one unit (and a half, for the rounding of the larger) apart in their
+    last digit kept, or less."""
+    if not (isinstance(a, float) and isinstance(b, float)) or math.isinf(a) or math.isinf(b):
+        return False
+    big = max(abs(a), abs(b))
+    return big > 0 and abs(a - b) <= 1.5 * 10 ** (math.floor(math.log10(big)) + 1 - digits)
+
+
+def getter(ui, app):
+    """GET a path of the application's REST API (the Spark UI at `ui`)."""
+    def get(path):
+        with urllib.request.urlopen(f"{ui}/api/v1/applications/{app}{path}", timeout=60) as r:
+            return json.loads(r.read())
+    return get
+
+
+def when(s):
+    # "2026-11-30T16:00:00.123GMT"
+    t = datetime.datetime.strptime(s.replace("GMT", ""), "%Y-%m-%dT%H:%M:%S.%f")
+    return t.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000
+
+
+def stages_of(sc, group):
+    ids = set()
+    for j in sc.statusTracker().getJobIdsForGroup(group):
+        info = sc.statusTracker().getJobInfo(j)
+        if info is not None:
+            ids.update(info.stageIds)
+    return stage_stats(getter(sc.uiWebUrl, sc.applicationId), ids)
+
+
+def metric(value):
+    """A SQL metric's value as the UI prints it ("1,234", or a total line): its first number."""
+    for line in reversed(str(value).splitlines()):
+        digits = ""
+        for ch in line.replace(",", ""):
+            if ch.isdigit():
+                digits += ch
+            elif digits:
+                break
+        if digits:
+            return int(digits)
+    return 0
+
+
+def aqe_of(get, jobs):
+    """What AQE did in the SQL executions that ran `jobs`, from their final plans' metrics: the
+    partitions it split as skewed and into how many tasks, the reads it coalesced, and the joins
+    of each kind it ran (a broadcast join where the plan had a sort-merge join is a switch)."""
+    out = {"skewed_partitions": 0, "skewed_splits": 0, "coalesced_reads": 0, "coalesced_partitions": 0,
+           "sort_merge_joins": 0, "skew_joins": 0, "broadcast_joins": 0, "shuffled_hash_joins": 0}
+    try:
+        execs = get("/sql?details=true&planDescription=false&length=100000")
+    except Exception:  # noqa: BLE001 - an older Spark without the endpoint: nothing measured
+        return None
+    for e in execs:
+        ran = set(e.get("successJobIds", [])) | set(e.get("failedJobIds", []))
+        if not ran & jobs:
+            continue
+        for n in e.get("nodes", []):
+            name = n.get("nodeName", "")
+            m = {x.get("name"): x.get("value") for x in n.get("metrics", [])}
+            if name == "AQEShuffleRead":
+                out["skewed_partitions"] += metric(m.get("number of skewed partitions", 0))
+                out["skewed_splits"] += metric(m.get("number of skewed partition splits", 0))
+                c = metric(m.get("number of coalesced partitions", 0))
+                out["coalesced_partitions"] += c
+                out["coalesced_reads"] += 1 if c else 0
+            elif name.startswith("SortMergeJoin"):
+                out["sort_merge_joins"] += 1
+                out["skew_joins"] += 1 if "skew=true" in name else 0
+            elif name.startswith("BroadcastHashJoin"):
+                out["broadcast_joins"] += 1
+            elif name.startswith("ShuffledHashJoin"):
+                out["shuffled_hash_joins"] += 1
+    return out
+
+
+def tagged_stages(get, tag):
+    """The stages of the jobs a Spark Connect server ran under `tag` (its job tags hold ours)."""
+    ids = set()
+    for j in get("/jobs"):
+        if any(tag in t for t in j.get("jobTags", [])):
+            ids.update(j.get("stageIds", []))
+    return stage_stats(get, ids)
+
+
+def stage_stats(get, ids):
+    out = []
+    for sid in sorted(ids):
+        attempts = []
+        for _ in range(200):
+            try:
+                attempts = get(f"/stages/{sid}")
+            except Exception:
+                attempts = []
+            if not attempts or all(a["status"] in ("COMPLETE", "SKIPPED", "FAILED") for a in attempts):
+                break
+            time.sleep(0.1)
+        ran = [a for a in attempts if a["status"] in ("COMPLETE", "FAILED")]
+        if not any(a["status"] == "COMPLETE" for a in ran):
+            continue
+        tl, failed = successful_tasks(get, sid, ran)
+        recs, byts, durs = [], [], []
+        for t in tl:
+            m = t.get("taskMetrics", {}).get("shuffleReadMetrics", {})
+            recs.append(m.get("recordsRead", 0))
+            byts.append(m.get("localBytesRead", 0) + m.get("remoteBytesRead", 0))
+            durs.append(t.get("duration", 0))
+        read = sorted(r for r in recs if r > 0)
+        d = sorted(durs)
+        starts = [when(a["submissionTime"]) for a in ran if a.get("submissionTime")]
+        ends = [when(a["completionTime"]) for a in ran if a.get("completionTime")]
+        dur = int(max(ends) - min(starts)) if starts and ends else 0
+        finish = [int(when(t["launchTime"])) + t.get("duration", 0) for t in tl if t.get("launchTime")]
+        out.append({
+            "stage_id": sid, "tasks": len(tl), "duration_ms": dur,
+            "max_task_records": max(recs, default=0),
+            "median_task_records": read[len(read) // 2] if read else 0,
+            "max_task_bytes": max(byts, default=0),
+            "max_task_ms": max(durs, default=0), "median_task_ms": d[len(d) // 2] if d else 0,
+            "spill_bytes": sum(a.get("memoryBytesSpilled", 0) + a.get("diskBytesSpilled", 0) for a in ran),
+            "task_ms": sum(durs),
+            "task_records": recs,
+            "failed_tasks": failed, "attempts": len(ran),
+            # For the replay on the cluster's cores (src/replay.rs): when the stage was
+            # submitted, its last task finished and it completed (epoch ms), each task's
+            # duration.
+            "submitted_ms": int(min(starts)) if starts else None, "completed_ms": int(max(ends)) if ends else None,
+            "last_finish_ms": max(finish, default=None), "task_durations_ms": durs,
+        })
+    return out
+
+
+def successful_tasks(get, sid, attempts):
+    """Each partition's successful run, in partition order, over the stage's attempts (a stage
+    whose map outputs were lost with an executor runs again, its next attempt only the
+    partitions lost), the later attempt's where both ran it; and how many runs failed."""
+    done, failed = {}, 0
+    for a in sorted(attempts, key=lambda a: a["attemptId"]):
+        for t in get(f"/stages/{sid}/{a['attemptId']}/taskList?length=10000000"):
+            if t.get("status") == "SUCCESS":
+                done[t.get("index", 0)] = t
+            else:
+                failed += 1
+    return [done[i] for i in sorted(done)], failed
+
+
+def retry_notes(before, after):
+    """What the measured tasks went through: tasks that failed and ran again (an executor lost,
+    say), whose figures are then of each partition's successful run."""
+    notes = []
+    for label, run in (("original", before), ("rewrite", after)):
+        for st in run.get("stages", []):
+            if st.get("failed_tasks") or st.get("attempts", 1) > 1:
+                notes.append(f"{label}: stage {st['stage_id']}: {st['failed_tasks']} task runs failed and ran again "
+                             f"({st['attempts']} attempts; an executor lost, say): its tasks are each partition's successful run")
+    return notes
+
+
+def run_remote(spark, sql, label, digits, ui):
+    """One query over Spark Connect, its jobs tagged; their stages from the server's UI, when
+    it answers (else none, and a note says why)."""
+    tag = f"skewjoin-verify-{label}-{int(time.time() * 1000)}"
+    spark.addTag(tag)
+    t0 = time.time()
+    try:
+        df = spark.sql(sql) if isinstance(sql, str) else sql
+        rows = df.collect()
+    finally:
+        spark.removeTag(tag)
+    t1 = time.time()
+    wall = int((t1 - t0) * 1000)
+    counts = Counter(tuple(norm(v, digits) for v in r) for r in rows)
+    stages, note = [], None
+    try:
+        app = spark.conf.get("spark.app.id")
+        stages = tagged_stages(getter(ui, app), tag)
+    except Exception as e:  # noqa: BLE001 - the UI is off, elsewhere, or not ours to reach
+        note = f"tasks not measured: the Spark Connect server's UI at {ui} did not answer ({one_line(e)}); pass --spark-ui URL"
+    return {"wall_ms": wall, "rows": len(rows), "columns": df.columns, "stages": stages,
+            "start_ms": int(t0 * 1000), "end_ms": int(t1 * 1000)}, counts, note
+
+
+def connect_ui(spark, spec):
+    """The server's UI: --spark-ui, else the Connect host at spark.ui.port (4040)."""
+    if spec.get("spark_ui"):
+        return spec["spark_ui"].rstrip("/")
+    host = spec["remote"][len("sc://"):].split("/")[0].split(";")[0].rsplit(":", 1)[0]
+    try:
+        port = spark.conf.get("spark.ui.port")
+    except Exception:  # noqa: BLE001
+        port = "4040"
+    return f"http://{host}:{port or 4040}"
+
+
+def run(spark, sql, label, digits):
+    sc = spark.sparkContext
+    group = f"skewjoin-verify-{label}"
+    sc.setJobGroup(group, group)
+    t0 = time.time()
+    try:
+        df = spark.sql(sql) if isinstance(sql, str) else sql
+        rows = df.collect()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    t1 = time.time()
+    wall = int((t1 - t0) * 1000)
+    counts = Counter(tuple(norm(v, digits) for v in r) for r in rows)
+    planning = planning_ms(df)
+    jobs = set(sc.statusTracker().getJobIdsForGroup(group))
+    stages = stages_of(sc, group)
+    aqe = aqe_of(getter(sc.uiWebUrl, sc.applicationId), jobs)
+    return {"wall_ms": wall, "rows": len(rows), "columns": df.columns, "stages": stages, "aqe": aqe,
+            "start_ms": int(t0 * 1000), "end_ms": int(t1 * 1000), "planning_ms": planning}, counts
+
+
+def planning_ms(df):
+    """The time Spark took to analyse, optimise and plan the query (its QueryPlanningTracker's
+    phases, through the classic session's JVM); None where the session has no JVM here."""
+    try:
+        phases = df._jdf.queryExecution().tracker().phases()
+        total = 0
+        for name in ("analysis", "optimization", "planning"):
+            p = phases.get(name)
+            if p.isDefined():
+                total += p.get().durationMs()
+        return int(total)
+    except Exception:  # noqa: BLE001 - Spark Connect, or a Spark without the tracker
+        return None
+
+
+def runs(once, original, rewritten, n):
+    """Each query in `n` rounds, alternating, the original first. The first round gives the rows;
+    with more rounds it is the warm-up (JIT, caches), and the times are of the others: each
+    query's median timed run, with every timed run's wall time and the warm-up's."""
+    done = {"original": [], "rewritten": []}
+    counts = {}
+    for i in range(max(1, n)):
+        for label, sql in (("original", original), ("rewritten", rewritten)):
+            stats, c = once(sql, f"{label}-{i}")
+            done[label].append(stats)
+            counts.setdefault(label, c)
+    out = []
+    for label in ("original", "rewritten"):
+        timed = done[label][1:] if n > 1 else done[label]
+        median = sorted(timed, key=lambda s: s["wall_ms"])[len(timed) // 2]
+        warmup = done[label][0]["wall_ms"] if n > 1 else None
+        out.append(({**median, "runs_ms": [s["wall_ms"] for s in timed], "warmup_ms": warmup}, counts[label]))
+    return out
+
+
+def table_frame(spark, path):
+    """The table at `path`: Parquet files, or a catalog table (`db.t`, no folder or scheme in it,
+    and nothing of that name here)."""
+    import os
+    if "/" not in path and ":" not in path and not os.path.exists(path) and not path.endswith(".parquet"):
+        return spark.table(path)
+    return spark.read.parquet(path)
+
+
+
+
+def compare(spark, original, rewritten, digits, n_runs, ui=None):
+    """Both queries on `spark`, `n_runs` rounds (see `runs`), their rows compared as multisets
+    to `digits` significant digits; over Spark Connect (`ui`: its server's UI) the tasks are
+    read from that UI. Returns (before, after, rows only in each, notes)."""
+    notes = set()
+    if ui is not None:
+        def once(sql, label):
+            stats, counts, note = run_remote(spark, sql, label, digits, ui)
+            notes.add(note)
+            return stats, counts
+    else:
+        def once(sql, label):
+            return run(spark, sql, label, digits)
+    (before, c0), (after, c1) = runs(once, original, rewritten, n_runs)
+    pair_off(c0, c1, digits)
+    only0 = list((c0 - c1).elements())[:5]
+    only1 = list((c1 - c0).elements())[:5]
+    return before, after, c0 == c1, only0, only1, sorted(n for n in notes if n)
+
+
+def verify(spark, remote, r):
+    """The `verify` request: the tables as views, both queries compared."""
+    for name, path in r["tables"].items():
+        table_frame(spark, path).createOrReplaceTempView(name)
+    ui = connect_ui(spark, {"remote": remote, "spark_ui": r.get("spark_ui")}) if remote else None
+    before, after, identical, only0, only1, notes = compare(
+        spark, r["original"], r["rewritten"], r["digits"], r.get("runs", 1), ui)
+    return {
+        "spark_version": spark.version, "master": remote or spark.sparkContext.master,
+        "notes": notes + retry_notes(before, after), "identical": identical,
+        "before": before, "after": after,
+        "only_in_original": [repr(x) for x in only0], "only_in_rewritten": [repr(x) for x in only1],
+    }
 
 
 def main():
+    proto = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+
+    def reply(obj):
+        proto.write(json.dumps(obj, default=str) + "\n")
+        proto.flush()
+
     start = json.loads(sys.stdin.readline())
+    remote = start.get("remote")
     try:
-        engine = Engine(start)
-        reply({"ok": True, **engine.hello()})
+        spark = start_session(start)
+        counting = Counting(spark, remote) if start.get("for", "counting") == "counting" else None
+        reply({"ok": True, **hello(spark, remote)})
     except Exception as e:  # noqa: BLE001
         reply({"ok": False, "error": one_line(e), "kind": fault(e)})
         return
@@ -641,16 +1036,23 @@ def main():
         r = json.loads(line)
         t0 = time.time()
         try:
-            out = getattr(engine, r["op"])(r)
+            if r["op"] == "verify":
+                out = verify(spark, remote, r)
+            elif counting is not None:
+                out = getattr(counting, r["op"])(r)
+            else:
+                raise RuntimeError(f"a session started for {start.get('for')} does not count ({r['op']}): an internal fault")
             reply({"ok": True, "ms": int((time.time() - t0) * 1000), **out})
         except Exception as e:  # noqa: BLE001
-            reply({"ok": False, "error": said(engine, e), "kind": fault(e)})
+            reply({"ok": False, "error": said(remote, e), "kind": fault(e)})
     try:
-        for g in engine.grouped.values():
-            g.unpersist()
-        engine.spark.stop()
+        if counting is not None:
+            for g in counting.grouped.values():
+                g.unpersist()
+        spark.stop()
     except Exception:  # noqa: BLE001
         pass
 
 
-main()
+if __name__ == "__main__":
+    main()
