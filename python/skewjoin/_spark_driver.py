@@ -412,14 +412,15 @@ class Reach:
 
     def unreadable(self, what, e):
         """The error of the first job over a table: when a cluster's executor could not find a
-        file the driver listed, one line that says so."""
+        file the driver listed, one line that says so: the user's to fix (a path that is not
+        the workers')."""
         text = str(e)
         missing = re.search(r"(File (?:file:)?\S+ does not exist)", text)
         where = re.search(r"\(([^()\s]+) executor (\w+)\)", text)
         if self.cluster() is None or not missing:
             return e
         on = f" (executor {where.group(2)} on {where.group(1)})" if where else ""
-        return RuntimeError(
+        return FileNotFoundError(
             f"the cluster's executors cannot read {what}: {missing.group(1)} for them{on}, though this machine lists it: "
             "give a path every worker reads (HDFS, an object store, a shared file system) or the table's catalog name")
 
