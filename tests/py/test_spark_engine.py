@@ -211,7 +211,7 @@ def test_table_formats_are_not_read_as_plain_files(connect, tmp_path):
     (iceberg / "metadata").mkdir(parents=True)
     (delta / "part-0.parquet").write_bytes(pathlib.Path(TITLES).read_bytes())
     (iceberg / "metadata" / "v1.metadata.json").write_text("{}")
-    refused(run("keys", delta, "-c", "title_id", *J, *spark_args(connect)), "usage", "DATA_SOURCE_NOT_FOUND", "delta")
+    refused(run("keys", delta, "-c", "title_id", *J, *spark_args(connect)), "server", "DATA_SOURCE_NOT_FOUND", "delta")
     refused(run("keys", iceberg, "-c", "title_id", *J, *spark_args(connect)), "usage", iceberg, "Iceberg")
 
 
