@@ -977,8 +977,6 @@ def table_frame(spark, path):
     return spark.read.parquet(path)
 
 
-
-
 def compare(spark, original, rewritten, digits, n_runs, ui=None):
     """Both queries on `spark`, `n_runs` rounds (see `runs`), their rows compared as multisets
     to `digits` significant digits; over Spark Connect (`ui`: its server's UI) the tasks are

@@ -278,9 +278,12 @@ pub fn spark(
     let (original, rewritten, views) = one_part_views(&original, &rewritten, tables)?;
     // A run of its own: the session's summary is verify's, not the report's counting.
     let session = Session::start(opts, Purpose::Verify, &crate::stats::RunStats::new())?;
-    let answer = session.request(
+    // Each run of each query is bounded by --spark-timeout, as one counting job is.
+    let runs = 2 * how.runs.max(1) as u32;
+    let answer = session.request_within(
         &verify_request(&original, &rewritten, &views, opts, how),
         "running both queries",
+        runs,
     )?;
     drop(session);
     let parsed: RunnerOut = serde_json::from_value(answer)
