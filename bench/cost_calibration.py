@@ -59,7 +59,7 @@ def main():
             joins += [(t["shuffle_records"], t["seconds"]) for t in tasks if t["shuffle_records"] > 0]
             scans += [(t["input_rows"], t["seconds"]) for t in tasks if t["input_rows"] > 0]
             print(f"rows {n:>9,} partitions {parts:>3} hot {hot:.1f}: {wall:.2f} s wall, largest join task "
-                  f"{max(t['read'] for t in tasks):,} records in {max(t['seconds'] for t in tasks if t['read'] > 0):.2f} s")
+                  f"{max(t['shuffle_records'] for t in tasks):,} records in {max(t['seconds'] for t in tasks if t['shuffle_records'] > 0):.2f} s")
     a, b, e = fit(joins)
     print(f"join tasks ({len(joins)}): task_s {a:.4f} s, join_row_s {b:.3e} s per record, mean abs error {e:.3f} s")
     a2, b2, e2 = fit(scans)

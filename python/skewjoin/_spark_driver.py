@@ -652,8 +652,6 @@ def decode(col, t):
     return f"CAST({col} AS {t.upper()})"
 
 
-
-
 # ---- verifying ------------------------------------------------------------------------------
 
 def norm(v, digits):
@@ -900,11 +898,12 @@ def run_remote(spark, sql, label, digits, ui):
             "start_ms": int(t0 * 1000), "end_ms": int(t1 * 1000)}, counts, note
 
 
-def connect_ui(spark, spec):
-    """The server's UI: --spark-ui, else the Connect host at spark.ui.port (4040)."""
-    if spec.get("spark_ui"):
-        return spec["spark_ui"].rstrip("/")
-    host = spec["remote"][len("sc://"):].split("/")[0].split(";")[0].rsplit(":", 1)[0]
+def connect_ui(spark, remote, spark_ui=None):
+    """The UI of the Connect server at `remote`: `spark_ui` (--spark-ui), else its host at
+    spark.ui.port (4040)."""
+    if spark_ui:
+        return spark_ui.rstrip("/")
+    host = remote[len("sc://"):].split("/")[0].split(";")[0].rsplit(":", 1)[0]
     try:
         port = spark.conf.get("spark.ui.port")
     except Exception:  # noqa: BLE001
@@ -1001,7 +1000,7 @@ def verify(spark, remote, r):
     """The `verify` request: the tables as views, both queries compared."""
     for name, path in r["tables"].items():
         table_frame(spark, path).createOrReplaceTempView(name)
-    ui = connect_ui(spark, {"remote": remote, "spark_ui": r.get("spark_ui")}) if remote else None
+    ui = connect_ui(spark, remote, r.get("spark_ui")) if remote else None
     before, after, identical, only0, only1, notes = compare(
         spark, r["original"], r["rewritten"], r["digits"], r.get("runs", 1), ui)
     return {

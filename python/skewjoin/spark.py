@@ -496,7 +496,7 @@ def verify(original, rewritten, spark=None, digits: int = 12, runs: int = 1) -> 
     if spark is None:
         spark = original.sparkSession if not isinstance(original, str) else _active()
     remote = _connect_host(spark)
-    ui = driver.connect_ui(spark, {"remote": f"sc://{remote}"}) if remote is not None else None
+    ui = driver.connect_ui(spark, f"sc://{remote}") if remote is not None else None
     before, after, identical, only0, only1, notes = driver.compare(spark, original, rewritten, digits, runs, ui)
     return SparkCheck(identical, _spark_run(before), _spark_run(after), only0, only1, notes)
 

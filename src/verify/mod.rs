@@ -164,8 +164,9 @@ impl RunStats {
     }
 }
 
+/// The driver's answer to a `verify` request.
 #[derive(Debug, Deserialize)]
-struct RunnerOut {
+struct VerifyAnswer {
     spark_version: Option<String>,
     master: Option<String>,
     identical: Option<bool>,
@@ -286,7 +287,7 @@ pub fn spark(
         runs,
     )?;
     drop(session);
-    let parsed: RunnerOut = serde_json::from_value(answer)
+    let parsed: VerifyAnswer = serde_json::from_value(answer)
         .map_err(|e| Error::Internal(format!("Spark engine: unreadable verify answer: {e}")))?;
     let (mut before, mut after) = (
         parsed.before.unwrap_or_default().with_task_total(),
